@@ -1,0 +1,2 @@
+//! Static, compile-time-checked descriptions of D-Bus interfaces and their properties, with
+//! NetworkManager's whole API declared.

@@ -1,0 +1,43 @@
+//! Running child commands with their command line echoed, so a CI log reads like a script.
+
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+
+/// Runs `cmd`, echoing it first and its duration after; fails when it exits non-zero.
+pub(crate) fn run(cmd: &mut Command) -> anyhow::Result<()> {
+    let shown = show(cmd);
+    eprintln!("$ {shown}");
+    let started = Instant::now();
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start `{shown}`"))?;
+    eprintln!("  ({:.1} s)", started.elapsed().as_secs_f64());
+    if !status.success() {
+        bail!("`{shown}` failed: {status}");
+    }
+    Ok(())
+}
+
+/// Runs `cmd` and returns its standard output; fails when it exits non-zero.
+pub(crate) fn read(cmd: &mut Command) -> anyhow::Result<String> {
+    let shown = show(cmd);
+    let out = cmd
+        .output()
+        .with_context(|| format!("cannot start `{shown}`"))?;
+    if !out.status.success() {
+        bail!(
+            "`{shown}` failed: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn show(cmd: &Command) -> String {
+    let mut parts = vec![cmd.get_program().to_string_lossy().into_owned()];
+    parts.extend(cmd.get_args().map(|arg| arg.to_string_lossy().into_owned()));
+    parts.join(" ")
+}

@@ -1,0 +1,56 @@
+//! netmirror's build and CI driver: `cargo xtask ci` runs every check and test that CI runs,
+//! `cargo xtask tidy` checks the repository's own rules, `cargo xtask bench` runs the benchmarks.
+//!
+//! It is a plain binary with few dependencies, since every contributor compiles it.
+
+mod bench;
+mod ci;
+mod cmd;
+mod system;
+mod tidy;
+
+use std::path::PathBuf;
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [options]
+
+commands:
+  ci [--no-privileged]   fmt, clippy, every test (the client cache in fatal mode, privileged
+                         tests in throwaway namespaces when root), benches compiled, docs,
+                         tidy, `cargo package` for each library crate; warnings are errors
+  tidy                   `//!` headers on every .rs file, the crate layering of DESIGN.md
+  setup                  install (as root) or name (otherwise) the system packages tests need
+  bench [--quick] [ARGS] criterion benches of every crate, then the side-by-side comparisons
+";
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = project_root();
+    std::env::set_current_dir(&root)?;
+    let Some((command, rest)) = args.split_first() else {
+        eprint!("{USAGE}");
+        std::process::exit(2);
+    };
+    match command.as_str() {
+        "ci" => ci::run(&root, rest),
+        "tidy" => tidy::run(&root),
+        "setup" => system::ensure_packages(),
+        "bench" => bench::run(&root, rest),
+        "-h" | "--help" | "help" => {
+            eprint!("{USAGE}");
+            Ok(())
+        }
+        other => {
+            eprint!("unknown command `{other}`\n\n{USAGE}");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn project_root() -> PathBuf {
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir
+        .parent()
+        .expect("xtask lives one level below the root")
+        .to_path_buf()
+}

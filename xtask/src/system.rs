@@ -1,0 +1,62 @@
+//! The system packages and privileges the tests need: installed when root, named otherwise.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::cmd;
+
+/// A Debian package and a file whose presence shows it is installed.
+const PACKAGES: &[(&str, &str)] = &[
+    ("network-manager", "/usr/sbin/NetworkManager"),
+    ("dbus-daemon", "/usr/bin/dbus-daemon"),
+    ("iproute2", "/usr/sbin/ip"),
+    ("util-linux", "/usr/bin/unshare"),
+    ("systemd", "/usr/bin/busctl"),
+];
+
+/// Whether this process runs as root (and so may make network namespaces).
+pub(crate) fn is_root() -> bool {
+    // The effective uid is the third field of the `Uid:` line.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with("Uid:"))
+                .and_then(|line| line.split_whitespace().nth(2).map(|euid| euid == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// The packages whose marker file is missing.
+pub(crate) fn missing_packages() -> Vec<&'static str> {
+    PACKAGES
+        .iter()
+        .filter(|(_, marker)| !Path::new(marker).exists())
+        .map(|(name, _)| *name)
+        .collect()
+}
+
+/// Installs the missing packages as root; otherwise names them and fails.
+pub(crate) fn ensure_packages() -> anyhow::Result<()> {
+    let missing = missing_packages();
+    if missing.is_empty() {
+        eprintln!("xtask: system packages present");
+        return Ok(());
+    }
+    if !is_root() {
+        anyhow::bail!(
+            "missing system packages: {} (as root: apt-get update && apt-get install -y {})",
+            missing.join(" "),
+            missing.join(" ")
+        );
+    }
+    cmd::run(Command::new("apt-get").arg("update"))?;
+    cmd::run(
+        Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )?;
+    Ok(())
+}
