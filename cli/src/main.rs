@@ -1,16 +1,81 @@
 //! `netmirror`: a fast nmcli- and ip-style view of this host's network state.
+//!
+//! The binary parses its arguments ([`args`]), asks one library function for the data, and
+//! renders it ([`render`]). It holds no logic of its own: the kernel cache is
+//! `netmirror-platform`, the D-Bus cache `netmirror-client-cache`.
 
-fn main() -> anyhow::Result<()> {
-    // Until the platform crate lands, the overview is the list of this host's links.
-    let mut names: Vec<String> = std::fs::read_dir("/sys/class/net")?
-        .filter_map(|entry| entry.ok())
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    let mut out = std::io::stdout().lock();
-    for name in names {
-        use std::io::Write;
-        writeln!(out, "{name}")?;
+mod args;
+mod failure;
+mod progress;
+mod render;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser};
+use tracing_subscriber::EnvFilter;
+
+use crate::args::{Cli, Command};
+use crate::render::Printer;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // `--help` and `--version` are "errors" that print to stdout and succeed.
+            let _ = err.print();
+            return if err.use_stderr() {
+                ExitCode::from(failure::USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    init_tracing(cli.verbose);
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => failure::report(&err),
     }
-    Ok(())
+}
+
+/// Installs the log subscriber on stderr: `RUST_LOG` when set, else a level from `-v`.
+///
+/// `NETMIRROR_CLIENT_DEBUG` is read by the client cache itself; what it enables is let through.
+fn init_tracing(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    if std::env::var_os("NETMIRROR_CLIENT_DEBUG").is_some()
+        && std::env::var_os("RUST_LOG").is_none()
+    {
+        if let Ok(directive) = "netmirror_client_cache=trace".parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(true)
+        .try_init();
+}
+
+/// Runs one command.
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let mut printer = Printer::new(&cli.output);
+    match cli.command {
+        Some(Command::Completions { shell }) => {
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "netmirror", &mut std::io::stdout());
+            Ok(())
+        }
+        other => {
+            let _ = &mut printer;
+            anyhow::bail!("{other:?} is not wired to the libraries yet")
+        }
+    }
 }

@@ -1,0 +1,465 @@
+//! The command line: every subcommand, flag and selector as clap derive types.
+//!
+//! Parsing is the only thing done here. The `ip`-style selectors (`table 100 dev eth0`) are
+//! words after the subcommand; they are turned into typed filters by [`RouteSelector::parse`]
+//! and friends so that a mistake is a usage error (exit status 2) like any other.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Examples shown at the end of `netmirror --help`.
+const TOP_EXAMPLES: &str = "\
+Examples:
+  netmirror                          overview of this host
+  netmirror link                     links, like `ip link`
+  netmirror addr show dev eth0       addresses of one link
+  netmirror route show table all -6  every IPv6 route
+  netmirror route count              route counts and cache memory per route
+  netmirror --json rule              routing rules as JSON
+  netmirror monitor route            route changes as they happen
+  netmirror batch routes.txt         apply `ip -batch`-like lines
+  netmirror nm device                NetworkManager devices, like `nmcli device`
+  netmirror -t -f DEVICE,STATE nm device
+  netmirror objects --service org.freedesktop.UDisks2
+";
+
+/// A fast nmcli- and ip-style view of this host's network state, with JSON and monitors.
+#[derive(Debug, Parser)]
+#[command(name = "netmirror", version, about, after_help = TOP_EXAMPLES)]
+#[command(propagate_version = true, max_term_width = 100)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) output: OutputArgs,
+    /// More log output on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub(crate) verbose: u8,
+    #[command(subcommand)]
+    pub(crate) command: Option<Command>,
+}
+
+/// How results are printed.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct OutputArgs {
+    /// Print JSON: an array of objects for lists, one object per line for monitors.
+    #[arg(long, global = true, conflicts_with = "terse")]
+    pub(crate) json: bool,
+    /// Terse output for scripts, like `nmcli -t`: no header, fields separated by `:`,
+    /// with `:` and `\` escaped by `\`.
+    #[arg(short, long, global = true)]
+    pub(crate) terse: bool,
+    /// Comma-separated fields to print (column names, case-insensitive), or `all`.
+    #[arg(
+        short,
+        long,
+        global = true,
+        value_name = "FIELD,...",
+        value_delimiter = ','
+    )]
+    pub(crate) fields: Vec<String>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Links, like `ip link`.
+    #[command(
+        visible_alias = "l",
+        after_help = "Example:\n  netmirror link show eth0"
+    )]
+    Link(LinkArgs),
+    /// Addresses, like `ip addr`.
+    #[command(
+        visible_alias = "a",
+        alias = "address",
+        after_help = "Example:\n  netmirror addr show dev eth0 -4"
+    )]
+    Addr(AddrArgs),
+    /// Routing rules, like `ip rule`.
+    #[command(after_help = "Example:\n  netmirror rule -6")]
+    Rule(RuleArgs),
+    /// Routes, like `ip route`; filters are applied by the kernel.
+    #[command(
+        visible_alias = "r",
+        args_conflicts_with_subcommands = true,
+        after_help = "Examples:\n  netmirror route show table all dev eth0 proto static\n  \
+                      netmirror route count"
+    )]
+    Route(RouteArgs),
+    /// Kernel changes as they happen, each with its old and new value.
+    #[command(after_help = "Example:\n  netmirror --json monitor route link")]
+    Monitor(MonitorArgs),
+    /// Apply `ip -batch`-like lines (`route add|del|replace ...`, `addr add|del ...`).
+    #[command(after_help = BATCH_HELP)]
+    Batch(BatchArgs),
+    /// NetworkManager: general state, devices, profiles, active connections, monitor.
+    #[command(after_help = "Examples:\n  netmirror nm device eth0\n  \
+                            netmirror --bus session nm general")]
+    Nm(NmArgs),
+    /// Objects of any D-Bus ObjectManager service (typed where declared, generic otherwise).
+    #[command(
+        args_conflicts_with_subcommands = true,
+        after_help = "Examples:\n  netmirror objects --service org.freedesktop.NetworkManager \
+                      --interface org.freedesktop.NetworkManager.Device\n  \
+                      netmirror objects monitor --service org.bluez"
+    )]
+    Objects(ObjectsArgs),
+    /// Print a shell completion script.
+    #[command(hide = true)]
+    Completions {
+        /// The shell to generate completions for.
+        shell: clap_complete::Shell,
+    },
+}
+
+const BATCH_HELP: &str = "\
+Each line is one command, as `ip -batch` takes them:
+  route add|del|replace PREFIX [via GW] [dev DEV] [table ID] [metric N] [proto P] [type T]
+  addr add|del PREFIX dev DEV
+Empty lines and lines starting with `#` are skipped. Requests are pipelined to the kernel.
+
+Without --continue, the file is checked first: a malformed line applies nothing, and the first
+line the kernel refuses stops the batch (lines before it stay applied). With --continue, every
+well-formed line is sent and every failing line is reported. Each failure is reported as
+`LINE: TEXT: MESSAGE`; the exit status is 1 when any line failed.
+
+Example:
+  printf 'route add 10.1.0.0/24 dev eth0\\naddr add 10.2.0.1/24 dev eth0\\n' | netmirror batch -";
+
+/// Options shared by the kernel subcommands.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct KernelArgs {
+    /// Network namespace: a name under /run/netns or a path such as /proc/PID/ns/net.
+    #[arg(long, global = true, value_name = "NAME|PATH")]
+    pub(crate) netns: Option<String>,
+    /// IPv4 only.
+    #[arg(short = '4', global = true, conflicts_with = "ipv6")]
+    pub(crate) ipv4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', global = true)]
+    pub(crate) ipv6: bool,
+}
+
+impl KernelArgs {
+    /// The address family asked for, if any.
+    pub(crate) fn family(&self) -> Option<Family> {
+        match (self.ipv4, self.ipv6) {
+            (true, _) => Some(Family::V4),
+            (_, true) => Some(Family::V6),
+            _ => None,
+        }
+    }
+}
+
+/// An address family chosen with `-4` or `-6`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Family {
+    V4,
+    V6,
+}
+
+/// `link [show] [DEV]`.
+#[derive(Debug, Args)]
+pub(crate) struct LinkArgs {
+    #[command(flatten)]
+    pub(crate) kernel: KernelArgs,
+    /// `show` (optional) and a device name.
+    #[arg(value_name = "show] [DEV")]
+    pub(crate) words: Vec<String>,
+}
+
+/// `addr [show] [dev DEV]`.
+#[derive(Debug, Args)]
+pub(crate) struct AddrArgs {
+    #[command(flatten)]
+    pub(crate) kernel: KernelArgs,
+    /// `show` (optional), then `dev DEV`.
+    #[arg(value_name = "show] [dev DEV")]
+    pub(crate) words: Vec<String>,
+}
+
+/// `rule [show]`.
+#[derive(Debug, Args)]
+pub(crate) struct RuleArgs {
+    #[command(flatten)]
+    pub(crate) kernel: KernelArgs,
+    /// `show` (optional).
+    #[arg(value_name = "show")]
+    pub(crate) words: Vec<String>,
+}
+
+/// `route [show|count] [SELECTOR]...`.
+#[derive(Debug, Args)]
+pub(crate) struct RouteArgs {
+    #[command(flatten)]
+    pub(crate) kernel: KernelArgs,
+    #[command(subcommand)]
+    pub(crate) action: Option<RouteAction>,
+    /// `table ID|NAME|all`, `dev DEV`, `proto P`, `type T`.
+    #[arg(value_name = "SELECTOR")]
+    pub(crate) words: Vec<String>,
+}
+
+/// What `route` does.
+#[derive(Debug, Subcommand)]
+pub(crate) enum RouteAction {
+    /// Print routes (the default).
+    #[command(visible_alias = "list", alias = "ls")]
+    Show {
+        /// `table ID|NAME|all`, `dev DEV`, `proto P`, `type T`.
+        #[arg(value_name = "SELECTOR")]
+        words: Vec<String>,
+    },
+    /// Load the whole cache and print route counts per table and family, and memory per route.
+    Count,
+}
+
+/// `monitor [link|addr|route|rule]...`.
+#[derive(Debug, Args)]
+pub(crate) struct MonitorArgs {
+    #[command(flatten)]
+    pub(crate) kernel: KernelArgs,
+    /// What to watch; everything when none is given.
+    #[arg(value_enum)]
+    pub(crate) objects: Vec<MonitorObject>,
+}
+
+/// An object kind `monitor` can watch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum MonitorObject {
+    Link,
+    #[value(alias = "address")]
+    Addr,
+    Route,
+    Rule,
+}
+
+/// `batch FILE|- [--continue]`.
+#[derive(Debug, Args)]
+pub(crate) struct BatchArgs {
+    #[command(flatten)]
+    pub(crate) kernel: KernelArgs,
+    /// Apply every well-formed line and report each failure, instead of stopping at the first.
+    #[arg(long = "continue", short = 'c')]
+    pub(crate) keep_going: bool,
+    /// The batch file, or `-` for standard input.
+    #[arg(value_name = "FILE|-")]
+    pub(crate) file: PathBuf,
+}
+
+/// Which D-Bus bus to use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Bus {
+    /// The system bus (`DBUS_SYSTEM_BUS_ADDRESS` is honoured).
+    System,
+    /// The session bus.
+    Session,
+    /// A bus at this address, such as `unix:path=/run/bus`.
+    Address(String),
+}
+
+impl std::str::FromStr for Bus {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "system" => Ok(Bus::System),
+            "session" => Ok(Bus::Session),
+            _ if text.contains(':') => Ok(Bus::Address(text.to_owned())),
+            _ => Err("expected `system`, `session` or a D-Bus address such as \
+                      `unix:path=/run/dbus/system_bus_socket`"
+                .to_owned()),
+        }
+    }
+}
+
+impl std::fmt::Display for Bus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bus::System => f.write_str("system bus"),
+            Bus::Session => f.write_str("session bus"),
+            Bus::Address(address) => write!(f, "bus at {address}"),
+        }
+    }
+}
+
+/// Options shared by the D-Bus subcommands.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BusArgs {
+    /// `system` (the default; `DBUS_SYSTEM_BUS_ADDRESS` is honoured), `session` or an address.
+    #[arg(
+        long,
+        global = true,
+        default_value = "system",
+        value_name = "system|session|ADDRESS"
+    )]
+    pub(crate) bus: Bus,
+}
+
+/// `nm ...`.
+#[derive(Debug, Args)]
+pub(crate) struct NmArgs {
+    #[command(flatten)]
+    pub(crate) bus: BusArgs,
+    #[command(subcommand)]
+    pub(crate) action: Option<NmAction>,
+}
+
+/// What `nm` shows.
+#[derive(Debug, Subcommand)]
+pub(crate) enum NmAction {
+    /// NetworkManager's overall state, like `nmcli general` (the default).
+    #[command(alias = "g", after_help = "Example:\n  netmirror nm general")]
+    General,
+    /// Devices, like `nmcli device`; one device in detail, asked of the server, with IFACE.
+    #[command(
+        alias = "d",
+        alias = "dev",
+        after_help = "Example:\n  netmirror nm device eth0"
+    )]
+    Device {
+        /// An interface name.
+        iface: Option<String>,
+    },
+    /// Connection profiles, like `nmcli connection`; one in detail with ID or UUID.
+    #[command(
+        alias = "c",
+        alias = "con",
+        after_help = "Example:\n  netmirror nm connection"
+    )]
+    Connection {
+        /// A profile's id (name) or UUID.
+        #[arg(value_name = "ID|UUID")]
+        id: Option<String>,
+    },
+    /// Active connections, like `nmcli connection show --active`.
+    #[command(alias = "a", after_help = "Example:\n  netmirror nm active")]
+    Active,
+    /// Changes to devices, profiles and active connections as they happen.
+    #[command(alias = "m", after_help = "Example:\n  netmirror --json nm monitor")]
+    Monitor,
+}
+
+/// `objects --service NAME [--path P] [--interface I]` and `objects monitor`.
+#[derive(Debug, Args)]
+pub(crate) struct ObjectsArgs {
+    #[command(flatten)]
+    pub(crate) bus: BusArgs,
+    #[command(flatten)]
+    pub(crate) target: ObjectsTarget,
+    #[command(subcommand)]
+    pub(crate) action: Option<ObjectsAction>,
+}
+
+/// Which service's objects.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ObjectsTarget {
+    /// The service's well-known bus name, such as `org.freedesktop.NetworkManager`.
+    #[arg(long, short = 's', value_name = "NAME")]
+    pub(crate) service: Option<String>,
+    /// Only this object (asked of the server with one GetAll).
+    #[arg(long, short = 'p', value_name = "OBJECT_PATH")]
+    pub(crate) path: Option<String>,
+    /// Only objects that have this interface, and only its properties.
+    #[arg(long, short = 'i', value_name = "INTERFACE")]
+    pub(crate) interface: Option<String>,
+}
+
+/// What `objects` does besides listing.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ObjectsAction {
+    /// Print objects as they are added, changed and removed.
+    #[command(
+        after_help = "Example:\n  netmirror objects monitor --service org.freedesktop.NetworkManager"
+    )]
+    Monitor {
+        #[command(flatten)]
+        target: ObjectsTarget,
+    },
+}
+
+/// A usage error found after clap's parsing (a selector word clap cannot check).
+pub(crate) fn usage_error(message: impl std::fmt::Display) -> clap::Error {
+    use clap::CommandFactory;
+    Cli::command().error(clap::error::ErrorKind::InvalidValue, message)
+}
+
+/// Drops a leading `show`/`list`/`ls` word, as `ip` allows.
+pub(crate) fn strip_show(words: &[String]) -> &[String] {
+    match words.first().map(String::as_str) {
+        Some("show" | "list" | "ls" | "lst") => &words[1..],
+        _ => words,
+    }
+}
+
+/// The selector of `link [show] [DEV]` and `addr [show] [dev DEV]`: at most one device, with
+/// or without the `dev` keyword.
+pub(crate) fn parse_dev_words(
+    command: &str,
+    words: &[String],
+) -> Result<Option<String>, clap::Error> {
+    match strip_show(words) {
+        [] => Ok(None),
+        [keyword, dev] if keyword == "dev" => Ok(Some(dev.clone())),
+        [dev] if dev != "dev" => Ok(Some(dev.clone())),
+        other => Err(usage_error(format!(
+            "expected `{command} [show] [dev DEV]`, found `{}`",
+            other.join(" ")
+        ))),
+    }
+}
+
+/// `rule [show]` takes no selector.
+pub(crate) fn parse_rule_words(words: &[String]) -> Result<(), clap::Error> {
+    match strip_show(words) {
+        [] => Ok(()),
+        other => Err(usage_error(format!(
+            "unexpected words after `rule show`: {}",
+            other.join(" ")
+        ))),
+    }
+}
+
+/// The selector words of `route show`, as written; the platform crate gives them meaning.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct RouteSelector {
+    /// `table ID|NAME|all`.
+    pub(crate) table: Option<String>,
+    /// `dev DEV`.
+    pub(crate) dev: Option<String>,
+    /// `proto P`.
+    pub(crate) proto: Option<String>,
+    /// `type T`.
+    pub(crate) kind: Option<String>,
+}
+
+impl RouteSelector {
+    /// Reads `KEYWORD VALUE` pairs; a repeated or unknown keyword is a usage error.
+    pub(crate) fn parse(words: &[String]) -> Result<Self, clap::Error> {
+        let mut selector = RouteSelector::default();
+        let mut words = strip_show(words).iter();
+        while let Some(keyword) = words.next() {
+            let slot = match keyword.as_str() {
+                "table" => &mut selector.table,
+                "dev" | "oif" => &mut selector.dev,
+                "proto" | "protocol" => &mut selector.proto,
+                "type" => &mut selector.kind,
+                other => {
+                    return Err(usage_error(format!(
+                        "unknown route selector `{other}` (expected table, dev, proto or type)"
+                    )));
+                }
+            };
+            let Some(value) = words.next() else {
+                return Err(usage_error(format!("`{keyword}` needs a value")));
+            };
+            if slot.replace(value.clone()).is_some() {
+                return Err(usage_error(format!("`{keyword}` given twice")));
+            }
+        }
+        Ok(selector)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,193 @@
+//! Tests of the command line: every documented form parses, and mistakes are usage errors.
+
+use clap::{CommandFactory, Parser};
+
+use super::*;
+
+fn parse(line: &str) -> Result<Cli, clap::Error> {
+    Cli::try_parse_from(std::iter::once("netmirror").chain(line.split_whitespace()))
+}
+
+fn words(line: &str) -> Vec<String> {
+    line.split_whitespace().map(str::to_owned).collect()
+}
+
+#[test]
+fn command_is_consistent() {
+    Cli::command().debug_assert();
+}
+
+#[test]
+fn no_arguments_is_the_overview() {
+    let cli = parse("").unwrap();
+    assert!(cli.command.is_none());
+}
+
+#[test]
+fn global_output_flags_go_anywhere() {
+    let cli = parse("link show --json -f ifname,mtu").unwrap();
+    assert!(cli.output.json);
+    assert_eq!(cli.output.fields, ["ifname", "mtu"]);
+    let cli = parse("-t nm device").unwrap();
+    assert!(cli.output.terse);
+}
+
+#[test]
+fn json_and_terse_conflict() {
+    let err = parse("--json -t link").unwrap_err();
+    assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict);
+}
+
+#[test]
+fn kernel_options_after_show() {
+    let Some(Command::Route(route)) = parse("route show table all -6 --netns nmx-a")
+        .unwrap()
+        .command
+    else {
+        panic!("not a route command");
+    };
+    assert_eq!(route.kernel.netns.as_deref(), Some("nmx-a"));
+    assert_eq!(route.kernel.family(), Some(Family::V6));
+    let Some(RouteAction::Show { words }) = route.action else {
+        panic!("not show")
+    };
+    assert_eq!(words, ["table", "all"]);
+}
+
+#[test]
+fn route_without_show_takes_selectors() {
+    let Some(Command::Route(route)) = parse("route dev eth0 -4").unwrap().command else {
+        panic!("not a route command");
+    };
+    assert!(route.action.is_none());
+    assert_eq!(route.words, ["dev", "eth0"]);
+    assert_eq!(route.kernel.family(), Some(Family::V4));
+}
+
+#[test]
+fn route_count() {
+    let Some(Command::Route(route)) = parse("route count").unwrap().command else {
+        panic!("not a route command");
+    };
+    assert!(matches!(route.action, Some(RouteAction::Count)));
+}
+
+#[test]
+fn four_and_six_conflict() {
+    assert!(parse("route -4 -6").is_err());
+}
+
+#[test]
+fn route_selector() {
+    let selector =
+        RouteSelector::parse(&words("show table 100 dev eth0 proto static type unicast")).unwrap();
+    assert_eq!(
+        selector,
+        RouteSelector {
+            table: Some("100".into()),
+            dev: Some("eth0".into()),
+            proto: Some("static".into()),
+            kind: Some("unicast".into()),
+        }
+    );
+    assert!(RouteSelector::parse(&words("table")).is_err());
+    assert!(RouteSelector::parse(&words("table 1 table 2")).is_err());
+    assert!(RouteSelector::parse(&words("via 10.0.0.1")).is_err());
+    assert_eq!(RouteSelector::parse(&[]).unwrap(), RouteSelector::default());
+}
+
+#[test]
+fn dev_words() {
+    assert_eq!(
+        parse_dev_words("link", &words("show eth0"))
+            .unwrap()
+            .as_deref(),
+        Some("eth0")
+    );
+    assert_eq!(
+        parse_dev_words("link", &words("eth0")).unwrap().as_deref(),
+        Some("eth0")
+    );
+    assert_eq!(
+        parse_dev_words("addr", &words("show dev eth0"))
+            .unwrap()
+            .as_deref(),
+        Some("eth0")
+    );
+    assert_eq!(parse_dev_words("addr", &words("show")).unwrap(), None);
+    assert!(parse_dev_words("addr", &words("show dev")).is_err());
+    assert!(parse_dev_words("addr", &words("eth0 eth1")).is_err());
+    assert!(parse_rule_words(&words("show")).is_ok());
+    assert!(parse_rule_words(&words("show all")).is_err());
+}
+
+#[test]
+fn monitor_objects() {
+    let Some(Command::Monitor(monitor)) = parse("monitor route link").unwrap().command else {
+        panic!("not monitor");
+    };
+    assert_eq!(monitor.objects, [MonitorObject::Route, MonitorObject::Link]);
+    assert!(parse("monitor routes").is_err());
+}
+
+#[test]
+fn batch() {
+    let Some(Command::Batch(batch)) = parse("batch - --continue").unwrap().command else {
+        panic!("not batch");
+    };
+    assert!(batch.keep_going);
+    assert_eq!(batch.file.to_str(), Some("-"));
+    assert!(parse("batch").is_err());
+}
+
+#[test]
+fn bus() {
+    let Some(Command::Nm(nm)) = parse("nm --bus unix:path=/tmp/x device eth0")
+        .unwrap()
+        .command
+    else {
+        panic!("not nm");
+    };
+    assert_eq!(nm.bus.bus, Bus::Address("unix:path=/tmp/x".into()));
+    assert!(
+        matches!(nm.action, Some(NmAction::Device { iface: Some(ref iface) }) if iface == "eth0")
+    );
+    let Some(Command::Nm(nm)) = parse("nm").unwrap().command else {
+        panic!("not nm")
+    };
+    assert_eq!(nm.bus.bus, Bus::System);
+    assert!(nm.action.is_none());
+    assert!(parse("nm --bus nowhere general").is_err());
+}
+
+#[test]
+fn objects() {
+    let Some(Command::Objects(objects)) =
+        parse("objects --service org.bluez --interface org.bluez.Adapter1")
+            .unwrap()
+            .command
+    else {
+        panic!("not objects");
+    };
+    assert_eq!(objects.target.service.as_deref(), Some("org.bluez"));
+    assert!(objects.action.is_none());
+    let Some(Command::Objects(objects)) =
+        parse("objects monitor --service org.bluez --bus session")
+            .unwrap()
+            .command
+    else {
+        panic!("not objects");
+    };
+    assert_eq!(objects.bus.bus, Bus::Session);
+    let Some(ObjectsAction::Monitor { target }) = objects.action else {
+        panic!("not monitor")
+    };
+    assert_eq!(target.service.as_deref(), Some("org.bluez"));
+}
+
+#[test]
+fn completions_are_hidden() {
+    let help = Cli::command().render_help().to_string();
+    assert!(!help.contains("completions"), "{help}");
+    assert!(parse("completions bash").is_ok());
+}

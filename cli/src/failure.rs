@@ -1,0 +1,101 @@
+//! How a failed command ends: one clear line on stderr and an exit status.
+//!
+//! Exit status 0 on success and when stdout is a closed pipe (`netmirror route | head`), 1 for
+//! a failure, 2 for a usage error. The failures people meet most (a service that is not on the
+//! bus, a permission the kernel or the bus refused, a namespace that does not exist, a batch
+//! line that is malformed or refused) each get a message of their own, built from the library
+//! errors by [`explain`]; everything else prints the whole error chain on one line.
+
+use std::io;
+use std::process::ExitCode;
+
+/// A failure with a message of its own.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Failure {
+    /// The D-Bus service is not on the bus.
+    #[error("{service} is not running on the {bus}")]
+    ServiceAbsent {
+        /// The service's name.
+        service: String,
+        /// Which bus was asked.
+        bus: String,
+    },
+    /// The kernel or the bus refused an operation for lack of privileges.
+    #[error("permission denied: {what} (run as root, or with CAP_NET_ADMIN for the kernel)")]
+    PermissionDenied {
+        /// What was refused.
+        what: String,
+    },
+    /// The network namespace named with `--netns` does not exist.
+    #[error("network namespace {name} does not exist (see `ip netns list`)")]
+    NamespaceMissing {
+        /// The name or path given.
+        name: String,
+    },
+    /// A batch line could not be parsed; nothing was applied.
+    #[error("{file}:{line}: malformed line `{text}`: {reason}; nothing was applied")]
+    BatchMalformed {
+        /// The file name (`-` for stdin).
+        file: String,
+        /// The line number, from 1.
+        line: usize,
+        /// The line as written.
+        text: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Some batch lines failed; each was reported on stderr already.
+    #[error("{failed} of {total} batch lines failed")]
+    BatchFailed {
+        /// Lines the kernel refused.
+        failed: usize,
+        /// Lines sent.
+        total: usize,
+    },
+}
+
+/// The exit status for a usage error.
+pub(crate) const USAGE: u8 = 2;
+
+/// Prints `err` as one line (unless it is a broken pipe) and returns the exit status.
+pub(crate) fn report(err: &anyhow::Error) -> ExitCode {
+    if is_broken_pipe(err) {
+        return ExitCode::SUCCESS;
+    }
+    if let Some(usage) = err.downcast_ref::<clap::Error>() {
+        // Clap's own rendering ("error: ...", a usage line and a hint), then status 2.
+        let _ = usage.print();
+        return ExitCode::from(USAGE);
+    }
+    let message = format!("{err:#}");
+    eprintln!("netmirror: {}", message.replace('\n', " "));
+    ExitCode::FAILURE
+}
+
+/// Whether writing stdout failed because its reader went away.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<serde_json::Error>()
+                .and_then(|json| json.io_error_kind())
+                .is_some_and(|kind| kind == io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Whether any cause in the chain is an OS "permission denied" (`EACCES` or `EPERM`).
+pub(crate) fn is_permission_denied(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(err);
+    while let Some(current) = cause {
+        if let Some(io) = current.downcast_ref::<io::Error>() {
+            // The standard library maps both EPERM and EACCES to this kind.
+            if io.kind() == io::ErrorKind::PermissionDenied {
+                return true;
+            }
+        }
+        cause = current.source();
+    }
+    false
+}

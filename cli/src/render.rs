@@ -1,0 +1,670 @@
+//! Output: aligned tables for people, JSON for scripts, and nmcli-style terse lines.
+//!
+//! Every command turns what the libraries return into a [`Table`]: a fixed list of [`Field`]s
+//! (the column names `nmcli` and `ip` users expect) and rows of [`Cell`]s. This module is the
+//! only place that decides how a table looks, so every command prints the same way:
+//!
+//! - people: columns aligned, separated by two spaces, the header in bold and states in colour
+//!   when stdout is a terminal (`NO_COLOR` and `CLICOLOR_FORCE` are honoured); a missing value
+//!   is `--`, as in nmcli;
+//! - `--json`: an array with one object per row, keys in column order (see `USAGE.md` for the
+//!   shape of each command); monitors print one object per line;
+//! - `--terse`: no header, values joined by `:`, with `:` and `\` escaped by `\`, as `nmcli -t`.
+//!
+//! `--fields` picks columns by name (case-insensitive), `all` or `common`.
+
+use std::io::{self, Write};
+
+use anstream::AutoStream;
+use anstyle::{AnsiColor, Style};
+use serde_json::{Map, Value};
+
+use crate::args::{OutputArgs, usage_error};
+
+/// One value in a table.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Cell {
+    /// No value: `--` in tables, empty in terse output, `null` in JSON.
+    Null,
+    /// `yes`/`no` in text, `true`/`false` in JSON.
+    Bool(bool),
+    /// A number.
+    Int(i64),
+    /// Text.
+    Text(String),
+    /// Several values: joined by `,` in text, an array in JSON.
+    List(Vec<String>),
+}
+
+impl Cell {
+    /// Text, or [`Cell::Null`] when `value` is `None`.
+    pub(crate) fn opt_text(value: Option<impl ToString>) -> Cell {
+        value.map_or(Cell::Null, |value| Cell::Text(value.to_string()))
+    }
+
+    /// A number, or [`Cell::Null`] when `value` is `None`.
+    pub(crate) fn opt_int(value: Option<impl Into<i64>>) -> Cell {
+        value.map_or(Cell::Null, |value| Cell::Int(value.into()))
+    }
+
+    /// The value as people read it in a table.
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Cell::Null => "--".to_owned(),
+            Cell::Bool(true) => "yes".to_owned(),
+            Cell::Bool(false) => "no".to_owned(),
+            Cell::Int(value) => value.to_string(),
+            Cell::Text(text) => text.clone(),
+            Cell::List(items) if items.is_empty() => "--".to_owned(),
+            Cell::List(items) => items.join(","),
+        }
+    }
+
+    /// The value in terse output: like [`Cell::text`] but empty when missing.
+    fn terse(&self) -> String {
+        match self {
+            Cell::Null => String::new(),
+            Cell::List(items) => items.join(","),
+            other => other.text(),
+        }
+    }
+
+    /// The value in JSON.
+    pub(crate) fn json(&self) -> Value {
+        match self {
+            Cell::Null => Value::Null,
+            Cell::Bool(value) => Value::Bool(*value),
+            Cell::Int(value) => Value::from(*value),
+            Cell::Text(text) => Value::String(text.clone()),
+            Cell::List(items) => Value::Array(items.iter().cloned().map(Value::String).collect()),
+        }
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(text: &str) -> Self {
+        Cell::Text(text.to_owned())
+    }
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Self {
+        Cell::Text(text)
+    }
+}
+
+impl From<bool> for Cell {
+    fn from(value: bool) -> Self {
+        Cell::Bool(value)
+    }
+}
+
+impl From<u32> for Cell {
+    fn from(value: u32) -> Self {
+        Cell::Int(value.into())
+    }
+}
+
+impl From<u8> for Cell {
+    fn from(value: u8) -> Self {
+        Cell::Int(value.into())
+    }
+}
+
+impl From<i64> for Cell {
+    fn from(value: i64) -> Self {
+        Cell::Int(value)
+    }
+}
+
+impl From<usize> for Cell {
+    fn from(value: usize) -> Self {
+        Cell::Int(i64::try_from(value).unwrap_or(i64::MAX))
+    }
+}
+
+impl From<Vec<String>> for Cell {
+    fn from(items: Vec<String>) -> Self {
+        Cell::List(items)
+    }
+}
+
+/// A column: its header in tables and `--fields`, and its key in JSON.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Field {
+    /// The header, such as `DEVICE`; `--fields` matches it case-insensitively.
+    pub(crate) header: &'static str,
+    /// The JSON key, such as `device` (the `ip -j` key where `ip` has one).
+    pub(crate) key: &'static str,
+    /// Shown without `--fields`; JSON always has every field unless `--fields` is given.
+    pub(crate) common: bool,
+}
+
+impl Field {
+    /// A column shown by default.
+    pub(crate) const fn common(header: &'static str, key: &'static str) -> Field {
+        Field {
+            header,
+            key,
+            common: true,
+        }
+    }
+
+    /// A column shown only when asked for with `--fields` (and always in JSON).
+    pub(crate) const fn extra(header: &'static str, key: &'static str) -> Field {
+        Field {
+            header,
+            key,
+            common: false,
+        }
+    }
+}
+
+/// Rows of cells under fixed columns.
+#[derive(Debug, Clone)]
+pub(crate) struct Table {
+    fields: &'static [Field],
+    rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    /// An empty table with these columns.
+    pub(crate) fn new(fields: &'static [Field]) -> Table {
+        Table {
+            fields,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a row; it must have one cell per field.
+    pub(crate) fn push(&mut self, row: Vec<Cell>) {
+        debug_assert_eq!(row.len(), self.fields.len(), "one cell per field");
+        self.rows.push(row);
+    }
+
+    /// The columns.
+    pub(crate) fn fields(&self) -> &'static [Field] {
+        self.fields
+    }
+
+    /// The rows.
+    pub(crate) fn rows(&self) -> &[Vec<Cell>] {
+        &self.rows
+    }
+
+    /// Number of rows.
+    pub(crate) fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// One row as a JSON object with the chosen fields, in column order.
+    fn row_json(&self, row: &[Cell], chosen: &[usize]) -> Value {
+        let mut object = Map::new();
+        for &idx in chosen {
+            object.insert(self.fields[idx].key.to_owned(), row[idx].json());
+        }
+        Value::Object(object)
+    }
+}
+
+/// Which of a table's fields to print, from `--fields`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Selection {
+    /// Without `--fields`: the common fields in text, all in JSON.
+    Default,
+    /// `--fields all`.
+    All,
+    /// `--fields common`.
+    Common,
+    /// These names, in this order.
+    Names(Vec<String>),
+}
+
+impl Selection {
+    fn from_args(fields: &[String]) -> Selection {
+        match fields {
+            [] => Selection::Default,
+            [one] if one.eq_ignore_ascii_case("all") => Selection::All,
+            [one] if one.eq_ignore_ascii_case("common") => Selection::Common,
+            names => Selection::Names(names.iter().map(|name| name.trim().to_owned()).collect()),
+        }
+    }
+
+    /// Indices of the chosen fields; an unknown name is a usage error that lists the valid ones.
+    pub(crate) fn resolve(&self, fields: &[Field], json: bool) -> Result<Vec<usize>, clap::Error> {
+        let all = || (0..fields.len()).collect();
+        let common = || {
+            (0..fields.len())
+                .filter(|&idx| fields[idx].common)
+                .collect()
+        };
+        match self {
+            Selection::Default if json => Ok(all()),
+            Selection::Default | Selection::Common => Ok(common()),
+            Selection::All => Ok(all()),
+            Selection::Names(names) => names
+                .iter()
+                .map(|name| {
+                    fields
+                        .iter()
+                        .position(|field| {
+                            field.header.eq_ignore_ascii_case(name)
+                                || field.key.eq_ignore_ascii_case(name)
+                        })
+                        .ok_or_else(|| {
+                            let valid: Vec<&str> =
+                                fields.iter().map(|field| field.header).collect();
+                            usage_error(format!(
+                                "'{name}' field is not valid; allowed fields: {}",
+                                valid.join(",")
+                            ))
+                        })
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The output mode chosen on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Aligned tables.
+    Human,
+    /// `--json`.
+    Json,
+    /// `--terse`.
+    Terse,
+}
+
+/// Writes tables, details and events to stdout in the chosen mode.
+pub(crate) struct Printer {
+    mode: Mode,
+    selection: Selection,
+    out: AutoStream<io::Stdout>,
+}
+
+impl Printer {
+    /// A printer on stdout; colour only when stdout is a terminal.
+    pub(crate) fn new(args: &OutputArgs) -> Printer {
+        let mode = if args.json {
+            Mode::Json
+        } else if args.terse {
+            Mode::Terse
+        } else {
+            Mode::Human
+        };
+        Printer {
+            mode,
+            selection: Selection::from_args(&args.fields),
+            out: AutoStream::auto(io::stdout()),
+        }
+    }
+
+    /// The output mode.
+    pub(crate) fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The fields `--fields` chose for this table.
+    fn chosen(&self, table: &Table) -> Result<Vec<usize>, clap::Error> {
+        self.selection
+            .resolve(table.fields, self.mode == Mode::Json)
+    }
+
+    /// A table as JSON (an array of objects), for commands that compose several tables.
+    pub(crate) fn table_json(&self, table: &Table) -> anyhow::Result<Value> {
+        let chosen = self.chosen(table)?;
+        Ok(Value::Array(
+            table
+                .rows
+                .iter()
+                .map(|row| table.row_json(row, &chosen))
+                .collect(),
+        ))
+    }
+
+    /// Prints a list.
+    pub(crate) fn table(&mut self, table: &Table) -> anyhow::Result<()> {
+        let chosen = self.chosen(table)?;
+        write_table(&mut self.out, self.mode, table, &chosen, false)
+    }
+
+    /// Prints objects one property per line, as `nmcli device show` does (an array in JSON).
+    pub(crate) fn details(&mut self, table: &Table) -> anyhow::Result<()> {
+        let chosen = self.chosen(table)?;
+        write_table(&mut self.out, self.mode, table, &chosen, true)
+    }
+
+    /// Prints a JSON value on one line (monitors) or pretty (everything else).
+    pub(crate) fn json(&mut self, value: &Value) -> anyhow::Result<()> {
+        serde_json::to_writer_pretty(&mut self.out, value)?;
+        writeln!(self.out)?;
+        Ok(())
+    }
+
+    /// Prints a JSON value on one line and flushes it: one event of a monitor.
+    pub(crate) fn json_line(&mut self, value: &Value) -> anyhow::Result<()> {
+        serde_json::to_writer(&mut self.out, value)?;
+        writeln!(self.out)?;
+        self.out.flush()?;
+        Ok(())
+    }
+
+    /// Prints a heading line (human mode only) such as the overview's section titles.
+    pub(crate) fn heading(&mut self, title: &str) -> anyhow::Result<()> {
+        if self.mode == Mode::Human {
+            let style = Style::new().bold().underline();
+            writeln!(self.out, "{style}{title}{style:#}")?;
+        }
+        Ok(())
+    }
+
+    /// Prints one plain line and flushes it (monitors, notes in the overview).
+    pub(crate) fn line(&mut self, text: &str) -> anyhow::Result<()> {
+        writeln!(self.out, "{text}")?;
+        self.out.flush()?;
+        Ok(())
+    }
+
+    /// Prints a change event of a monitor (see [`write_event`]) and flushes it.
+    pub(crate) fn event(&mut self, event: &Event<'_>) -> anyhow::Result<()> {
+        write_event(&mut self.out, self.mode, &self.selection, event)?;
+        self.out.flush()?;
+        Ok(())
+    }
+
+    /// Flushes stdout.
+    pub(crate) fn flush(&mut self) -> anyhow::Result<()> {
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
+/// What happened to an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventKind {
+    /// A new object.
+    Added,
+    /// An object replaced by a new version (`old` and `new` both set).
+    Changed,
+    /// An object gone.
+    Removed,
+}
+
+impl EventKind {
+    /// `added`, `changed` or `removed`: the JSON `event` value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Added => "added",
+            EventKind::Changed => "changed",
+            EventKind::Removed => "removed",
+        }
+    }
+}
+
+/// One change seen by a monitor.
+#[derive(Debug, Clone)]
+pub(crate) struct Event<'a> {
+    /// `link`, `addr`, `route`, `rule`, `device`, `object`, ...
+    pub(crate) object: &'a str,
+    /// What happened.
+    pub(crate) kind: EventKind,
+    /// The columns of `old` and `new`.
+    pub(crate) fields: &'static [Field],
+    /// The object before the change (none for `added`).
+    pub(crate) old: Option<Vec<Cell>>,
+    /// The object after the change (none for `removed`).
+    pub(crate) new: Option<Vec<Cell>>,
+}
+
+/// Writes a table in `mode`: as a list, or with `details` one property per line like
+/// `nmcli device show` (lists as `NAME[1]`, `NAME[2]` ...). JSON is an array of objects either way.
+fn write_table(
+    out: &mut impl Write,
+    mode: Mode,
+    table: &Table,
+    chosen: &[usize],
+    details: bool,
+) -> anyhow::Result<()> {
+    match mode {
+        Mode::Json => {
+            let rows = table
+                .rows
+                .iter()
+                .map(|row| table.row_json(row, chosen))
+                .collect();
+            serde_json::to_writer_pretty(&mut *out, &Value::Array(rows))?;
+            writeln!(out)?;
+        }
+        Mode::Terse if !details => {
+            for row in &table.rows {
+                let line: Vec<String> = chosen
+                    .iter()
+                    .map(|&idx| escape_terse(&row[idx].terse()))
+                    .collect();
+                writeln!(out, "{}", line.join(":"))?;
+            }
+        }
+        Mode::Human if !details => write_aligned(out, table, chosen)?,
+        Mode::Terse | Mode::Human => write_details(out, mode == Mode::Terse, table, chosen)?,
+    }
+    Ok(())
+}
+
+/// Writes each row one property per line, with a blank line between rows for people.
+fn write_details(
+    out: &mut impl Write,
+    terse: bool,
+    table: &Table,
+    chosen: &[usize],
+) -> anyhow::Result<()> {
+    let mut lines: Vec<Vec<(String, String)>> = Vec::with_capacity(table.rows.len());
+    for row in &table.rows {
+        let mut row_lines = Vec::new();
+        for &idx in chosen {
+            let header = table.fields[idx].header;
+            match &row[idx] {
+                Cell::List(items) if !items.is_empty() && (items.len() > 1 || terse) => {
+                    for (item_idx, item) in items.iter().enumerate() {
+                        row_lines.push((format!("{header}[{}]", item_idx + 1), item.clone()));
+                    }
+                }
+                // nmcli -t leaves out empty multi-valued properties.
+                Cell::List(items) if items.is_empty() && terse => {}
+                cell if terse => row_lines.push((header.to_owned(), cell.terse())),
+                cell => row_lines.push((header.to_owned(), cell.text())),
+            }
+        }
+        lines.push(row_lines);
+    }
+    let width = lines
+        .iter()
+        .flatten()
+        .map(|(name, _)| width_of(name) + 1)
+        .max()
+        .unwrap_or(0);
+    for (row_idx, row_lines) in lines.iter().enumerate() {
+        if row_idx > 0 && !terse {
+            writeln!(out)?;
+        }
+        for (name, value) in row_lines {
+            if terse {
+                writeln!(out, "{name}:{}", escape_terse(value))?;
+            } else {
+                let label = format!("{name}:");
+                let style = value_style(value);
+                writeln!(out, "{label:width$}  {style}{value}{style:#}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes one event of a monitor. Text: `[ROUTE] changed dst 10.0.0.0/24 ...: metric 100 → 200`;
+/// JSON: one object per line, `{"object":"route","event":"changed","old":{...},"new":{...}}`
+/// (`old` is null for `added`, `new` for `removed`); terse: `route:changed:` then the new (or
+/// removed) row.
+fn write_event(
+    out: &mut impl Write,
+    mode: Mode,
+    selection: &Selection,
+    event: &Event<'_>,
+) -> anyhow::Result<()> {
+    let chosen = selection.resolve(event.fields, mode == Mode::Json)?;
+    let row_json = |row: &Option<Vec<Cell>>| match row {
+        Some(row) => {
+            let mut object = Map::new();
+            for &idx in &chosen {
+                object.insert(event.fields[idx].key.to_owned(), row[idx].json());
+            }
+            Value::Object(object)
+        }
+        None => Value::Null,
+    };
+    match mode {
+        Mode::Json => {
+            let mut object = Map::new();
+            object.insert("object".to_owned(), Value::from(event.object));
+            object.insert("event".to_owned(), Value::from(event.kind.as_str()));
+            object.insert("old".to_owned(), row_json(&event.old));
+            object.insert("new".to_owned(), row_json(&event.new));
+            serde_json::to_writer(&mut *out, &Value::Object(object))?;
+            writeln!(out)?;
+        }
+        Mode::Terse => {
+            let mut line = format!("{}:{}", event.object, event.kind.as_str());
+            if let Some(row) = event.new.as_ref().or(event.old.as_ref()) {
+                for &idx in &chosen {
+                    line.push(':');
+                    line.push_str(&escape_terse(&row[idx].terse()));
+                }
+            }
+            writeln!(out, "{line}")?;
+        }
+        Mode::Human => {
+            let text = event_text(event, &chosen);
+            let style = match event.kind {
+                EventKind::Added => Style::new().fg_color(Some(AnsiColor::Green.into())),
+                EventKind::Removed => Style::new().fg_color(Some(AnsiColor::Red.into())),
+                EventKind::Changed => Style::new().fg_color(Some(AnsiColor::Yellow.into())),
+            };
+            let tag = format!("[{}]", event.object.to_uppercase());
+            writeln!(out, "{tag} {style}{}{style:#} {text}", event.kind.as_str())?;
+        }
+    }
+    Ok(())
+}
+
+/// The text of an event for people: the object's fields, then what changed as `old -> new`.
+fn event_text(event: &Event<'_>, chosen: &[usize]) -> String {
+    let describe = |row: &[Cell]| {
+        chosen
+            .iter()
+            .filter(|&&idx| row[idx] != Cell::Null && row[idx] != Cell::List(Vec::new()))
+            .map(|&idx| format!("{} {}", event.fields[idx].key, row[idx].text()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    match (&event.old, &event.new) {
+        (Some(old), Some(new)) => {
+            let changes: Vec<String> = chosen
+                .iter()
+                .filter(|&&idx| old[idx] != new[idx])
+                .map(|&idx| {
+                    format!(
+                        "{} {} \u{2192} {}",
+                        event.fields[idx].key,
+                        old[idx].text(),
+                        new[idx].text()
+                    )
+                })
+                .collect();
+            if changes.is_empty() {
+                describe(new)
+            } else {
+                format!("{}: {}", describe(new), changes.join(", "))
+            }
+        }
+        (None, Some(row)) | (Some(row), None) => describe(row),
+        (None, None) => String::new(),
+    }
+}
+
+/// Escapes `\` and `:` with `\`, as `nmcli --terse` does.
+pub(crate) fn escape_terse(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for ch in text.chars() {
+        if ch == '\\' || ch == ':' {
+            escaped.push('\\');
+        }
+        escaped.push(ch);
+    }
+    escaped
+}
+
+/// The width of text on a terminal, counting characters (the values printed are ASCII or
+/// names in which a character is one column).
+fn width_of(text: &str) -> usize {
+    text.chars().count()
+}
+
+/// Writes a table with aligned columns separated by two spaces; the last column is not padded.
+fn write_aligned(out: &mut impl Write, table: &Table, chosen: &[usize]) -> anyhow::Result<()> {
+    let texts: Vec<Vec<String>> = table
+        .rows
+        .iter()
+        .map(|row| chosen.iter().map(|&idx| row[idx].text()).collect())
+        .collect();
+    let mut widths: Vec<usize> = chosen
+        .iter()
+        .map(|&idx| width_of(table.fields[idx].header))
+        .collect();
+    for row in &texts {
+        for (col, text) in row.iter().enumerate() {
+            widths[col] = widths[col].max(width_of(text));
+        }
+    }
+    let last = chosen.len().saturating_sub(1);
+    let header_style = Style::new().bold();
+    let mut line = String::new();
+    for (col, &idx) in chosen.iter().enumerate() {
+        let header = table.fields[idx].header;
+        line.push_str(&format!("{header_style}{header}{header_style:#}"));
+        if col != last {
+            line.push_str(&" ".repeat(widths[col] - width_of(header) + 2));
+        }
+    }
+    writeln!(out, "{line}")?;
+    for row in &texts {
+        line.clear();
+        for (col, text) in row.iter().enumerate() {
+            let style = value_style(text);
+            line.push_str(&format!("{style}{text}{style:#}"));
+            if col != last {
+                line.push_str(&" ".repeat(widths[col] - width_of(text) + 2));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+/// Colour of a state word, as nmcli colours them (green up, red down, grey unmanaged).
+fn value_style(text: &str) -> Style {
+    let color = match text {
+        "UP" | "connected" | "activated" | "running" | "full" | "enabled" | "yes" => {
+            AnsiColor::Green
+        }
+        "DOWN" | "disconnected" | "deactivated" | "unavailable" | "disabled" | "none"
+        | "asleep" => AnsiColor::Red,
+        "connecting" | "activating" | "deactivating" | "LOWERLAYERDOWN" | "limited" | "portal" => {
+            AnsiColor::Yellow
+        }
+        "unmanaged" | "UNKNOWN" | "--" => AnsiColor::BrightBlack,
+        _ => return Style::new(),
+    };
+    Style::new().fg_color(Some(color.into()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,249 @@
+//! Tests of the output formats: alignment, terse escaping, JSON shape, field selection, events.
+
+use expect_test::{Expect, expect};
+
+use super::*;
+
+const FIELDS: &[Field] = &[
+    Field::common("DEVICE", "device"),
+    Field::common("TYPE", "type"),
+    Field::common("STATE", "state"),
+    Field::extra("ADDRESSES", "addresses"),
+];
+
+fn sample() -> Table {
+    let mut table = Table::new(FIELDS);
+    table.push(vec![
+        "eth0".into(),
+        "ethernet".into(),
+        "connected".into(),
+        Cell::List(vec!["10.0.0.1/24".into(), "fe80::1/64".into()]),
+    ]);
+    table.push(vec![
+        "bond-with:colon\\".into(),
+        "bond".into(),
+        Cell::Null,
+        Cell::List(vec![]),
+    ]);
+    table
+}
+
+fn render(table: &Table, mode: Mode, fields: &[&str], details: bool) -> String {
+    let selection = Selection::from_args(&fields.iter().map(|f| f.to_string()).collect::<Vec<_>>());
+    let chosen = selection
+        .resolve(table.fields(), mode == Mode::Json)
+        .unwrap();
+    let mut out = Vec::new();
+    write_table(&mut out, mode, table, &chosen, details).unwrap();
+    anstream::adapter::strip_str(&String::from_utf8(out).unwrap()).to_string()
+}
+
+#[track_caller]
+fn check(mode: Mode, fields: &[&str], details: bool, expect: Expect) {
+    expect.assert_eq(&render(&sample(), mode, fields, details));
+}
+
+#[test]
+fn human_table_is_aligned_with_common_fields() {
+    check(
+        Mode::Human,
+        &[],
+        false,
+        expect![[r#"
+        DEVICE            TYPE      STATE
+        eth0              ethernet  connected
+        bond-with:colon\  bond      --
+    "#]],
+    );
+}
+
+#[test]
+fn fields_pick_and_order_columns_case_insensitively() {
+    check(
+        Mode::Human,
+        &["state", "ADDRESSES", "device"],
+        false,
+        expect![[r#"
+        STATE      ADDRESSES               DEVICE
+        connected  10.0.0.1/24,fe80::1/64  eth0
+        --         --                      bond-with:colon\
+    "#]],
+    );
+}
+
+#[test]
+fn terse_escapes_colon_and_backslash() {
+    check(
+        Mode::Terse,
+        &[],
+        false,
+        expect![[r#"
+        eth0:ethernet:connected
+        bond-with\:colon\\:bond:
+    "#]],
+    );
+}
+
+#[test]
+fn json_has_every_field_in_column_order() {
+    check(
+        Mode::Json,
+        &[],
+        false,
+        expect![[r#"
+        [
+          {
+            "device": "eth0",
+            "type": "ethernet",
+            "state": "connected",
+            "addresses": [
+              "10.0.0.1/24",
+              "fe80::1/64"
+            ]
+          },
+          {
+            "device": "bond-with:colon\\",
+            "type": "bond",
+            "state": null,
+            "addresses": []
+          }
+        ]
+    "#]],
+    );
+}
+
+#[test]
+fn json_with_fields() {
+    check(
+        Mode::Json,
+        &["device"],
+        false,
+        expect![[r#"
+        [
+          {
+            "device": "eth0"
+          },
+          {
+            "device": "bond-with:colon\\"
+          }
+        ]
+    "#]],
+    );
+}
+
+#[test]
+fn details_like_nmcli_show() {
+    check(
+        Mode::Human,
+        &["all"],
+        true,
+        expect![[r#"
+        DEVICE:        eth0
+        TYPE:          ethernet
+        STATE:         connected
+        ADDRESSES[1]:  10.0.0.1/24
+        ADDRESSES[2]:  fe80::1/64
+
+        DEVICE:        bond-with:colon\
+        TYPE:          bond
+        STATE:         --
+        ADDRESSES:     --
+    "#]],
+    );
+    check(
+        Mode::Terse,
+        &["all"],
+        true,
+        expect![[r#"
+        DEVICE:eth0
+        TYPE:ethernet
+        STATE:connected
+        ADDRESSES[1]:10.0.0.1/24
+        ADDRESSES[2]:fe80\:\:1/64
+        DEVICE:bond-with\:colon\\
+        TYPE:bond
+        STATE:
+    "#]],
+    );
+}
+
+#[test]
+fn unknown_field_is_a_usage_error() {
+    let err = Selection::Names(vec!["nope".into()])
+        .resolve(FIELDS, false)
+        .unwrap_err();
+    assert_eq!(err.kind(), clap::error::ErrorKind::InvalidValue);
+    assert!(
+        err.to_string()
+            .contains("allowed fields: DEVICE,TYPE,STATE,ADDRESSES"),
+        "{err}"
+    );
+}
+
+fn event(kind: EventKind, old: Option<Vec<Cell>>, new: Option<Vec<Cell>>) -> Event<'static> {
+    Event {
+        object: "device",
+        kind,
+        fields: FIELDS,
+        old,
+        new,
+    }
+}
+
+#[track_caller]
+fn check_event(mode: Mode, event: &Event<'_>, expect: Expect) {
+    let mut out = Vec::new();
+    write_event(&mut out, mode, &Selection::Default, event).unwrap();
+    expect.assert_eq(&anstream::adapter::strip_str(&String::from_utf8(out).unwrap()).to_string());
+}
+
+#[test]
+fn events() {
+    let old = vec![
+        "eth0".into(),
+        "ethernet".into(),
+        "disconnected".into(),
+        Cell::List(vec![]),
+    ];
+    let new = vec![
+        "eth0".into(),
+        "ethernet".into(),
+        "connected".into(),
+        Cell::List(vec!["10.0.0.1/24".into()]),
+    ];
+    let changed = event(EventKind::Changed, Some(old.clone()), Some(new.clone()));
+    check_event(
+        Mode::Human,
+        &changed,
+        expect![[r#"
+        [DEVICE] changed device eth0 type ethernet state connected: state disconnected → connected
+    "#]],
+    );
+    check_event(
+        Mode::Json,
+        &changed,
+        expect![[r#"
+        {"object":"device","event":"changed","old":{"device":"eth0","type":"ethernet","state":"disconnected","addresses":[]},"new":{"device":"eth0","type":"ethernet","state":"connected","addresses":["10.0.0.1/24"]}}
+    "#]],
+    );
+    check_event(
+        Mode::Terse,
+        &event(EventKind::Removed, Some(old), None),
+        expect![[r#"
+        device:removed:eth0:ethernet:disconnected
+    "#]],
+    );
+    check_event(
+        Mode::Human,
+        &event(EventKind::Added, None, Some(new)),
+        expect![[r#"
+        [DEVICE] added device eth0 type ethernet state connected
+    "#]],
+    );
+}
+
+#[test]
+fn terse_escape() {
+    assert_eq!(escape_terse(r"a:b\c"), r"a\:b\\c");
+    assert_eq!(escape_terse("plain"), "plain");
+}
