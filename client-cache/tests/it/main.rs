@@ -1,0 +1,7 @@
+//! The client cache's integration tests: one test binary, with a module per topic. Tests that
+//! need root live under `privileged` (feature `privileged`).
+
+mod private_bus;
+#[cfg(feature = "privileged")]
+mod privileged;
+mod support;

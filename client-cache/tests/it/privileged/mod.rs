@@ -1,0 +1,3 @@
+//! Tests that need root: they start the real NetworkManager daemon in its own namespaces.
+
+mod fixtures;
