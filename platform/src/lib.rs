@@ -1,2 +1,27 @@
 //! The kernel's network state (links, addresses, routes, rules) as a live cache kept in sync
 //! over rtnetlink: NetworkManager's platform cache in Rust.
+
+mod addr;
+mod error;
+mod link;
+mod netns;
+mod platform;
+mod query;
+mod route;
+mod rule;
+mod socket;
+mod wire;
+
+pub use addr::{Address, AddressId, LIFETIME_FOREVER};
+pub use error::{Error, KernelError, Result};
+pub use link::{IFF_LOWER_UP, IFF_UP, Link};
+pub use netns::Netns;
+pub use platform::{Config, DumpReport, Platform};
+pub use query::{AddressQuery, Answer, FilterSide, LinkQuery, RouteQuery, RuleQuery};
+pub use route::{
+    Family, NextHop, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RTN_BLACKHOLE, RTN_LOCAL,
+    RTN_UNICAST, RTN_UNREACHABLE, RTPROT_BOOT, RTPROT_STATIC, Route, RouteId, RouteWeakId,
+    TABLE_LOCAL, TABLE_MAIN,
+};
+pub use rule::{FR_ACT_TO_TBL, Rule};
+pub use socket::RcvbufOutcome;

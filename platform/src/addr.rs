@@ -1,0 +1,268 @@
+//! IPv4 and IPv6 addresses.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use crate::error::{Error, Result};
+use crate::route::Family;
+use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_str, nla_u8, nla_u32};
+
+const IFA_ADDRESS: u16 = 1;
+const IFA_LOCAL: u16 = 2;
+const IFA_LABEL: u16 = 3;
+const IFA_BROADCAST: u16 = 4;
+const IFA_CACHEINFO: u16 = 6;
+const IFA_FLAGS: u16 = 8;
+const IFA_RT_PRIORITY: u16 = 9;
+const IFA_PROTO: u16 = 11;
+
+/// Length of `struct ifaddrmsg`.
+pub(crate) const IFADDRMSG_LEN: usize = 8;
+
+/// Lifetime value meaning "forever".
+pub const LIFETIME_FOREVER: u32 = u32::MAX;
+
+/// An address on an interface.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Address {
+    ifindex: u32,
+    address: IpAddr,
+    local: Option<IpAddr>,
+    broadcast: Option<Ipv4Addr>,
+    label: Option<Box<str>>,
+    flags: u32,
+    valid_lft: u32,
+    preferred_lft: u32,
+    rt_priority: Option<u32>,
+    prefix_len: u8,
+    scope: u8,
+    proto: Option<u8>,
+}
+
+/// What identifies an address in the kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AddressId {
+    ifindex: u32,
+    local: IpAddr,
+    /// IPv4 only: the kernel keeps `10.0.0.1/24` and `10.0.0.1/16` apart.
+    prefix_len: u8,
+    /// IPv4 only: the peer address of a point-to-point address.
+    peer: Option<IpAddr>,
+}
+
+impl Address {
+    /// An address to add: `address/prefix_len` on `ifindex`, universe scope, permanent.
+    pub fn new(ifindex: u32, address: IpAddr, prefix_len: u8) -> Self {
+        Address {
+            ifindex,
+            address,
+            local: matches!(address, IpAddr::V4(_)).then_some(address),
+            broadcast: None,
+            label: None,
+            flags: 0,
+            valid_lft: LIFETIME_FOREVER,
+            preferred_lft: LIFETIME_FOREVER,
+            rt_priority: None,
+            prefix_len,
+            scope: 0,
+            proto: None,
+        }
+    }
+
+    /// The interface index.
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+    /// The address family.
+    pub fn family(&self) -> Family {
+        Family::of(self.address)
+    }
+    /// The local address (`IFA_LOCAL`, or `IFA_ADDRESS` when there is no local one).
+    pub fn local(&self) -> IpAddr {
+        self.local.unwrap_or(self.address)
+    }
+    /// `IFA_ADDRESS`: the peer for point-to-point addresses, else the local address.
+    pub fn address(&self) -> IpAddr {
+        self.address
+    }
+    /// The peer address, when it differs from the local one.
+    pub fn peer(&self) -> Option<IpAddr> {
+        self.local.filter(|local| *local != self.address).map(|_| self.address)
+    }
+    /// The prefix length.
+    pub fn prefix_len(&self) -> u8 {
+        self.prefix_len
+    }
+    /// The IPv4 broadcast address, if any.
+    pub fn broadcast(&self) -> Option<Ipv4Addr> {
+        self.broadcast
+    }
+    /// The IPv4 label, if any.
+    pub fn label(&self) -> Option<&str> {
+        self.label.as_deref()
+    }
+    /// The `IFA_F_*` flags.
+    pub fn flags(&self) -> u32 {
+        self.flags
+    }
+    /// The scope (`RT_SCOPE_*`).
+    pub fn scope(&self) -> u8 {
+        self.scope
+    }
+    /// Valid and preferred lifetimes in seconds ([`LIFETIME_FOREVER`] when permanent).
+    pub fn lifetimes(&self) -> (u32, u32) {
+        (self.valid_lft, self.preferred_lft)
+    }
+    /// The metric of the prefix route (`IFA_RT_PRIORITY`), if set.
+    pub fn rt_priority(&self) -> Option<u32> {
+        self.rt_priority
+    }
+    /// The protocol that added the address (`IFA_PROTO`), if set.
+    pub fn proto(&self) -> Option<u8> {
+        self.proto
+    }
+
+    /// Sets the IPv4 broadcast address.
+    pub fn with_broadcast(mut self, broadcast: Ipv4Addr) -> Self {
+        self.broadcast = Some(broadcast);
+        self
+    }
+
+    /// The kernel's identity of this address.
+    pub fn id(&self) -> AddressId {
+        match self.family() {
+            Family::V4 => AddressId {
+                ifindex: self.ifindex,
+                local: self.local(),
+                prefix_len: self.prefix_len,
+                peer: self.peer().map(|peer| mask(peer, self.prefix_len)),
+            },
+            Family::V6 => AddressId {
+                ifindex: self.ifindex,
+                local: self.local(),
+                prefix_len: 0,
+                peer: None,
+            },
+        }
+    }
+
+    /// Parses an `RTM_NEWADDR`/`RTM_DELADDR` payload; `Ok(None)` for other families.
+    pub fn parse(payload: &[u8]) -> Result<Option<Self>> {
+        let Some(hdr) = payload.get(..IFADDRMSG_LEN) else {
+            return Err(Error::malformed("address message shorter than ifaddrmsg"));
+        };
+        let v6 = match hdr[0] {
+            AF_INET => false,
+            AF_INET6 => true,
+            _ => return Ok(None),
+        };
+        let ip = |value: &[u8]| -> Result<IpAddr> {
+            match (v6, value.len()) {
+                (false, 4) => Ok(IpAddr::from(<[u8; 4]>::try_from(value).unwrap_or_default())),
+                (true, 16) => Ok(IpAddr::from(<[u8; 16]>::try_from(value).unwrap_or_default())),
+                _ => Err(Error::malformed("address attribute of wrong size")),
+            }
+        };
+        let mut address = None;
+        let mut local = None;
+        let mut addr = Address {
+            ifindex: wire::u32_at(hdr, 4),
+            address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            local: None,
+            broadcast: None,
+            label: None,
+            flags: u32::from(hdr[2]),
+            valid_lft: LIFETIME_FOREVER,
+            preferred_lft: LIFETIME_FOREVER,
+            rt_priority: None,
+            prefix_len: hdr[1],
+            scope: hdr[3],
+            proto: None,
+        };
+        let mut nlas = Nlas::new(&payload[IFADDRMSG_LEN..]);
+        for (kind, value) in &mut nlas {
+            match kind {
+                IFA_ADDRESS => address = Some(ip(value)?),
+                IFA_LOCAL => local = Some(ip(value)?),
+                IFA_LABEL => addr.label = Some(nla_str(value).into()),
+                IFA_BROADCAST => {
+                    if let Ok(octets) = <[u8; 4]>::try_from(value) {
+                        addr.broadcast = Some(Ipv4Addr::from(octets));
+                    }
+                }
+                IFA_FLAGS => addr.flags = nla_u32(value).unwrap_or(addr.flags),
+                IFA_CACHEINFO if value.len() >= 8 => {
+                    addr.preferred_lft = wire::u32_at(value, 0);
+                    addr.valid_lft = wire::u32_at(value, 4);
+                }
+                IFA_RT_PRIORITY => addr.rt_priority = nla_u32(value),
+                IFA_PROTO => addr.proto = nla_u8(value),
+                _ => {}
+            }
+        }
+        if nlas.malformed() {
+            return Err(Error::malformed("address attribute overruns its message"));
+        }
+        let Some(address) = address.or(local) else {
+            return Err(Error::malformed("address message without an address"));
+        };
+        addr.address = address;
+        addr.local = local;
+        Ok(Some(addr))
+    }
+
+    /// Appends this address as a request of type `kind` (`RTM_NEWADDR` / `RTM_DELADDR`).
+    pub(crate) fn emit(&self, buf: &mut Vec<u8>, kind: u16, flags: u16, seq: u32) {
+        let mut msg = MsgWriter::new(buf, kind, flags, seq);
+        let mut hdr = [0u8; IFADDRMSG_LEN];
+        hdr[0] = self.family().af();
+        hdr[1] = self.prefix_len;
+        hdr[2] = (self.flags & 0xff) as u8;
+        hdr[3] = self.scope;
+        hdr[4..8].copy_from_slice(&self.ifindex.to_ne_bytes());
+        msg.raw(&hdr);
+        let octets = |ip: IpAddr| match ip {
+            IpAddr::V4(v4) => v4.octets().to_vec(),
+            IpAddr::V6(v6) => v6.octets().to_vec(),
+        };
+        msg.attr(IFA_ADDRESS, &octets(self.address));
+        if let Some(local) = self.local {
+            msg.attr(IFA_LOCAL, &octets(local));
+        }
+        if let Some(broadcast) = self.broadcast {
+            msg.attr(IFA_BROADCAST, &broadcast.octets());
+        }
+        if let Some(label) = &self.label {
+            let mut bytes = label.as_bytes().to_vec();
+            bytes.push(0);
+            msg.attr(IFA_LABEL, &bytes);
+        }
+        if self.flags > 0xff {
+            msg.attr_u32(IFA_FLAGS, self.flags);
+        }
+        if let Some(priority) = self.rt_priority {
+            msg.attr_u32(IFA_RT_PRIORITY, priority);
+        }
+        if self.valid_lft != LIFETIME_FOREVER || self.preferred_lft != LIFETIME_FOREVER {
+            let mut info = [0u8; 16];
+            info[0..4].copy_from_slice(&self.preferred_lft.to_ne_bytes());
+            info[4..8].copy_from_slice(&self.valid_lft.to_ne_bytes());
+            msg.attr(IFA_CACHEINFO, &info);
+        }
+        msg.finish();
+    }
+}
+
+fn mask(addr: IpAddr, prefix_len: u8) -> IpAddr {
+    match addr {
+        IpAddr::V4(v4) => {
+            let bits = u32::from(v4);
+            let keep = if prefix_len == 0 {
+                0
+            } else {
+                u32::MAX << (32 - u32::from(prefix_len.min(32)))
+            };
+            IpAddr::V4(Ipv4Addr::from(bits & keep))
+        }
+        IpAddr::V6(_) => addr,
+    }
+}

@@ -1,0 +1,250 @@
+//! Links (network interfaces), with the kind-specific info netlink-packet-route decodes.
+
+use netlink_packet_core::{NlaBuffer, ParseableParametrized};
+use netlink_packet_route::AddressFamily;
+use netlink_packet_route::link::{LinkAttribute, LinkInfo};
+
+use crate::error::{Error, Result};
+use crate::wire::{self, Nlas, nla_str, nla_u8, nla_u32};
+
+const IFLA_ADDRESS: u16 = 1;
+const IFLA_BROADCAST: u16 = 2;
+const IFLA_IFNAME: u16 = 3;
+const IFLA_MTU: u16 = 4;
+const IFLA_LINK: u16 = 5;
+const IFLA_MASTER: u16 = 10;
+const IFLA_TXQLEN: u16 = 13;
+const IFLA_OPERSTATE: u16 = 16;
+const IFLA_LINKMODE: u16 = 17;
+const IFLA_LINKINFO: u16 = 18;
+const IFLA_IFALIAS: u16 = 20;
+const IFLA_GROUP: u16 = 27;
+const IFLA_PROMISCUITY: u16 = 30;
+const IFLA_CARRIER: u16 = 33;
+const IFLA_LINK_NETNSID: u16 = 37;
+const IFLA_MIN_MTU: u16 = 50;
+const IFLA_MAX_MTU: u16 = 51;
+const IFLA_PERM_ADDRESS: u16 = 54;
+
+/// Length of `struct ifinfomsg`.
+pub(crate) const IFINFOMSG_LEN: usize = 16;
+
+/// Interface flag `IFF_UP`.
+pub const IFF_UP: u32 = 0x1;
+/// Interface flag `IFF_LOWER_UP`.
+pub const IFF_LOWER_UP: u32 = 0x10000;
+
+/// A network interface.
+///
+/// Statistics are left out on purpose: they change all the time and are not state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    ifindex: u32,
+    name: String,
+    kind: Option<String>,
+    link_type: u16,
+    flags: u32,
+    mtu: u32,
+    min_mtu: u32,
+    max_mtu: u32,
+    txqlen: u32,
+    parent: Option<u32>,
+    controller: Option<u32>,
+    operstate: u8,
+    link_mode: u8,
+    carrier: Option<u8>,
+    group: u32,
+    promiscuity: u32,
+    link_netnsid: Option<i32>,
+    address: Vec<u8>,
+    broadcast: Vec<u8>,
+    perm_address: Vec<u8>,
+    alias: Option<String>,
+    info: Vec<LinkInfo>,
+}
+
+impl std::hash::Hash for Link {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // A subset of the fields: equal links hash equal, which is all `Hash` needs.
+        self.ifindex.hash(state);
+        self.name.hash(state);
+        self.flags.hash(state);
+        self.mtu.hash(state);
+        self.address.hash(state);
+    }
+}
+
+impl Link {
+    /// The interface index.
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+    /// The interface name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The link kind (`veth`, `bridge`, ...) for virtual links.
+    pub fn kind(&self) -> Option<&str> {
+        self.kind.as_deref()
+    }
+    /// The hardware type (`ARPHRD_*`, e.g. 1 for Ethernet, 772 for loopback).
+    pub fn link_type(&self) -> u16 {
+        self.link_type
+    }
+    /// The `IFF_*` flags.
+    pub fn flags(&self) -> u32 {
+        self.flags
+    }
+    /// True when administratively up.
+    pub fn is_up(&self) -> bool {
+        self.flags & IFF_UP != 0
+    }
+    /// The MTU.
+    pub fn mtu(&self) -> u32 {
+        self.mtu
+    }
+    /// The smallest and largest MTU the device accepts (0 when unknown).
+    pub fn mtu_range(&self) -> (u32, u32) {
+        (self.min_mtu, self.max_mtu)
+    }
+    /// The transmit queue length.
+    pub fn txqlen(&self) -> u32 {
+        self.txqlen
+    }
+    /// The parent link (`IFLA_LINK`, e.g. a veth's peer), if any.
+    pub fn parent(&self) -> Option<u32> {
+        self.parent
+    }
+    /// The controller (`IFLA_MASTER`, e.g. the bridge), if any.
+    pub fn controller(&self) -> Option<u32> {
+        self.controller
+    }
+    /// The RFC 2863 operational state (`IF_OPER_*`: 2 down, 6 up, 0 unknown).
+    pub fn operstate(&self) -> u8 {
+        self.operstate
+    }
+    /// The link mode (`IF_LINK_MODE_*`).
+    pub fn link_mode(&self) -> u8 {
+        self.link_mode
+    }
+    /// The carrier, if reported.
+    pub fn carrier(&self) -> Option<bool> {
+        self.carrier.map(|c| c != 0)
+    }
+    /// The interface group.
+    pub fn group(&self) -> u32 {
+        self.group
+    }
+    /// The promiscuity count.
+    pub fn promiscuity(&self) -> u32 {
+        self.promiscuity
+    }
+    /// The namespace id of the parent's namespace (`IFLA_LINK_NETNSID`), if any.
+    pub fn link_netnsid(&self) -> Option<i32> {
+        self.link_netnsid
+    }
+    /// The hardware address.
+    pub fn address(&self) -> &[u8] {
+        &self.address
+    }
+    /// The hardware broadcast address.
+    pub fn broadcast(&self) -> &[u8] {
+        &self.broadcast
+    }
+    /// The permanent hardware address, if the device has one.
+    pub fn perm_address(&self) -> &[u8] {
+        &self.perm_address
+    }
+    /// The interface alias, if set.
+    pub fn alias(&self) -> Option<&str> {
+        self.alias.as_deref()
+    }
+    /// Kind-specific information (`IFLA_LINKINFO`) as netlink-packet-route decodes it.
+    pub fn info(&self) -> &[LinkInfo] {
+        &self.info
+    }
+
+    /// Parses an `RTM_NEWLINK`/`RTM_DELLINK` payload. Returns `Ok(None)` for messages of
+    /// another family (the bridge's per-port `AF_BRIDGE` messages share the link group).
+    pub fn parse(payload: &[u8]) -> Result<Option<Self>> {
+        let Some(hdr) = payload.get(..IFINFOMSG_LEN) else {
+            return Err(Error::malformed("link message shorter than ifinfomsg"));
+        };
+        if hdr[0] != wire::AF_UNSPEC {
+            return Ok(None);
+        }
+        let mut link = Link {
+            ifindex: wire::u32_at(hdr, 4),
+            name: String::new(),
+            kind: None,
+            link_type: wire::u16_at(hdr, 2),
+            flags: wire::u32_at(hdr, 8),
+            mtu: 0,
+            min_mtu: 0,
+            max_mtu: 0,
+            txqlen: 0,
+            parent: None,
+            controller: None,
+            operstate: 0,
+            link_mode: 0,
+            carrier: None,
+            group: 0,
+            promiscuity: 0,
+            link_netnsid: None,
+            address: Vec::new(),
+            broadcast: Vec::new(),
+            perm_address: Vec::new(),
+            alias: None,
+            info: Vec::new(),
+        };
+        let mut nlas = Nlas::new(&payload[IFINFOMSG_LEN..]);
+        while let Some((kind, value, full)) = nlas.next_full() {
+            match kind {
+                IFLA_ADDRESS => link.address = value.to_vec(),
+                IFLA_BROADCAST => link.broadcast = value.to_vec(),
+                IFLA_PERM_ADDRESS => link.perm_address = value.to_vec(),
+                IFLA_IFNAME => link.name = nla_str(value),
+                IFLA_IFALIAS => link.alias = Some(nla_str(value)),
+                IFLA_MTU => link.mtu = nla_u32(value).unwrap_or(0),
+                IFLA_MIN_MTU => link.min_mtu = nla_u32(value).unwrap_or(0),
+                IFLA_MAX_MTU => link.max_mtu = nla_u32(value).unwrap_or(0),
+                IFLA_TXQLEN => link.txqlen = nla_u32(value).unwrap_or(0),
+                IFLA_LINK => link.parent = nla_u32(value),
+                IFLA_MASTER => link.controller = nla_u32(value),
+                IFLA_OPERSTATE => link.operstate = nla_u8(value).unwrap_or(0),
+                IFLA_LINKMODE => link.link_mode = nla_u8(value).unwrap_or(0),
+                IFLA_CARRIER => link.carrier = nla_u8(value),
+                IFLA_GROUP => link.group = nla_u32(value).unwrap_or(0),
+                IFLA_PROMISCUITY => link.promiscuity = nla_u32(value).unwrap_or(0),
+                IFLA_LINK_NETNSID => link.link_netnsid = nla_u32(value).map(|v| v as i32),
+                IFLA_LINKINFO => link.info = parse_link_info(full, link.ifindex),
+                _ => {}
+            }
+        }
+        if nlas.malformed() {
+            return Err(Error::malformed("link attribute overruns its message"));
+        }
+        link.kind = link.info.iter().find_map(|info| match info {
+            LinkInfo::Kind(kind) => Some(kind.to_string()),
+            _ => None,
+        });
+        Ok(Some(link))
+    }
+}
+
+fn parse_link_info(full: &[u8], ifindex: u32) -> Vec<LinkInfo> {
+    let parsed = NlaBuffer::new_checked(&full)
+        .and_then(|buf| LinkAttribute::parse_with_param(&buf, AddressFamily::Unspec));
+    match parsed {
+        Ok(LinkAttribute::LinkInfo(infos)) => infos
+            .into_iter()
+            // Counters, not state.
+            .filter(|info| !matches!(info, LinkInfo::Xstats(_)))
+            .collect(),
+        Ok(_) => Vec::new(),
+        Err(err) => {
+            tracing::warn!(ifindex, %err, "cannot decode IFLA_LINKINFO, kept without it");
+            Vec::new()
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! [`Platform`]: a handle on one network namespace's rtnetlink, for dumps, filtered queries
+//! and batches. [`Config`] is its builder-lite configuration.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::netns::Netns;
+use crate::socket::{DumpOutcome, NlSocket, RcvbufOutcome};
+use crate::wire::Msg;
+
+/// How a platform (or a cache) is opened.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub(crate) netns: Netns,
+    pub(crate) rcvbuf: usize,
+    pub(crate) strict_check: bool,
+    pub(crate) dump_attempts: u32,
+    pub(crate) timeout: Duration,
+    pub(crate) resync_backoff: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::new()
+    }
+}
+
+impl Config {
+    /// The defaults: the caller's namespace, a 128 MiB event receive buffer, strict checking
+    /// on, 8 dump attempts, 30 s timeout, 100 ms initial resync back-off.
+    pub fn new() -> Self {
+        Config {
+            netns: Netns::Current,
+            rcvbuf: 128 << 20,
+            strict_check: true,
+            dump_attempts: 8,
+            timeout: Duration::from_secs(30),
+            resync_backoff: Duration::from_millis(100),
+        }
+    }
+
+    /// Opens the sockets in `netns`.
+    pub fn with_netns(mut self, netns: Netns) -> Self {
+        self.netns = netns;
+        self
+    }
+
+    /// The receive buffer for the cache's event socket. Sized for bursts: a queued IPv4
+    /// route event takes about 832 bytes, so a 100k-event burst needs about 83 MB.
+    /// `SO_RCVBUFFORCE` is used when permitted (`CAP_NET_ADMIN`), else `SO_RCVBUF`, which
+    /// `net.core.rmem_max` caps.
+    pub fn with_rcvbuf(mut self, bytes: usize) -> Self {
+        self.rcvbuf = bytes;
+        self
+    }
+
+    /// Whether to ask for `NETLINK_GET_STRICT_CHK` (kernel-side dump filters).
+    pub fn with_strict_check(mut self, on: bool) -> Self {
+        self.strict_check = on;
+        self
+    }
+
+    /// How many times a dump interrupted by concurrent changes (`NLM_F_DUMP_INTR`) is tried.
+    pub fn with_dump_attempts(mut self, attempts: u32) -> Self {
+        self.dump_attempts = attempts.max(1);
+        self
+    }
+
+    /// How long to wait for each answer of the kernel.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The first delay before a resync after an overflow; doubled while overflows go on.
+    pub fn with_resync_backoff(mut self, backoff: Duration) -> Self {
+        self.resync_backoff = backoff;
+        self
+    }
+}
+
+/// A handle on the rtnetlink of one network namespace.
+///
+/// Requests are values: `platform.routes().table(100).execute()`. All methods take `&self`;
+/// requests on one platform are serialised on its socket.
+#[derive(Debug)]
+pub struct Platform {
+    pub(crate) sock: Mutex<NlSocket>,
+    pub(crate) config: Config,
+    strict: bool,
+}
+
+/// One step of a dump with retries.
+pub(crate) enum Step<'m, 'b> {
+    /// An object message.
+    Msg(&'m Msg<'b>),
+    /// The attempt was interrupted: forget what it delivered, a new attempt follows.
+    Restart,
+}
+
+/// What a dump with retries did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DumpReport {
+    /// How many attempts were interrupted (`NLM_F_DUMP_INTR`) and thrown away.
+    pub n_interrupted: u32,
+    /// True when the kernel applied the request's filters (`NLM_F_DUMP_FILTERED`).
+    pub filtered_by_kernel: bool,
+}
+
+impl Platform {
+    /// Opens a platform as `config` says.
+    pub fn open(config: Config) -> Result<Self> {
+        let sock = config.netns.run_in(NlSocket::open)?;
+        let strict = config.strict_check && sock.set_strict_check(true);
+        // Acks of a large batch arrive together: give them room (128 acks take ~100 KB).
+        sock.set_rcvbuf(32 << 20);
+        sock.set_timeout(Some(config.timeout))?;
+        Ok(Platform {
+            sock: Mutex::new(sock),
+            config,
+            strict,
+        })
+    }
+
+    /// Opens a platform in the caller's namespace with the default configuration.
+    pub fn new() -> Result<Self> {
+        Platform::open(Config::new())
+    }
+
+    /// True when the kernel accepted `NETLINK_GET_STRICT_CHK`, so dump filters run there.
+    pub fn strict_check(&self) -> bool {
+        self.strict
+    }
+
+    /// The configuration this platform was opened with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, NlSocket> {
+        self.sock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Sends the dump request built by `build` (given a sequence number) and feeds each
+    /// object message to `sink`. When the dump comes back interrupted, `sink` gets
+    /// [`Step::Restart`] (throw away what was collected) and the dump is done again, up to
+    /// the configured number of attempts.
+    pub(crate) fn dump_retry(
+        &self,
+        build: impl Fn(&mut Vec<u8>, u32),
+        mut sink: impl FnMut(Step<'_, '_>) -> Result<()>,
+    ) -> Result<DumpReport> {
+        let mut sock = self.lock();
+        let mut report = DumpReport::default();
+        let mut request = Vec::with_capacity(64);
+        for attempt in 1..=self.config.dump_attempts {
+            let seq = sock.next_seq();
+            request.clear();
+            build(&mut request, seq);
+            let outcome: DumpOutcome = sock.dump(&request, seq, |msg| sink(Step::Msg(msg)))?;
+            report.filtered_by_kernel |= outcome.filtered;
+            if !outcome.interrupted {
+                return Ok(report);
+            }
+            report.n_interrupted += 1;
+            tracing::debug!(attempt, "dump interrupted by concurrent changes, retrying");
+            sink(Step::Restart)?;
+        }
+        Err(Error::DumpInterrupted {
+            attempts: self.config.dump_attempts,
+        })
+    }
+
+    /// Sends the single (non-dump) request built by `build`, asking for an ack, and feeds
+    /// the answer's object messages to `on_msg` until the ack.
+    pub(crate) fn request(
+        &self,
+        build: impl Fn(&mut Vec<u8>, u32),
+        on_msg: impl FnMut(&Msg<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let mut sock = self.lock();
+        let seq = sock.next_seq();
+        let mut request = Vec::with_capacity(64);
+        build(&mut request, seq);
+        sock.request(&request, seq, on_msg)
+    }
+
+    /// The receive buffer the request socket got (for diagnostics).
+    pub fn set_request_rcvbuf(&self, bytes: usize) -> RcvbufOutcome {
+        self.lock().set_rcvbuf(bytes)
+    }
+}

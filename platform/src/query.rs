@@ -1,0 +1,411 @@
+//! Queries: one-shot dumps of links, addresses, routes and rules, with their filters pushed
+//! to the kernel (`NETLINK_GET_STRICT_CHK`) and applied again here, so the answer is exact
+//! either way. [`Answer::filter`] says which side did the filtering.
+
+use crate::addr::{Address, IFADDRMSG_LEN};
+use crate::error::{Error, Result};
+use crate::link::{IFINFOMSG_LEN, Link};
+use crate::platform::{DumpReport, Platform, Step};
+use crate::route::{Family, RTMSG_LEN, Route};
+use crate::rule::Rule;
+use crate::wire::{self, MsgWriter};
+
+const RTA_OIF: u16 = 4;
+const RTA_TABLE: u16 = 15;
+const IFLA_IFNAME: u16 = 3;
+const IFLA_EXT_MASK: u16 = 29;
+/// `RTEXT_FILTER_SKIP_STATS`: leave statistics out of link dumps (we do not keep them).
+const RTEXT_FILTER_SKIP_STATS: u32 = 1 << 3;
+
+/// Where the filters of a query were applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FilterSide {
+    /// No filter was asked for.
+    None,
+    /// The kernel filtered (strict checking accepted the request's filters).
+    Kernel,
+    /// The kernel sent everything and this crate filtered.
+    Local,
+}
+
+/// The answer to a query.
+#[derive(Debug, Clone)]
+pub struct Answer<T> {
+    /// The objects, in the kernel's order.
+    pub items: Vec<T>,
+    /// Where the filters ran.
+    pub filter: FilterSide,
+    /// How many dump attempts were interrupted and redone.
+    pub n_interrupted: u32,
+}
+
+impl<T> Answer<T> {
+    fn new(filtered: bool, kernel: bool) -> Self {
+        Answer {
+            items: Vec::new(),
+            filter: match (filtered, kernel) {
+                (false, _) => FilterSide::None,
+                (true, true) => FilterSide::Kernel,
+                (true, false) => FilterSide::Local,
+            },
+            n_interrupted: 0,
+        }
+    }
+
+    fn account(&mut self, report: DumpReport) {
+        self.n_interrupted += report.n_interrupted;
+    }
+}
+
+/// A route query: `platform.routes().table(100).dev(ifindex).execute()`.
+#[derive(Debug)]
+#[must_use = "a query does nothing until executed"]
+pub struct RouteQuery<'a> {
+    platform: &'a Platform,
+    family: Option<Family>,
+    table: Option<u32>,
+    dev: Option<u32>,
+    protocol: Option<u8>,
+    kind: Option<u8>,
+}
+
+impl Platform {
+    /// Starts a route query (all families and tables unless filtered).
+    pub fn routes(&self) -> RouteQuery<'_> {
+        RouteQuery {
+            platform: self,
+            family: None,
+            table: None,
+            dev: None,
+            protocol: None,
+            kind: None,
+        }
+    }
+
+    /// Starts a link query.
+    pub fn links(&self) -> LinkQuery<'_> {
+        LinkQuery {
+            platform: self,
+            ifindex: None,
+            name: None,
+        }
+    }
+
+    /// Starts an address query.
+    pub fn addresses(&self) -> AddressQuery<'_> {
+        AddressQuery {
+            platform: self,
+            family: None,
+            ifindex: None,
+        }
+    }
+
+    /// Starts a rule query.
+    pub fn rules(&self) -> RuleQuery<'_> {
+        RuleQuery {
+            platform: self,
+            family: None,
+            table: None,
+        }
+    }
+}
+
+impl RouteQuery<'_> {
+    /// Only this family.
+    pub fn family(mut self, family: Family) -> Self {
+        self.family = Some(family);
+        self
+    }
+    /// Only routes of this table.
+    pub fn table(mut self, table: u32) -> Self {
+        self.table = Some(table);
+        self
+    }
+    /// Only routes going out of this interface.
+    pub fn dev(mut self, ifindex: u32) -> Self {
+        self.dev = Some(ifindex);
+        self
+    }
+    /// Only routes of this protocol (`RTPROT_*`).
+    pub fn protocol(mut self, protocol: u8) -> Self {
+        self.protocol = Some(protocol);
+        self
+    }
+    /// Only routes of this type (`RTN_*`).
+    pub fn kind(mut self, kind: u8) -> Self {
+        self.kind = Some(kind);
+        self
+    }
+
+    fn matches(&self, route: &Route) -> bool {
+        self.table.is_none_or(|table| route.table() == table)
+            && self.dev.is_none_or(|dev| route.ifindexes().any(|i| i == dev))
+            && self.protocol.is_none_or(|protocol| route.protocol() == protocol)
+            && self.kind.is_none_or(|kind| route.kind() == kind)
+    }
+
+    /// Runs the query.
+    #[tracing::instrument(level = "debug", skip(self), fields(table = ?self.table, dev = ?self.dev))]
+    pub fn execute(self) -> Result<Answer<Route>> {
+        let filtered = self.table.is_some()
+            || self.dev.is_some()
+            || self.protocol.is_some()
+            || self.kind.is_some();
+        let strict = self.platform.strict_check();
+        let mut answer = Answer::new(filtered, strict);
+        let families = match self.family {
+            Some(family) => vec![family],
+            None => vec![Family::V4, Family::V6],
+        };
+        for family in families {
+            let start = answer.items.len();
+            let items = &mut answer.items;
+            let report = self.platform.dump_retry(
+                |buf, seq| self.emit(buf, seq, family, strict),
+                |step| {
+                    match step {
+                        Step::Msg(msg) => {
+                            if let Some(route) = Route::parse(msg.payload)?
+                                && self.matches(&route)
+                            {
+                                items.push(route);
+                            }
+                        }
+                        Step::Restart => items.truncate(start),
+                    }
+                    Ok(())
+                },
+            )?;
+            answer.account(report);
+        }
+        Ok(answer)
+    }
+
+    fn emit(&self, buf: &mut Vec<u8>, seq: u32, family: Family, strict: bool) {
+        let mut msg = MsgWriter::new(
+            buf,
+            wire::RTM_GETROUTE,
+            wire::NLM_F_REQUEST | wire::NLM_F_DUMP,
+            seq,
+        );
+        let mut hdr = [0u8; RTMSG_LEN];
+        hdr[0] = family.af();
+        if strict {
+            // With strict checking these header fields are filters; zero means "any".
+            hdr[5] = self.protocol.unwrap_or(0);
+            hdr[7] = self.kind.unwrap_or(0);
+        }
+        msg.raw(&hdr);
+        if strict {
+            if let Some(table) = self.table {
+                msg.attr_u32(RTA_TABLE, table);
+            }
+            if let Some(dev) = self.dev {
+                msg.attr_u32(RTA_OIF, dev);
+            }
+        }
+        msg.finish();
+    }
+}
+
+/// A link query: all links, or one by index or name.
+#[derive(Debug)]
+#[must_use = "a query does nothing until executed"]
+pub struct LinkQuery<'a> {
+    platform: &'a Platform,
+    ifindex: Option<u32>,
+    name: Option<String>,
+}
+
+impl LinkQuery<'_> {
+    /// Only the link with this index (asked of the kernel directly).
+    pub fn ifindex(mut self, ifindex: u32) -> Self {
+        self.ifindex = Some(ifindex);
+        self
+    }
+    /// Only the link with this name (asked of the kernel directly).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Runs the query. A link that does not exist gives an empty answer.
+    pub fn execute(self) -> Result<Answer<Link>> {
+        let single = self.ifindex.is_some() || self.name.is_some();
+        let mut answer = Answer::new(single, true);
+        let flags = if single {
+            wire::NLM_F_REQUEST | wire::NLM_F_ACK
+        } else {
+            wire::NLM_F_REQUEST | wire::NLM_F_DUMP
+        };
+        let build = |buf: &mut Vec<u8>, seq: u32| {
+            let mut msg = MsgWriter::new(buf, wire::RTM_GETLINK, flags, seq);
+            let mut hdr = [0u8; IFINFOMSG_LEN];
+            hdr[4..8].copy_from_slice(&self.ifindex.unwrap_or(0).to_ne_bytes());
+            msg.raw(&hdr);
+            if let Some(name) = &self.name {
+                let mut bytes = name.as_bytes().to_vec();
+                bytes.push(0);
+                msg.attr(IFLA_IFNAME, &bytes);
+            }
+            msg.attr_u32(IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+            msg.finish();
+        };
+        if single {
+            let res = self.platform.request(build, |msg| {
+                if let Some(link) = Link::parse(msg.payload)? {
+                    answer.items.push(link);
+                }
+                Ok(())
+            });
+            match res {
+                Ok(()) => {}
+                Err(Error::Kernel(err)) if err.errno == libc::ENODEV => {}
+                Err(err) => return Err(err),
+            }
+            return Ok(answer);
+        }
+        let items = &mut answer.items;
+        let report = self.platform.dump_retry(build, |step| {
+            match step {
+                Step::Msg(msg) => {
+                    if let Some(link) = Link::parse(msg.payload)? {
+                        items.push(link);
+                    }
+                }
+                Step::Restart => items.clear(),
+            }
+            Ok(())
+        })?;
+        answer.account(report);
+        Ok(answer)
+    }
+}
+
+/// An address query.
+#[derive(Debug)]
+#[must_use = "a query does nothing until executed"]
+pub struct AddressQuery<'a> {
+    platform: &'a Platform,
+    family: Option<Family>,
+    ifindex: Option<u32>,
+}
+
+impl AddressQuery<'_> {
+    /// Only this family.
+    pub fn family(mut self, family: Family) -> Self {
+        self.family = Some(family);
+        self
+    }
+    /// Only addresses of this interface.
+    pub fn ifindex(mut self, ifindex: u32) -> Self {
+        self.ifindex = Some(ifindex);
+        self
+    }
+
+    /// Runs the query.
+    pub fn execute(self) -> Result<Answer<Address>> {
+        let strict = self.platform.strict_check();
+        let mut answer = Answer::new(self.ifindex.is_some(), strict);
+        let family = self.family.map_or(wire::AF_UNSPEC, Family::af);
+        let ifindex = self.ifindex;
+        let items = &mut answer.items;
+        let report = self.platform.dump_retry(
+            |buf, seq| {
+                let mut msg = MsgWriter::new(
+                    buf,
+                    wire::RTM_GETADDR,
+                    wire::NLM_F_REQUEST | wire::NLM_F_DUMP,
+                    seq,
+                );
+                let mut hdr = [0u8; IFADDRMSG_LEN];
+                hdr[0] = family;
+                if strict {
+                    hdr[4..8].copy_from_slice(&ifindex.unwrap_or(0).to_ne_bytes());
+                }
+                msg.raw(&hdr);
+                msg.finish();
+            },
+            |step| {
+                match step {
+                    Step::Msg(msg) => {
+                        if let Some(addr) = Address::parse(msg.payload)?
+                            && ifindex.is_none_or(|i| addr.ifindex() == i)
+                        {
+                            items.push(addr);
+                        }
+                    }
+                    Step::Restart => items.clear(),
+                }
+                Ok(())
+            },
+        )?;
+        answer.account(report);
+        Ok(answer)
+    }
+}
+
+/// A rule query.
+#[derive(Debug)]
+#[must_use = "a query does nothing until executed"]
+pub struct RuleQuery<'a> {
+    platform: &'a Platform,
+    family: Option<Family>,
+    table: Option<u32>,
+}
+
+impl RuleQuery<'_> {
+    /// Only this family.
+    pub fn family(mut self, family: Family) -> Self {
+        self.family = Some(family);
+        self
+    }
+    /// Only rules pointing at this table (filtered here: the kernel has no such filter).
+    pub fn table(mut self, table: u32) -> Self {
+        self.table = Some(table);
+        self
+    }
+
+    /// Runs the query.
+    pub fn execute(self) -> Result<Answer<Rule>> {
+        let mut answer = Answer::new(self.table.is_some(), false);
+        let families = match self.family {
+            Some(family) => vec![family],
+            None => vec![Family::V4, Family::V6],
+        };
+        for family in families {
+            let start = answer.items.len();
+            let items = &mut answer.items;
+            let report = self.platform.dump_retry(
+                |buf, seq| {
+                    let mut msg = MsgWriter::new(
+                        buf,
+                        wire::RTM_GETRULE,
+                        wire::NLM_F_REQUEST | wire::NLM_F_DUMP,
+                        seq,
+                    );
+                    let mut hdr = [0u8; 12];
+                    hdr[0] = family.af();
+                    msg.raw(&hdr);
+                    msg.finish();
+                },
+                |step| {
+                    match step {
+                        Step::Msg(msg) => {
+                            if let Some(rule) = Rule::parse(msg.payload)?
+                                && self.table.is_none_or(|t| rule.table() == t)
+                            {
+                                items.push(rule);
+                            }
+                        }
+                        Step::Restart => items.truncate(start),
+                    }
+                    Ok(())
+                },
+            )?;
+            answer.account(report);
+        }
+        Ok(answer)
+    }
+}

@@ -1,0 +1,675 @@
+//! Routes (IPv4 and IPv6, every table): a compact type parsed straight from the wire.
+//!
+//! A route in a full IPv4 table is small: its addresses are stored inline as IPv4 words,
+//! everything rare (IPv6 addresses, multipath, metrics, unknown attributes) sits behind one
+//! optional box, so a common IPv4 route is 40 bytes.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::error::{Error, Result};
+use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_u8, nla_u32};
+
+const RTA_DST: u16 = 1;
+const RTA_SRC: u16 = 2;
+const RTA_IIF: u16 = 3;
+const RTA_OIF: u16 = 4;
+const RTA_GATEWAY: u16 = 5;
+const RTA_PRIORITY: u16 = 6;
+const RTA_PREFSRC: u16 = 7;
+const RTA_METRICS: u16 = 8;
+const RTA_MULTIPATH: u16 = 9;
+const RTA_CACHEINFO: u16 = 12;
+const RTA_TABLE: u16 = 15;
+const RTA_MARK: u16 = 16;
+const RTA_PREF: u16 = 20;
+const RTA_EXPIRES: u16 = 23;
+const RTA_NH_ID: u16 = 30;
+
+/// Length of `struct rtmsg`.
+pub(crate) const RTMSG_LEN: usize = 12;
+
+/// The main routing table.
+pub const TABLE_MAIN: u32 = 254;
+/// The local routing table.
+pub const TABLE_LOCAL: u32 = 255;
+
+/// Route type `RTN_UNICAST`.
+pub const RTN_UNICAST: u8 = 1;
+/// Route type `RTN_LOCAL`.
+pub const RTN_LOCAL: u8 = 2;
+/// Route type `RTN_BLACKHOLE`.
+pub const RTN_BLACKHOLE: u8 = 6;
+/// Route type `RTN_UNREACHABLE`.
+pub const RTN_UNREACHABLE: u8 = 7;
+
+/// Route protocol `RTPROT_BOOT` (what `ip route add` uses).
+pub const RTPROT_BOOT: u8 = 3;
+/// Route protocol `RTPROT_STATIC`.
+pub const RTPROT_STATIC: u8 = 4;
+
+/// Scope `RT_SCOPE_UNIVERSE`.
+pub const RT_SCOPE_UNIVERSE: u8 = 0;
+/// Scope `RT_SCOPE_LINK`.
+pub const RT_SCOPE_LINK: u8 = 253;
+/// Scope `RT_SCOPE_HOST`.
+pub const RT_SCOPE_HOST: u8 = 254;
+
+// Bits of `Route::bits`.
+const V6: u8 = 1 << 0;
+const HAS_DST: u8 = 1 << 1;
+const HAS_GATEWAY: u8 = 1 << 2;
+const HAS_PREFSRC: u8 = 1 << 3;
+const HAS_PRIORITY: u8 = 1 << 4;
+const HAS_OIF: u8 = 1 << 5;
+
+/// An IP address family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    /// IPv4 (`AF_INET`).
+    V4,
+    /// IPv6 (`AF_INET6`).
+    V6,
+}
+
+impl Family {
+    pub(crate) fn af(self) -> u8 {
+        match self {
+            Family::V4 => AF_INET,
+            Family::V6 => AF_INET6,
+        }
+    }
+
+    pub(crate) fn from_af(af: u8) -> Option<Self> {
+        match af {
+            AF_INET => Some(Family::V4),
+            AF_INET6 => Some(Family::V6),
+            _ => None,
+        }
+    }
+
+    /// The family of an address.
+    pub fn of(addr: IpAddr) -> Self {
+        match addr {
+            IpAddr::V4(_) => Family::V4,
+            IpAddr::V6(_) => Family::V6,
+        }
+    }
+}
+
+/// One next hop of a multipath route.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NextHop {
+    /// Output interface index.
+    pub ifindex: u32,
+    /// Gateway, if any.
+    pub gateway: Option<IpAddr>,
+    /// `RTNH_F_*` flags.
+    pub flags: u8,
+    /// Weight minus one (`rtnh_hops`), as the kernel stores it.
+    pub hops: u8,
+}
+
+/// The rare parts of a route, boxed so the common route stays small.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct RouteExtra {
+    /// For IPv6: destination, gateway, preferred source, source.
+    v6: [Ipv6Addr; 4],
+    src_len: u8,
+    has_src: bool,
+    /// The full `rtm_flags` when they do not fit in 16 bits.
+    flags_hi: u16,
+    iif: Option<u32>,
+    mark: Option<u32>,
+    pref: Option<u8>,
+    expires: Option<u32>,
+    nh_id: Option<u32>,
+    /// `RTA_METRICS` payload (nested `RTAX_*` attributes), as sent by the kernel.
+    metrics: Vec<u8>,
+    multipath: Vec<NextHop>,
+    /// Attributes this crate does not decode: type and payload.
+    other: Vec<(u16, Box<[u8]>)>,
+}
+
+impl Default for RouteExtra {
+    fn default() -> Self {
+        RouteExtra {
+            v6: [Ipv6Addr::UNSPECIFIED; 4],
+            src_len: 0,
+            has_src: false,
+            flags_hi: 0,
+            iif: None,
+            mark: None,
+            pref: None,
+            expires: None,
+            nh_id: None,
+            metrics: Vec::new(),
+            multipath: Vec::new(),
+            other: Vec::new(),
+        }
+    }
+}
+
+/// A route, IPv4 or IPv6, of any table.
+///
+/// Immutable once built; equality covers every field, so two equal routes can share one
+/// allocation in the cache.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Route {
+    /// IPv4 destination, gateway and preferred source (unused for IPv6).
+    v4: [[u8; 4]; 3],
+    table: u32,
+    priority: u32,
+    oif: u32,
+    flags: u16,
+    dst_len: u8,
+    tos: u8,
+    protocol: u8,
+    scope: u8,
+    kind: u8,
+    bits: u8,
+    extra: Option<Box<RouteExtra>>,
+}
+
+/// What identifies a route in the kernel's table, for deduplication of events.
+///
+/// Two routes with the same id are the same kernel entry; their other attributes may differ
+/// (a replace).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RouteId {
+    family: Family,
+    table: u32,
+    dst: IpAddr,
+    dst_len: u8,
+    src: Option<IpAddr>,
+    src_len: u8,
+    tos: u8,
+    priority: u32,
+    /// IPv4 keeps several routes per prefix (`ip route append`); they differ in next hop.
+    oif: u32,
+    gateway: Option<IpAddr>,
+    kind: u8,
+}
+
+/// A route's "weak id": the prefix key the kernel replaces on `NLM_F_REPLACE`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RouteWeakId {
+    family: Family,
+    table: u32,
+    dst: IpAddr,
+    dst_len: u8,
+    src: Option<IpAddr>,
+    src_len: u8,
+    tos: u8,
+    priority: u32,
+}
+
+impl Route {
+    /// A unicast route to `dst/dst_len` in the main table, protocol `boot`, universe scope.
+    /// Add a gateway or an output device with the `with_*` methods.
+    pub fn new(dst: IpAddr, dst_len: u8) -> Self {
+        let mut route = Route {
+            v4: [[0; 4]; 3],
+            table: TABLE_MAIN,
+            priority: 0,
+            oif: 0,
+            flags: 0,
+            dst_len,
+            tos: 0,
+            protocol: RTPROT_BOOT,
+            scope: RT_SCOPE_UNIVERSE,
+            kind: RTN_UNICAST,
+            bits: 0,
+            extra: None,
+        };
+        if let IpAddr::V6(_) = dst {
+            route.bits |= V6;
+            route.extra = Some(Box::default());
+        }
+        route.set_addr(0, HAS_DST, dst);
+        route
+    }
+
+    /// Sets the routing table.
+    pub fn with_table(mut self, table: u32) -> Self {
+        self.table = table;
+        self
+    }
+
+    /// Sets the gateway (ignored when its family differs from the route's).
+    pub fn with_gateway(mut self, gateway: IpAddr) -> Self {
+        self.set_addr(1, HAS_GATEWAY, gateway);
+        self
+    }
+
+    /// Sets the output interface.
+    pub fn with_oif(mut self, ifindex: u32) -> Self {
+        self.oif = ifindex;
+        self.bits |= HAS_OIF;
+        self
+    }
+
+    /// Sets the metric (`RTA_PRIORITY`).
+    pub fn with_priority(mut self, priority: u32) -> Self {
+        self.priority = priority;
+        self.bits |= HAS_PRIORITY;
+        self
+    }
+
+    /// Sets the protocol (`RTPROT_*`).
+    pub fn with_protocol(mut self, protocol: u8) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
+    /// Sets the scope (`RT_SCOPE_*`).
+    pub fn with_scope(mut self, scope: u8) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Sets the route type (`RTN_*`).
+    pub fn with_kind(mut self, kind: u8) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Sets the preferred source address.
+    pub fn with_prefsrc(mut self, prefsrc: IpAddr) -> Self {
+        self.set_addr(2, HAS_PREFSRC, prefsrc);
+        self
+    }
+
+    fn set_addr(&mut self, slot: usize, bit: u8, addr: IpAddr) {
+        match (addr, self.extra.as_mut()) {
+            (IpAddr::V4(v4), _) if self.bits & V6 == 0 => self.v4[slot] = v4.octets(),
+            (IpAddr::V6(v6), Some(extra)) if self.bits & V6 != 0 => extra.v6[slot] = v6,
+            _ => return,
+        }
+        self.bits |= bit;
+    }
+
+    fn addr(&self, slot: usize, bit: u8) -> Option<IpAddr> {
+        if self.bits & bit == 0 {
+            return None;
+        }
+        if self.bits & V6 != 0 {
+            self.extra.as_ref().map(|extra| IpAddr::V6(extra.v6[slot]))
+        } else {
+            Some(IpAddr::V4(Ipv4Addr::from(self.v4[slot])))
+        }
+    }
+
+    /// The address family.
+    pub fn family(&self) -> Family {
+        if self.bits & V6 != 0 {
+            Family::V6
+        } else {
+            Family::V4
+        }
+    }
+
+    /// The routing table (`RTA_TABLE`, or the header's table).
+    pub fn table(&self) -> u32 {
+        self.table
+    }
+
+    /// The destination prefix address (the unspecified address for a default route).
+    pub fn dst(&self) -> IpAddr {
+        self.addr(0, HAS_DST).unwrap_or(match self.family() {
+            Family::V4 => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            Family::V6 => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        })
+    }
+
+    /// The destination prefix length.
+    pub fn dst_len(&self) -> u8 {
+        self.dst_len
+    }
+
+    /// True for a default route (prefix length 0).
+    pub fn is_default(&self) -> bool {
+        self.dst_len == 0
+    }
+
+    /// The source prefix (IPv6 source routing), if any.
+    pub fn src(&self) -> Option<(IpAddr, u8)> {
+        let extra = self.extra.as_ref()?;
+        if !extra.has_src && extra.src_len == 0 {
+            return None;
+        }
+        let addr = match self.family() {
+            Family::V6 => IpAddr::V6(extra.v6[3]),
+            Family::V4 => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        };
+        Some((addr, extra.src_len))
+    }
+
+    /// The gateway, if any (see [`Route::multipath`] for multipath routes).
+    pub fn gateway(&self) -> Option<IpAddr> {
+        self.addr(1, HAS_GATEWAY)
+    }
+
+    /// The preferred source address, if any.
+    pub fn prefsrc(&self) -> Option<IpAddr> {
+        self.addr(2, HAS_PREFSRC)
+    }
+
+    /// The output interface, if any.
+    pub fn oif(&self) -> Option<u32> {
+        (self.bits & HAS_OIF != 0).then_some(self.oif)
+    }
+
+    /// The metric (`RTA_PRIORITY`); 0 when absent.
+    pub fn priority(&self) -> u32 {
+        self.priority
+    }
+
+    /// The protocol that installed the route (`RTPROT_*`).
+    pub fn protocol(&self) -> u8 {
+        self.protocol
+    }
+
+    /// The scope (`RT_SCOPE_*`).
+    pub fn scope(&self) -> u8 {
+        self.scope
+    }
+
+    /// The route type (`RTN_*`).
+    pub fn kind(&self) -> u8 {
+        self.kind
+    }
+
+    /// The TOS (IPv4 only).
+    pub fn tos(&self) -> u8 {
+        self.tos
+    }
+
+    /// The `rtm_flags`.
+    pub fn flags(&self) -> u32 {
+        let hi = self.extra.as_ref().map_or(0, |extra| extra.flags_hi);
+        u32::from(self.flags) | (u32::from(hi) << 16)
+    }
+
+    /// The next hops of a multipath route (empty otherwise).
+    pub fn multipath(&self) -> &[NextHop] {
+        self.extra.as_ref().map_or(&[], |extra| &extra.multipath)
+    }
+
+    /// The route metrics (`RTAX_*` type and value), e.g. `(2, 1400)` for an MTU of 1400.
+    pub fn metrics(&self) -> Vec<(u16, u32)> {
+        let Some(extra) = &self.extra else {
+            return Vec::new();
+        };
+        Nlas::new(&extra.metrics)
+            .filter_map(|(kind, value)| nla_u32(value).map(|v| (kind, v)))
+            .collect()
+    }
+
+    /// The firewall mark (`RTA_MARK`), if any.
+    pub fn mark(&self) -> Option<u32> {
+        self.extra.as_ref().and_then(|extra| extra.mark)
+    }
+
+    /// The IPv6 router preference (`RTA_PREF`), if any.
+    pub fn pref(&self) -> Option<u8> {
+        self.extra.as_ref().and_then(|extra| extra.pref)
+    }
+
+    /// The remaining lifetime in seconds (`RTA_EXPIRES`), if any.
+    pub fn expires(&self) -> Option<u32> {
+        self.extra.as_ref().and_then(|extra| extra.expires)
+    }
+
+    /// The nexthop object id (`RTA_NH_ID`), if any.
+    pub fn nh_id(&self) -> Option<u32> {
+        self.extra.as_ref().and_then(|extra| extra.nh_id)
+    }
+
+    /// Every interface the route goes out of: its `oif` and its next hops'.
+    pub fn ifindexes(&self) -> impl Iterator<Item = u32> + '_ {
+        self.oif()
+            .into_iter()
+            .chain(self.multipath().iter().map(|hop| hop.ifindex))
+    }
+
+    /// The kernel's identity of this route.
+    pub fn id(&self) -> RouteId {
+        let first_hop = self.multipath().first();
+        RouteId {
+            family: self.family(),
+            table: self.table,
+            dst: self.dst(),
+            dst_len: self.dst_len,
+            src: self.src().map(|(addr, _)| addr),
+            src_len: self.src().map_or(0, |(_, len)| len),
+            tos: self.tos,
+            priority: self.priority,
+            oif: self.oif().or(first_hop.map(|hop| hop.ifindex)).unwrap_or(0),
+            gateway: self.gateway().or(first_hop.and_then(|hop| hop.gateway)),
+            kind: self.kind,
+        }
+    }
+
+    /// The prefix key that `NLM_F_REPLACE` replaces.
+    pub fn weak_id(&self) -> RouteWeakId {
+        RouteWeakId {
+            family: self.family(),
+            table: self.table,
+            dst: self.dst(),
+            dst_len: self.dst_len,
+            src: self.src().map(|(addr, _)| addr),
+            src_len: self.src().map_or(0, |(_, len)| len),
+            tos: self.tos,
+            priority: self.priority,
+        }
+    }
+
+    /// Parses an `RTM_NEWROUTE`/`RTM_DELROUTE` payload (after the netlink header).
+    /// Returns `Ok(None)` for families other than IPv4 and IPv6 (e.g. multicast routes).
+    pub fn parse(payload: &[u8]) -> Result<Option<Self>> {
+        let Some(hdr) = payload.get(..RTMSG_LEN) else {
+            return Err(Error::malformed("route message shorter than rtmsg"));
+        };
+        let v6 = match hdr[0] {
+            AF_INET => false,
+            AF_INET6 => true,
+            _ => return Ok(None),
+        };
+        let rtm_flags = wire::u32_at(hdr, 8);
+        let mut route = Route {
+            v4: [[0; 4]; 3],
+            table: u32::from(hdr[4]),
+            priority: 0,
+            oif: 0,
+            flags: rtm_flags as u16,
+            dst_len: hdr[1],
+            tos: hdr[3],
+            protocol: hdr[5],
+            scope: hdr[6],
+            kind: hdr[7],
+            bits: if v6 { V6 } else { 0 },
+            extra: None,
+        };
+        let src_len = hdr[2];
+        let mut extra: Option<Box<RouteExtra>> = None;
+        fn extra_of(extra: &mut Option<Box<RouteExtra>>) -> &mut RouteExtra {
+            extra.get_or_insert_with(Box::default)
+        }
+        if v6 {
+            extra_of(&mut extra);
+        }
+        if src_len != 0 {
+            extra_of(&mut extra).src_len = src_len;
+        }
+        if rtm_flags > 0xffff {
+            extra_of(&mut extra).flags_hi = (rtm_flags >> 16) as u16;
+        }
+        let mut nlas = Nlas::new(&payload[RTMSG_LEN..]);
+        for (kind, value) in &mut nlas {
+            match kind {
+                RTA_DST | RTA_GATEWAY | RTA_PREFSRC | RTA_SRC => {
+                    let (slot, bit) = match kind {
+                        RTA_DST => (0, HAS_DST),
+                        RTA_GATEWAY => (1, HAS_GATEWAY),
+                        RTA_PREFSRC => (2, HAS_PREFSRC),
+                        _ => (3, 0),
+                    };
+                    if v6 {
+                        let Ok(octets) = <[u8; 16]>::try_from(value) else {
+                            return Err(bad_attr(kind));
+                        };
+                        let extra = extra_of(&mut extra);
+                        extra.v6[slot] = Ipv6Addr::from(octets);
+                        if slot == 3 {
+                            extra.has_src = true;
+                        }
+                    } else {
+                        let Ok(octets) = <[u8; 4]>::try_from(value) else {
+                            return Err(bad_attr(kind));
+                        };
+                        if slot == 3 {
+                            extra_of(&mut extra).has_src = true;
+                            extra_of(&mut extra).other.push((kind, value.into()));
+                        } else {
+                            route.v4[slot] = octets;
+                        }
+                    }
+                    route.bits |= bit;
+                }
+                RTA_OIF => {
+                    route.oif = nla_u32(value).ok_or_else(|| bad_attr(kind))?;
+                    route.bits |= HAS_OIF;
+                }
+                RTA_PRIORITY => {
+                    route.priority = nla_u32(value).ok_or_else(|| bad_attr(kind))?;
+                    route.bits |= HAS_PRIORITY;
+                }
+                RTA_TABLE => route.table = nla_u32(value).ok_or_else(|| bad_attr(kind))?,
+                RTA_IIF => extra_of(&mut extra).iif = nla_u32(value),
+                RTA_MARK => extra_of(&mut extra).mark = nla_u32(value),
+                RTA_PREF => extra_of(&mut extra).pref = nla_u8(value),
+                RTA_EXPIRES => extra_of(&mut extra).expires = nla_u32(value),
+                RTA_NH_ID => extra_of(&mut extra).nh_id = nla_u32(value),
+                RTA_METRICS => extra_of(&mut extra).metrics = value.to_vec(),
+                RTA_MULTIPATH => extra_of(&mut extra).multipath = parse_multipath(value, v6)?,
+                // Counters that change on every use; not part of the route's state.
+                RTA_CACHEINFO => {}
+                _ => extra_of(&mut extra).other.push((kind, value.into())),
+            }
+        }
+        if nlas.malformed() {
+            return Err(Error::malformed("route attribute overruns its message"));
+        }
+        route.extra = extra;
+        Ok(Some(route))
+    }
+
+    /// Appends this route as a request of type `kind` (`RTM_NEWROUTE` / `RTM_DELROUTE`).
+    pub(crate) fn emit(&self, buf: &mut Vec<u8>, kind: u16, flags: u16, seq: u32) {
+        let mut msg = MsgWriter::new(buf, kind, flags, seq);
+        let table_byte = if self.table < 256 { self.table as u8 } else { 252 };
+        let src_len = self.src().map_or(0, |(_, len)| len);
+        let rtm_flags = self.flags();
+        let mut hdr = [0u8; RTMSG_LEN];
+        hdr[0] = self.family().af();
+        hdr[1] = self.dst_len;
+        hdr[2] = src_len;
+        hdr[3] = self.tos;
+        hdr[4] = table_byte;
+        hdr[5] = self.protocol;
+        hdr[6] = self.scope;
+        hdr[7] = self.kind;
+        hdr[8..12].copy_from_slice(&rtm_flags.to_ne_bytes());
+        msg.raw(&hdr);
+        msg.attr_u32(RTA_TABLE, self.table);
+        if let Some(dst) = self.addr(0, HAS_DST) {
+            attr_ip(&mut msg, RTA_DST, dst);
+        }
+        if let Some(extra) = &self.extra {
+            if extra.has_src && self.family() == Family::V6 {
+                attr_ip(&mut msg, RTA_SRC, IpAddr::V6(extra.v6[3]));
+            }
+        }
+        if let Some(gateway) = self.gateway() {
+            attr_ip(&mut msg, RTA_GATEWAY, gateway);
+        }
+        if let Some(prefsrc) = self.prefsrc() {
+            attr_ip(&mut msg, RTA_PREFSRC, prefsrc);
+        }
+        if let Some(oif) = self.oif() {
+            msg.attr_u32(RTA_OIF, oif);
+        }
+        if self.bits & HAS_PRIORITY != 0 {
+            msg.attr_u32(RTA_PRIORITY, self.priority);
+        }
+        if let Some(extra) = &self.extra {
+            if !extra.metrics.is_empty() {
+                msg.attr(RTA_METRICS, &extra.metrics);
+            }
+            if let Some(mark) = extra.mark {
+                msg.attr_u32(RTA_MARK, mark);
+            }
+            if let Some(pref) = extra.pref {
+                msg.attr(RTA_PREF, &[pref]);
+            }
+            if let Some(nh_id) = extra.nh_id {
+                msg.attr_u32(RTA_NH_ID, nh_id);
+            }
+            if !extra.multipath.is_empty() {
+                let nest = msg.begin_nest(RTA_MULTIPATH);
+                for hop in &extra.multipath {
+                    let mut rtnh = [0u8; 8];
+                    rtnh[2] = hop.flags;
+                    rtnh[3] = hop.hops;
+                    rtnh[4..8].copy_from_slice(&hop.ifindex.to_ne_bytes());
+                    let at = msg.nested_raw(&rtnh);
+                    if let Some(gateway) = hop.gateway {
+                        attr_ip(&mut msg, RTA_GATEWAY, gateway);
+                    }
+                    msg.patch_len16(at);
+                }
+                msg.end_nest(nest);
+            }
+        }
+        msg.finish();
+    }
+}
+
+fn attr_ip(msg: &mut MsgWriter<'_>, kind: u16, addr: IpAddr) {
+    match addr {
+        IpAddr::V4(v4) => msg.attr(kind, &v4.octets()),
+        IpAddr::V6(v6) => msg.attr(kind, &v6.octets()),
+    };
+}
+
+fn bad_attr(kind: u16) -> Error {
+    Error::malformed(format!("route attribute {kind} has a wrong size"))
+}
+
+fn parse_multipath(mut buf: &[u8], v6: bool) -> Result<Vec<NextHop>> {
+    let mut hops = Vec::new();
+    while buf.len() >= 8 {
+        let len = wire::u16_at(buf, 0) as usize;
+        if len < 8 || len > buf.len() {
+            return Err(Error::malformed("rtnexthop overruns RTA_MULTIPATH"));
+        }
+        let mut hop = NextHop {
+            ifindex: wire::u32_at(buf, 4),
+            gateway: None,
+            flags: buf[2],
+            hops: buf[3],
+        };
+        for (kind, value) in Nlas::new(&buf[8..len]) {
+            if kind == RTA_GATEWAY {
+                hop.gateway = match (v6, value.len()) {
+                    (false, 4) => <[u8; 4]>::try_from(value).ok().map(IpAddr::from),
+                    (true, 16) => <[u8; 16]>::try_from(value).ok().map(IpAddr::from),
+                    _ => return Err(bad_attr(kind)),
+                };
+            }
+        }
+        hops.push(hop);
+        buf = buf.get(wire::align(len)..).unwrap_or(&[]);
+    }
+    Ok(hops)
+}
