@@ -1,0 +1,902 @@
+//! The dedup index: interned objects in dense slots, one hash table from id to slot, and one
+//! set of intrusive ordered lists per index type.
+//!
+//! Memory layout, per slot: the object's `Arc` (8 bytes, `None` for a free slot), one
+//! [`Link`] (two `u32`) per index type in one flat array, and one dirty bit. The id table stores
+//! `u32` slot numbers and recomputes hashes from the objects when it grows, so it costs about
+//! 5 bytes per bucket. Partitions are found again from the object (index types are pure
+//! functions of immutable objects), so slots do not store them. Removed slots go on a free
+//! list threaded through the first lane's links.
+
+use std::fmt;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use hashbrown::hash_table::Entry as TableEntry;
+use hashbrown::{DefaultHashBuilder, HashTable};
+
+use crate::error::{Error, Result};
+use crate::list::{self, Head, Lane, Link, MAX_SLOTS, NIL};
+use crate::object::{IndexHandle, IndexType, Object, Primary};
+use crate::partitions::{Located, PartitionTable, TypedTable};
+use crate::view::{CursorMut, Entries, Entry, Iter, PartitionIter, PartitionRef, RawIter};
+
+#[cfg(test)]
+mod tests;
+
+/// Gives each dedup index its own tag, so handles of one index find nothing in another.
+static NEXT_TAG: AtomicU32 = AtomicU32::new(1);
+
+/// Where [`DedupIndex::insert`] puts a *new* entry, and whether it moves an existing one.
+///
+/// These are NetworkManager's `NM_DEDUP_MULTI_IDX_MODE_*`. The placement applies to the
+/// entry's list in every index type that tracks it. An entry that already exists keeps its
+/// position unless the mode is a `*Force` one; if a replacing object moves to another
+/// partition of some index type, it is placed there as the placement says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Placement<Id> {
+    /// Add new entries at the end; leave an existing entry where it is.
+    Append,
+    /// Add new entries at the end; move an existing entry to the end.
+    AppendForce,
+    /// Add new entries at the front; leave an existing entry where it is.
+    Prepend,
+    /// Add new entries at the front; move an existing entry to the front.
+    PrependForce,
+    /// Add a new entry just before the entry with this id, in every list that holds that entry
+    /// in the same partition, and at the end of the other lists. An existing entry stays.
+    Before(Id),
+    /// Add a new entry just after the entry with this id, in every list that holds that entry
+    /// in the same partition, and at the end of the other lists. An existing entry stays.
+    After(Id),
+}
+
+/// Where [`DedupIndex::move_entry`] moves an entry within its list of one index type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Position<Id> {
+    /// To the front of its list.
+    Front,
+    /// To the end of its list.
+    Back,
+    /// Just before the entry with this id, which must be in the same list.
+    Before(Id),
+    /// Just after the entry with this id, which must be in the same list.
+    After(Id),
+}
+
+/// What [`DedupIndex::insert`] or [`DedupIndex::replace`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Change<T> {
+    /// A new entry holds this object.
+    Added(Arc<T>),
+    /// An equal object was already held; this is that shared object, and the given one was
+    /// dropped. Its dirty mark is cleared.
+    Unchanged(Arc<T>),
+    /// The entry with the same id now holds `new` (at the same position) instead of `old`.
+    Replaced {
+        /// The object the entry held before.
+        old: Arc<T>,
+        /// The object the entry holds now.
+        new: Arc<T>,
+    },
+}
+
+impl<T> Change<T> {
+    /// The object the index holds now.
+    pub fn obj(&self) -> &Arc<T> {
+        match self {
+            Change::Added(obj) | Change::Unchanged(obj) => obj,
+            Change::Replaced { new, .. } => new,
+        }
+    }
+
+    /// The object the index held before, if it was replaced.
+    pub fn old(&self) -> Option<&Arc<T>> {
+        match self {
+            Change::Replaced { old, .. } => Some(old),
+            Change::Added(_) | Change::Unchanged(_) => None,
+        }
+    }
+
+    /// Whether the index's content changed (`Added` or `Replaced`).
+    pub fn is_changed(&self) -> bool {
+        !matches!(self, Change::Unchanged(_))
+    }
+
+    /// Returns the object the index holds now.
+    pub fn into_obj(self) -> Arc<T> {
+        match self {
+            Change::Added(obj) | Change::Unchanged(obj) => obj,
+            Change::Replaced { new, .. } => new,
+        }
+    }
+}
+
+/// An order-preserving, deduplicating multi-index over immutable objects shared as `Arc<T>`.
+///
+/// Each entry holds one object; entries are identified by [`Object::id`]. Every index has the
+/// [`Primary`] index type (all entries, one list) and any number of user index types added with
+/// [`add_index`](Self::add_index), each splitting the entries it tracks into ordered
+/// partitions. All changes are O(1) amortised, except the mark and sweep operations, which
+/// walk what they mark or sweep.
+///
+/// See the [crate documentation](crate) for an example.
+pub struct DedupIndex<T: Object> {
+    /// The object of each slot; `None` for a free slot.
+    pub(crate) objs: Vec<Option<Arc<T>>>,
+    /// `objs.len() * tables.len()` links: slot-major, one per lane.
+    pub(crate) links: Vec<Link>,
+    /// One dirty bit per slot.
+    pub(crate) dirty: Vec<u64>,
+    /// Slot numbers, hashed by the id of their object.
+    ids: HashTable<u32>,
+    hasher: DefaultHashBuilder,
+    /// One partition table per lane; lane 0 is [`Primary`].
+    pub(crate) tables: Vec<Box<dyn PartitionTable<T>>>,
+    /// The first free slot, or [`NIL`].
+    free: u32,
+    len: usize,
+    tag: u32,
+}
+
+impl<T: Object> Default for DedupIndex<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Object + fmt::Debug> fmt::Debug for DedupIndex<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+#[inline]
+fn slot_has_id<T: Object>(objs: &[Option<Arc<T>>], slot: u32, id: &T::Id) -> bool {
+    matches!(objs.get(slot as usize), Some(Some(obj)) if obj.id() == *id)
+}
+
+#[inline]
+fn slot_hash<T: Object>(objs: &[Option<Arc<T>>], hasher: &DefaultHashBuilder, slot: u32) -> u64 {
+    match objs.get(slot as usize) {
+        Some(Some(obj)) => hasher.hash_one(obj.id()),
+        _ => 0,
+    }
+}
+
+#[inline]
+fn bit_of(slot: u32) -> (usize, u64) {
+    ((slot / 64) as usize, 1u64 << (slot % 64))
+}
+
+impl<T: Object> DedupIndex<T> {
+    /// Creates an empty index with only the [`Primary`] index type.
+    pub fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// Creates an empty index with room for `capacity` entries.
+    pub fn with_capacity(capacity: usize) -> Self {
+        let tables: Vec<Box<dyn PartitionTable<T>>> =
+            vec![Box::new(TypedTable::<Primary, ()>::new(Primary))];
+        Self {
+            objs: Vec::with_capacity(capacity),
+            links: Vec::with_capacity(capacity),
+            dirty: Vec::with_capacity(capacity.div_ceil(64)),
+            ids: HashTable::with_capacity(capacity),
+            hasher: DefaultHashBuilder::default(),
+            tables,
+            free: NIL,
+            len: 0,
+            tag: NEXT_TAG.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// The handle of the [`Primary`] index type: every entry, in one list.
+    pub fn primary(&self) -> IndexHandle<Primary> {
+        IndexHandle::new(self.tag, 0)
+    }
+
+    /// Adds an index type and returns its handle. The entries already held are added to it in
+    /// the order of the primary list (O(n)).
+    pub fn add_index<X: IndexType<T>>(&mut self, index_type: X) -> IndexHandle<X> {
+        let old_stride = self.tables.len();
+        let lane = old_stride;
+        let stride = old_stride + 1;
+        self.tables
+            .push(Box::new(TypedTable::<X, X::Partition>::new(index_type)));
+        let mut links = Vec::with_capacity(self.objs.len() * stride);
+        for slot_links in self.links.chunks_exact(old_stride) {
+            links.extend_from_slice(slot_links);
+            links.push(Link::UNTRACKED);
+        }
+        self.links = links;
+        let mut raw = self.raw_primary();
+        let lane_at = Lane { stride, lane };
+        while let Some(slot) = raw.next_slot(&self.links) {
+            let Some(Some(obj)) = self.objs.get(slot as usize) else {
+                continue;
+            };
+            let table = &mut self.tables[lane];
+            if let Some(p) = table.locate_or_insert(obj) {
+                list::push_back(
+                    &mut self.links,
+                    lane_at,
+                    &mut table.heads_mut()[p as usize],
+                    slot,
+                );
+            }
+        }
+        IndexHandle::new(self.tag, lane as u32)
+    }
+
+    /// The index type behind a handle.
+    pub fn index_type<X: IndexType<T>>(&self, index: IndexHandle<X>) -> Option<&X> {
+        self.typed(index).map(|table| &table.index_type)
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the index holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether an entry has this id.
+    pub fn contains(&self, id: &T::Id) -> bool {
+        self.find_slot(id).is_some()
+    }
+
+    /// The object of the entry with this id.
+    pub fn get(&self, id: &T::Id) -> Option<&Arc<T>> {
+        let slot = self.find_slot(id)?;
+        self.objs.get(slot as usize)?.as_ref()
+    }
+
+    /// The entry with this id (its object and dirty mark).
+    pub fn get_entry(&self, id: &T::Id) -> Option<Entry<'_, T>> {
+        self.entry_at(self.find_slot(id)?)
+    }
+
+    /// The entry with this id, if the index type `index` tracks it.
+    pub fn get_in<X: IndexType<T>>(
+        &self,
+        index: IndexHandle<X>,
+        id: &T::Id,
+    ) -> Option<Entry<'_, T>> {
+        self.typed(index)?;
+        let slot = self.find_slot(id)?;
+        let lane = self.lane(index.lane as usize);
+        if !self.links.get(lane.at(slot))?.is_tracked() {
+            return None;
+        }
+        self.entry_at(slot)
+    }
+
+    /// The partition of index type `index` that holds the entry with this id.
+    pub fn partition_of<X: IndexType<T>>(
+        &self,
+        index: IndexHandle<X>,
+        id: &T::Id,
+    ) -> Option<PartitionRef<'_, T, X::Partition>> {
+        let table = self.typed(index)?;
+        let obj = self.get(id)?;
+        let key = table.index_type.partition(obj)?;
+        self.partition(index, &key)
+    }
+
+    /// Whether the entry with this id is marked dirty (see [`mark_all`](Self::mark_all)).
+    pub fn is_dirty(&self, id: &T::Id) -> Option<bool> {
+        self.find_slot(id).map(|slot| self.dirty_bit(slot))
+    }
+
+    /// The held object equal to `obj`, if any: the interned copy.
+    pub fn find_equal(&self, obj: &T) -> Option<&Arc<T>> {
+        self.get(&obj.id()).filter(|held| ***held == *obj)
+    }
+
+    /// Returns the held object equal to `obj` if there is one, else `obj` itself. Nothing is
+    /// added: this only shares an equal object that the index already holds.
+    pub fn intern(&self, obj: Arc<T>) -> Arc<T> {
+        match self.find_equal(&obj) {
+            Some(held) => Arc::clone(held),
+            None => obj,
+        }
+    }
+
+    /// The objects in the order of the primary list.
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter::new(self, self.raw_primary())
+    }
+
+    /// The entries (object and dirty mark) in the order of the primary list.
+    pub fn entries(&self) -> Entries<'_, T> {
+        Entries::new(self, self.raw_primary())
+    }
+
+    /// The first object of the primary list.
+    pub fn first(&self) -> Option<&Arc<T>> {
+        self.iter().next()
+    }
+
+    /// The last object of the primary list.
+    pub fn last(&self) -> Option<&Arc<T>> {
+        self.iter().next_back()
+    }
+
+    /// The partition `key` of index type `index`, if it holds any entry.
+    pub fn partition<X: IndexType<T>>(
+        &self,
+        index: IndexHandle<X>,
+        key: &X::Partition,
+    ) -> Option<PartitionRef<'_, T, X::Partition>> {
+        let table = self.typed(index)?;
+        let p = table.find_key(key)? as usize;
+        let head = *table.typed_heads().get(p)?;
+        let key = table.keys().get(p)?;
+        (head.len > 0).then(|| PartitionRef::new(self, index.lane as usize, head, key))
+    }
+
+    /// The non-empty partitions of index type `index`, in no particular order. Empty for a
+    /// handle of another index.
+    pub fn partitions<X: IndexType<T>>(
+        &self,
+        index: IndexHandle<X>,
+    ) -> PartitionIter<'_, T, X::Partition> {
+        match self.typed(index) {
+            Some(table) => {
+                PartitionIter::new(self, index.lane as usize, table.keys(), table.typed_heads())
+            }
+            None => PartitionIter::new(self, index.lane as usize, &[], &[]),
+        }
+    }
+
+    /// Adds `obj`, or updates the entry with the same id (see [`Placement`] for where).
+    ///
+    /// - No entry has its id: a new entry holds it ([`Change::Added`]).
+    /// - The entry with its id holds an equal object: that shared object stays and is returned
+    ///   ([`Change::Unchanged`]); `obj` is dropped.
+    /// - The entry holds a different object: `obj` replaces it in place and the old one is
+    ///   returned ([`Change::Replaced`]).
+    ///
+    /// Either way the entry's dirty mark is cleared. Fails, changing nothing, if the anchor of
+    /// [`Placement::Before`] or [`Placement::After`] does not exist, or the index is full.
+    pub fn insert(
+        &mut self,
+        obj: impl Into<Arc<T>>,
+        placement: Placement<T::Id>,
+    ) -> Result<Change<T>> {
+        let obj: Arc<T> = obj.into();
+        let anchor = match &placement {
+            Placement::Before(id) | Placement::After(id) => {
+                Some(self.find_slot(id).ok_or(Error::AnchorNotFound)?)
+            }
+            _ => None,
+        };
+        let id = obj.id();
+        let hash = self.hasher.hash_one(&id);
+        let objs = &self.objs;
+        let hasher = &self.hasher;
+        let entry = self.ids.entry(
+            hash,
+            |&slot| slot_has_id(objs, slot, &id),
+            |&slot| slot_hash(objs, hasher, slot),
+        );
+        match entry {
+            TableEntry::Occupied(entry) => {
+                let slot = *entry.get();
+                Ok(self.update(slot, obj, &placement, anchor))
+            }
+            TableEntry::Vacant(entry) => {
+                let slot = if self.free != NIL {
+                    self.free
+                } else if self.objs.len() < MAX_SLOTS {
+                    self.objs.len() as u32
+                } else {
+                    return Err(Error::CapacityExceeded { max: MAX_SLOTS });
+                };
+                entry.insert(slot);
+                self.alloc_slot(slot, Arc::clone(&obj));
+                self.link_new(slot, &obj, &placement, anchor);
+                Ok(Change::Added(obj))
+            }
+        }
+    }
+
+    /// Replaces the object of the entry with the same id as `obj`, keeping its position in
+    /// every list (unless the new object falls in another partition of some index type, where
+    /// it goes to the end). Returns [`Change::Replaced`] with the old object, or
+    /// [`Change::Unchanged`] if the held object is equal. Fails with [`Error::NotFound`] if no
+    /// entry has that id; then nothing is added.
+    pub fn replace(&mut self, obj: impl Into<Arc<T>>) -> Result<Change<T>> {
+        let obj: Arc<T> = obj.into();
+        let slot = self.find_slot(&obj.id()).ok_or(Error::NotFound)?;
+        Ok(self.update(slot, obj, &Placement::Append, None))
+    }
+
+    /// Removes the entry with this id and returns its object.
+    pub fn remove(&mut self, id: &T::Id) -> Option<Arc<T>> {
+        let hash = self.hasher.hash_one(id);
+        let objs = &self.objs;
+        let entry = self
+            .ids
+            .find_entry(hash, |&slot| slot_has_id(objs, slot, id))
+            .ok()?;
+        let (slot, _) = entry.remove();
+        let obj = self.objs.get_mut(slot as usize)?.take()?;
+        self.unlink_all(slot, &obj);
+        self.free_slot(slot);
+        Some(obj)
+    }
+
+    /// Removes every entry; index types and their handles stay.
+    pub fn clear(&mut self) {
+        self.objs.clear();
+        self.links.clear();
+        self.dirty.clear();
+        self.ids.clear();
+        for table in &mut self.tables {
+            table.clear();
+        }
+        self.free = NIL;
+        self.len = 0;
+    }
+
+    /// Reserves room for `additional` more entries.
+    pub fn reserve(&mut self, additional: usize) {
+        let spare = self.objs.capacity() - self.objs.len();
+        let free = self.objs.len() - self.len;
+        let more = additional.saturating_sub(free);
+        if more > spare {
+            self.objs.reserve(more);
+            self.links.reserve(more * self.tables.len());
+            self.dirty.reserve(more.div_ceil(64));
+        }
+        let objs = &self.objs;
+        let hasher = &self.hasher;
+        self.ids
+            .reserve(additional, |&slot| slot_hash(objs, hasher, slot));
+    }
+
+    /// Gives back memory the index does not need for its current slots.
+    pub fn shrink_to_fit(&mut self) {
+        self.objs.shrink_to_fit();
+        self.links.shrink_to_fit();
+        self.dirty.shrink_to_fit();
+        let objs = &self.objs;
+        let hasher = &self.hasher;
+        self.ids
+            .shrink_to_fit(|&slot| slot_hash(objs, hasher, slot));
+    }
+
+    /// Moves the entry with id `id` within its list of index type `index`. Other index types
+    /// keep their order.
+    ///
+    /// Fails, changing nothing, with [`Error::UnknownIndex`], [`Error::NotFound`],
+    /// [`Error::NotTracked`], [`Error::AnchorNotFound`] or [`Error::AnchorNotInPartition`].
+    /// Moving an entry before or after itself does nothing.
+    pub fn move_entry<X: IndexType<T>>(
+        &mut self,
+        index: IndexHandle<X>,
+        id: &T::Id,
+        to: Position<T::Id>,
+    ) -> Result<()> {
+        self.typed(index).ok_or(Error::UnknownIndex)?;
+        let lane_idx = index.lane as usize;
+        let lane = self.lane(lane_idx);
+        let slot = self.find_slot(id).ok_or(Error::NotFound)?;
+        let p = self
+            .partition_number(lane_idx, slot)
+            .ok_or(Error::NotTracked)?;
+        let anchor = match &to {
+            Position::Before(anchor_id) | Position::After(anchor_id) => {
+                let anchor = self.find_slot(anchor_id).ok_or(Error::AnchorNotFound)?;
+                if anchor == slot {
+                    return Ok(());
+                }
+                if self.partition_number(lane_idx, anchor) != Some(p) {
+                    return Err(Error::AnchorNotInPartition);
+                }
+                Some(anchor)
+            }
+            Position::Front | Position::Back => None,
+        };
+        let head = &mut self.tables[lane_idx].heads_mut()[p as usize];
+        list::unlink(&mut self.links, lane, head, slot);
+        match (to, anchor) {
+            (Position::Before(_), Some(anchor)) => {
+                list::link_before(&mut self.links, lane, head, slot, anchor)
+            }
+            (Position::After(_), Some(anchor)) => {
+                list::link_after(&mut self.links, lane, head, slot, anchor)
+            }
+            (Position::Front, _) => list::push_front(&mut self.links, lane, head, slot),
+            _ => list::push_back(&mut self.links, lane, head, slot),
+        }
+        Ok(())
+    }
+
+    /// A cursor on the first entry of the primary list, which can remove entries as it goes.
+    pub fn cursor_front_mut(&mut self) -> CursorMut<'_, T> {
+        let first = self.primary_head().first;
+        CursorMut::new(self, 0, first)
+    }
+
+    /// A cursor on the first entry of partition `key` of index type `index`, which can remove
+    /// entries as it goes. `None` if the partition holds no entry.
+    pub fn cursor_mut<X: IndexType<T>>(
+        &mut self,
+        index: IndexHandle<X>,
+        key: &X::Partition,
+    ) -> Option<CursorMut<'_, T>> {
+        let first = self.partition(index, key)?.first_slot();
+        Some(CursorMut::new(self, index.lane as usize, first))
+    }
+
+    /// Marks every entry dirty. Re-adding an entry ([`insert`](Self::insert),
+    /// [`replace`](Self::replace)) clears its mark; [`sweep`](Self::sweep) removes the rest.
+    pub fn mark_all(&mut self) {
+        self.dirty.fill(!0);
+    }
+
+    /// Clears every dirty mark.
+    pub fn unmark_all(&mut self) {
+        self.dirty.fill(0);
+    }
+
+    /// Marks dirty every entry that index type `index` tracks; returns how many.
+    pub fn mark_index<X: IndexType<T>>(&mut self, index: IndexHandle<X>) -> Result<usize> {
+        self.typed(index).ok_or(Error::UnknownIndex)?;
+        let lane = index.lane as usize;
+        if lane == 0 {
+            self.mark_all();
+            return Ok(self.len);
+        }
+        let firsts: Vec<Head> = self.tables[lane].heads().to_vec();
+        Ok(firsts.iter().map(|head| self.mark_list(lane, *head)).sum())
+    }
+
+    /// Marks dirty every entry of partition `key` of index type `index`; returns how many
+    /// (0 if the partition does not exist).
+    pub fn mark_partition<X: IndexType<T>>(
+        &mut self,
+        index: IndexHandle<X>,
+        key: &X::Partition,
+    ) -> Result<usize> {
+        let table = self.typed(index).ok_or(Error::UnknownIndex)?;
+        let Some(p) = table.find_key(key) else {
+            return Ok(0);
+        };
+        let head = table.typed_heads()[p as usize];
+        Ok(self.mark_list(index.lane as usize, head))
+    }
+
+    /// Removes every dirty entry and returns their objects, in primary order.
+    pub fn sweep(&mut self) -> Vec<Arc<T>> {
+        let head = self.primary_head();
+        self.sweep_list(0, head)
+    }
+
+    /// Removes every dirty entry that index type `index` tracks and returns their objects,
+    /// partition by partition.
+    pub fn sweep_index<X: IndexType<T>>(&mut self, index: IndexHandle<X>) -> Result<Vec<Arc<T>>> {
+        self.typed(index).ok_or(Error::UnknownIndex)?;
+        let lane = index.lane as usize;
+        let mut removed = Vec::new();
+        // From the last partition down: removing an emptied partition moves the last one,
+        // which was already swept, into its place.
+        for p in (0..self.tables[lane].heads().len()).rev() {
+            let Some(head) = self.tables[lane].heads().get(p).copied() else {
+                continue;
+            };
+            removed.extend(self.sweep_list(lane, head));
+        }
+        Ok(removed)
+    }
+
+    /// Removes every dirty entry of partition `key` of index type `index` and returns their
+    /// objects, in list order.
+    pub fn sweep_partition<X: IndexType<T>>(
+        &mut self,
+        index: IndexHandle<X>,
+        key: &X::Partition,
+    ) -> Result<Vec<Arc<T>>> {
+        let table = self.typed(index).ok_or(Error::UnknownIndex)?;
+        let Some(p) = table.find_key(key) else {
+            return Ok(Vec::new());
+        };
+        let head = table.typed_heads()[p as usize];
+        Ok(self.sweep_list(index.lane as usize, head))
+    }
+
+    // Internals.
+
+    fn typed<X: IndexType<T>>(
+        &self,
+        index: IndexHandle<X>,
+    ) -> Option<&TypedTable<X, X::Partition>> {
+        if index.tag != self.tag {
+            return None;
+        }
+        self.tables
+            .get(index.lane as usize)?
+            .as_any()
+            .downcast_ref()
+    }
+
+    #[inline]
+    pub(crate) fn lane(&self, lane: usize) -> Lane {
+        Lane {
+            stride: self.tables.len(),
+            lane,
+        }
+    }
+
+    fn primary_head(&self) -> Head {
+        self.tables[0]
+            .heads()
+            .first()
+            .copied()
+            .unwrap_or(Head::EMPTY)
+    }
+
+    fn raw_primary(&self) -> RawIter {
+        RawIter::new(self.lane(0), self.primary_head())
+    }
+
+    #[inline]
+    fn find_slot(&self, id: &T::Id) -> Option<u32> {
+        let hash = self.hasher.hash_one(id);
+        let objs = &self.objs;
+        self.ids
+            .find(hash, |&slot| slot_has_id(objs, slot, id))
+            .copied()
+    }
+
+    pub(crate) fn entry_at(&self, slot: u32) -> Option<Entry<'_, T>> {
+        let obj = self.objs.get(slot as usize)?.as_ref()?;
+        Some(Entry::new(obj, self.dirty_bit(slot)))
+    }
+
+    #[inline]
+    pub(crate) fn dirty_bit(&self, slot: u32) -> bool {
+        let (word, bit) = bit_of(slot);
+        self.dirty.get(word).is_some_and(|w| w & bit != 0)
+    }
+
+    #[inline]
+    fn set_dirty(&mut self, slot: u32, dirty: bool) {
+        let (word, bit) = bit_of(slot);
+        if let Some(w) = self.dirty.get_mut(word) {
+            if dirty {
+                *w |= bit;
+            } else {
+                *w &= !bit;
+            }
+        }
+    }
+
+    /// The partition number of `slot` in `lane`, if the lane tracks it.
+    fn partition_number(&self, lane: usize, slot: u32) -> Option<u32> {
+        if !self.links.get(self.lane(lane).at(slot))?.is_tracked() {
+            return None;
+        }
+        let obj = self.objs.get(slot as usize)?.as_ref()?;
+        match self.tables[lane].locate(obj) {
+            Located::Found(p) => Some(p),
+            Located::Untracked | Located::Missing => None,
+        }
+    }
+
+    /// Fills slot `slot` (the first free slot, or the next new one) with `obj`.
+    fn alloc_slot(&mut self, slot: u32, obj: Arc<T>) {
+        let stride = self.tables.len();
+        if slot == self.free {
+            let start = slot as usize * stride;
+            self.free = self.links[start].next;
+            self.links[start..start + stride].fill(Link::UNTRACKED);
+            self.objs[slot as usize] = Some(obj);
+        } else {
+            self.objs.push(Some(obj));
+            self.links
+                .extend(std::iter::repeat_n(Link::UNTRACKED, stride));
+            if self.dirty.len() * 64 < self.objs.len() {
+                self.dirty.push(0);
+            }
+        }
+        self.set_dirty(slot, false);
+        self.len += 1;
+    }
+
+    /// Puts slot `slot` (whose object was taken and whose lanes are unlinked) on the free list.
+    fn free_slot(&mut self, slot: u32) {
+        let stride = self.tables.len();
+        let start = slot as usize * stride;
+        self.links[start..start + stride].fill(Link::UNTRACKED);
+        self.links[start].next = self.free;
+        self.free = slot;
+        self.len -= 1;
+    }
+
+    /// The slot of `anchor` if it is in partition `p` of `lane` and is not `slot` itself.
+    fn anchor_in(&self, lane: usize, p: u32, anchor: Option<u32>, slot: u32) -> Option<u32> {
+        let anchor = anchor.filter(|&anchor| anchor != slot)?;
+        (self.partition_number(lane, anchor) == Some(p)).then_some(anchor)
+    }
+
+    /// Links slot `slot` (untracked everywhere) holding `obj` into every lane.
+    fn link_new(&mut self, slot: u32, obj: &T, placement: &Placement<T::Id>, anchor: Option<u32>) {
+        for lane_idx in 0..self.tables.len() {
+            let Some(p) = self.tables[lane_idx].locate_or_insert(obj) else {
+                continue;
+            };
+            self.place(lane_idx, p, slot, placement, anchor);
+        }
+    }
+
+    /// Links slot `slot` (untracked in `lane_idx`) into partition `p` as `placement` says.
+    fn place(
+        &mut self,
+        lane_idx: usize,
+        p: u32,
+        slot: u32,
+        placement: &Placement<T::Id>,
+        anchor: Option<u32>,
+    ) {
+        let lane = self.lane(lane_idx);
+        let anchor = match placement {
+            Placement::Before(_) | Placement::After(_) => self.anchor_in(lane_idx, p, anchor, slot),
+            _ => None,
+        };
+        let head = &mut self.tables[lane_idx].heads_mut()[p as usize];
+        match (placement, anchor) {
+            (Placement::Before(_), Some(anchor)) => {
+                list::link_before(&mut self.links, lane, head, slot, anchor)
+            }
+            (Placement::After(_), Some(anchor)) => {
+                list::link_after(&mut self.links, lane, head, slot, anchor)
+            }
+            (Placement::Prepend | Placement::PrependForce, _) => {
+                list::push_front(&mut self.links, lane, head, slot)
+            }
+            _ => list::push_back(&mut self.links, lane, head, slot),
+        }
+    }
+
+    /// Re-adds `obj` to the existing entry in slot `slot`.
+    fn update(
+        &mut self,
+        slot: u32,
+        obj: Arc<T>,
+        placement: &Placement<T::Id>,
+        anchor: Option<u32>,
+    ) -> Change<T> {
+        let Some(Some(old)) = self.objs.get(slot as usize).cloned() else {
+            // The id table only names occupied slots.
+            return Change::Unchanged(obj);
+        };
+        self.set_dirty(slot, false);
+        let force = matches!(placement, Placement::AppendForce | Placement::PrependForce);
+        if *old == *obj {
+            if force {
+                for lane_idx in 0..self.tables.len() {
+                    if let Some(p) = self.partition_number(lane_idx, slot) {
+                        self.relink(lane_idx, p, slot, placement);
+                    }
+                }
+            }
+            return Change::Unchanged(old);
+        }
+        for lane_idx in 0..self.tables.len() {
+            let old_p = self.partition_number(lane_idx, slot);
+            let new_p = match self.tables[lane_idx].locate(&obj) {
+                Located::Found(p) => Some(p),
+                Located::Untracked | Located::Missing => None,
+            };
+            match (old_p, new_p) {
+                (Some(p), Some(q)) if p == q => {
+                    if force {
+                        self.relink(lane_idx, p, slot, placement);
+                    }
+                }
+                _ => {
+                    if let Some(p) = old_p {
+                        self.unlink_from(lane_idx, p, slot);
+                    }
+                    if let Some(q) = self.tables[lane_idx].locate_or_insert(&obj) {
+                        self.place(lane_idx, q, slot, placement, anchor);
+                    }
+                }
+            }
+        }
+        self.objs[slot as usize] = Some(Arc::clone(&obj));
+        Change::Replaced { old, new: obj }
+    }
+
+    /// Moves slot `slot` to the front (`PrependForce`) or end of its partition `p` of a lane.
+    fn relink(&mut self, lane_idx: usize, p: u32, slot: u32, placement: &Placement<T::Id>) {
+        let lane = self.lane(lane_idx);
+        let head = &mut self.tables[lane_idx].heads_mut()[p as usize];
+        list::unlink(&mut self.links, lane, head, slot);
+        if matches!(placement, Placement::PrependForce) {
+            list::push_front(&mut self.links, lane, head, slot);
+        } else {
+            list::push_back(&mut self.links, lane, head, slot);
+        }
+    }
+
+    /// Unlinks slot `slot` from partition `p` of a lane, dropping the partition if emptied.
+    fn unlink_from(&mut self, lane_idx: usize, p: u32, slot: u32) {
+        let lane = self.lane(lane_idx);
+        let table = &mut self.tables[lane_idx];
+        let head = &mut table.heads_mut()[p as usize];
+        list::unlink(&mut self.links, lane, head, slot);
+        if head.len == 0 {
+            table.remove(p);
+        }
+    }
+
+    /// Unlinks slot `slot`, which held `obj`, from every lane.
+    fn unlink_all(&mut self, slot: u32, obj: &T) {
+        for lane_idx in 0..self.tables.len() {
+            let lane = self.lane(lane_idx);
+            if !self.links[lane.at(slot)].is_tracked() {
+                continue;
+            }
+            match self.tables[lane_idx].locate(obj) {
+                Located::Found(p) => self.unlink_from(lane_idx, p, slot),
+                Located::Untracked | Located::Missing => {
+                    tracing::warn!(
+                        lane = lane_idx,
+                        slot,
+                        "index type gave another partition for the same object"
+                    );
+                    self.links[lane.at(slot)] = Link::UNTRACKED;
+                }
+            }
+        }
+    }
+
+    /// Removes the entry in slot `slot` and returns its object.
+    pub(crate) fn remove_slot(&mut self, slot: u32) -> Option<Arc<T>> {
+        let obj = self.objs.get_mut(slot as usize)?.take()?;
+        let hash = self.hasher.hash_one(obj.id());
+        if let Ok(entry) = self.ids.find_entry(hash, |&s| s == slot) {
+            entry.remove();
+        }
+        self.unlink_all(slot, &obj);
+        self.free_slot(slot);
+        Some(obj)
+    }
+
+    fn mark_list(&mut self, lane: usize, head: Head) -> usize {
+        let mut raw = RawIter::new(self.lane(lane), head);
+        let mut n_marked = 0;
+        while let Some(slot) = raw.next_slot(&self.links) {
+            let (word, bit) = bit_of(slot);
+            if let Some(w) = self.dirty.get_mut(word) {
+                *w |= bit;
+                n_marked += 1;
+            }
+        }
+        n_marked
+    }
+
+    fn sweep_list(&mut self, lane: usize, head: Head) -> Vec<Arc<T>> {
+        let mut raw = RawIter::new(self.lane(lane), head);
+        let mut removed = Vec::new();
+        while let Some(slot) = raw.next_slot(&self.links) {
+            if self.dirty_bit(slot) {
+                removed.extend(self.remove_slot(slot));
+            }
+        }
+        removed
+    }
+}

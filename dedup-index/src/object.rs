@@ -1,0 +1,124 @@
+//! The traits a user implements: [`Object`] for what the index stores, [`IndexType`] for each
+//! way of grouping it, and [`IndexHandle`], the typed name of one index type inside one index.
+
+use std::fmt;
+use std::hash::Hash;
+use std::marker::PhantomData;
+
+/// An immutable value stored in a [`DedupIndex`](crate::DedupIndex).
+///
+/// The *id* says which objects are "the same entry" (a route's table, destination, prefix
+/// length, metric, ...); the full equality (`Eq`) compares every field and decides whether a new
+/// object is only a copy of the held one (then the held, shared object is kept) or an update
+/// (then it replaces the held one, keeping its position).
+///
+/// Contract: `a == b` must imply `a.id() == b.id()`, and `id()` must be a pure function of the
+/// object. Breaking it is a logic error: the index stays memory-safe but may answer wrongly.
+pub trait Object: Eq {
+    /// The identity of an entry. Usually a small `Copy` struct built from a few fields.
+    type Id: Hash + Eq;
+
+    /// Returns the identity of this object.
+    fn id(&self) -> Self::Id;
+}
+
+/// One way of grouping the objects of a [`DedupIndex`](crate::DedupIndex) into ordered lists.
+///
+/// Every object of the index is in exactly one list (a *partition*) of each index type that
+/// tracks it: [`partition`](Self::partition) returns its partition key, or `None` when this
+/// index type does not track the object (for example an index of default routes skips every
+/// other route). An index type with a single list uses `()` as its key.
+///
+/// All index types of one index share its identity ([`Object::id`]), so an entry can be looked
+/// up by id in any of them. `partition` must be a pure function of the object (objects never
+/// change), otherwise the index may give wrong answers (never undefined behaviour).
+///
+/// ```
+/// use netmirror_dedup_index::IndexType;
+///
+/// # struct Route { ifindex: u32, plen: u8 }
+/// /// Routes by outgoing interface; routes without one are not tracked.
+/// struct ByIfindex;
+///
+/// impl IndexType<Route> for ByIfindex {
+///     type Partition = u32;
+///     fn partition(&self, route: &Route) -> Option<u32> {
+///         (route.ifindex != 0).then_some(route.ifindex)
+///     }
+/// }
+/// ```
+pub trait IndexType<T>: Send + Sync + 'static {
+    /// The key of a partition (one ordered list) of this index type.
+    type Partition: Hash + Eq + Send + Sync + 'static;
+
+    /// Returns the partition `obj` belongs to, or `None` if this index type does not track it.
+    fn partition(&self, obj: &T) -> Option<Self::Partition>;
+}
+
+/// The index type every [`DedupIndex`](crate::DedupIndex) has: all objects in one list, in the
+/// order of the index. Its handle is [`DedupIndex::primary`](crate::DedupIndex::primary).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Primary;
+
+impl<T> IndexType<T> for Primary {
+    type Partition = ();
+
+    fn partition(&self, _obj: &T) -> Option<()> {
+        Some(())
+    }
+}
+
+/// The typed name of one index type inside one [`DedupIndex`](crate::DedupIndex), returned by
+/// [`DedupIndex::add_index`](crate::DedupIndex::add_index) and
+/// [`DedupIndex::primary`](crate::DedupIndex::primary).
+///
+/// It is small and `Copy`. Used with another dedup index it finds nothing (lookups give `None`,
+/// changes give [`Error::UnknownIndex`](crate::Error::UnknownIndex)).
+pub struct IndexHandle<X> {
+    pub(crate) tag: u32,
+    pub(crate) lane: u32,
+    marker: PhantomData<fn() -> X>,
+}
+
+impl<X> IndexHandle<X> {
+    pub(crate) fn new(tag: u32, lane: u32) -> Self {
+        Self {
+            tag,
+            lane,
+            marker: PhantomData,
+        }
+    }
+}
+
+impl<X> Clone for IndexHandle<X> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<X> Copy for IndexHandle<X> {}
+
+impl<X> PartialEq for IndexHandle<X> {
+    fn eq(&self, other: &Self) -> bool {
+        self.tag == other.tag && self.lane == other.lane
+    }
+}
+
+impl<X> Eq for IndexHandle<X> {}
+
+impl<X> Hash for IndexHandle<X> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.tag.hash(state);
+        self.lane.hash(state);
+    }
+}
+
+impl<X> fmt::Debug for IndexHandle<X> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IndexHandle")
+            .field("index", &self.tag)
+            .field("lane", &self.lane)
+            .field("type", &std::any::type_name::<X>())
+            .finish()
+    }
+}

@@ -1,0 +1,162 @@
+//! The partition table of one index type, with its key type erased.
+//!
+//! [`TypedTable`] maps partition keys to dense partition numbers (a `Vec` of keys, a parallel
+//! `Vec` of list heads and a hash table of `u32` positions, the indexmap layout). The index
+//! talks to it through the object-safe [`PartitionTable`], so that index types with different
+//! key types live side by side in one `Vec`.
+
+use std::any::Any;
+use std::hash::{BuildHasher, Hash};
+
+use hashbrown::{DefaultHashBuilder, HashTable};
+
+use crate::list::Head;
+use crate::object::IndexType;
+
+/// Where an object falls in one index type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Located {
+    /// The index type does not track the object.
+    Untracked,
+    /// The object's partition does not exist yet.
+    Missing,
+    /// The object's partition has this number.
+    Found(u32),
+}
+
+/// The object-safe face of one index type's partitions.
+pub(crate) trait PartitionTable<T>: Send + Sync {
+    /// Finds the partition of `obj` without creating it.
+    fn locate(&self, obj: &T) -> Located;
+    /// Finds the partition of `obj`, creating it (with an empty head) if needed.
+    fn locate_or_insert(&mut self, obj: &T) -> Option<u32>;
+    /// The list heads, by partition number.
+    fn heads(&self) -> &[Head];
+    /// The list heads, by partition number.
+    fn heads_mut(&mut self) -> &mut [Head];
+    /// Removes partition `p` (whose list must be empty); the last partition takes its number.
+    fn remove(&mut self, p: u32);
+    /// Removes every partition.
+    fn clear(&mut self);
+    /// Gives the concrete [`TypedTable`] for downcasting.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// The partitions of index type `X`, whose key type is `P`.
+pub(crate) struct TypedTable<X, P> {
+    pub(crate) index_type: X,
+    keys: Vec<P>,
+    heads: Vec<Head>,
+    table: HashTable<u32>,
+    hasher: DefaultHashBuilder,
+}
+
+impl<X, P: Hash + Eq> TypedTable<X, P> {
+    pub(crate) fn new(index_type: X) -> Self {
+        Self {
+            index_type,
+            keys: Vec::new(),
+            heads: Vec::new(),
+            table: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
+        }
+    }
+
+    /// The partition number of `key`.
+    pub(crate) fn find_key(&self, key: &P) -> Option<u32> {
+        let hash = self.hasher.hash_one(key);
+        let keys = &self.keys;
+        self.table
+            .find(hash, |&p| keys.get(p as usize) == Some(key))
+            .copied()
+    }
+
+    pub(crate) fn keys(&self) -> &[P] {
+        &self.keys
+    }
+
+    pub(crate) fn typed_heads(&self) -> &[Head] {
+        &self.heads
+    }
+
+    fn find_or_insert_key(&mut self, key: P) -> u32 {
+        let hash = self.hasher.hash_one(&key);
+        let keys = &self.keys;
+        let hasher = &self.hasher;
+        match self.table.entry(
+            hash,
+            |&p| keys.get(p as usize) == Some(&key),
+            |&p| keys.get(p as usize).map_or(0, |k| hasher.hash_one(k)),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(entry) => *entry.get(),
+            hashbrown::hash_table::Entry::Vacant(entry) => {
+                // Partition numbers stay far below u32::MAX: every partition holds a slot.
+                let p = self.keys.len() as u32;
+                entry.insert(p);
+                self.keys.push(key);
+                self.heads.push(Head::EMPTY);
+                p
+            }
+        }
+    }
+}
+
+impl<T, X, P> PartitionTable<T> for TypedTable<X, P>
+where
+    X: IndexType<T, Partition = P>,
+    P: Hash + Eq + Send + Sync + 'static,
+{
+    #[inline]
+    fn locate(&self, obj: &T) -> Located {
+        match self.index_type.partition(obj) {
+            None => Located::Untracked,
+            Some(key) => match self.find_key(&key) {
+                None => Located::Missing,
+                Some(p) => Located::Found(p),
+            },
+        }
+    }
+
+    #[inline]
+    fn locate_or_insert(&mut self, obj: &T) -> Option<u32> {
+        let key = self.index_type.partition(obj)?;
+        Some(self.find_or_insert_key(key))
+    }
+
+    fn heads(&self) -> &[Head] {
+        &self.heads
+    }
+
+    fn heads_mut(&mut self) -> &mut [Head] {
+        &mut self.heads
+    }
+
+    fn remove(&mut self, p: u32) {
+        let Some(key) = self.keys.get(p as usize) else {
+            return;
+        };
+        let hash = self.hasher.hash_one(key);
+        if let Ok(entry) = self.table.find_entry(hash, |&q| q == p) {
+            entry.remove();
+        }
+        let last = self.keys.len() as u32 - 1;
+        if p != last {
+            let hash = self.hasher.hash_one(&self.keys[last as usize]);
+            if let Some(q) = self.table.find_mut(hash, |&q| q == last) {
+                *q = p;
+            }
+        }
+        self.keys.swap_remove(p as usize);
+        self.heads.swap_remove(p as usize);
+    }
+
+    fn clear(&mut self) {
+        self.keys.clear();
+        self.heads.clear();
+        self.table.clear();
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

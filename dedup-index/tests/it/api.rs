@@ -1,0 +1,100 @@
+//! The public API as the platform cache uses it: insert or replace, look up, iterate a
+//! partition, mark and sweep.
+
+use std::sync::Arc;
+
+use netmirror_dedup_index::{Change, DedupIndex, IndexType, Object, Placement};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Addr {
+    ifindex: u32,
+    addr: u32,
+    flags: u32,
+}
+
+impl Object for Addr {
+    type Id = (u32, u32);
+
+    fn id(&self) -> (u32, u32) {
+        (self.ifindex, self.addr)
+    }
+}
+
+struct ByIfindex;
+
+impl IndexType<Addr> for ByIfindex {
+    type Partition = u32;
+
+    fn partition(&self, addr: &Addr) -> Option<u32> {
+        Some(addr.ifindex)
+    }
+}
+
+fn addr(ifindex: u32, addr: u32, flags: u32) -> Addr {
+    Addr {
+        ifindex,
+        addr,
+        flags,
+    }
+}
+
+#[test]
+fn resync_reports_old_new_and_removed() {
+    let mut index = DedupIndex::new();
+    let by_ifindex = index.add_index(ByIfindex);
+    for n in 0..10 {
+        index
+            .insert(addr(n % 2 + 1, n, 0), Placement::Append)
+            .unwrap();
+    }
+    index.mark_all();
+    assert!(index.entries().all(|entry| entry.is_dirty()));
+
+    let mut changes = Vec::new();
+    for n in (0..10).filter(|n| n % 3 != 0) {
+        changes.push(
+            index
+                .insert(addr(n % 2 + 1, n, u32::from(n == 4)), Placement::Append)
+                .unwrap(),
+        );
+    }
+    let replaced: Vec<_> = changes
+        .iter()
+        .filter_map(|c| c.old().map(|old| (old.addr, c.obj().flags)))
+        .collect();
+    assert_eq!(replaced, [(4, 1)]);
+    assert_eq!(
+        changes
+            .iter()
+            .filter(|c| matches!(c, Change::Unchanged(_)))
+            .count(),
+        5
+    );
+    assert_eq!(index.is_dirty(&(1, 0)), Some(true));
+    assert_eq!(index.is_dirty(&(2, 1)), Some(false));
+
+    let removed: Vec<u32> = index.sweep().iter().map(|a| a.addr).collect();
+    assert_eq!(removed, [0, 3, 6, 9]);
+    let on_1: Vec<u32> = index
+        .partition(by_ifindex, &1)
+        .unwrap()
+        .iter()
+        .map(|a| a.addr)
+        .collect();
+    assert_eq!(on_1, [2, 4, 8]);
+    let entry = index.get_in(by_ifindex, &(1, 4)).unwrap();
+    assert!(!entry.is_dirty());
+    assert_eq!(entry.obj().flags, 1);
+}
+
+#[test]
+fn outside_handles_outlive_the_index() {
+    let mut index = DedupIndex::new();
+    let held = index
+        .insert(addr(1, 1, 0), Placement::Append)
+        .unwrap()
+        .into_obj();
+    drop(index);
+    assert_eq!(Arc::strong_count(&held), 1);
+    assert_eq!(*held, addr(1, 1, 0));
+}
