@@ -1,0 +1,457 @@
+//! Serde seeds that decode a property's variant straight from D-Bus wire data into a
+//! [`Value`], driven by the property's metadata: no intermediate tree of zvariant values for
+//! the kinds NetworkManager uses.
+//!
+//! Each seed expects a `v` (variant) at the current position, as found in `a{sv}` property
+//! dictionaries. Its output is itself a [`Result`]: a value of the wrong type is consumed and
+//! reported as [`Error::TypeMismatch`] without failing the surrounding message.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use zvariant::{ObjectPath, OwnedObjectPath, OwnedValue, Signature};
+
+use crate::error::{Error, Result};
+use crate::interface::Property;
+use crate::kind::Kind;
+use crate::value::{SettingsDict, Value, VarDict};
+
+/// Decodes a declared property's variant, checking the wire signature against the declared one.
+#[derive(Clone, Copy, Debug)]
+pub struct PropertySeed {
+    property: &'static Property,
+}
+
+impl PropertySeed {
+    /// A seed for `property`.
+    pub const fn new(property: &'static Property) -> PropertySeed {
+        PropertySeed { property }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for PropertySeed {
+    type Value = Result<Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(VariantVisitor { declared: Some(self.property) })
+    }
+}
+
+/// Decodes any variant in generic mode: its signature picks the [`Kind`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GenericSeed;
+
+impl<'de> DeserializeSeed<'de> for GenericSeed {
+    type Value = Result<Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(VariantVisitor { declared: None })
+    }
+}
+
+struct VariantVisitor {
+    declared: Option<&'static Property>,
+}
+
+impl<'de> Visitor<'de> for VariantVisitor {
+    type Value = Result<Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a D-Bus variant")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let sig_text: &'de str = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::invalid_length(0, &"a variant's signature"))?;
+        let kind = match self.declared {
+            Some(property) => {
+                if !crate::check::str_eq(sig_text, property.signature()) {
+                    // Consume the value so the message stays readable, then reject it.
+                    let _: Option<IgnoredAny> = seq.next_element()?;
+                    return Ok(Err(Error::TypeMismatch {
+                        interface: property.interface(),
+                        property: property.name(),
+                        expected: property.signature(),
+                        actual: sig_text.to_owned(),
+                    }));
+                }
+                property.kind()
+            }
+            None => Kind::from_signature(sig_text),
+        };
+        let value = match kind {
+            Kind::Other => {
+                let sig = Signature::from_str(sig_text).map_err(de::Error::custom)?;
+                let value = seq
+                    .next_element_seed(ZvariantSeed { sig: &sig, marker: PhantomData })?
+                    .ok_or_else(|| de::Error::invalid_length(1, &"a variant's value"))?;
+                value.and_then(|value| {
+                    let owned = value.try_into_owned()?;
+                    Ok(Value::Other(Arc::new(owned)))
+                })
+            }
+            kind => Ok::<_, Error>(seq
+                .next_element_seed(KindSeed(kind))?
+                .ok_or_else(|| de::Error::invalid_length(1, &"a variant's value"))?),
+        };
+        Ok(value)
+    }
+}
+
+/// Decodes the (unwrapped) value of a known, non-[`Kind::Other`] kind.
+#[derive(Clone, Copy)]
+struct KindSeed(Kind);
+
+impl<'de> DeserializeSeed<'de> for KindSeed {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        Ok(match self.0 {
+            Kind::Bool => Value::Bool(bool::deserialize(d)?),
+            Kind::Byte => Value::Byte(u8::deserialize(d)?),
+            Kind::I16 => Value::I16(i16::deserialize(d)?),
+            Kind::U16 => Value::U16(u16::deserialize(d)?),
+            Kind::I32 => Value::I32(i32::deserialize(d)?),
+            Kind::U32 => Value::U32(u32::deserialize(d)?),
+            Kind::I64 => Value::I64(i64::deserialize(d)?),
+            Kind::U64 => Value::U64(u64::deserialize(d)?),
+            Kind::F64 => Value::F64(f64::deserialize(d)?),
+            Kind::Str => Value::Str(ArcStrSeed.deserialize(d)?),
+            Kind::ObjectPath => Value::ObjectPath(PathSeed.deserialize(d)?),
+            Kind::StrArray => Value::StrArray(d.deserialize_seq(SeqVisitor(ArcStrSeed))?.into()),
+            Kind::ObjectPathArray => {
+                Value::ObjectPathArray(d.deserialize_seq(SeqVisitor(PathSeed))?.into())
+            }
+            Kind::Bytes => Value::Bytes(BytesSeed.deserialize(d)?.into()),
+            Kind::ByteArrays => Value::ByteArrays(d.deserialize_seq(SeqVisitor(BytesSeed))?.into()),
+            Kind::U32Array => Value::U32Array(U32sSeed.deserialize(d)?.into()),
+            Kind::U32Arrays => Value::U32Arrays(d.deserialize_seq(SeqVisitor(U32sSeed))?.into()),
+            Kind::VarDict => Value::VarDict(Arc::new(VarDictSeed.deserialize(d)?)),
+            Kind::VarDictArray => {
+                Value::VarDictArray(d.deserialize_seq(SeqVisitor(VarDictSeed))?.into())
+            }
+            Kind::SettingsDict => Value::SettingsDict(Arc::new(SettingsDictSeed.deserialize(d)?)),
+            Kind::Other => return Err(de::Error::custom("no typed decoder for this kind")),
+        })
+    }
+}
+
+/// Collects a sequence of seeded elements into a boxed slice.
+struct SeqVisitor<S>(S);
+
+impl<'de, S: DeserializeSeed<'de> + Copy> Visitor<'de> for SeqVisitor<S> {
+    type Value = Vec<S::Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(item) = seq.next_element_seed(self.0)? {
+            items.push(item);
+        }
+        Ok(items)
+    }
+}
+
+#[derive(Clone, Copy)]
+struct ArcStrSeed;
+
+impl<'de> DeserializeSeed<'de> for ArcStrSeed {
+    type Value = Arc<str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Arc<str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for ArcStrSeed {
+    type Value = Arc<str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Arc<str>, E> {
+        Ok(Arc::from(s))
+    }
+}
+
+#[derive(Clone, Copy)]
+struct PathSeed;
+
+impl<'de> DeserializeSeed<'de> for PathSeed {
+    type Value = OwnedObjectPath;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<OwnedObjectPath, D::Error> {
+        Ok(OwnedObjectPath::from(ObjectPath::deserialize(d)?.into_owned()))
+    }
+}
+
+#[derive(Clone, Copy)]
+struct BytesSeed;
+
+impl<'de> DeserializeSeed<'de> for BytesSeed {
+    type Value = Box<[u8]>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Box<[u8]>, D::Error> {
+        d.deserialize_bytes(self)
+    }
+}
+
+impl<'de> Visitor<'de> for BytesSeed {
+    type Value = Box<[u8]>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a byte array")
+    }
+
+    fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Box<[u8]>, E> {
+        Ok(Box::from(bytes))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Box<[u8]>, A::Error> {
+        let mut bytes = Vec::new();
+        while let Some(byte) = seq.next_element::<u8>()? {
+            bytes.push(byte);
+        }
+        Ok(bytes.into_boxed_slice())
+    }
+}
+
+#[derive(Clone, Copy)]
+struct U32sSeed;
+
+impl<'de> DeserializeSeed<'de> for U32sSeed {
+    type Value = Box<[u32]>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Box<[u32]>, D::Error> {
+        Ok(Vec::<u32>::deserialize(d)?.into_boxed_slice())
+    }
+}
+
+#[derive(Clone, Copy)]
+struct VarDictSeed;
+
+impl<'de> DeserializeSeed<'de> for VarDictSeed {
+    type Value = VarDict;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<VarDict, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for VarDictSeed {
+    type Value = VarDict;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a dictionary of variants")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<VarDict, A::Error> {
+        let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(4096));
+        while let Some(key) = map.next_key_seed(BoxStrSeed)? {
+            let value: OwnedValue = map.next_value()?;
+            entries.push((key, value));
+        }
+        Ok(VarDict::new(entries))
+    }
+}
+
+#[derive(Clone, Copy)]
+struct SettingsDictSeed;
+
+impl<'de> DeserializeSeed<'de> for SettingsDictSeed {
+    type Value = SettingsDict;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<SettingsDict, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SettingsDictSeed {
+    type Value = SettingsDict;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a dictionary of settings")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SettingsDict, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key_seed(BoxStrSeed)? {
+            let value = map.next_value_seed(VarDictSeed)?;
+            entries.push((key, value));
+        }
+        Ok(SettingsDict::new(entries))
+    }
+}
+
+#[derive(Clone, Copy)]
+struct BoxStrSeed;
+
+impl<'de> DeserializeSeed<'de> for BoxStrSeed {
+    type Value = Box<str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Box<str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for BoxStrSeed {
+    type Value = Box<str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Box<str>, E> {
+        Ok(Box::from(s))
+    }
+}
+
+/// Builds a zvariant value of a known signature (the generic path, for [`Kind::Other`]).
+///
+/// Its output is a `Result` so that a value zvariant refuses to build (e.g. a file descriptor)
+/// is reported instead of failing the surrounding message.
+struct ZvariantSeed<'s, 'de> {
+    sig: &'s Signature,
+    marker: PhantomData<&'de ()>,
+}
+
+impl<'s, 'de> ZvariantSeed<'s, 'de> {
+    fn child(sig: &'s Signature) -> Self {
+        ZvariantSeed { sig, marker: PhantomData }
+    }
+}
+
+type Built<'de> = Result<zvariant::Value<'de>>;
+
+impl<'de> DeserializeSeed<'de> for ZvariantSeed<'_, 'de> {
+    type Value = Built<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Built<'de>, D::Error> {
+        use zvariant::Value as Z;
+        Ok(Ok(match self.sig {
+            Signature::U8 => Z::U8(u8::deserialize(d)?),
+            Signature::Bool => Z::Bool(bool::deserialize(d)?),
+            Signature::I16 => Z::I16(i16::deserialize(d)?),
+            Signature::U16 => Z::U16(u16::deserialize(d)?),
+            Signature::I32 => Z::I32(i32::deserialize(d)?),
+            Signature::U32 => Z::U32(u32::deserialize(d)?),
+            Signature::I64 => Z::I64(i64::deserialize(d)?),
+            Signature::U64 => Z::U64(u64::deserialize(d)?),
+            Signature::F64 => Z::F64(f64::deserialize(d)?),
+            Signature::Str => Z::from(<&'de str>::deserialize(d)?),
+            Signature::Signature => Z::Signature(Signature::deserialize(d)?),
+            Signature::ObjectPath => Z::ObjectPath(ObjectPath::deserialize(d)?),
+            Signature::Variant => Z::Value(Box::new(zvariant::Value::deserialize(d)?)),
+            Signature::Array(child) => return d.deserialize_seq(ArrayVisitor { child }),
+            Signature::Dict { key, value } => {
+                return d.deserialize_map(DictVisitor {
+                    key: key.signature(),
+                    value: value.signature(),
+                });
+            }
+            Signature::Structure(_) => return d.deserialize_seq(StructVisitor { sig: self.sig }),
+            other => {
+                let _ = IgnoredAny::deserialize(d)?;
+                return Ok(Err(Error::InvalidSignature(other.to_string())));
+            }
+        }))
+    }
+}
+
+struct ArrayVisitor<'s> {
+    child: &'s zvariant::signature::Child,
+}
+
+impl<'de> Visitor<'de> for ArrayVisitor<'_> {
+    type Value = Built<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Built<'de>, A::Error> {
+        let mut array = zvariant::Array::new(self.child.signature());
+        let mut failure = None;
+        while let Some(item) = seq.next_element_seed(ZvariantSeed::child(self.child.signature()))? {
+            match item.and_then(|item| array.append(item).map_err(Error::from)) {
+                Ok(()) => {}
+                Err(err) => failure = failure.or(Some(err)),
+            }
+        }
+        Ok(match failure {
+            Some(err) => Err(err),
+            None => Ok(zvariant::Value::Array(array)),
+        })
+    }
+}
+
+struct DictVisitor<'s> {
+    key: &'s Signature,
+    value: &'s Signature,
+}
+
+impl<'de> Visitor<'de> for DictVisitor<'_> {
+    type Value = Built<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a dictionary")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Built<'de>, A::Error> {
+        let mut dict = zvariant::Dict::new(self.key, self.value);
+        let mut failure = None;
+        while let Some(key) = map.next_key_seed(ZvariantSeed::child(self.key))? {
+            let value = map.next_value_seed(ZvariantSeed::child(self.value))?;
+            let res = key.and_then(|key| value.and_then(|value| Ok(dict.append(key, value)?)));
+            if let Err(err) = res {
+                failure = failure.or(Some(err));
+            }
+        }
+        Ok(match failure {
+            Some(err) => Err(err),
+            None => Ok(zvariant::Value::Dict(dict)),
+        })
+    }
+}
+
+struct StructVisitor<'s> {
+    sig: &'s Signature,
+}
+
+impl<'de> Visitor<'de> for StructVisitor<'_> {
+    type Value = Built<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a structure")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Built<'de>, A::Error> {
+        let Signature::Structure(fields) = self.sig else {
+            return Err(de::Error::custom("structure visitor without structure signature"));
+        };
+        let mut builder = zvariant::StructureBuilder::new();
+        let mut failure = None;
+        for field_sig in fields.iter() {
+            let field = seq
+                .next_element_seed(ZvariantSeed::child(field_sig))?
+                .ok_or_else(|| de::Error::custom("structure ended early"))?;
+            match field {
+                Ok(field) => builder = builder.append_field(field),
+                Err(err) => failure = failure.or(Some(err)),
+            }
+        }
+        Ok(match failure {
+            Some(err) => Err(err),
+            None => builder.build().map(zvariant::Value::Structure).map_err(Error::from),
+        })
+    }
+}

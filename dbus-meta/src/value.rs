@@ -1,0 +1,458 @@
+//! The typed value a property holds once decoded: a compact enum with one variant per
+//! [`Kind`], heap payloads behind `Arc` so that cloning a value (e.g. for an old/new change
+//! event) never copies its contents.
+
+use std::sync::Arc;
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use zvariant::{OwnedObjectPath, OwnedValue, Signature, Type};
+
+use crate::error::{Error, Result};
+use crate::kind::Kind;
+use crate::signature;
+
+/// A decoded property value.
+///
+/// Each variant matches one [`Kind`]; [`Value::Other`] holds any other signature as an owned
+/// zvariant value (generic mode and rare shapes such as NetworkManager's `a(ayuay)`).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Value {
+    /// `b`
+    Bool(bool),
+    /// `y`
+    Byte(u8),
+    /// `n`
+    I16(i16),
+    /// `q`
+    U16(u16),
+    /// `i`
+    I32(i32),
+    /// `u`
+    U32(u32),
+    /// `x`
+    I64(i64),
+    /// `t`
+    U64(u64),
+    /// `d`
+    F64(f64),
+    /// `s`
+    Str(Arc<str>),
+    /// `o`
+    ObjectPath(OwnedObjectPath),
+    /// `as`
+    StrArray(Arc<[Arc<str>]>),
+    /// `ao`
+    ObjectPathArray(Arc<[OwnedObjectPath]>),
+    /// `ay`
+    Bytes(Arc<[u8]>),
+    /// `aay`
+    ByteArrays(Arc<[Box<[u8]>]>),
+    /// `au`
+    U32Array(Arc<[u32]>),
+    /// `aau`
+    U32Arrays(Arc<[Box<[u32]>]>),
+    /// `a{sv}`
+    VarDict(Arc<VarDict>),
+    /// `aa{sv}`
+    VarDictArray(Arc<[VarDict]>),
+    /// `a{sa{sv}}`
+    SettingsDict(Arc<SettingsDict>),
+    /// Any other signature.
+    Other(Arc<OwnedValue>),
+}
+
+impl Value {
+    /// The kind of this value.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Value::Bool(_) => Kind::Bool,
+            Value::Byte(_) => Kind::Byte,
+            Value::I16(_) => Kind::I16,
+            Value::U16(_) => Kind::U16,
+            Value::I32(_) => Kind::I32,
+            Value::U32(_) => Kind::U32,
+            Value::I64(_) => Kind::I64,
+            Value::U64(_) => Kind::U64,
+            Value::F64(_) => Kind::F64,
+            Value::Str(_) => Kind::Str,
+            Value::ObjectPath(_) => Kind::ObjectPath,
+            Value::StrArray(_) => Kind::StrArray,
+            Value::ObjectPathArray(_) => Kind::ObjectPathArray,
+            Value::Bytes(_) => Kind::Bytes,
+            Value::ByteArrays(_) => Kind::ByteArrays,
+            Value::U32Array(_) => Kind::U32Array,
+            Value::U32Arrays(_) => Kind::U32Arrays,
+            Value::VarDict(_) => Kind::VarDict,
+            Value::VarDictArray(_) => Kind::VarDictArray,
+            Value::SettingsDict(_) => Kind::SettingsDict,
+            Value::Other(_) => Kind::Other,
+        }
+    }
+
+    /// The D-Bus signature of this value, as text.
+    pub fn signature(&self) -> String {
+        match self.kind().signature() {
+            Some(sig) => sig.to_owned(),
+            None => match self {
+                Value::Other(value) => value.value_signature().to_string(),
+                _ => String::new(),
+            },
+        }
+    }
+
+    /// Decodes `value` in generic mode: its own signature picks the kind.
+    ///
+    /// This is how objects of services nobody declared are held. It fails only for values
+    /// that cannot be owned (file descriptors that cannot be duplicated).
+    pub fn from_zvariant(value: &zvariant::Value<'_>) -> Result<Value> {
+        let value = unwrap_variant(value);
+        let sig = value.value_signature();
+        let kind = kind_of(sig);
+        match convert(kind, value) {
+            Some(decoded) => Ok(decoded),
+            None => other(value),
+        }
+    }
+
+    /// Decodes `value` as `kind` after checking that its signature is `expected`.
+    ///
+    /// `interface` and `property` only name the property in the error.
+    pub(crate) fn from_zvariant_checked(
+        kind: Kind,
+        expected: &'static str,
+        interface: &'static str,
+        property: &'static str,
+        value: &zvariant::Value<'_>,
+    ) -> Result<Value> {
+        let value = unwrap_variant(value);
+        let sig = value.value_signature();
+        if !signature::matches(sig, expected) {
+            return Err(Error::TypeMismatch {
+                interface,
+                property,
+                expected,
+                actual: sig.to_string(),
+            });
+        }
+        match convert(kind, value) {
+            Some(decoded) => Ok(decoded),
+            None if kind == Kind::Other => other(value),
+            // The signature matched, so the shape matches the kind; this is unreachable for
+            // well-formed zvariant values but is still reported instead of panicking.
+            None => Err(Error::TypeMismatch {
+                interface,
+                property,
+                expected,
+                actual: sig.to_string(),
+            }),
+        }
+    }
+
+    /// Converts this value back into an owned zvariant value (e.g. to send it).
+    pub fn to_zvariant(&self) -> Result<OwnedValue> {
+        let value = match self {
+            Value::Bool(it) => zvariant::Value::from(*it),
+            Value::Byte(it) => zvariant::Value::from(*it),
+            Value::I16(it) => zvariant::Value::from(*it),
+            Value::U16(it) => zvariant::Value::from(*it),
+            Value::I32(it) => zvariant::Value::from(*it),
+            Value::U32(it) => zvariant::Value::from(*it),
+            Value::I64(it) => zvariant::Value::from(*it),
+            Value::U64(it) => zvariant::Value::from(*it),
+            Value::F64(it) => zvariant::Value::from(*it),
+            Value::Str(it) => zvariant::Value::from(&**it),
+            Value::ObjectPath(it) => zvariant::Value::from(it.as_ref()),
+            Value::StrArray(it) => zvariant::Value::from(it.iter().map(|s| &**s).collect::<Vec<_>>()),
+            Value::ObjectPathArray(it) => {
+                zvariant::Value::from(it.iter().map(|p| p.as_ref()).collect::<Vec<_>>())
+            }
+            Value::Bytes(it) => zvariant::Value::from(it.to_vec()),
+            Value::ByteArrays(it) => {
+                zvariant::Value::from(it.iter().map(|b| b.to_vec()).collect::<Vec<_>>())
+            }
+            Value::U32Array(it) => zvariant::Value::from(it.to_vec()),
+            Value::U32Arrays(it) => {
+                zvariant::Value::from(it.iter().map(|b| b.to_vec()).collect::<Vec<_>>())
+            }
+            Value::VarDict(it) => zvariant::Value::from(it.to_dict()?),
+            Value::VarDictArray(it) => {
+                let mut array = zvariant::Array::new(&VAR_DICT_SIGNATURE);
+                for dict in it.iter() {
+                    array.append(zvariant::Value::from(dict.to_dict()?))?;
+                }
+                zvariant::Value::from(array)
+            }
+            Value::SettingsDict(it) => {
+                let mut outer = zvariant::Dict::new(&Signature::Str, &VAR_DICT_SIGNATURE);
+                for (name, dict) in it.iter() {
+                    outer.append(zvariant::Value::from(name), zvariant::Value::from(dict.to_dict()?))?;
+                }
+                zvariant::Value::from(outer)
+            }
+            Value::Other(it) => return Ok(it.try_clone()?),
+        };
+        Ok(value.try_into_owned()?)
+    }
+}
+
+const VAR_DICT_SIGNATURE: Signature = Signature::static_dict(&Signature::Str, &Signature::Variant);
+
+/// A `a{sv}` dictionary: entries sorted by key for lookup, values as owned zvariant values.
+#[derive(Debug, PartialEq, Default)]
+pub struct VarDict {
+    entries: Box<[(Box<str>, OwnedValue)]>,
+}
+
+impl VarDict {
+    /// Builds a dictionary from its entries; if a key repeats, the first entry wins.
+    pub fn new(mut entries: Vec<(Box<str>, OwnedValue)>) -> VarDict {
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries.dedup_by(|later, earlier| later.0 == earlier.0);
+        VarDict { entries: entries.into_boxed_slice() }
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&OwnedValue> {
+        let idx = self.entries.binary_search_by(|(k, _)| (**k).cmp(key)).ok()?;
+        Some(&self.entries[idx].1)
+    }
+
+    /// The entries, sorted by key.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &OwnedValue)> {
+        self.entries.iter().map(|(k, v)| (&**k, v))
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// A copy as a zvariant dictionary.
+    pub fn to_dict(&self) -> Result<zvariant::Dict<'static, 'static>> {
+        let mut dict = zvariant::Dict::new(&Signature::Str, &Signature::Variant);
+        for (key, value) in self.iter() {
+            let inner = zvariant::Value::from(value.try_clone()?);
+            dict.append(zvariant::Value::from(key.to_owned()), zvariant::Value::Value(Box::new(inner)))?;
+        }
+        Ok(dict)
+    }
+}
+
+impl Type for VarDict {
+    const SIGNATURE: &'static Signature = &VAR_DICT_SIGNATURE;
+}
+
+impl Serialize for VarDict {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.entries.len()))?;
+        for (key, value) in self.iter() {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// A `a{sa{sv}}` dictionary (NetworkManager's connection settings): setting names sorted for
+/// lookup, each with its [`VarDict`].
+#[derive(Debug, PartialEq, Default)]
+pub struct SettingsDict {
+    entries: Box<[(Box<str>, VarDict)]>,
+}
+
+impl SettingsDict {
+    /// Builds a dictionary from its entries; if a name repeats, the first entry wins.
+    pub fn new(mut entries: Vec<(Box<str>, VarDict)>) -> SettingsDict {
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries.dedup_by(|later, earlier| later.0 == earlier.0);
+        SettingsDict { entries: entries.into_boxed_slice() }
+    }
+
+    /// The setting called `name`.
+    pub fn get(&self, name: &str) -> Option<&VarDict> {
+        let idx = self.entries.binary_search_by(|(k, _)| (**k).cmp(name)).ok()?;
+        Some(&self.entries[idx].1)
+    }
+
+    /// The settings, sorted by name.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &VarDict)> {
+        self.entries.iter().map(|(k, v)| (&**k, v))
+    }
+
+    /// The number of settings.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are no settings.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl Type for SettingsDict {
+    const SIGNATURE: &'static Signature =
+        &Signature::static_dict(&Signature::Str, <VarDict as Type>::SIGNATURE);
+}
+
+impl Serialize for SettingsDict {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.entries.len()))?;
+        for (key, value) in self.iter() {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// Strips variant wrappers (`v` inside `v`) so that a value read with `Get` and one found in a
+/// dictionary compare alike.
+fn unwrap_variant<'a, 'v>(mut value: &'a zvariant::Value<'v>) -> &'a zvariant::Value<'v> {
+    while let zvariant::Value::Value(inner) = value {
+        value = inner;
+    }
+    value
+}
+
+/// The kind for a parsed signature (see [`Kind::from_signature`]), without allocating.
+pub(crate) fn kind_of(sig: &Signature) -> Kind {
+    const KINDS: [Kind; 20] = [
+        Kind::Bool,
+        Kind::Byte,
+        Kind::I16,
+        Kind::U16,
+        Kind::I32,
+        Kind::U32,
+        Kind::I64,
+        Kind::U64,
+        Kind::F64,
+        Kind::Str,
+        Kind::ObjectPath,
+        Kind::StrArray,
+        Kind::ObjectPathArray,
+        Kind::Bytes,
+        Kind::ByteArrays,
+        Kind::U32Array,
+        Kind::U32Arrays,
+        Kind::VarDict,
+        Kind::VarDictArray,
+        Kind::SettingsDict,
+    ];
+    for kind in KINDS {
+        if let Some(text) = kind.signature()
+            && signature::matches(sig, text)
+        {
+            return kind;
+        }
+    }
+    Kind::Other
+}
+
+fn other(value: &zvariant::Value<'_>) -> Result<Value> {
+    Ok(Value::Other(Arc::new(value.try_to_owned()?)))
+}
+
+fn str_of(value: &zvariant::Value<'_>) -> Option<Arc<str>> {
+    match value {
+        zvariant::Value::Str(s) => Some(Arc::from(s.as_str())),
+        _ => None,
+    }
+}
+
+fn path_of(value: &zvariant::Value<'_>) -> Option<OwnedObjectPath> {
+    match value {
+        zvariant::Value::ObjectPath(p) => Some(OwnedObjectPath::from(p.to_owned())),
+        _ => None,
+    }
+}
+
+fn array_of<'a, 'v>(value: &'a zvariant::Value<'v>) -> Option<&'a [zvariant::Value<'v>]> {
+    match value {
+        zvariant::Value::Array(a) => Some(a.inner()),
+        _ => None,
+    }
+}
+
+fn collect<T, C: FromIterator<T>>(
+    items: &[zvariant::Value<'_>],
+    f: impl Fn(&zvariant::Value<'_>) -> Option<T>,
+) -> Option<C> {
+    items.iter().map(f).collect()
+}
+
+fn bytes_of(value: &zvariant::Value<'_>) -> Option<Box<[u8]>> {
+    collect(array_of(value)?, |v| match v {
+        zvariant::Value::U8(b) => Some(*b),
+        _ => None,
+    })
+}
+
+fn u32s_of(value: &zvariant::Value<'_>) -> Option<Box<[u32]>> {
+    collect(array_of(value)?, |v| match v {
+        zvariant::Value::U32(n) => Some(*n),
+        _ => None,
+    })
+}
+
+fn var_dict_of(value: &zvariant::Value<'_>) -> Option<VarDict> {
+    let zvariant::Value::Dict(dict) = value else {
+        return None;
+    };
+    let mut entries = Vec::new();
+    for (key, value) in dict.iter() {
+        let zvariant::Value::Str(key) = key else {
+            return None;
+        };
+        let owned = unwrap_variant(value).try_to_owned().ok()?;
+        entries.push((Box::from(key.as_str()), owned));
+    }
+    Some(VarDict::new(entries))
+}
+
+fn settings_dict_of(value: &zvariant::Value<'_>) -> Option<SettingsDict> {
+    let zvariant::Value::Dict(dict) = value else {
+        return None;
+    };
+    let mut entries = Vec::new();
+    for (key, value) in dict.iter() {
+        let zvariant::Value::Str(key) = key else {
+            return None;
+        };
+        entries.push((Box::from(key.as_str()), var_dict_of(value)?));
+    }
+    Some(SettingsDict::new(entries))
+}
+
+/// Converts a zvariant value whose signature is known to fit `kind`; `None` for
+/// [`Kind::Other`] or a value that does not have the shape.
+fn convert(kind: Kind, value: &zvariant::Value<'_>) -> Option<Value> {
+    use zvariant::Value as Z;
+    Some(match (kind, value) {
+        (Kind::Bool, Z::Bool(it)) => Value::Bool(*it),
+        (Kind::Byte, Z::U8(it)) => Value::Byte(*it),
+        (Kind::I16, Z::I16(it)) => Value::I16(*it),
+        (Kind::U16, Z::U16(it)) => Value::U16(*it),
+        (Kind::I32, Z::I32(it)) => Value::I32(*it),
+        (Kind::U32, Z::U32(it)) => Value::U32(*it),
+        (Kind::I64, Z::I64(it)) => Value::I64(*it),
+        (Kind::U64, Z::U64(it)) => Value::U64(*it),
+        (Kind::F64, Z::F64(it)) => Value::F64(*it),
+        (Kind::Str, _) => Value::Str(str_of(value)?),
+        (Kind::ObjectPath, _) => Value::ObjectPath(path_of(value)?),
+        (Kind::StrArray, _) => Value::StrArray(collect(array_of(value)?, str_of)?),
+        (Kind::ObjectPathArray, _) => Value::ObjectPathArray(collect(array_of(value)?, path_of)?),
+        (Kind::Bytes, _) => Value::Bytes(Arc::from(bytes_of(value)?)),
+        (Kind::ByteArrays, _) => Value::ByteArrays(collect(array_of(value)?, bytes_of)?),
+        (Kind::U32Array, _) => Value::U32Array(Arc::from(u32s_of(value)?)),
+        (Kind::U32Arrays, _) => Value::U32Arrays(collect(array_of(value)?, u32s_of)?),
+        (Kind::VarDict, _) => Value::VarDict(Arc::new(var_dict_of(value)?)),
+        (Kind::VarDictArray, _) => Value::VarDictArray(collect(array_of(value)?, var_dict_of)?),
+        (Kind::SettingsDict, _) => Value::SettingsDict(Arc::new(settings_dict_of(value)?)),
+        _ => return None,
+    })
+}
