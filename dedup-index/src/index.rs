@@ -900,3 +900,95 @@ impl<T: Object> DedupIndex<T> {
         removed
     }
 }
+
+#[cfg(test)]
+impl<T: Object> DedupIndex<T> {
+    /// Checks every internal invariant; returns the first one broken.
+    pub(crate) fn validate(&self) -> std::result::Result<(), String> {
+        let stride = self.tables.len();
+        if self.links.len() != self.objs.len() * stride {
+            return Err("links and slots differ in length".into());
+        }
+        let occupied = self.objs.iter().filter(|obj| obj.is_some()).count();
+        if occupied != self.len || self.ids.len() != self.len {
+            return Err(format!(
+                "len {} occupied {occupied} ids {}",
+                self.len,
+                self.ids.len()
+            ));
+        }
+        for (slot, obj) in self.objs.iter().enumerate() {
+            let Some(obj) = obj else { continue };
+            if self.find_slot(&obj.id()) != Some(slot as u32) {
+                return Err(format!("slot {slot} not found by its id"));
+            }
+            for lane_idx in 0..stride {
+                let tracked = self.links[slot * stride + lane_idx].is_tracked();
+                let located = self.tables[lane_idx].locate(obj);
+                if tracked != matches!(located, Located::Found(_)) {
+                    return Err(format!(
+                        "slot {slot} lane {lane_idx}: tracked {tracked}, located {located:?}"
+                    ));
+                }
+            }
+        }
+        let mut free = self.free;
+        let mut n_free = 0;
+        while free != NIL {
+            if self.objs.get(free as usize).is_none_or(|obj| obj.is_some()) {
+                return Err(format!("free list names slot {free}"));
+            }
+            free = self.links[free as usize * stride].next;
+            n_free += 1;
+        }
+        if n_free + self.len != self.objs.len() {
+            return Err("free list misses slots".into());
+        }
+        for lane_idx in 0..stride {
+            let lane = self.lane(lane_idx);
+            let mut n_linked = 0;
+            for (p, head) in self.tables[lane_idx].heads().iter().enumerate() {
+                if head.len == 0 {
+                    return Err(format!("lane {lane_idx} keeps empty partition {p}"));
+                }
+                let mut prev = NIL;
+                let mut slot = head.first;
+                let mut n = 0;
+                while slot != NIL {
+                    let link = self.links[lane.at(slot)];
+                    let obj = self.objs[slot as usize]
+                        .as_ref()
+                        .ok_or("list names a free slot")?;
+                    if link.prev != prev
+                        || self.tables[lane_idx].locate(obj) != Located::Found(p as u32)
+                    {
+                        return Err(format!(
+                            "lane {lane_idx} partition {p}: bad link at slot {slot}"
+                        ));
+                    }
+                    prev = slot;
+                    slot = link.next;
+                    n += 1;
+                    if n > head.len {
+                        return Err(format!(
+                            "lane {lane_idx} partition {p} is longer than its len"
+                        ));
+                    }
+                }
+                if prev != head.last || n != head.len {
+                    return Err(format!("lane {lane_idx} partition {p}: last or len wrong"));
+                }
+                n_linked += n;
+            }
+            let n_tracked = (0..self.objs.len())
+                .filter(|&slot| self.links[slot * stride + lane_idx].is_tracked())
+                .count();
+            if n_linked as usize != n_tracked {
+                return Err(format!(
+                    "lane {lane_idx}: {n_linked} linked, {n_tracked} tracked"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
