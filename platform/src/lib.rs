@@ -25,3 +25,7 @@ pub use route::{
 };
 pub use rule::{FR_ACT_TO_TBL, Rule};
 pub use socket::RcvbufOutcome;
+
+/// Test fixtures: throwaway network namespaces (feature `testing`).
+#[cfg(feature = "testing")]
+pub mod testing;

@@ -1,0 +1,3 @@
+//! Tests that need root: they make network namespaces.
+
+mod netns;
