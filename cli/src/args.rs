@@ -16,7 +16,7 @@ Examples:
   netmirror addr show dev eth0       addresses of one link
   netmirror route show table all -6  every IPv6 route
   netmirror route count              route counts and cache memory per route
-  netmirror --json rule              routing rules as JSON
+  netmirror rule --json              routing rules as JSON
   netmirror monitor route            route changes as they happen
   netmirror batch routes.txt         apply `ip -batch`-like lines
   netmirror nm device                NetworkManager devices, like `nmcli device`

@@ -6,16 +6,18 @@
 
 mod args;
 mod failure;
+mod kernel;
+mod names;
 mod progress;
 mod render;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 use tracing_subscriber::EnvFilter;
 
-use crate::args::{Cli, Command};
+use crate::args::{Cli, Command, RouteAction};
 use crate::render::Printer;
 
 fn main() -> ExitCode {
@@ -69,10 +71,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let mut printer = Printer::new(&cli.output);
     match cli.command {
         Some(Command::Completions { shell }) => {
-            let mut command = Cli::command();
-            clap_complete::generate(shell, &mut command, "netmirror", &mut std::io::stdout());
+            // Into a buffer first: clap_complete panics when its writer fails (a closed pipe).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "netmirror", &mut script);
+            std::io::stdout().write_all(&script)?;
             Ok(())
         }
+        Some(Command::Link(args)) => kernel::link(&mut printer, &args),
+        Some(Command::Addr(args)) => kernel::addr(&mut printer, &args),
+        Some(Command::Rule(args)) => kernel::rule(&mut printer, &args),
+        Some(Command::Route(args)) => match &args.action {
+            None => kernel::route_show(&mut printer, &args.kernel, &args.words),
+            Some(RouteAction::Show { words }) => {
+                kernel::route_show(&mut printer, &args.kernel, words)
+            }
+            Some(RouteAction::Count) => anyhow::bail!("route count is not wired yet"),
+        },
         other => {
             let _ = &mut printer;
             anyhow::bail!("{other:?} is not wired to the libraries yet")

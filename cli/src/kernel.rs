@@ -1,0 +1,385 @@
+//! The kernel subcommands' one-shot views: `link`, `addr`, `rule` and `route show`.
+//!
+//! Each opens a [`Platform`] in the namespace asked for, runs one query of
+//! `netmirror-platform` (whose filters the kernel applies where it can) and renders the answer
+//! as a [`Table`]. The columns and JSON keys are those of `ip -j` where `ip` has them.
+
+use std::collections::HashMap;
+
+use anyhow::Context;
+use netmirror_platform::{self as platform, Address, Config, Link, Netns, Platform, Route, Rule};
+
+use crate::args::{self, Family, KernelArgs, RouteSelector};
+use crate::failure::Failure;
+use crate::names;
+use crate::render::{Cell, Field, Printer, Table};
+
+/// Columns of `link`.
+pub(crate) const LINK_FIELDS: &[Field] = &[
+    Field::common("INDEX", "ifindex"),
+    Field::common("NAME", "ifname"),
+    Field::common("STATE", "operstate"),
+    Field::common("MTU", "mtu"),
+    Field::common("TYPE", "link_type"),
+    Field::common("KIND", "kind"),
+    Field::common("ADDRESS", "address"),
+    Field::common("FLAGS", "flags"),
+    Field::extra("BROADCAST", "broadcast"),
+    Field::extra("MASTER", "master"),
+    Field::extra("LINK", "link"),
+    Field::extra("TXQLEN", "txqlen"),
+    Field::extra("GROUP", "group"),
+    Field::extra("CARRIER", "carrier"),
+    Field::extra("ALIAS", "ifalias"),
+];
+
+/// Columns of `addr`.
+pub(crate) const ADDR_FIELDS: &[Field] = &[
+    Field::common("INDEX", "ifindex"),
+    Field::common("DEV", "ifname"),
+    Field::common("FAMILY", "family"),
+    Field::common("ADDRESS", "local"),
+    Field::common("PREFIXLEN", "prefixlen"),
+    Field::common("SCOPE", "scope"),
+    Field::common("LABEL", "label"),
+    Field::extra("PEER", "address"),
+    Field::extra("BROADCAST", "broadcast"),
+    Field::extra("FLAGS", "flags"),
+    Field::extra("VALID", "valid_life_time"),
+    Field::extra("PREFERRED", "preferred_life_time"),
+];
+
+/// Columns of `route`.
+pub(crate) const ROUTE_FIELDS: &[Field] = &[
+    Field::extra("FAMILY", "family"),
+    Field::common("TYPE", "type"),
+    Field::common("DST", "dst"),
+    Field::common("GATEWAY", "gateway"),
+    Field::common("DEV", "dev"),
+    Field::common("TABLE", "table"),
+    Field::common("PROTO", "protocol"),
+    Field::common("SCOPE", "scope"),
+    Field::common("METRIC", "metric"),
+    Field::common("PREFSRC", "prefsrc"),
+    Field::extra("SRC", "src"),
+    Field::extra("TOS", "tos"),
+    Field::extra("NEXTHOPS", "nexthops"),
+];
+
+/// Columns of `rule`.
+pub(crate) const RULE_FIELDS: &[Field] = &[
+    Field::common("PRIORITY", "priority"),
+    Field::common("FAMILY", "family"),
+    Field::common("SRC", "src"),
+    Field::common("DST", "dst"),
+    Field::common("IIF", "iif"),
+    Field::common("OIF", "oif"),
+    Field::common("FWMARK", "fwmark"),
+    Field::common("ACTION", "action"),
+    Field::common("TABLE", "table"),
+    Field::extra("TOS", "tos"),
+    Field::extra("PROTO", "protocol"),
+    Field::extra("GOTO", "goto"),
+];
+
+/// Opens the platform in the namespace of `--netns` (a path when it contains `/`).
+pub(crate) fn open(args: &KernelArgs) -> anyhow::Result<Platform> {
+    let mut config = Config::new();
+    if let Some(netns) = &args.netns {
+        config = config.with_netns(if netns.contains('/') {
+            Netns::path(netns)
+        } else {
+            Netns::name(netns)
+        });
+    }
+    Platform::open(config).map_err(|err| explain(err, "open a netlink socket"))
+}
+
+/// Turns a platform error into the CLI's message for it when it has one.
+pub(crate) fn explain(err: platform::Error, doing: &str) -> anyhow::Error {
+    match &err {
+        platform::Error::Netns { netns, source }
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Failure::NamespaceMissing {
+                name: netns.clone(),
+            }
+            .into()
+        }
+        _ if crate::failure::is_permission_denied(&err) => Failure::PermissionDenied {
+            what: doing.to_owned(),
+        }
+        .into(),
+        _ => anyhow::Error::new(err).context(format!("cannot {doing}")),
+    }
+}
+
+/// The platform's family for `-4`/`-6`.
+pub(crate) fn family(args: &KernelArgs) -> Option<platform::Family> {
+    args.family().map(|family| match family {
+        Family::V4 => platform::Family::V4,
+        Family::V6 => platform::Family::V6,
+    })
+}
+
+/// The name `ip` prints for a family.
+pub(crate) fn family_name(family: platform::Family) -> &'static str {
+    match family {
+        platform::Family::V4 => "inet",
+        platform::Family::V6 => "inet6",
+    }
+}
+
+/// Interface names by index, to print `dev eth0` instead of an index.
+pub(crate) struct LinkNames(HashMap<u32, String>);
+
+impl LinkNames {
+    /// Every link's name.
+    pub(crate) fn load(platform: &Platform) -> anyhow::Result<LinkNames> {
+        let answer = platform
+            .links()
+            .execute()
+            .map_err(|err| explain(err, "dump links"))?;
+        Ok(LinkNames::from_links(&answer.items))
+    }
+
+    /// Names of these links.
+    pub(crate) fn from_links(links: &[Link]) -> LinkNames {
+        LinkNames(
+            links
+                .iter()
+                .map(|link| (link.ifindex(), link.name().to_owned()))
+                .collect(),
+        )
+    }
+
+    /// The name of `ifindex`, or `if<N>` for a link that vanished.
+    pub(crate) fn name(&self, ifindex: u32) -> String {
+        self.0
+            .get(&ifindex)
+            .cloned()
+            .unwrap_or_else(|| format!("if{ifindex}"))
+    }
+
+    /// The index of the link named `name`; not finding it is an error, as in `ip`.
+    pub(crate) fn index(&self, name: &str) -> anyhow::Result<u32> {
+        self.0
+            .iter()
+            .find(|(_, link_name)| *link_name == name)
+            .map(|(ifindex, _)| *ifindex)
+            .with_context(|| format!("cannot find device \"{name}\""))
+    }
+
+    /// Inserts or renames a link (monitors keep the map current).
+    pub(crate) fn insert(&mut self, ifindex: u32, name: &str) {
+        self.0.insert(ifindex, name.to_owned());
+    }
+}
+
+/// A link's row.
+pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
+    vec![
+        link.ifindex().into(),
+        link.name().into(),
+        names::operstate(link.operstate()).into(),
+        link.mtu().into(),
+        names::link_type(link.link_type()).into(),
+        Cell::opt_text(link.kind()),
+        Cell::opt_text(names::hw_address(link.address())),
+        Cell::List(names::link_flags(link.flags())),
+        Cell::opt_text(names::hw_address(link.broadcast())),
+        Cell::opt_text(link.controller().map(|ifindex| names.name(ifindex))),
+        Cell::opt_text(link.parent().map(|ifindex| names.name(ifindex))),
+        link.txqlen().into(),
+        link.group().into(),
+        link.carrier().map_or(Cell::Null, Cell::Bool),
+        Cell::opt_text(link.alias()),
+    ]
+}
+
+/// An address's row.
+pub(crate) fn addr_row(addr: &Address, names: &LinkNames) -> Vec<Cell> {
+    let (valid, preferred) = addr.lifetimes();
+    vec![
+        addr.ifindex().into(),
+        names.name(addr.ifindex()).into(),
+        family_name(addr.family()).into(),
+        addr.local().to_string().into(),
+        addr.prefix_len().into(),
+        names::scope(addr.scope()).into(),
+        Cell::opt_text(addr.label()),
+        Cell::opt_text(addr.peer()),
+        Cell::opt_text(addr.broadcast()),
+        Cell::Int(addr.flags().into()),
+        valid.into(),
+        preferred.into(),
+    ]
+}
+
+/// A route's row.
+pub(crate) fn route_row(route: &Route, names: &LinkNames) -> Vec<Cell> {
+    let nexthops: Vec<String> = route
+        .multipath()
+        .iter()
+        .map(|hop| match hop.gateway {
+            Some(gateway) => format!("via {gateway} dev {}", names.name(hop.ifindex)),
+            None => format!("dev {}", names.name(hop.ifindex)),
+        })
+        .collect();
+    vec![
+        family_name(route.family()).into(),
+        names::route_type(route.kind()).into(),
+        names::route_prefix(route.dst(), route.dst_len()).into(),
+        Cell::opt_text(route.gateway()),
+        Cell::opt_text(route.oif().map(|ifindex| names.name(ifindex))),
+        names::table(route.table()).into(),
+        names::protocol(route.protocol()).into(),
+        names::scope(route.scope()).into(),
+        route.priority().into(),
+        Cell::opt_text(route.prefsrc()),
+        Cell::opt_text(route.src().map(|(addr, len)| format!("{addr}/{len}"))),
+        route.tos().into(),
+        Cell::List(nexthops),
+    ]
+}
+
+/// A rule's row.
+pub(crate) fn rule_row(rule: &Rule) -> Vec<Cell> {
+    let looks_up = rule.action() == platform::FR_ACT_TO_TBL;
+    vec![
+        rule.priority().into(),
+        family_name(rule.family()).into(),
+        names::rule_prefix(rule.src()).into(),
+        names::rule_prefix(rule.dst()).into(),
+        Cell::opt_text(rule.iifname()),
+        Cell::opt_text(rule.oifname()),
+        Cell::opt_text(rule.fwmark().map(|(mark, mask)| match mask {
+            Some(mask) if mask != u32::MAX => format!("{mark:#x}/{mask:#x}"),
+            _ => format!("{mark:#x}"),
+        })),
+        names::rule_action(rule.action()).into(),
+        if looks_up {
+            names::table(rule.table()).into()
+        } else {
+            Cell::Null
+        },
+        rule.tos().into(),
+        names::protocol(rule.protocol()).into(),
+        Cell::opt_int(rule.goto()),
+    ]
+}
+
+/// `link [show] [DEV]`.
+pub(crate) fn link(printer: &mut Printer, args: &args::LinkArgs) -> anyhow::Result<()> {
+    let dev = args::parse_dev_words("link", &args.words)?;
+    let platform = open(&args.kernel)?;
+    let all = platform
+        .links()
+        .execute()
+        .map_err(|err| explain(err, "dump links"))?;
+    let names = LinkNames::from_links(&all.items);
+    let mut table = Table::new(LINK_FIELDS);
+    let links: Vec<&Link> = match &dev {
+        Some(dev) => {
+            let ifindex = names.index(dev)?;
+            all.items
+                .iter()
+                .filter(|link| link.ifindex() == ifindex)
+                .collect()
+        }
+        None => all.items.iter().collect(),
+    };
+    for link in links {
+        table.push(link_row(link, &names));
+    }
+    printer.table(&table)
+}
+
+/// `addr [show] [dev DEV]`.
+pub(crate) fn addr(printer: &mut Printer, args: &args::AddrArgs) -> anyhow::Result<()> {
+    let dev = args::parse_dev_words("addr", &args.words)?;
+    let platform = open(&args.kernel)?;
+    let names = LinkNames::load(&platform)?;
+    let mut query = platform.addresses();
+    if let Some(dev) = &dev {
+        query = query.ifindex(names.index(dev)?);
+    }
+    if let Some(family) = family(&args.kernel) {
+        query = query.family(family);
+    }
+    let answer = query
+        .execute()
+        .map_err(|err| explain(err, "dump addresses"))?;
+    let mut table = Table::new(ADDR_FIELDS);
+    for addr in &answer.items {
+        table.push(addr_row(addr, &names));
+    }
+    printer.table(&table)
+}
+
+/// `rule [show]`.
+pub(crate) fn rule(printer: &mut Printer, args: &args::RuleArgs) -> anyhow::Result<()> {
+    args::parse_rule_words(&args.words)?;
+    let platform = open(&args.kernel)?;
+    let mut query = platform.rules();
+    if let Some(family) = family(&args.kernel) {
+        query = query.family(family);
+    }
+    let answer = query.execute().map_err(|err| explain(err, "dump rules"))?;
+    let mut table = Table::new(RULE_FIELDS);
+    for rule in &answer.items {
+        table.push(rule_row(rule));
+    }
+    printer.table(&table)
+}
+
+/// `route [show] [table ID|NAME|all] [dev DEV] [proto P] [type T]`: the main table unless
+/// `table` says otherwise, both families unless `-4`/`-6`; the platform pushes the filters into
+/// the kernel.
+pub(crate) fn route_show(
+    printer: &mut Printer,
+    kernel: &KernelArgs,
+    words: &[String],
+) -> anyhow::Result<()> {
+    let selector = RouteSelector::parse(words)?;
+    let platform = open(kernel)?;
+    let names = LinkNames::load(&platform)?;
+    let mut query = platform.routes();
+    match selector.table.as_deref() {
+        Some("all") => {}
+        Some(table) => {
+            let id = names::parse_table(table).ok_or_else(|| {
+                args::usage_error(format!(
+                    "unknown table `{table}` (a number, main, local, default or all)"
+                ))
+            })?;
+            query = query.table(id);
+        }
+        None => query = query.table(platform::TABLE_MAIN),
+    }
+    if let Some(dev) = &selector.dev {
+        query = query.dev(names.index(dev)?);
+    }
+    if let Some(proto) = &selector.proto {
+        let id = names::parse_protocol(proto)
+            .ok_or_else(|| args::usage_error(format!("unknown protocol `{proto}`")))?;
+        query = query.protocol(id);
+    }
+    if let Some(kind) = &selector.kind {
+        let id = names::parse_route_type(kind)
+            .ok_or_else(|| args::usage_error(format!("unknown route type `{kind}`")))?;
+        query = query.kind(id);
+    }
+    if let Some(family) = family(kernel) {
+        query = query.family(family);
+    }
+    let progress = crate::progress::Progress::start("loading routes");
+    let answer = query.execute().map_err(|err| explain(err, "dump routes"))?;
+    drop(progress);
+    tracing::debug!(n_routes = answer.items.len(), filter = ?answer.filter, "routes dumped");
+    let mut table = Table::new(ROUTE_FIELDS);
+    for route in &answer.items {
+        table.push(route_row(route, &names));
+    }
+    printer.table(&table)
+}

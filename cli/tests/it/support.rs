@@ -1,0 +1,186 @@
+//! Running the binary with a time limit, feeding it stdin, and reading a monitor's lines.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Longest a one-shot command may run before the test fails.
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a finished run printed, and how it ended.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub(crate) status: ExitStatus,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Run {
+    /// The exit code (a signal is a test failure).
+    #[track_caller]
+    pub(crate) fn code(&self) -> i32 {
+        self.status
+            .code()
+            .unwrap_or_else(|| panic!("killed by a signal: {self:?}"))
+    }
+
+    /// Asserts success and returns stdout.
+    #[track_caller]
+    pub(crate) fn ok(&self) -> &str {
+        assert_eq!(self.code(), 0, "expected success: {self:#?}");
+        &self.stdout
+    }
+
+    /// Asserts the exit code, that stdout is empty, and that stderr is one line; returns it.
+    #[track_caller]
+    pub(crate) fn fails(&self, code: i32) -> &str {
+        assert_eq!(self.code(), code, "{self:#?}");
+        assert!(self.stdout.is_empty(), "stdout of a failure: {self:#?}");
+        assert!(!self.stderr.contains("panicked"), "a panic: {self:#?}");
+        assert!(!self.stderr.contains("backtrace"), "a backtrace: {self:#?}");
+        if code == 1 {
+            assert_eq!(self.stderr.lines().count(), 1, "one line: {self:#?}");
+        }
+        &self.stderr
+    }
+
+    /// Parses stdout as JSON.
+    #[track_caller]
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::from_str(self.ok()).unwrap_or_else(|err| panic!("not JSON ({err}): {self:#?}"))
+    }
+}
+
+/// The binary, with a clean environment for what it reads.
+pub(crate) fn netmirror(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_netmirror"));
+    command
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env("NO_COLOR", "1");
+    command
+}
+
+/// Runs `command` to its end, with `stdin` as its input, failing the test after [`TIMEOUT`].
+#[track_caller]
+pub(crate) fn run_with_input(mut command: Command, stdin: &str) -> Run {
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn netmirror");
+    let mut input = child.stdin.take().expect("piped stdin");
+    let stdin = stdin.to_owned();
+    let writer = thread::spawn(move || {
+        let _ = input.write_all(stdin.as_bytes());
+    });
+    let run = wait(child, TIMEOUT);
+    let _ = writer.join();
+    run
+}
+
+/// Runs `command` to its end with no input.
+#[track_caller]
+pub(crate) fn run(command: Command) -> Run {
+    run_with_input(command, "")
+}
+
+/// Runs `netmirror ARGS...` to its end.
+#[track_caller]
+pub(crate) fn nm(args: &[&str]) -> Run {
+    run(netmirror(args))
+}
+
+/// Waits for `child` and collects its output, killing it after `timeout`.
+#[track_caller]
+fn wait(mut child: Child, timeout: Duration) -> Run {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let read_all = |mut pipe: Box<dyn std::io::Read + Send>| {
+        thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = read_all(Box::new(stdout));
+    let stderr = read_all(Box::new(stderr));
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("netmirror ran for more than {timeout:?}");
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    Run {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
+}
+
+/// A running monitor whose stdout lines arrive on a channel; killed on drop.
+pub(crate) struct Monitor {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Monitor {
+    /// Starts `command` with stdout piped.
+    pub(crate) fn start(mut command: Command) -> Monitor {
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = command.spawn().expect("spawn netmirror monitor");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (send, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Monitor { child, lines }
+    }
+
+    /// Waits up to `timeout` for a line that satisfies `wanted`, returning it; lines before it
+    /// are returned too, for the failure message.
+    #[track_caller]
+    pub(crate) fn expect_line(
+        &mut self,
+        timeout: Duration,
+        wanted: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + timeout;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if wanted(&line) => return line,
+                Ok(line) => seen.push(line),
+                Err(_) => panic!(
+                    "no wanted line within {timeout:?}; monitor exited: {:?}; lines seen:\n{}",
+                    self.child.try_wait(),
+                    seen.join("\n")
+                ),
+            }
+        }
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
