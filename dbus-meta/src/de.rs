@@ -11,12 +11,12 @@ use std::marker::PhantomData;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
-use zvariant::{ObjectPath, OwnedObjectPath, OwnedValue, Signature};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use zvariant::{ObjectPath, OwnedObjectPath, OwnedValue, Signature, Type};
 
 use crate::error::{Error, Result};
-use crate::interface::Property;
+use crate::interface::{Interface, Property, Registry};
 use crate::kind::Kind;
 use crate::value::{SettingsDict, Value, VarDict};
 
@@ -37,7 +37,9 @@ impl<'de> DeserializeSeed<'de> for PropertySeed {
     type Value = Result<Value>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_seq(VariantVisitor { declared: Some(self.property) })
+        deserializer.deserialize_seq(VariantVisitor {
+            declared: Some(self.property),
+        })
     }
 }
 
@@ -50,6 +52,264 @@ impl<'de> DeserializeSeed<'de> for GenericSeed {
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_seq(VariantVisitor { declared: None })
+    }
+}
+
+impl Type for PropertySeed {
+    const SIGNATURE: &'static Signature = &Signature::Variant;
+}
+
+impl Type for GenericSeed {
+    const SIGNATURE: &'static Signature = &Signature::Variant;
+}
+
+/// One entry of a decoded `a{sv}` property dictionary.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PropertyEntry {
+    /// A declared property: its index in [`Interface::properties`] and its checked value
+    /// (`Err` when the wire type is not the declared one; the property keeps its old value).
+    Declared {
+        /// Index in [`Interface::properties`].
+        index: usize,
+        /// The checked value.
+        value: std::result::Result<Value, ErrorInfo>,
+    },
+    /// A property the interface does not declare (or any property of an undeclared
+    /// interface), decoded in generic mode.
+    Unknown {
+        /// The property's name.
+        name: Box<str>,
+        /// The value; `Err` only for values that cannot be held.
+        value: std::result::Result<Value, ErrorInfo>,
+    },
+}
+
+/// A cloneable, comparable summary of an [`Error`] met while decoding one entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErrorInfo {
+    message: Box<str>,
+    actual_signature: Option<Box<str>>,
+}
+
+impl ErrorInfo {
+    /// The error's message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// For a type mismatch, the signature found on the wire.
+    pub fn actual_signature(&self) -> Option<&str> {
+        self.actual_signature.as_deref()
+    }
+}
+
+impl fmt::Display for ErrorInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<Error> for ErrorInfo {
+    fn from(err: Error) -> ErrorInfo {
+        let actual_signature = match &err {
+            Error::TypeMismatch { actual, .. } => Some(Box::from(actual.as_str())),
+            _ => None,
+        };
+        ErrorInfo {
+            message: err.to_string().into_boxed_str(),
+            actual_signature,
+        }
+    }
+}
+
+/// Decodes a property dictionary (`a{sv}`, as in `GetAll`, `InterfacesAdded` or
+/// `PropertiesChanged`) of one interface: declared properties are checked and decoded by
+/// their declaration, others in generic mode. `interface` is `None` for an undeclared one.
+#[derive(Clone, Copy, Debug)]
+pub struct PropertiesSeed {
+    interface: Option<&'static Interface>,
+}
+
+impl PropertiesSeed {
+    /// A seed for the properties of `interface` (`None`: generic mode for all).
+    pub const fn new(interface: Option<&'static Interface>) -> PropertiesSeed {
+        PropertiesSeed { interface }
+    }
+}
+
+impl Type for PropertiesSeed {
+    const SIGNATURE: &'static Signature = <crate::VarDict as Type>::SIGNATURE;
+}
+
+impl<'de> DeserializeSeed<'de> for PropertiesSeed {
+    type Value = Vec<PropertyEntry>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PropertiesSeed {
+    type Value = Vec<PropertyEntry>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a dictionary of properties")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(256));
+        while let Some(name) = map.next_key_seed(CowStrSeed)? {
+            let declared = self.interface.and_then(|iface| {
+                let index = iface.property_index(&name)?;
+                Some((index, &iface.properties()[index]))
+            });
+            entries.push(match declared {
+                Some((index, property)) => PropertyEntry::Declared {
+                    index,
+                    value: map
+                        .next_value_seed(PropertySeed::new(property))?
+                        .map_err(ErrorInfo::from),
+                },
+                None => PropertyEntry::Unknown {
+                    name: name.into_owned().into_boxed_str(),
+                    value: map.next_value_seed(GenericSeed)?.map_err(ErrorInfo::from),
+                },
+            });
+        }
+        Ok(entries)
+    }
+}
+
+/// The decoded interfaces of one object (`a{sa{sv}}`, as in `InterfacesAdded` and each
+/// object of `GetManagedObjects`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InterfaceEntry {
+    /// The interface's name.
+    pub name: Box<str>,
+    /// Its declaration, if the registry has one.
+    pub interface: Option<&'static Interface>,
+    /// Its properties.
+    pub properties: Vec<PropertyEntry>,
+}
+
+/// Decodes an object's interfaces and their properties (`a{sa{sv}}`) through a [`Registry`].
+#[derive(Clone, Copy, Debug)]
+pub struct InterfacesSeed {
+    registry: &'static Registry,
+}
+
+impl InterfacesSeed {
+    /// A seed looking interfaces up in `registry`.
+    pub const fn new(registry: &'static Registry) -> InterfacesSeed {
+        InterfacesSeed { registry }
+    }
+}
+
+impl Type for InterfacesSeed {
+    const SIGNATURE: &'static Signature = <crate::SettingsDict as Type>::SIGNATURE;
+}
+
+impl<'de> DeserializeSeed<'de> for InterfacesSeed {
+    type Value = Vec<InterfaceEntry>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for InterfacesSeed {
+    type Value = Vec<InterfaceEntry>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a dictionary of interfaces")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
+        while let Some(name) = map.next_key_seed(CowStrSeed)? {
+            let interface = self.registry.interface(&name);
+            let properties = map.next_value_seed(PropertiesSeed::new(interface))?;
+            entries.push(InterfaceEntry {
+                name: name.into_owned().into_boxed_str(),
+                interface,
+                properties,
+            });
+        }
+        Ok(entries)
+    }
+}
+
+/// Decodes a whole `GetManagedObjects` reply (`a{oa{sa{sv}}}`) through a [`Registry`]: one
+/// pass over the wire data into typed values, objects in wire order.
+#[derive(Clone, Copy, Debug)]
+pub struct ManagedObjectsSeed {
+    registry: &'static Registry,
+}
+
+impl ManagedObjectsSeed {
+    /// A seed looking interfaces up in `registry`.
+    pub const fn new(registry: &'static Registry) -> ManagedObjectsSeed {
+        ManagedObjectsSeed { registry }
+    }
+}
+
+impl Type for ManagedObjectsSeed {
+    const SIGNATURE: &'static Signature = &Signature::static_dict(
+        &Signature::ObjectPath,
+        <crate::SettingsDict as Type>::SIGNATURE,
+    );
+}
+
+impl<'de> DeserializeSeed<'de> for ManagedObjectsSeed {
+    type Value = Vec<(OwnedObjectPath, Vec<InterfaceEntry>)>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ManagedObjectsSeed {
+    type Value = Vec<(OwnedObjectPath, Vec<InterfaceEntry>)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a dictionary of objects")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut objects = Vec::with_capacity(map.size_hint().unwrap_or(0).min(65536));
+        while let Some(path) = map.next_key_seed(PathSeed)? {
+            let interfaces = map.next_value_seed(InterfacesSeed::new(self.registry))?;
+            objects.push((path, interfaces));
+        }
+        Ok(objects)
+    }
+}
+
+/// A string key, borrowed from the wire data when the deserializer allows it.
+#[derive(Clone, Copy)]
+struct CowStrSeed;
+
+impl<'de> DeserializeSeed<'de> for CowStrSeed {
+    type Value = std::borrow::Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for CowStrSeed {
+    type Value = std::borrow::Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(std::borrow::Cow::Borrowed(s))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(std::borrow::Cow::Owned(s.to_owned()))
     }
 }
 
@@ -88,16 +348,20 @@ impl<'de> Visitor<'de> for VariantVisitor {
             Kind::Other => {
                 let sig = Signature::from_str(sig_text).map_err(de::Error::custom)?;
                 let value = seq
-                    .next_element_seed(ZvariantSeed { sig: &sig, marker: PhantomData })?
+                    .next_element_seed(ZvariantSeed {
+                        sig: &sig,
+                        marker: PhantomData,
+                    })?
                     .ok_or_else(|| de::Error::invalid_length(1, &"a variant's value"))?;
                 value.and_then(|value| {
                     let owned = value.try_into_owned()?;
                     Ok(Value::Other(Arc::new(owned)))
                 })
             }
-            kind => Ok::<_, Error>(seq
-                .next_element_seed(KindSeed(kind))?
-                .ok_or_else(|| de::Error::invalid_length(1, &"a variant's value"))?),
+            kind => Ok::<_, Error>(
+                seq.next_element_seed(KindSeed(kind))?
+                    .ok_or_else(|| de::Error::invalid_length(1, &"a variant's value"))?,
+            ),
         };
         Ok(value)
     }
@@ -190,7 +454,9 @@ impl<'de> DeserializeSeed<'de> for PathSeed {
     type Value = OwnedObjectPath;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<OwnedObjectPath, D::Error> {
-        Ok(OwnedObjectPath::from(ObjectPath::deserialize(d)?.into_owned()))
+        Ok(OwnedObjectPath::from(
+            ObjectPath::deserialize(d)?.into_owned(),
+        ))
     }
 }
 
@@ -326,7 +592,10 @@ struct ZvariantSeed<'s, 'de> {
 
 impl<'s, 'de> ZvariantSeed<'s, 'de> {
     fn child(sig: &'s Signature) -> Self {
-        ZvariantSeed { sig, marker: PhantomData }
+        ZvariantSeed {
+            sig,
+            marker: PhantomData,
+        }
     }
 }
 
@@ -436,7 +705,9 @@ impl<'de> Visitor<'de> for StructVisitor<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Built<'de>, A::Error> {
         let Signature::Structure(fields) = self.sig else {
-            return Err(de::Error::custom("structure visitor without structure signature"));
+            return Err(de::Error::custom(
+                "structure visitor without structure signature",
+            ));
         };
         let mut builder = zvariant::StructureBuilder::new();
         let mut failure = None;
@@ -451,7 +722,10 @@ impl<'de> Visitor<'de> for StructVisitor<'_> {
         }
         Ok(match failure {
             Some(err) => Err(err),
-            None => builder.build().map(zvariant::Value::Structure).map_err(Error::from),
+            None => builder
+                .build()
+                .map(zvariant::Value::Structure)
+                .map_err(Error::from),
         })
     }
 }

@@ -69,7 +69,15 @@ impl Property {
         target: Option<&'static str>,
         flags: PropertyFlags,
     ) -> Property {
-        Property { interface, name, signature, kind: T::KIND, rust_type, target, flags }
+        Property {
+            interface,
+            name,
+            signature,
+            kind: T::KIND,
+            rust_type,
+            target,
+            flags,
+        }
     }
 
     /// The name of the interface declaring this property.
@@ -139,7 +147,11 @@ pub struct Method {
 impl Method {
     #[doc(hidden)]
     pub const fn new(name: &'static str, inputs: &'static str, outputs: &'static str) -> Method {
-        Method { name, inputs, outputs }
+        Method {
+            name,
+            inputs,
+            outputs,
+        }
     }
 
     /// The method's name.
@@ -199,7 +211,12 @@ impl Interface {
         methods: &'static [Method],
         signals: &'static [Signal],
     ) -> Interface {
-        Interface { name, properties, methods, signals }
+        Interface {
+            name,
+            properties,
+            methods,
+            signals,
+        }
     }
 
     /// The interface's name.
@@ -236,13 +253,19 @@ impl Interface {
     /// The method called `name`.
     pub fn method(&self, name: &str) -> Option<&'static Method> {
         let methods = self.methods;
-        methods.binary_search_by(|m| m.name.cmp(name)).ok().map(|idx| &methods[idx])
+        methods
+            .binary_search_by(|m| m.name.cmp(name))
+            .ok()
+            .map(|idx| &methods[idx])
     }
 
     /// The signal called `name`.
     pub fn signal(&self, name: &str) -> Option<&'static Signal> {
         let signals = self.signals;
-        signals.binary_search_by(|s| s.name.cmp(name)).ok().map(|idx| &signals[idx])
+        signals
+            .binary_search_by(|s| s.name.cmp(name))
+            .ok()
+            .map(|idx| &signals[idx])
     }
 }
 
@@ -295,7 +318,10 @@ impl Registry {
     /// The interface called `name` (binary search, no allocation).
     pub fn interface(&self, name: &str) -> Option<&'static Interface> {
         let interfaces = self.interfaces;
-        interfaces.binary_search_by(|i| i.name.cmp(name)).ok().map(|idx| interfaces[idx])
+        interfaces
+            .binary_search_by(|i| i.name.cmp(name))
+            .ok()
+            .map(|idx| interfaces[idx])
     }
 
     /// Looks up property `property` of interface `interface`.
@@ -346,7 +372,11 @@ impl<T: DeclaredType + ?Sized> PropertyKey<T> {
         let mut index = 0;
         while index < properties.len() {
             if crate::check::str_eq(properties[index].name, name) {
-                return PropertyKey { index, property: &properties[index], marker: PhantomData };
+                return PropertyKey {
+                    index,
+                    property: &properties[index],
+                    marker: PhantomData,
+                };
             }
             index += 1;
         }
@@ -392,3 +422,21 @@ impl<T: ?Sized> fmt::Debug for PropertyKey<T> {
             .finish()
     }
 }
+
+/// Two interface descriptors are equal when they describe the same interface name.
+impl PartialEq for Interface {
+    fn eq(&self, other: &Interface) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Interface {}
+
+/// Two property descriptors are equal when they name the same property of the same interface.
+impl PartialEq for Property {
+    fn eq(&self, other: &Property) -> bool {
+        self.interface == other.interface && self.name == other.name
+    }
+}
+
+impl Eq for Property {}

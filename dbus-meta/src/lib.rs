@@ -76,7 +76,10 @@ mod value;
 #[cfg(test)]
 mod tests;
 
-pub use de::{GenericSeed, PropertySeed};
+pub use de::{
+    ErrorInfo, GenericSeed, InterfaceEntry, InterfacesSeed, ManagedObjectsSeed, PropertiesSeed,
+    PropertyEntry, PropertySeed,
+};
 pub use error::{Error, Result};
 pub use interface::{
     Decoded, Interface, Lookup, Method, Property, PropertyFlags, PropertyKey, Registry, Signal,

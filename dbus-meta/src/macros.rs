@@ -75,7 +75,7 @@ macro_rules! interface {
         $(#[$meta])*
         #[doc = ""]
         #[doc = concat!("Metadata of the D-Bus interface `", $iname, "`.")]
-        #[allow(unused_imports)]
+        #[allow(unused_imports, dead_code, unreachable_pub)]
         $vis mod $module {
             use super::*;
 

@@ -1,1 +1,626 @@
-//! Unit tests of the crate (decoding, lookup, signatures).
+//! Unit tests: signature matching, lookup, and decoding of every value kind NetworkManager uses
+//! from a zvariant value and from wire data, with correct and wrong-typed values.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use zvariant::serialized::{Context, Data};
+use zvariant::{LE, ObjectPath, OwnedObjectPath, Type};
+
+use crate::{
+    Decoded, Error, GenericSeed, InterfacesSeed, Kind, Lookup, ManagedObjectsSeed, Opaque,
+    PropertiesSeed, PropertyEntry, SettingsDict, Value, VarDict, nm,
+};
+
+crate::interface! {
+    /// One property per value kind NetworkManager uses.
+    pub(crate) mod kinds = "org.example.Kinds" {
+        properties {
+            A_SA_SV "ASaSv": SettingsDict = "a{sa{sv}}";
+            A_SV "ASv": VarDict = "a{sv}";
+            AA_SV "AaSv": Vec<VarDict> = "aa{sv}";
+            AAU "Aau": Vec<Vec<u32>> = "aau";
+            AAY "Aay": Vec<Vec<u8>> = "aay";
+            AO "Ao": Vec<OwnedObjectPath> = "ao" => "org.example.Thing";
+            AS "As": Vec<String> = "as";
+            AU "Au": Vec<u32> = "au";
+            AY "Ay": Vec<u8> = "ay";
+            AYUAY "Ayuay": Opaque<Vec<(Vec<u8>, u32, Vec<u8>)>> = "a(ayuay)";
+            AYUAYU "Ayuayu": Opaque<Vec<(Vec<u8>, u32, Vec<u8>, u32)>> = "a(ayuayu)";
+            B "B": bool = "b";
+            D "D": f64 = "d";
+            I "I": i32 = "i";
+            N "N": i16 = "n";
+            O "O": OwnedObjectPath = "o" => "org.example.Thing", DEPRECATED;
+            Q "Q": u16 = "q";
+            S "S": String = "s";
+            T "T": u64 = "t";
+            U "U": u32 = "u";
+            UU "Uu": Opaque<(u32, u32)> = "(uu)";
+            X "X": i64 = "x";
+            Y "Y": u8 = "y";
+        }
+        methods {
+            DO "Do"("a{sv}") -> "o";
+        }
+        signals {
+            CHANGED "Changed"("uu");
+        }
+    }
+}
+
+crate::registry! {
+    static KINDS = [kinds];
+}
+
+fn path(text: &str) -> ObjectPath<'_> {
+    ObjectPath::try_from(text).expect("valid path")
+}
+
+fn var_dict() -> HashMap<&'static str, zvariant::Value<'static>> {
+    HashMap::from([
+        ("answer", zvariant::Value::from(42_u32)),
+        ("name", zvariant::Value::from("x")),
+    ])
+}
+
+/// A correct and a wrong-typed value for each property of [`kinds`].
+fn samples() -> Vec<(
+    &'static str,
+    zvariant::Value<'static>,
+    zvariant::Value<'static>,
+)> {
+    use zvariant::Value as Z;
+    vec![
+        (
+            "Aau",
+            Z::from(vec![vec![1_u32, 2, 3], vec![]]),
+            Z::from(vec![vec![1_i32]]),
+        ),
+        (
+            "Aay",
+            Z::from(vec![vec![1_u8, 2], vec![]]),
+            Z::from(vec![vec![1_u32]]),
+        ),
+        (
+            "AaSv",
+            Z::from(vec![var_dict(), HashMap::new()]),
+            Z::from(var_dict()),
+        ),
+        (
+            "Ao",
+            Z::from(vec![path("/a/1"), path("/a/2")]),
+            Z::from(vec!["/a/1", "/a/2"]),
+        ),
+        ("As", Z::from(vec!["a", "b"]), Z::from(vec![path("/a")])),
+        ("Au", Z::from(vec![1_u32, 2]), Z::from(vec![1_i32, 2])),
+        ("Ay", Z::from(vec![1_u8, 2, 3]), Z::from("bytes")),
+        (
+            "Ayuay",
+            Z::from(vec![(vec![1_u8; 16], 64_u32, vec![0_u8; 16])]),
+            Z::from(vec![1_u32]),
+        ),
+        (
+            "Ayuayu",
+            Z::from(vec![(vec![1_u8; 16], 64_u32, vec![0_u8; 16], 100_u32)]),
+            Z::from(vec![(vec![1_u8; 16], 64_u32, vec![0_u8; 16])]),
+        ),
+        (
+            "ASaSv",
+            Z::from(HashMap::from([("ipv4", var_dict())])),
+            Z::from(var_dict()),
+        ),
+        (
+            "ASv",
+            Z::from(var_dict()),
+            Z::from(HashMap::from([("a", 1_u32)])),
+        ),
+        ("B", Z::from(true), Z::from(1_u32)),
+        ("D", Z::from(1.5_f64), Z::from(1_u64)),
+        ("I", Z::from(-5_i32), Z::from(5_u32)),
+        ("N", Z::from(-3_i16), Z::from(3_u16)),
+        (
+            "O",
+            Z::from(path("/org/example/1")),
+            Z::from("/org/example/1"),
+        ),
+        ("Q", Z::from(3_u16), Z::from(-3_i16)),
+        ("S", Z::from("hello"), Z::from(path("/hello"))),
+        ("T", Z::from(9_u64), Z::from(-9_i64)),
+        ("U", Z::from(5_u32), Z::from(-5_i32)),
+        ("Uu", Z::from((1_u32, 2_u32)), Z::from((1_u32, 2_i32))),
+        ("X", Z::from(-9_i64), Z::from(9_u64)),
+        ("Y", Z::from(7_u8), Z::from("y")),
+    ]
+}
+
+/// Serializes `entries` as an `a{sv}` dictionary.
+fn wire(entries: &HashMap<&str, zvariant::Value<'_>>) -> Data<'static, 'static> {
+    zvariant::to_bytes(Context::new_dbus(LE, 0), entries).expect("serializable")
+}
+
+#[test]
+fn signature_matching() {
+    use crate::signature::{is_single_complete_type, is_valid, matches, type_matches};
+    assert!(type_matches::<u32>("u"));
+    assert!(!type_matches::<u32>("s"));
+    assert!(!type_matches::<u32>("uu"));
+    assert!(!type_matches::<u32>(""));
+    assert!(type_matches::<Vec<OwnedObjectPath>>("ao"));
+    assert!(!type_matches::<Vec<String>>("ao"));
+    assert!(type_matches::<VarDict>("a{sv}"));
+    assert!(!type_matches::<VarDict>("a{sv"));
+    assert!(type_matches::<SettingsDict>("a{sa{sv}}"));
+    assert!(type_matches::<(u32, u32)>("(uu)"));
+    assert!(!type_matches::<(u32, u32)>("(uuu)"));
+    assert!(type_matches::<Vec<(Vec<u8>, u32, Vec<u8>)>>("a(ayuay)"));
+    assert!(matches(
+        <HashMap<String, Vec<u8>> as Type>::SIGNATURE,
+        "a{say}"
+    ));
+    assert!(is_valid("") && is_valid("sa{sv}as") && is_valid("a{sa{sv}}ooa{sv}"));
+    assert!(
+        !is_valid("a")
+            && !is_valid("a{vs}")
+            && !is_valid("()")
+            && !is_valid("(u")
+            && !is_valid("z")
+    );
+    assert!(is_single_complete_type("a(ayuayu)") && !is_single_complete_type("uu"));
+    assert!(!is_valid(&"a".repeat(100)));
+}
+
+#[test]
+fn kinds_match_their_signatures() {
+    for property in kinds::IFACE.properties() {
+        assert_eq!(
+            Kind::from_signature(property.signature()),
+            property.kind(),
+            "{}",
+            property.name()
+        );
+        if let Some(sig) = property.kind().signature() {
+            assert_eq!(sig, property.signature());
+        }
+    }
+}
+
+#[test]
+fn lookup_by_name() {
+    let device = nm::REGISTRY
+        .interface("org.freedesktop.NetworkManager.Device")
+        .expect("declared");
+    assert_eq!(device.name(), nm::device::IFACE_NAME);
+    let state = device.property("State").expect("declared");
+    assert_eq!((state.signature(), state.kind()), ("u", Kind::U32));
+    assert_eq!(
+        device.property_index("State"),
+        Some(nm::device::STATE.index())
+    );
+    assert!(device.property("Nonexistent").is_none());
+    assert_eq!(
+        device
+            .method("Disconnect")
+            .map(|m| (m.inputs(), m.outputs())),
+        Some(("", ""))
+    );
+    assert_eq!(
+        device.signal("StateChanged").map(|s| s.signature()),
+        Some("uuu")
+    );
+    assert!(
+        nm::REGISTRY
+            .interface("org.freedesktop.NetworkManager.Nope")
+            .is_none()
+    );
+    assert!(nm::REGISTRY.interface("").is_none());
+    assert_eq!(nm::REGISTRY.interfaces().len(), 53);
+
+    assert!(matches!(
+        nm::REGISTRY.lookup("org.freedesktop.NetworkManager.Device", "Ports"),
+        Lookup::Declared { property, .. } if property.target() == Some("org.freedesktop.NetworkManager.Device")
+    ));
+    assert!(matches!(
+        nm::REGISTRY.lookup("org.freedesktop.NetworkManager.Device", "FutureProperty"),
+        Lookup::UnknownProperty(iface) if iface.name() == "org.freedesktop.NetworkManager.Device"
+    ));
+    assert!(matches!(
+        nm::REGISTRY.lookup("org.example.Other", "State"),
+        Lookup::UnknownInterface
+    ));
+
+    let o = kinds::IFACE.property("O").expect("declared");
+    assert!(o.is_deprecated());
+    assert_eq!(o.target(), Some("org.example.Thing"));
+    assert_eq!(o.rust_type(), "OwnedObjectPath");
+    assert!(
+        !kinds::IFACE
+            .property("S")
+            .expect("declared")
+            .is_deprecated()
+    );
+}
+
+#[test]
+fn methods_and_signals_needed_by_the_cache_and_cli() {
+    let checks: &[(&crate::Interface, &str, &str, &str)] = &[
+        (
+            &nm::settings_connection::IFACE,
+            "GetSettings",
+            "",
+            "a{sa{sv}}",
+        ),
+        (
+            &nm::settings_connection::IFACE,
+            "Update2",
+            "a{sa{sv}}ua{sv}",
+            "a{sv}",
+        ),
+        (&nm::settings_connection::IFACE, "Delete", "", ""),
+        (&nm::network_manager::IFACE, "GetDeviceByIpIface", "s", "o"),
+        (
+            &nm::network_manager::IFACE,
+            "ActivateConnection",
+            "ooo",
+            "o",
+        ),
+        (&nm::network_manager::IFACE, "DeactivateConnection", "o", ""),
+        (
+            &nm::settings::IFACE,
+            "AddConnection2",
+            "a{sa{sv}}ua{sv}",
+            "oa{sv}",
+        ),
+        (&nm::device::IFACE, "Disconnect", "", ""),
+    ];
+    for (iface, name, inputs, outputs) in checks {
+        let method = iface
+            .method(name)
+            .unwrap_or_else(|| panic!("{name} declared"));
+        assert_eq!(
+            (method.inputs(), method.outputs()),
+            (*inputs, *outputs),
+            "{name}"
+        );
+    }
+    assert_eq!(nm::settings_connection::signals::UPDATED.signature(), "");
+    assert_eq!(nm::device::signals::STATE_CHANGED.signature(), "uuu");
+    assert_eq!(nm::device::methods::DISCONNECT.name(), "Disconnect");
+}
+
+#[test]
+fn decode_every_kind_from_zvariant() {
+    for (name, good, bad) in samples() {
+        let property = kinds::IFACE.property(name).expect("declared");
+        let value = property
+            .decode(&good)
+            .unwrap_or_else(|err| panic!("{name}: {err}"));
+        assert_eq!(value.kind(), property.kind(), "{name}");
+        assert_eq!(value.signature(), property.signature(), "{name}");
+        // A variant around the value is unwrapped.
+        let wrapped = zvariant::Value::Value(Box::new(good.try_clone().expect("no fds")));
+        assert_eq!(property.decode(&wrapped).expect("wrapped"), value, "{name}");
+        // The value converts back.
+        let back = value.to_zvariant().expect("convertible");
+        assert_eq!(property.decode(&back).expect("round trip"), value, "{name}");
+
+        match property.decode(&bad) {
+            Err(Error::TypeMismatch {
+                interface,
+                property: prop,
+                expected,
+                actual,
+            }) => {
+                assert_eq!(
+                    (interface, prop, expected),
+                    ("org.example.Kinds", name, property.signature())
+                );
+                assert_eq!(actual, bad.value_signature().to_string());
+            }
+            other => panic!("{name}: wrong-typed value gave {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn decoded_values() {
+    let decode = |name: &str, value: zvariant::Value<'_>| {
+        kinds::IFACE
+            .property(name)
+            .expect("declared")
+            .decode(&value)
+            .expect("decodes")
+    };
+    assert_eq!(
+        kinds::U.get(&decode("U", zvariant::Value::from(5_u32))),
+        Some(5)
+    );
+    assert_eq!(
+        kinds::S.get(&decode("S", zvariant::Value::from("hi"))),
+        Some("hi")
+    );
+    let paths = decode(
+        "Ao",
+        zvariant::Value::from(vec![path("/a/1"), path("/a/2")]),
+    );
+    let paths = kinds::AO.get(&paths).expect("ao");
+    assert_eq!(
+        paths.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
+        ["/a/1", "/a/2"]
+    );
+    let strings = decode("As", zvariant::Value::from(vec!["a", "b"]));
+    assert_eq!(kinds::AS.get(&strings).map(|s| s.len()), Some(2));
+    let dict = decode("ASv", zvariant::Value::from(var_dict()));
+    let dict = kinds::A_SV.get(&dict).expect("a{sv}");
+    assert_eq!(dict.len(), 2);
+    assert_eq!(
+        dict.get("answer"),
+        Some(&zvariant::OwnedValue::from(42_u32))
+    );
+    assert_eq!(
+        dict.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+        ["answer", "name"]
+    );
+    let settings = decode(
+        "ASaSv",
+        zvariant::Value::from(HashMap::from([("ipv4", var_dict())])),
+    );
+    let settings = kinds::A_SA_SV.get(&settings).expect("a{sa{sv}}");
+    assert_eq!(
+        settings.get("ipv4").and_then(|s| s.get("name")),
+        Some(&zvariant::Value::from("x").try_into_owned().expect("owned"))
+    );
+    let reason = decode("Uu", zvariant::Value::from((3_u32, 4_u32)));
+    assert_eq!(
+        kinds::UU
+            .get(&reason)
+            .map(|v| v.value_signature().to_string()),
+        Some("(uu)".into())
+    );
+    // A view of the wrong kind is refused.
+    assert_eq!(kinds::U.get(&Value::Str(Arc::from("5"))), None);
+}
+
+#[test]
+fn decode_every_kind_from_wire() {
+    let samples = samples();
+    let good: HashMap<&str, zvariant::Value<'_>> = samples
+        .iter()
+        .map(|(name, good, _)| (*name, good.try_clone().expect("no fds")))
+        .collect();
+    let data = wire(&good);
+    let (entries, _) = data
+        .deserialize_with_seed(PropertiesSeed::new(Some(&kinds::IFACE)))
+        .expect("well-formed");
+    assert_eq!(entries.len(), samples.len());
+    for entry in entries {
+        let PropertyEntry::Declared { index, value } = entry else {
+            panic!("all properties are declared: {entry:?}");
+        };
+        let property = &kinds::IFACE.properties()[index];
+        let value = value.unwrap_or_else(|err| panic!("{}: {err}", property.name()));
+        let expected = property.decode(&good[property.name()]).expect("decodes");
+        assert_eq!(value, expected, "{}", property.name());
+    }
+
+    let bad: HashMap<&str, zvariant::Value<'_>> = samples
+        .iter()
+        .map(|(name, _, bad)| (*name, bad.try_clone().expect("no fds")))
+        .collect();
+    let data = wire(&bad);
+    let (entries, _) = data
+        .deserialize_with_seed(PropertiesSeed::new(Some(&kinds::IFACE)))
+        .expect("well-formed");
+    assert_eq!(entries.len(), samples.len());
+    for entry in entries {
+        let PropertyEntry::Declared { index, value } = entry else {
+            panic!("all properties are declared: {entry:?}");
+        };
+        let property = &kinds::IFACE.properties()[index];
+        let err = value.expect_err(property.name());
+        let actual = bad[property.name()].value_signature().to_string();
+        assert_eq!(
+            err.actual_signature(),
+            Some(actual.as_str()),
+            "{}",
+            property.name()
+        );
+        assert!(err.message().contains(property.name()), "{err}");
+    }
+}
+
+#[test]
+fn single_variant_from_wire() {
+    let data = zvariant::to_bytes(Context::new_dbus(LE, 0), &zvariant::Value::from(7_u32))
+        .expect("serializable");
+    let property = kinds::IFACE.property("U").expect("declared");
+    let (value, _) = data
+        .deserialize_with_seed(property.seed())
+        .expect("well-formed");
+    assert_eq!(value.expect("u"), Value::U32(7));
+    let property = kinds::IFACE.property("S").expect("declared");
+    let (value, _) = data
+        .deserialize_with_seed(property.seed())
+        .expect("well-formed");
+    assert!(matches!(value, Err(Error::TypeMismatch { ref actual, .. }) if actual == "u"));
+    let (value, _) = data
+        .deserialize_with_seed(GenericSeed)
+        .expect("well-formed");
+    assert_eq!(value.expect("generic"), Value::U32(7));
+}
+
+#[test]
+fn generic_mode() {
+    for (name, good, _) in samples() {
+        let value = Value::from_zvariant(&good).expect("generic");
+        let declared = kinds::IFACE.property(name).expect("declared");
+        assert_eq!(value, declared.decode(&good).expect("declared"), "{name}");
+    }
+    let odd = zvariant::Value::from(HashMap::from([(1_i64, "one")]));
+    let value = Value::from_zvariant(&odd).expect("generic");
+    assert_eq!(
+        (value.kind(), value.signature()),
+        (Kind::Other, "a{xs}".to_owned())
+    );
+
+    let odd_map = HashMap::from([("Odd", odd.try_clone().expect("no fds"))]);
+    let (entries, _) = wire(&odd_map)
+        .deserialize_with_seed(PropertiesSeed::new(None))
+        .expect("well-formed");
+    match &entries[..] {
+        [
+            PropertyEntry::Unknown {
+                name,
+                value: Ok(got),
+            },
+        ] => {
+            assert_eq!(&**name, "Odd");
+            assert_eq!(got, &value);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+
+    let device = "org.freedesktop.NetworkManager.Device";
+    let state = zvariant::Value::from(100_u32);
+    assert_eq!(
+        nm::REGISTRY.decode(device, "State", &state).expect("ok"),
+        Decoded::Declared(Value::U32(100))
+    );
+    assert_eq!(
+        nm::REGISTRY.decode(device, "Future", &state).expect("ok"),
+        Decoded::UnknownProperty(Value::U32(100))
+    );
+    assert_eq!(
+        nm::REGISTRY
+            .decode("org.example.X", "State", &state)
+            .expect("ok"),
+        Decoded::UnknownInterface(Value::U32(100))
+    );
+    assert!(matches!(
+        nm::REGISTRY.decode(device, "State", &zvariant::Value::from("activated")),
+        Err(Error::TypeMismatch {
+            property: "State",
+            expected: "u",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn managed_objects_from_wire() {
+    let device = HashMap::from([
+        ("Interface", zvariant::Value::from("eth0")),
+        ("State", zvariant::Value::from(100_u32)),
+        (
+            "Ports",
+            zvariant::Value::from(vec![path("/org/freedesktop/NetworkManager/Devices/2")]),
+        ),
+        ("Mtu", zvariant::Value::from("wrong")),
+        ("NewerProperty", zvariant::Value::from(1_u8)),
+    ]);
+    let object = HashMap::from([
+        ("org.freedesktop.NetworkManager.Device", device),
+        (
+            "org.example.Extra",
+            HashMap::from([("X", zvariant::Value::from(1_i32))]),
+        ),
+    ]);
+    let objects = HashMap::from([(path("/org/freedesktop/NetworkManager/Devices/1"), object)]);
+    let data = zvariant::to_bytes(Context::new_dbus(LE, 0), &objects).expect("serializable");
+    let (decoded, _) = data
+        .deserialize_with_seed(ManagedObjectsSeed::new(&nm::REGISTRY))
+        .expect("well-formed");
+    assert_eq!(decoded.len(), 1);
+    let (obj_path, interfaces) = &decoded[0];
+    assert_eq!(
+        obj_path.as_str(),
+        "/org/freedesktop/NetworkManager/Devices/1"
+    );
+    let device = interfaces
+        .iter()
+        .find(|i| i.interface.is_some())
+        .expect("device");
+    assert_eq!(&*device.name, "org.freedesktop.NetworkManager.Device");
+    let extra = interfaces
+        .iter()
+        .find(|i| i.interface.is_none())
+        .expect("extra");
+    assert!(matches!(
+        &extra.properties[..],
+        [PropertyEntry::Unknown {
+            value: Ok(Value::I32(1)),
+            ..
+        }]
+    ));
+    let mut n_ok = 0;
+    for entry in &device.properties {
+        match entry {
+            PropertyEntry::Declared {
+                index,
+                value: Ok(value),
+            } => {
+                n_ok += 1;
+                if *index == nm::device::STATE.index() {
+                    assert_eq!(nm::device::STATE.get(value), Some(100));
+                } else if *index == nm::device::INTERFACE.index() {
+                    assert_eq!(nm::device::INTERFACE.get(value), Some("eth0"));
+                } else {
+                    assert_eq!(*index, nm::device::PORTS.index());
+                }
+            }
+            PropertyEntry::Declared {
+                index,
+                value: Err(err),
+            } => {
+                assert_eq!(*index, nm::device::MTU.index());
+                assert_eq!(err.actual_signature(), Some("s"));
+            }
+            PropertyEntry::Unknown { name, value } => {
+                assert_eq!((&**name, value), ("NewerProperty", &Ok(Value::Byte(1))));
+            }
+        }
+    }
+    assert_eq!(n_ok, 3);
+
+    let (same, _) = zvariant::to_bytes(
+        Context::new_dbus(LE, 0),
+        &objects[&path("/org/freedesktop/NetworkManager/Devices/1")],
+    )
+    .expect("serializable")
+    .deserialize_with_seed(InterfacesSeed::new(&nm::REGISTRY))
+    .expect("well-formed");
+    assert_eq!(same.len(), 2);
+}
+
+#[test]
+fn malformed_wire_data_is_an_error_not_a_panic() {
+    let data = wire(&var_dict());
+    let bytes = data.bytes();
+    for len in 0..bytes.len() {
+        let truncated = Data::new(bytes[..len].to_vec(), Context::new_dbus(LE, 0));
+        let _ = truncated.deserialize_with_seed(PropertiesSeed::new(Some(&kinds::IFACE)));
+        let _ = truncated.deserialize_with_seed(ManagedObjectsSeed::new(&KINDS));
+    }
+    let mut garbage = bytes.to_vec();
+    for byte in garbage.iter_mut().skip(4) {
+        *byte = 0xff;
+    }
+    let garbage = Data::new(garbage, Context::new_dbus(LE, 0));
+    assert!(
+        garbage
+            .deserialize_with_seed(PropertiesSeed::new(Some(&kinds::IFACE)))
+            .is_err()
+    );
+}
+
+#[test]
+fn var_dict_keeps_the_first_of_repeated_keys() {
+    let dict = VarDict::new(vec![
+        (Box::from("b"), zvariant::OwnedValue::from(1_u32)),
+        (Box::from("a"), zvariant::OwnedValue::from(2_u32)),
+        (Box::from("b"), zvariant::OwnedValue::from(3_u32)),
+    ]);
+    assert_eq!(dict.len(), 2);
+    assert_eq!(dict.get("b"), Some(&zvariant::OwnedValue::from(1_u32)));
+    assert!(dict.get("c").is_none());
+}

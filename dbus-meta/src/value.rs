@@ -163,7 +163,9 @@ impl Value {
             Value::F64(it) => zvariant::Value::from(*it),
             Value::Str(it) => zvariant::Value::from(&**it),
             Value::ObjectPath(it) => zvariant::Value::from(it.as_ref()),
-            Value::StrArray(it) => zvariant::Value::from(it.iter().map(|s| &**s).collect::<Vec<_>>()),
+            Value::StrArray(it) => {
+                zvariant::Value::from(it.iter().map(|s| &**s).collect::<Vec<_>>())
+            }
             Value::ObjectPathArray(it) => {
                 zvariant::Value::from(it.iter().map(|p| p.as_ref()).collect::<Vec<_>>())
             }
@@ -186,7 +188,10 @@ impl Value {
             Value::SettingsDict(it) => {
                 let mut outer = zvariant::Dict::new(&Signature::Str, &VAR_DICT_SIGNATURE);
                 for (name, dict) in it.iter() {
-                    outer.append(zvariant::Value::from(name), zvariant::Value::from(dict.to_dict()?))?;
+                    outer.append(
+                        zvariant::Value::from(name),
+                        zvariant::Value::from(dict.to_dict()?),
+                    )?;
                 }
                 zvariant::Value::from(outer)
             }
@@ -209,12 +214,17 @@ impl VarDict {
     pub fn new(mut entries: Vec<(Box<str>, OwnedValue)>) -> VarDict {
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         entries.dedup_by(|later, earlier| later.0 == earlier.0);
-        VarDict { entries: entries.into_boxed_slice() }
+        VarDict {
+            entries: entries.into_boxed_slice(),
+        }
     }
 
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&OwnedValue> {
-        let idx = self.entries.binary_search_by(|(k, _)| (**k).cmp(key)).ok()?;
+        let idx = self
+            .entries
+            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .ok()?;
         Some(&self.entries[idx].1)
     }
 
@@ -238,7 +248,10 @@ impl VarDict {
         let mut dict = zvariant::Dict::new(&Signature::Str, &Signature::Variant);
         for (key, value) in self.iter() {
             let inner = zvariant::Value::from(value.try_clone()?);
-            dict.append(zvariant::Value::from(key.to_owned()), zvariant::Value::Value(Box::new(inner)))?;
+            dict.append(
+                zvariant::Value::from(key.to_owned()),
+                zvariant::Value::Value(Box::new(inner)),
+            )?;
         }
         Ok(dict)
     }
@@ -270,12 +283,17 @@ impl SettingsDict {
     pub fn new(mut entries: Vec<(Box<str>, VarDict)>) -> SettingsDict {
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         entries.dedup_by(|later, earlier| later.0 == earlier.0);
-        SettingsDict { entries: entries.into_boxed_slice() }
+        SettingsDict {
+            entries: entries.into_boxed_slice(),
+        }
     }
 
     /// The setting called `name`.
     pub fn get(&self, name: &str) -> Option<&VarDict> {
-        let idx = self.entries.binary_search_by(|(k, _)| (**k).cmp(name)).ok()?;
+        let idx = self
+            .entries
+            .binary_search_by(|(k, _)| (**k).cmp(name))
+            .ok()?;
         Some(&self.entries[idx].1)
     }
 
