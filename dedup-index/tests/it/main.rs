@@ -2,3 +2,4 @@
 //! and model tests that check long random operation sequences against a naive `Vec` model.
 
 mod api;
+mod model;
