@@ -31,6 +31,8 @@ Examples:
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) output: OutputArgs,
+    #[command(flatten)]
+    pub(crate) kernel: KernelArgs,
     /// More log output on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides it.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
@@ -126,7 +128,8 @@ well-formed line is sent and every failing line is reported. Each failure is rep
 Example:
   printf 'route add 10.1.0.0/24 dev eth0\\naddr add 10.2.0.1/24 dev eth0\\n' | netmirror batch -";
 
-/// Options shared by the kernel subcommands.
+/// Options of the kernel subcommands, accepted before or after the subcommand (`ip -n NS`
+/// style or after it).
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct KernelArgs {
     /// Network namespace: a name under /run/netns or a path such as /proc/PID/ns/net.
@@ -161,8 +164,6 @@ pub(crate) enum Family {
 /// `link [show] [DEV]`.
 #[derive(Debug, Args)]
 pub(crate) struct LinkArgs {
-    #[command(flatten)]
-    pub(crate) kernel: KernelArgs,
     /// `show` (optional) and a device name.
     #[arg(value_name = "show] [DEV")]
     pub(crate) words: Vec<String>,
@@ -171,8 +172,6 @@ pub(crate) struct LinkArgs {
 /// `addr [show] [dev DEV]`.
 #[derive(Debug, Args)]
 pub(crate) struct AddrArgs {
-    #[command(flatten)]
-    pub(crate) kernel: KernelArgs,
     /// `show` (optional), then `dev DEV`.
     #[arg(value_name = "show] [dev DEV")]
     pub(crate) words: Vec<String>,
@@ -181,8 +180,6 @@ pub(crate) struct AddrArgs {
 /// `rule [show]`.
 #[derive(Debug, Args)]
 pub(crate) struct RuleArgs {
-    #[command(flatten)]
-    pub(crate) kernel: KernelArgs,
     /// `show` (optional).
     #[arg(value_name = "show")]
     pub(crate) words: Vec<String>,
@@ -191,8 +188,6 @@ pub(crate) struct RuleArgs {
 /// `route [show|count] [SELECTOR]...`.
 #[derive(Debug, Args)]
 pub(crate) struct RouteArgs {
-    #[command(flatten)]
-    pub(crate) kernel: KernelArgs,
     #[command(subcommand)]
     pub(crate) action: Option<RouteAction>,
     /// `table ID|NAME|all`, `dev DEV`, `proto P`, `type T`.
@@ -217,8 +212,6 @@ pub(crate) enum RouteAction {
 /// `monitor [link|addr|route|rule]...`.
 #[derive(Debug, Args)]
 pub(crate) struct MonitorArgs {
-    #[command(flatten)]
-    pub(crate) kernel: KernelArgs,
     /// What to watch; everything when none is given.
     #[arg(value_enum)]
     pub(crate) objects: Vec<MonitorObject>,
@@ -237,8 +230,6 @@ pub(crate) enum MonitorObject {
 /// `batch FILE|- [--continue]`.
 #[derive(Debug, Args)]
 pub(crate) struct BatchArgs {
-    #[command(flatten)]
-    pub(crate) kernel: KernelArgs,
     /// Apply every well-formed line and report each failure, instead of stopping at the first.
     #[arg(long = "continue", short = 'c')]
     pub(crate) keep_going: bool,

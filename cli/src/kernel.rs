@@ -270,9 +270,13 @@ pub(crate) fn rule_row(rule: &Rule) -> Vec<Cell> {
 }
 
 /// `link [show] [DEV]`.
-pub(crate) fn link(printer: &mut Printer, args: &args::LinkArgs) -> anyhow::Result<()> {
+pub(crate) fn link(
+    printer: &mut Printer,
+    kernel: &KernelArgs,
+    args: &args::LinkArgs,
+) -> anyhow::Result<()> {
     let dev = args::parse_dev_words("link", &args.words)?;
-    let platform = open(&args.kernel)?;
+    let platform = open(kernel)?;
     let all = platform
         .links()
         .execute()
@@ -296,15 +300,19 @@ pub(crate) fn link(printer: &mut Printer, args: &args::LinkArgs) -> anyhow::Resu
 }
 
 /// `addr [show] [dev DEV]`.
-pub(crate) fn addr(printer: &mut Printer, args: &args::AddrArgs) -> anyhow::Result<()> {
+pub(crate) fn addr(
+    printer: &mut Printer,
+    kernel: &KernelArgs,
+    args: &args::AddrArgs,
+) -> anyhow::Result<()> {
     let dev = args::parse_dev_words("addr", &args.words)?;
-    let platform = open(&args.kernel)?;
+    let platform = open(kernel)?;
     let names = LinkNames::load(&platform)?;
     let mut query = platform.addresses();
     if let Some(dev) = &dev {
         query = query.ifindex(names.index(dev)?);
     }
-    if let Some(family) = family(&args.kernel) {
+    if let Some(family) = family(kernel) {
         query = query.family(family);
     }
     let answer = query
@@ -318,11 +326,15 @@ pub(crate) fn addr(printer: &mut Printer, args: &args::AddrArgs) -> anyhow::Resu
 }
 
 /// `rule [show]`.
-pub(crate) fn rule(printer: &mut Printer, args: &args::RuleArgs) -> anyhow::Result<()> {
+pub(crate) fn rule(
+    printer: &mut Printer,
+    kernel: &KernelArgs,
+    args: &args::RuleArgs,
+) -> anyhow::Result<()> {
     args::parse_rule_words(&args.words)?;
-    let platform = open(&args.kernel)?;
+    let platform = open(kernel)?;
     let mut query = platform.rules();
-    if let Some(family) = family(&args.kernel) {
+    if let Some(family) = family(kernel) {
         query = query.family(family);
     }
     let answer = query.execute().map_err(|err| explain(err, "dump rules"))?;

@@ -77,13 +77,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             std::io::stdout().write_all(&script)?;
             Ok(())
         }
-        Some(Command::Link(args)) => kernel::link(&mut printer, &args),
-        Some(Command::Addr(args)) => kernel::addr(&mut printer, &args),
-        Some(Command::Rule(args)) => kernel::rule(&mut printer, &args),
+        Some(Command::Link(args)) => kernel::link(&mut printer, &cli.kernel, &args),
+        Some(Command::Addr(args)) => kernel::addr(&mut printer, &cli.kernel, &args),
+        Some(Command::Rule(args)) => kernel::rule(&mut printer, &cli.kernel, &args),
         Some(Command::Route(args)) => match &args.action {
-            None => kernel::route_show(&mut printer, &args.kernel, &args.words),
+            None => kernel::route_show(&mut printer, &cli.kernel, &args.words),
             Some(RouteAction::Show { words }) => {
-                kernel::route_show(&mut printer, &args.kernel, words)
+                kernel::route_show(&mut printer, &cli.kernel, words)
             }
             Some(RouteAction::Count) => anyhow::bail!("route count is not wired yet"),
         },

@@ -40,14 +40,12 @@ fn json_and_terse_conflict() {
 
 #[test]
 fn kernel_options_after_show() {
-    let Some(Command::Route(route)) = parse("route show table all -6 --netns nmx-a")
-        .unwrap()
-        .command
-    else {
+    let cli = parse("route show table all -6 --netns nmx-a").unwrap();
+    let Some(Command::Route(route)) = cli.command else {
         panic!("not a route command");
     };
-    assert_eq!(route.kernel.netns.as_deref(), Some("nmx-a"));
-    assert_eq!(route.kernel.family(), Some(Family::V6));
+    assert_eq!(cli.kernel.netns.as_deref(), Some("nmx-a"));
+    assert_eq!(cli.kernel.family(), Some(Family::V6));
     let Some(RouteAction::Show { words }) = route.action else {
         panic!("not show")
     };
@@ -56,12 +54,13 @@ fn kernel_options_after_show() {
 
 #[test]
 fn route_without_show_takes_selectors() {
-    let Some(Command::Route(route)) = parse("route dev eth0 -4").unwrap().command else {
+    let cli = parse("route dev eth0 -4").unwrap();
+    let Some(Command::Route(route)) = cli.command else {
         panic!("not a route command");
     };
     assert!(route.action.is_none());
     assert_eq!(route.words, ["dev", "eth0"]);
-    assert_eq!(route.kernel.family(), Some(Family::V4));
+    assert_eq!(cli.kernel.family(), Some(Family::V4));
 }
 
 #[test]
@@ -70,6 +69,13 @@ fn route_count() {
         panic!("not a route command");
     };
     assert!(matches!(route.action, Some(RouteAction::Count)));
+}
+
+#[test]
+fn kernel_options_before_the_subcommand() {
+    let cli = parse("--netns nmx-a -6 link").unwrap();
+    assert_eq!(cli.kernel.netns.as_deref(), Some("nmx-a"));
+    assert_eq!(cli.kernel.family(), Some(Family::V6));
 }
 
 #[test]

@@ -4,3 +4,6 @@
 
 mod support;
 mod usage;
+
+#[cfg(feature = "privileged")]
+mod privileged;

@@ -1,0 +1,286 @@
+//! `link`, `addr`, `route`, `rule` against a throwaway namespace, compared with `ip -j`.
+
+use std::collections::BTreeSet;
+
+use netmirror_platform::testing::{NetNs, Veth};
+use serde_json::Value;
+
+use crate::support::nm;
+
+/// A namespace with a veth pair with IPv4 and IPv6 addresses, and routes in the main table and
+/// in table 100 (one static, one from `bird`, one blackhole).
+fn namespace() -> NetNs {
+    let ns = NetNs::builder()
+        .veth(
+            Veth::new("veth0", "veth1")
+                .address("192.0.2.1/24")
+                .address("2001:db8::1/64")
+                .peer_address("192.0.2.2/24"),
+        )
+        .start()
+        .expect("make a namespace");
+    for route in [
+        "route add 198.51.100.0/24 via 192.0.2.2 dev veth0",
+        "route add 203.0.113.0/24 dev veth0 table 100 proto static metric 10",
+        "route add 203.0.113.128/25 dev veth1 table 100 proto bird",
+        "route add blackhole 10.9.0.0/16 table 100",
+        "-6 route add 2001:db8:1::/48 via 2001:db8::2 dev veth0",
+        "rule add from 192.0.2.0/24 table 100 priority 100",
+    ] {
+        let args: Vec<&str> = route.split_whitespace().collect();
+        ns.ip(&args)
+            .unwrap_or_else(|err| panic!("ip {route}: {err}"));
+    }
+    ns
+}
+
+/// `ip -j -n NS ARGS` parsed.
+fn ip_json(ns: &NetNs, args: &[&str]) -> Vec<Value> {
+    let mut full = vec!["-j"];
+    full.extend_from_slice(args);
+    let text = ns.ip(&full).expect("ip -j");
+    match serde_json::from_str(&text).expect("ip -j prints JSON") {
+        Value::Array(items) => items,
+        other => panic!("ip -j printed {other}"),
+    }
+}
+
+/// `netmirror --json --netns NS ARGS` parsed.
+fn our_json(ns: &NetNs, args: &[&str]) -> Vec<Value> {
+    let mut full = vec!["--json", "--netns", ns.name()];
+    full.extend_from_slice(args);
+    match nm(&full).json() {
+        Value::Array(items) => items,
+        other => panic!("netmirror --json printed {other}"),
+    }
+}
+
+/// A field as text, with `ip`'s default when `ip` leaves it out.
+fn text(item: &Value, key: &str, default: &str) -> String {
+    match item.get(key) {
+        None | Some(Value::Null) => default.to_owned(),
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+#[test]
+fn link_json_matches_ip() {
+    let ns = namespace();
+    let ours = our_json(&ns, &["link"]);
+    let theirs = ip_json(&ns, &["link", "show"]);
+    let key = |link: &Value| {
+        [
+            "ifindex",
+            "ifname",
+            "mtu",
+            "operstate",
+            "link_type",
+            "address",
+            "flags",
+        ]
+        .map(|field| text(link, field, "-"))
+        .join(" ")
+    };
+    let ours: BTreeSet<String> = ours.iter().map(key).collect();
+    let theirs: BTreeSet<String> = theirs.iter().map(key).collect();
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.len(), 3, "lo, veth0, veth1: {ours:?}");
+}
+
+#[test]
+fn link_table_and_terse() {
+    let ns = namespace();
+    let run = nm(&["--netns", ns.name(), "link", "show", "veth0"]);
+    let lines: Vec<&str> = run.ok().lines().collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].starts_with("INDEX  NAME   STATE"), "{lines:?}");
+    assert!(
+        lines[1].contains("veth0") && lines[1].contains("veth") && lines[1].contains("UP"),
+        "{lines:?}"
+    );
+
+    let run = nm(&[
+        "-t",
+        "-f",
+        "NAME,STATE,ADDRESS",
+        "--netns",
+        ns.name(),
+        "link",
+        "show",
+        "dev",
+        "lo",
+    ]);
+    assert_eq!(run.ok(), "lo:UNKNOWN:00\\:00\\:00\\:00\\:00\\:00\n");
+}
+
+#[test]
+fn addr_json_matches_ip() {
+    let ns = namespace();
+    for family in [None, Some("-4"), Some("-6")] {
+        let mut args = vec!["addr", "show"];
+        let mut ip_args = vec!["addr", "show"];
+        if let Some(family) = family {
+            args.push(family);
+            ip_args.insert(0, family);
+        }
+        let ours: BTreeSet<String> = our_json(&ns, &args)
+            .iter()
+            .map(|addr| {
+                ["ifname", "family", "local", "prefixlen", "scope"]
+                    .map(|key| text(addr, key, "-"))
+                    .join(" ")
+            })
+            .collect();
+        let mut theirs = BTreeSet::new();
+        for link in ip_json(&ns, &ip_args) {
+            for addr in link["addr_info"].as_array().into_iter().flatten() {
+                let ifname = text(&link, "ifname", "-");
+                theirs.insert(format!(
+                    "{ifname} {}",
+                    ["family", "local", "prefixlen", "scope"]
+                        .map(|key| text(addr, key, "-"))
+                        .join(" ")
+                ));
+            }
+        }
+        assert_eq!(ours, theirs, "family {family:?}");
+    }
+    let run = nm(&["--netns", ns.name(), "addr", "show", "dev", "veth1", "-4"]);
+    let out = run.ok();
+    assert!(out.starts_with("INDEX  DEV    FAMILY  ADDRESS"), "{out}");
+    assert!(
+        out.contains("192.0.2.2") && !out.contains("192.0.2.1 "),
+        "{out}"
+    );
+}
+
+/// A route as `ip -j route` describes it, with the fields `ip` leaves out filled in: its
+/// defaults (table main, protocol boot, type unicast, metric 0), and the value of each
+/// selector the command line gave (`ip` does not repeat `table 100` or `dev veth0`).
+fn route_key(route: &Value, selectors: &[&str]) -> String {
+    let given = |keyword: &str, default: &'static str| -> String {
+        match selectors.iter().position(|word| *word == keyword) {
+            Some(idx) if selectors[idx + 1] != "all" => selectors[idx + 1].to_owned(),
+            _ => default.to_owned(),
+        }
+    };
+    [
+        text(route, "type", &given("type", "unicast")),
+        text(route, "dst", "-"),
+        text(route, "gateway", "-"),
+        text(route, "dev", &given("dev", "-")),
+        text(route, "table", &given("table", "main")),
+        text(route, "protocol", &given("proto", "boot")),
+        text(route, "metric", "0"),
+    ]
+    .join(" ")
+}
+
+#[test]
+fn route_json_matches_ip_with_each_filter() {
+    let ns = namespace();
+    let cases: &[&[&str]] = &[
+        &["-4", "route", "show"],
+        &["-6", "route", "show"],
+        &["-4", "route", "show", "table", "all"],
+        &["-6", "route", "show", "table", "all"],
+        &["route", "show", "table", "100"],
+        &["route", "show", "table", "100", "dev", "veth0"],
+        &["route", "show", "table", "100", "proto", "bird"],
+        &["route", "show", "table", "100", "type", "blackhole"],
+        &["-4", "route", "show", "table", "local"],
+        &["-4", "route", "show", "dev", "veth0"],
+    ];
+    for args in cases {
+        let ours: BTreeSet<String> = our_json(&ns, args)
+            .iter()
+            .map(|route| route_key(route, args))
+            .collect();
+        let theirs: BTreeSet<String> = ip_json(&ns, args)
+            .iter()
+            .map(|route| route_key(route, args))
+            .collect();
+        assert_eq!(ours, theirs, "{args:?}");
+        assert!(!ours.is_empty(), "{args:?}");
+    }
+    // Without `show`, as `ip` allows.
+    let without_show = our_json(&ns, &["route", "table", "100"]);
+    assert_eq!(without_show.len(), 3, "{without_show:?}");
+}
+
+#[test]
+fn route_table_for_people() {
+    let ns = namespace();
+    let run = nm(&[
+        "--netns",
+        ns.name(),
+        "route",
+        "show",
+        "table",
+        "100",
+        "proto",
+        "static",
+    ]);
+    let out = run.ok();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].starts_with("TYPE     DST"), "{out}");
+    for word in ["unicast", "203.0.113.0/24", "veth0", "100", "static", "10"] {
+        assert!(
+            lines[1].split_whitespace().any(|w| w == word),
+            "{word} missing: {out}"
+        );
+    }
+}
+
+#[test]
+fn rule_json_matches_ip() {
+    let ns = namespace();
+    // `ip -j` splits a prefix into `src` and `srclen`; netmirror's `src` is the prefix as
+    // `ip rule` prints it.
+    let key = |rule: &Value| {
+        let src = match rule.get("srclen") {
+            Some(len) => format!("{}/{len}", text(rule, "src", "-")),
+            None => text(rule, "src", "-"),
+        };
+        format!(
+            "{} {src} {}",
+            text(rule, "priority", "-"),
+            text(rule, "table", "-")
+        )
+    };
+    let ours: BTreeSet<String> = our_json(&ns, &["rule", "-4"]).iter().map(key).collect();
+    let theirs: BTreeSet<String> = ip_json(&ns, &["rule", "show"]).iter().map(key).collect();
+    assert_eq!(ours, theirs);
+    assert!(ours.contains("100 192.0.2.0/24 100"), "{ours:?}");
+}
+
+#[test]
+fn missing_namespace_is_its_own_error() {
+    let stderr = nm(&["--netns", "nmx-does-not-exist", "link"])
+        .fails(1)
+        .to_owned();
+    assert_eq!(
+        stderr,
+        "netmirror: network namespace nmx-does-not-exist does not exist (see `ip netns list`)\n"
+    );
+}
+
+#[test]
+fn missing_device_is_an_error() {
+    let ns = NetNs::new().expect("namespace");
+    let stderr = nm(&["--netns", ns.name(), "addr", "show", "dev", "nope0"])
+        .fails(1)
+        .to_owned();
+    assert_eq!(stderr, "netmirror: cannot find device \"nope0\"\n");
+}
+
+#[test]
+fn unknown_table_name_is_a_usage_error() {
+    let ns = NetNs::new().expect("namespace");
+    let stderr = nm(&["--netns", ns.name(), "route", "show", "table", "nosuch"])
+        .fails(2)
+        .to_owned();
+    assert!(stderr.contains("unknown table `nosuch`"), "{stderr}");
+}

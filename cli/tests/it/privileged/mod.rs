@@ -1,0 +1,6 @@
+//! End-to-end tests that need root: the binary against throwaway network namespaces
+//! (`NetNs` of `netmirror-platform`) and a sandboxed NetworkManager on a private bus
+//! (`NetworkManagerDaemon` of `netmirror-client-cache`). Every JSON output is compared with
+//! what `ip -j` or `nmcli -t` say about the same state.
+
+mod kernel;
