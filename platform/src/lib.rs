@@ -2,6 +2,7 @@
 //! over rtnetlink: NetworkManager's platform cache in Rust.
 
 mod addr;
+mod cache;
 mod error;
 mod link;
 mod netns;
@@ -13,6 +14,10 @@ mod socket;
 mod wire;
 
 pub use addr::{Address, AddressId, LIFETIME_FOREVER};
+pub use cache::{
+    AddressesByIfindex, Cache, Change, DefaultRoutes, Event, RoutesByIfindex, RoutesByWeakId, Stats,
+    WEAK_ID_BUCKETS,
+};
 pub use error::{Error, KernelError, Result};
 pub use link::{IFF_LOWER_UP, IFF_UP, Link};
 pub use netns::Netns;

@@ -173,34 +173,63 @@ pub struct Route {
 /// What identifies a route in the kernel's table, for deduplication of events.
 ///
 /// Two routes with the same id are the same kernel entry; their other attributes may differ
-/// (a replace).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RouteId {
-    family: Family,
-    table: u32,
-    dst: IpAddr,
-    dst_len: u8,
-    src: Option<IpAddr>,
-    src_len: u8,
-    tos: u8,
-    priority: u32,
-    /// IPv4 keeps several routes per prefix (`ip route append`); they differ in next hop.
-    oif: u32,
-    gateway: Option<IpAddr>,
-    kind: u8,
+/// (a replace). IPv4 keeps several routes per prefix (`ip route append`), told apart by next
+/// hop and type, so those are part of the id. It is small and cheap to compute: the cache
+/// computes it on every lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RouteId(IdInner);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum IdInner {
+    V4 {
+        table: u32,
+        priority: u32,
+        oif: u32,
+        dst: [u8; 4],
+        gateway: [u8; 4],
+        /// Prefix length, TOS, type, and whether there is a gateway.
+        small: [u8; 4],
+    },
+    V6 {
+        table: u32,
+        priority: u32,
+        oif: u32,
+        dst: [u8; 16],
+        src: [u8; 16],
+        gateway: [u8; 16],
+        /// Prefix length, source prefix length, type, and whether there is a gateway.
+        small: [u8; 4],
+    },
 }
 
-/// A route's "weak id": the prefix key the kernel replaces on `NLM_F_REPLACE`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// A route's "weak id": the prefix key the kernel replaces on `NLM_F_REPLACE` (table,
+/// destination, source, TOS, metric).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RouteWeakId {
-    family: Family,
     table: u32,
-    dst: IpAddr,
-    dst_len: u8,
-    src: Option<IpAddr>,
-    src_len: u8,
-    tos: u8,
     priority: u32,
+    dst: [u8; 16],
+    src: [u8; 16],
+    /// Family, prefix length, source prefix length, TOS.
+    small: [u8; 4],
+}
+
+impl RouteWeakId {
+    /// A hash that is the same in every process (unlike `Hash` with a random state).
+    pub fn stable_hash(&self) -> u64 {
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut hash = u64::from(self.table) << 32 | u64::from(self.priority);
+        let mut mix = |word: u64| {
+            hash = (hash ^ word).wrapping_mul(K).rotate_left(29);
+        };
+        for chunk in self.dst.chunks_exact(8).chain(self.src.chunks_exact(8)) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            mix(u64::from_ne_bytes(word));
+        }
+        mix(u64::from(u32::from_ne_bytes(self.small)));
+        hash ^ (hash >> 31)
+    }
 }
 
 impl Route {
@@ -434,33 +463,66 @@ impl Route {
 
     /// The kernel's identity of this route.
     pub fn id(&self) -> RouteId {
-        let first_hop = self.multipath().first();
-        RouteId {
-            family: self.family(),
-            table: self.table,
-            dst: self.dst(),
-            dst_len: self.dst_len,
-            src: self.src().map(|(addr, _)| addr),
-            src_len: self.src().map_or(0, |(_, len)| len),
-            tos: self.tos,
-            priority: self.priority,
-            oif: self.oif().or(first_hop.map(|hop| hop.ifindex)).unwrap_or(0),
-            gateway: self.gateway().or(first_hop.and_then(|hop| hop.gateway)),
-            kind: self.kind,
+        let first_hop = match &self.extra {
+            Some(extra) if self.bits & (HAS_OIF | HAS_GATEWAY) != (HAS_OIF | HAS_GATEWAY) => {
+                extra.multipath.first()
+            }
+            _ => None,
+        };
+        let oif = if self.bits & HAS_OIF != 0 {
+            self.oif
+        } else {
+            first_hop.map_or(0, |hop| hop.ifindex)
+        };
+        let gateway = self
+            .gateway()
+            .or_else(|| first_hop.and_then(|hop| hop.gateway));
+        let has_gateway = u8::from(gateway.is_some());
+        match &self.extra {
+            Some(extra) if self.bits & V6 != 0 => RouteId(IdInner::V6 {
+                table: self.table,
+                priority: self.priority,
+                oif,
+                dst: extra.v6[0].octets(),
+                src: extra.v6[3].octets(),
+                gateway: match gateway {
+                    Some(IpAddr::V6(gw)) => gw.octets(),
+                    _ => [0; 16],
+                },
+                small: [self.dst_len, extra.src_len, self.kind, has_gateway],
+            }),
+            _ => RouteId(IdInner::V4 {
+                table: self.table,
+                priority: self.priority,
+                oif,
+                dst: self.v4[0],
+                gateway: match gateway {
+                    Some(IpAddr::V4(gw)) => gw.octets(),
+                    _ => [0; 4],
+                },
+                small: [self.dst_len, self.tos, self.kind, has_gateway],
+            }),
         }
     }
 
     /// The prefix key that `NLM_F_REPLACE` replaces.
     pub fn weak_id(&self) -> RouteWeakId {
+        let (dst, src, src_len) = match &self.extra {
+            Some(extra) if self.bits & V6 != 0 => {
+                (extra.v6[0].octets(), extra.v6[3].octets(), extra.src_len)
+            }
+            extra => {
+                let mut dst = [0; 16];
+                dst[..4].copy_from_slice(&self.v4[0]);
+                (dst, [0; 16], extra.as_ref().map_or(0, |extra| extra.src_len))
+            }
+        };
         RouteWeakId {
-            family: self.family(),
             table: self.table,
-            dst: self.dst(),
-            dst_len: self.dst_len,
-            src: self.src().map(|(addr, _)| addr),
-            src_len: self.src().map_or(0, |(_, len)| len),
-            tos: self.tos,
             priority: self.priority,
+            dst,
+            src,
+            small: [self.family().af(), self.dst_len, src_len, self.tos],
         }
     }
 

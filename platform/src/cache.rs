@@ -1,0 +1,859 @@
+//! [`Cache`]: links, addresses, routes and rules of one namespace, loaded by dumps into
+//! dedup indexes and kept in sync by the rtnetlink multicast groups.
+//!
+//! The cache is driven by its user: nothing runs in the background. [`Cache::poll`] waits
+//! for the event socket, applies a bounded number of datagrams and returns the changes, each
+//! with its old and new object. The only queue between the kernel and the user is the
+//! socket's own receive buffer, so memory stays bounded whatever the user's pace; when that
+//! buffer overflows (ENOBUFS), the cache resyncs by mark, dump and sweep once the storm has
+//! calmed, and reports the differences as ordinary changes.
+
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use netmirror_dedup_index as dedup;
+use dedup::{DedupIndex, IndexHandle, IndexType, Object, Placement, Primary};
+
+use crate::addr::{Address, AddressId};
+use crate::error::{Error, Result};
+use crate::link::{IFF_UP, Link};
+use crate::platform::{Config, DumpReport, Platform, Step};
+use crate::route::{Family, Route, RouteId, RouteWeakId};
+use crate::rule::Rule;
+use crate::socket::{NlSocket, RcvbufOutcome};
+use crate::wire::{self, Msg, MsgWriter, Msgs};
+
+const RTNLGRP_LINK: u32 = 1;
+const RTNLGRP_IPV4_IFADDR: u32 = 5;
+const RTNLGRP_IPV4_ROUTE: u32 = 7;
+const RTNLGRP_IPV4_RULE: u32 = 8;
+const RTNLGRP_IPV6_IFADDR: u32 = 9;
+const RTNLGRP_IPV6_ROUTE: u32 = 11;
+const RTNLGRP_IPV6_RULE: u32 = 19;
+
+/// `RTM_F_CLONED`: a route cache entry, not a route of a table.
+const RTM_F_CLONED: u32 = 0x200;
+
+/// At most this many datagrams are applied per [`Cache::poll`] (bounds the events returned).
+const POLL_BUDGET: usize = 64;
+
+/// The longest back-off between an overflow and its resync.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// A change of one object: what it was and what it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Change<T> {
+    /// A new object.
+    Added(Arc<T>),
+    /// An object that is gone.
+    Removed(Arc<T>),
+    /// The same kernel object (same id) with new attributes.
+    Replaced {
+        /// The object before.
+        old: Arc<T>,
+        /// The object now.
+        new: Arc<T>,
+    },
+}
+
+impl<T> Change<T> {
+    /// The object before the change, if it existed.
+    pub fn old(&self) -> Option<&Arc<T>> {
+        match self {
+            Change::Added(_) => None,
+            Change::Removed(old) | Change::Replaced { old, .. } => Some(old),
+        }
+    }
+
+    /// The object after the change, if it still exists.
+    pub fn new_obj(&self) -> Option<&Arc<T>> {
+        match self {
+            Change::Removed(_) => None,
+            Change::Added(new) | Change::Replaced { new, .. } => Some(new),
+        }
+    }
+
+    fn from_dedup(change: dedup::Change<T>) -> Option<Self> {
+        match change {
+            dedup::Change::Added(new) => Some(Change::Added(new)),
+            dedup::Change::Replaced { old, new } => Some(Change::Replaced { old, new }),
+            _ => None,
+        }
+    }
+}
+
+/// Something the cache reports from [`Cache::poll`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A link changed.
+    Link(Change<Link>),
+    /// An address changed.
+    Address(Change<Address>),
+    /// A route changed.
+    Route(Change<Route>),
+    /// A rule changed.
+    Rule(Change<Rule>),
+    /// The receive buffer overflowed (ENOBUFS): events were lost; a resync is scheduled.
+    Overrun,
+    /// A resync finished; the changes it found were reported just before this event.
+    Resynced {
+        /// How many changes the resync found.
+        n_changes: usize,
+        /// How many of its dumps were interrupted and redone.
+        n_interrupted: u32,
+    },
+}
+
+/// Counters for diagnostics and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Messages applied from the event socket.
+    pub n_messages: u64,
+    /// Times the event socket overflowed (ENOBUFS).
+    pub n_overruns: u64,
+    /// Full resyncs done.
+    pub n_resyncs: u64,
+    /// Dumps redone because they were interrupted (NLM_F_DUMP_INTR).
+    pub n_dump_retries: u64,
+    /// Datagrams dropped because their sender was not the kernel.
+    pub n_foreign: u64,
+    /// Messages that could not be parsed (traced and skipped).
+    pub n_malformed: u64,
+}
+
+/// Routes by output interface (the first next hop's for multipath routes).
+#[derive(Debug, Clone, Copy)]
+pub struct RoutesByIfindex;
+/// Default routes only (prefix length 0), all in one list.
+#[derive(Debug, Clone, Copy)]
+pub struct DefaultRoutes;
+/// Routes by weak id (see [`Route::weak_id`]), to find what a replace hits.
+///
+/// To keep memory flat, the partitions are buckets of a hash of the weak id
+/// ([`WEAK_ID_BUCKETS`] of them): a lookup walks one bucket (a few routes even at 1M) and
+/// compares weak ids.
+#[derive(Debug, Clone, Copy)]
+pub struct RoutesByWeakId;
+
+/// The number of buckets of [`RoutesByWeakId`].
+pub const WEAK_ID_BUCKETS: u32 = 1 << 12;
+/// Addresses by interface.
+#[derive(Debug, Clone, Copy)]
+pub struct AddressesByIfindex;
+
+impl Object for Link {
+    type Id = u32;
+    fn id(&self) -> u32 {
+        self.ifindex()
+    }
+}
+
+impl Object for Address {
+    type Id = AddressId;
+    fn id(&self) -> AddressId {
+        Address::id(self)
+    }
+}
+
+impl Object for Route {
+    type Id = RouteId;
+    fn id(&self) -> RouteId {
+        Route::id(self)
+    }
+}
+
+impl Object for Rule {
+    type Id = Rule;
+    fn id(&self) -> Rule {
+        self.clone()
+    }
+}
+
+impl IndexType<Route> for RoutesByIfindex {
+    type Partition = u32;
+    fn partition(&self, route: &Route) -> Option<u32> {
+        route.ifindexes().next()
+    }
+}
+
+impl IndexType<Route> for DefaultRoutes {
+    type Partition = ();
+    fn partition(&self, route: &Route) -> Option<()> {
+        route.is_default().then_some(())
+    }
+}
+
+impl IndexType<Route> for RoutesByWeakId {
+    type Partition = u32;
+    fn partition(&self, route: &Route) -> Option<u32> {
+        Some(weak_bucket(&route.weak_id()))
+    }
+}
+
+impl IndexType<Address> for AddressesByIfindex {
+    type Partition = u32;
+    fn partition(&self, addr: &Address) -> Option<u32> {
+        Some(addr.ifindex())
+    }
+}
+
+/// The bucket of a weak id: a deterministic hash (partition keys must be pure functions of
+/// the object).
+fn weak_bucket(weak: &RouteWeakId) -> u32 {
+    (weak.stable_hash() % u64::from(WEAK_ID_BUCKETS)) as u32
+}
+
+#[derive(Debug)]
+struct Resync {
+    pending: bool,
+    first_overrun: Option<Instant>,
+    last_overrun: Option<Instant>,
+    backoff: Duration,
+    initial_backoff: Duration,
+}
+
+/// The kinds of objects a dump fills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Links,
+    Addresses,
+    Routes,
+    Rules,
+}
+
+/// A live cache of one namespace's links, addresses, routes (all tables, both families) and
+/// rules.
+///
+/// ```no_run
+/// use netmirror_platform::{Cache, Config, Event, Netns};
+/// use std::time::Duration;
+///
+/// let mut cache = Cache::open(Config::new().with_netns(Netns::name("blue")))?;
+/// println!("{} routes", cache.routes().count());
+/// let mut events = Vec::new();
+/// loop {
+///     cache.poll(Some(Duration::from_secs(1)), &mut events)?;
+///     for event in events.drain(..) {
+///         if let Event::Route(change) = event {
+///             println!("{:?} -> {:?}", change.old(), change.new_obj());
+///         }
+///     }
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Cache {
+    platform: Platform,
+    events: NlSocket,
+    rcvbuf: RcvbufOutcome,
+    links: DedupIndex<Link>,
+    addresses: DedupIndex<Address>,
+    routes: DedupIndex<Route>,
+    rules: DedupIndex<Rule>,
+    routes_by_ifindex: IndexHandle<RoutesByIfindex>,
+    default_routes: IndexHandle<DefaultRoutes>,
+    routes_by_weak_id: IndexHandle<RoutesByWeakId>,
+    addresses_by_ifindex: IndexHandle<AddressesByIfindex>,
+    resync: Resync,
+    /// Interfaces whose routes the kernel may have flushed without telling (link down,
+    /// address removed): their routes are dumped again at the end of the poll.
+    suspect_ifindexes: Vec<u32>,
+    stats: Stats,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("n_links", &self.links.len())
+            .field("n_addresses", &self.addresses.len())
+            .field("n_routes", &self.routes.len())
+            .field("n_rules", &self.rules.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Cache {
+    /// Opens the sockets as `config` says, subscribes to the multicast groups, then loads
+    /// everything with dumps. Events that happen during the load are applied by the first
+    /// [`Cache::poll`].
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub fn open(config: Config) -> Result<Self> {
+        let events = config.netns.run_in(NlSocket::open)?;
+        let rcvbuf = events.set_rcvbuf(config.rcvbuf);
+        for group in [
+            RTNLGRP_LINK,
+            RTNLGRP_IPV4_IFADDR,
+            RTNLGRP_IPV6_IFADDR,
+            RTNLGRP_IPV4_ROUTE,
+            RTNLGRP_IPV6_ROUTE,
+            RTNLGRP_IPV4_RULE,
+            RTNLGRP_IPV6_RULE,
+        ] {
+            events.add_membership(group)?;
+        }
+        let backoff = config.resync_backoff;
+        let platform = Platform::open(config)?;
+        let mut routes = DedupIndex::new();
+        let routes_by_ifindex = routes.add_index(RoutesByIfindex);
+        let default_routes = routes.add_index(DefaultRoutes);
+        let routes_by_weak_id = routes.add_index(RoutesByWeakId);
+        let mut addresses = DedupIndex::new();
+        let addresses_by_ifindex = addresses.add_index(AddressesByIfindex);
+        let mut cache = Cache {
+            platform,
+            events,
+            rcvbuf,
+            links: DedupIndex::new(),
+            addresses,
+            routes,
+            rules: DedupIndex::new(),
+            routes_by_ifindex,
+            default_routes,
+            routes_by_weak_id,
+            addresses_by_ifindex,
+            resync: Resync {
+                pending: false,
+                first_overrun: None,
+                last_overrun: None,
+                backoff,
+                initial_backoff: backoff,
+            },
+            suspect_ifindexes: Vec::new(),
+            stats: Stats::default(),
+        };
+        let mut discard = Vec::new();
+        cache.load_all(&mut discard)?;
+        Ok(cache)
+    }
+
+    /// The platform the cache uses for its dumps: run queries and batches on it.
+    pub fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
+    /// What the event socket's receive buffer request achieved.
+    pub fn rcvbuf(&self) -> RcvbufOutcome {
+        self.rcvbuf
+    }
+
+    /// Counters for diagnostics.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            n_foreign: self.events.n_foreign,
+            ..self.stats
+        }
+    }
+
+    /// True while a resync is scheduled (after an overflow, waiting for the storm to calm).
+    pub fn resync_pending(&self) -> bool {
+        self.resync.pending
+    }
+
+    /// The event socket's netlink port id.
+    pub fn port(&self) -> u32 {
+        self.events.port()
+    }
+
+    /// All links, in kernel order.
+    pub fn links(&self) -> impl Iterator<Item = &Arc<Link>> {
+        self.links.iter()
+    }
+
+    /// The link with this index.
+    pub fn link(&self, ifindex: u32) -> Option<&Arc<Link>> {
+        self.links.get(&ifindex)
+    }
+
+    /// The link with this name.
+    pub fn link_by_name(&self, name: &str) -> Option<&Arc<Link>> {
+        self.links.iter().find(|link| link.name() == name)
+    }
+
+    /// All addresses, in kernel order.
+    pub fn addresses(&self) -> impl Iterator<Item = &Arc<Address>> {
+        self.addresses.iter()
+    }
+
+    /// The addresses of one interface.
+    pub fn addresses_of(&self, ifindex: u32) -> impl Iterator<Item = &Arc<Address>> {
+        self.addresses
+            .partition(self.addresses_by_ifindex, &ifindex)
+            .into_iter()
+            .flatten()
+    }
+
+    /// All routes (every table, both families), in kernel order.
+    pub fn routes(&self) -> impl Iterator<Item = &Arc<Route>> {
+        self.routes.iter()
+    }
+
+    /// The routes going out of one interface (by their first next hop).
+    pub fn routes_of(&self, ifindex: u32) -> impl Iterator<Item = &Arc<Route>> {
+        self.routes
+            .partition(self.routes_by_ifindex, &ifindex)
+            .into_iter()
+            .flatten()
+    }
+
+    /// The default routes of every table.
+    pub fn default_routes(&self) -> impl Iterator<Item = &Arc<Route>> {
+        self.routes
+            .partition(self.default_routes, &())
+            .into_iter()
+            .flatten()
+    }
+
+    /// The routes with this weak id (the kernel's prefix key).
+    pub fn routes_with_weak_id<'a>(
+        &'a self,
+        weak: &'a RouteWeakId,
+    ) -> impl Iterator<Item = &'a Arc<Route>> + 'a {
+        self.routes
+            .partition(self.routes_by_weak_id, &weak_bucket(weak))
+            .into_iter()
+            .flatten()
+            .filter(move |route| route.weak_id() == *weak)
+    }
+
+    /// The route with this id.
+    pub fn route(&self, id: &RouteId) -> Option<&Arc<Route>> {
+        self.routes.get(id)
+    }
+
+    /// All rules, in kernel order.
+    pub fn rules(&self) -> impl Iterator<Item = &Arc<Rule>> {
+        self.rules.iter()
+    }
+
+    /// The number of links, addresses, routes and rules held.
+    pub fn len(&self) -> (usize, usize, usize, usize) {
+        (
+            self.links.len(),
+            self.addresses.len(),
+            self.routes.len(),
+            self.rules.len(),
+        )
+    }
+
+    /// Waits up to `timeout` (`None`: forever) for events, applies what arrived (at most a
+    /// bounded number of datagrams) and appends the resulting events to `out`. Also runs a
+    /// scheduled resync once the socket is quiet and the back-off has passed. Returns the
+    /// number of events appended; 0 when the timeout expired.
+    pub fn poll(&mut self, timeout: Option<Duration>, out: &mut Vec<Event>) -> Result<usize> {
+        let before = out.len();
+        let timeout = match self.resync_deadline() {
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                Some(timeout.map_or(left, |t| t.min(left)))
+            }
+            None => timeout,
+        };
+        let mut quiet = false;
+        for round in 0..POLL_BUDGET {
+            let nonblocking = round > 0 || timeout == Some(Duration::ZERO);
+            if !nonblocking {
+                // SO_RCVTIMEO: zero means forever, so clamp to a microsecond.
+                let wait = timeout.map(|t| t.max(Duration::from_micros(1)));
+                self.events.set_timeout(wait)?;
+            }
+            match self.events.recv(nonblocking) {
+                Ok(Some(datagram)) => {
+                    let datagram = datagram.to_vec();
+                    self.apply_datagram(&datagram, out);
+                }
+                Ok(None) => {
+                    quiet = true;
+                    break;
+                }
+                Err(Error::Overrun) => self.note_overrun(out),
+                Err(err) => return Err(err),
+            }
+        }
+        self.refresh_suspects(out)?;
+        if self.resync.pending && self.resync_due(quiet) {
+            self.run_resync(out)?;
+        }
+        Ok(out.len() - before)
+    }
+
+    /// Resyncs everything now (mark, dump, sweep), reporting the differences as events.
+    pub fn resync(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        self.run_resync(out)
+    }
+
+    fn note_overrun(&mut self, out: &mut Vec<Event>) {
+        let now = Instant::now();
+        self.stats.n_overruns += 1;
+        tracing::warn!(
+            n_overruns = self.stats.n_overruns,
+            "netlink receive buffer overflowed, events lost: resync scheduled"
+        );
+        if self.resync.pending {
+            // Still storming: wait longer before dumping.
+            self.resync.backoff = (self.resync.backoff * 2).min(MAX_BACKOFF);
+        }
+        self.resync.pending = true;
+        self.resync.first_overrun.get_or_insert(now);
+        self.resync.last_overrun = Some(now);
+        out.push(Event::Overrun);
+    }
+
+    fn resync_deadline(&self) -> Option<Instant> {
+        if !self.resync.pending {
+            return None;
+        }
+        Some(self.resync.last_overrun? + self.resync.backoff)
+    }
+
+    /// A resync runs once the socket has been quiet and the back-off since the last overflow
+    /// has passed, or at the latest 10 back-offs after the first overflow.
+    fn resync_due(&self, quiet: bool) -> bool {
+        let now = Instant::now();
+        let calm = self
+            .resync_deadline()
+            .is_some_and(|deadline| now >= deadline);
+        let overdue = self
+            .resync
+            .first_overrun
+            .is_some_and(|first| now >= first + self.resync.backoff * 10);
+        (quiet && calm) || overdue
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    fn run_resync(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        let before = out.len();
+        let retries_before = self.stats.n_dump_retries;
+        self.load_all(out)?;
+        self.stats.n_resyncs += 1;
+        let n_changes = out.len() - before;
+        let n_interrupted = (self.stats.n_dump_retries - retries_before) as u32;
+        tracing::info!(n_changes, n_interrupted, "resync done");
+        out.push(Event::Resynced {
+            n_changes,
+            n_interrupted,
+        });
+        let calm_since_last = self
+            .resync
+            .last_overrun
+            .is_some_and(|last| last.elapsed() >= self.resync.backoff * 4);
+        if calm_since_last {
+            self.resync.backoff = self.resync.initial_backoff;
+        }
+        self.resync.pending = false;
+        self.resync.first_overrun = None;
+        Ok(())
+    }
+
+    fn load_all(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        for kind in [
+            Kind::Links,
+            Kind::Addresses,
+            Kind::Routes,
+            Kind::Rules,
+        ] {
+            self.load(kind, None, out)?;
+        }
+        Ok(())
+    }
+
+    /// Dump, mark, insert, sweep for one kind of object; for routes optionally only those of
+    /// one interface (a filtered dump when the kernel allows it). The dump is collected first
+    /// so the index can reserve room once and the mark covers exactly the insertion.
+    fn load(&mut self, kind: Kind, ifindex: Option<u32>, out: &mut Vec<Event>) -> Result<()> {
+        match kind {
+            Kind::Links => {
+                let links = self.dump_kind(kind, None, |payload| Link::parse(payload))?;
+                sync_index(&mut self.links, None::<(IndexHandle<Primary>, ())>, links, Event::Link, out);
+            }
+            Kind::Addresses => {
+                let addrs = self.dump_kind(kind, None, |payload| Address::parse(payload))?;
+                sync_index(&mut self.addresses, None::<(IndexHandle<Primary>, ())>, addrs, Event::Address, out);
+            }
+            Kind::Routes => {
+                let routes = self.dump_kind(kind, ifindex, |payload| {
+                    Ok(Route::parse(payload)?
+                        .filter(|route| route.flags() & RTM_F_CLONED == 0)
+                        .filter(|route| ifindex.is_none_or(|i| route.ifindexes().next() == Some(i))))
+                })?;
+                let partition = ifindex.map(|ifindex| (self.routes_by_ifindex, ifindex));
+                sync_index(&mut self.routes, partition, routes, Event::Route, out);
+            }
+            Kind::Rules => {
+                let rules = self.dump_kind(kind, None, |payload| Rule::parse(payload))?;
+                sync_index(&mut self.rules, None::<(IndexHandle<Primary>, ())>, rules, Event::Rule, out);
+            }
+        }
+        Ok(())
+    }
+
+    /// Dumps one kind of object into a `Vec`, in kernel order, redoing interrupted dumps.
+    /// Malformed messages are traced, counted and skipped.
+    fn dump_kind<T>(
+        &mut self,
+        kind: Kind,
+        ifindex: Option<u32>,
+        parse: impl Fn(&[u8]) -> Result<Option<T>>,
+    ) -> Result<Vec<T>> {
+        let strict = self.platform.strict_check();
+        let mut objs = Vec::new();
+        let mut n_malformed = 0u64;
+        let report: DumpReport = self.platform.dump_retry(
+            |buf, seq| emit_dump(buf, seq, kind, ifindex, strict),
+            |step| {
+                match step {
+                    Step::Restart => objs.clear(),
+                    Step::Msg(msg) => match parse(msg.payload) {
+                        Ok(Some(obj)) => objs.push(obj),
+                        Ok(None) => {}
+                        Err(err) => {
+                            n_malformed += 1;
+                            tracing::warn!(%err, ?kind, "skipped a malformed dump message");
+                        }
+                    },
+                }
+                Ok(())
+            },
+        )?;
+        self.stats.n_malformed += n_malformed;
+        self.stats.n_dump_retries += u64::from(report.n_interrupted);
+        Ok(objs)
+    }
+
+    fn apply_datagram(&mut self, datagram: &[u8], out: &mut Vec<Event>) {
+        for msg in Msgs::new(datagram) {
+            match msg {
+                Ok(msg) => {
+                    self.stats.n_messages += 1;
+                    if let Err(err) = self.apply(&msg, out) {
+                        self.stats.n_malformed += 1;
+                        tracing::warn!(%err, kind = msg.kind, "skipped a malformed event");
+                    }
+                }
+                Err(err) => {
+                    // The rest of the datagram is lost: resync to be sure.
+                    self.stats.n_malformed += 1;
+                    tracing::warn!(%err, "malformed datagram on the event socket, resync scheduled");
+                    self.resync.pending = true;
+                    self.resync.last_overrun.get_or_insert(Instant::now());
+                }
+            }
+        }
+    }
+
+    fn apply(&mut self, msg: &Msg<'_>, out: &mut Vec<Event>) -> Result<()> {
+        match msg.kind {
+            wire::RTM_NEWLINK => {
+                let Some(link) = Link::parse(msg.payload)? else {
+                    return Ok(());
+                };
+                let ifindex = link.ifindex();
+                if let Some(event) = upsert(&mut self.links, link, Event::Link) {
+                    if let Event::Link(Change::Replaced { old, new }) = &event
+                        && old.flags() & IFF_UP != 0
+                        && new.flags() & IFF_UP == 0
+                    {
+                        // Going down flushes IPv4 routes without notifications.
+                        self.suspect_ifindexes.push(ifindex);
+                    }
+                    out.push(event);
+                }
+            }
+            wire::RTM_DELLINK => {
+                let Some(link) = Link::parse(msg.payload)? else {
+                    return Ok(());
+                };
+                let ifindex = link.ifindex();
+                // Its routes go without notifications; its addresses are announced, but drop
+                // any left so the cache never points at a missing link.
+                if let Ok(n) = self.routes.mark_partition(self.routes_by_ifindex, &ifindex)
+                    && n > 0
+                {
+                    let removed = self
+                        .routes
+                        .sweep_partition(self.routes_by_ifindex, &ifindex)
+                        .unwrap_or_default();
+                    out.extend(removed.into_iter().map(|r| Event::Route(Change::Removed(r))));
+                }
+                if let Ok(n) = self
+                    .addresses
+                    .mark_partition(self.addresses_by_ifindex, &ifindex)
+                    && n > 0
+                {
+                    let removed = self
+                        .addresses
+                        .sweep_partition(self.addresses_by_ifindex, &ifindex)
+                        .unwrap_or_default();
+                    out.extend(removed.into_iter().map(|a| Event::Address(Change::Removed(a))));
+                }
+                if let Some(old) = self.links.remove(&ifindex) {
+                    out.push(Event::Link(Change::Removed(old)));
+                }
+            }
+            wire::RTM_NEWADDR => {
+                if let Some(addr) = Address::parse(msg.payload)?
+                    && let Some(event) = upsert(&mut self.addresses, addr, Event::Address)
+                {
+                    out.push(event);
+                }
+            }
+            wire::RTM_DELADDR => {
+                if let Some(addr) = Address::parse(msg.payload)? {
+                    if let Some(old) = self.addresses.remove(&addr.id()) {
+                        out.push(Event::Address(Change::Removed(old)));
+                    }
+                    // Routes using it as preferred source go without notifications.
+                    if addr.family() == Family::V4 {
+                        self.suspect_ifindexes.push(addr.ifindex());
+                    }
+                }
+            }
+            wire::RTM_NEWROUTE => {
+                if let Some(route) = Route::parse(msg.payload)?
+                    && route.flags() & RTM_F_CLONED == 0
+                {
+                    self.apply_new_route(route, msg.flags, out);
+                }
+            }
+            wire::RTM_DELROUTE => {
+                if let Some(route) = Route::parse(msg.payload)? {
+                    match self.routes.remove(&route.id()) {
+                        Some(old) => out.push(Event::Route(Change::Removed(old))),
+                        None => tracing::trace!(?route, "deleted route was not cached"),
+                    }
+                }
+            }
+            wire::RTM_NEWRULE => {
+                if let Some(rule) = Rule::parse(msg.payload)?
+                    && let Some(event) = upsert(&mut self.rules, rule, Event::Rule)
+                {
+                    out.push(event);
+                }
+            }
+            wire::RTM_DELRULE => {
+                if let Some(rule) = Rule::parse(msg.payload)?
+                    && let Some(old) = self.rules.remove(&rule)
+                {
+                    out.push(Event::Rule(Change::Removed(old)));
+                }
+            }
+            wire::NLMSG_DONE | wire::NLMSG_NOOP => {}
+            other => tracing::trace!(kind = other, "ignored message type"),
+        }
+        Ok(())
+    }
+
+    fn apply_new_route(&mut self, route: Route, flags: u16, out: &mut Vec<Event>) {
+        let id = route.id();
+        if flags & wire::NLM_F_REPLACE != 0 && !self.routes.contains(&id) {
+            // The kernel replaced the first route with the same prefix key.
+            let weak = route.weak_id();
+            let victim = self
+                .routes
+                .partition(self.routes_by_weak_id, &weak_bucket(&weak))
+                .into_iter()
+                .flatten()
+                .find(|held| held.weak_id() == weak)
+                .map(|held| Route::id(held));
+            if let Some(victim) = victim {
+                let placed = self.routes.insert(route, Placement::Before(victim.clone()));
+                if let (Ok(dedup::Change::Added(new)), Some(old)) =
+                    (placed, self.routes.remove(&victim))
+                {
+                    out.push(Event::Route(Change::Replaced { old, new }));
+                }
+                return;
+            }
+        }
+        if let Some(event) = upsert(&mut self.routes, route, Event::Route) {
+            out.push(event);
+        }
+    }
+
+    /// Dumps again the routes of interfaces whose routes the kernel may have flushed silently.
+    fn refresh_suspects(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        if self.suspect_ifindexes.is_empty() {
+            return Ok(());
+        }
+        let mut ifindexes = std::mem::take(&mut self.suspect_ifindexes);
+        ifindexes.sort_unstable();
+        ifindexes.dedup();
+        for ifindex in ifindexes {
+            self.load(Kind::Routes, Some(ifindex), out)?;
+        }
+        Ok(())
+    }
+}
+
+impl AsFd for Cache {
+    /// The event socket: readable when [`Cache::poll`] has work. Register it with an event
+    /// loop (e.g. tokio's `AsyncFd`) and call `poll` with a zero timeout when it is readable.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.events.as_fd()
+    }
+}
+
+/// Makes `index` (or one partition of it) hold exactly `objs`: mark, insert, sweep. Reports
+/// what was added, replaced and removed.
+fn sync_index<T: Object, X: IndexType<T>>(
+    index: &mut DedupIndex<T>,
+    partition: Option<(IndexHandle<X>, X::Partition)>,
+    objs: Vec<T>,
+    wrap: fn(Change<T>) -> Event,
+    out: &mut Vec<Event>,
+) {
+    match &partition {
+        Some((handle, key)) => {
+            let _ = index.mark_partition(*handle, key);
+        }
+        None => index.mark_all(),
+    }
+    index.reserve(objs.len().saturating_sub(index.len()));
+    for obj in objs {
+        if let Some(event) = upsert(index, obj, wrap) {
+            out.push(event);
+        }
+    }
+    let removed = match &partition {
+        Some((handle, key)) => index.sweep_partition(*handle, key).unwrap_or_default(),
+        None => index.sweep(),
+    };
+    out.extend(removed.into_iter().map(|old| wrap(Change::Removed(old))));
+}
+
+fn upsert<T: Object>(
+    index: &mut DedupIndex<T>,
+    obj: T,
+    wrap: fn(Change<T>) -> Event,
+) -> Option<Event> {
+    match index.insert(obj, Placement::Append) {
+        Ok(change) => Change::from_dedup(change).map(wrap),
+        Err(err) => {
+            tracing::warn!(%err, "cannot insert into the cache");
+            None
+        }
+    }
+}
+
+fn emit_dump(buf: &mut Vec<u8>, seq: u32, kind: Kind, ifindex: Option<u32>, strict: bool) {
+    let (msg_kind, family, hdr_len) = match kind {
+        Kind::Links => (wire::RTM_GETLINK, wire::AF_UNSPEC, 16),
+        Kind::Addresses => (wire::RTM_GETADDR, wire::AF_UNSPEC, 8),
+        Kind::Routes => (wire::RTM_GETROUTE, wire::AF_UNSPEC, 12),
+        Kind::Rules => (wire::RTM_GETRULE, wire::AF_UNSPEC, 12),
+    };
+    let mut msg = MsgWriter::new(buf, msg_kind, wire::NLM_F_REQUEST | wire::NLM_F_DUMP, seq);
+    let mut hdr = [0u8; 16];
+    hdr[0] = family;
+    msg.raw(&hdr[..hdr_len]);
+    if kind == Kind::Links {
+        // IFLA_EXT_MASK = RTEXT_FILTER_SKIP_STATS: statistics are not cached.
+        msg.attr_u32(29, 1 << 3);
+    }
+    if let (Kind::Routes, Some(ifindex), true) = (kind, ifindex, strict) {
+        msg.attr_u32(4, ifindex);
+    }
+    msg.finish();
+}
