@@ -2,6 +2,7 @@
 //! over rtnetlink: NetworkManager's platform cache in Rust.
 
 mod addr;
+mod batch;
 mod cache;
 mod error;
 mod link;
@@ -14,6 +15,7 @@ mod socket;
 mod wire;
 
 pub use addr::{Address, AddressId, LIFETIME_FOREVER};
+pub use batch::{Batch, Failure, Item, Op, Report};
 pub use cache::{
     AddressesByIfindex, Cache, Change, DefaultRoutes, Event, RoutesByIfindex, RoutesByWeakId, Stats,
     WEAK_ID_BUCKETS,

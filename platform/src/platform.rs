@@ -89,6 +89,7 @@ pub struct Platform {
     pub(crate) sock: Mutex<NlSocket>,
     pub(crate) config: Config,
     strict: bool,
+    rcvbuf: RcvbufOutcome,
 }
 
 /// One step of a dump with retries.
@@ -113,13 +114,15 @@ impl Platform {
     pub fn open(config: Config) -> Result<Self> {
         let sock = config.netns.run_in(NlSocket::open)?;
         let strict = config.strict_check && sock.set_strict_check(true);
-        // Acks of a large batch arrive together: give them room (128 acks take ~100 KB).
-        sock.set_rcvbuf(32 << 20);
+        // Acks of a large batch arrive together, each in its own skb (about 1 KiB of
+        // receive buffer each): give them room.
+        let rcvbuf = sock.set_rcvbuf(32 << 20);
         sock.set_timeout(Some(config.timeout))?;
         Ok(Platform {
             sock: Mutex::new(sock),
             config,
             strict,
+            rcvbuf,
         })
     }
 
@@ -131,6 +134,11 @@ impl Platform {
     /// True when the kernel accepted `NETLINK_GET_STRICT_CHK`, so dump filters run there.
     pub fn strict_check(&self) -> bool {
         self.strict
+    }
+
+    /// What the request socket's receive buffer request achieved.
+    pub fn rcvbuf(&self) -> RcvbufOutcome {
+        self.rcvbuf
     }
 
     /// The configuration this platform was opened with.

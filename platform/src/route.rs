@@ -79,14 +79,6 @@ impl Family {
         }
     }
 
-    pub(crate) fn from_af(af: u8) -> Option<Self> {
-        match af {
-            AF_INET => Some(Family::V4),
-            AF_INET6 => Some(Family::V6),
-            _ => None,
-        }
-    }
-
     /// The family of an address.
     pub fn of(addr: IpAddr) -> Self {
         match addr {

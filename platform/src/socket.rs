@@ -56,6 +56,10 @@ impl NlSocket {
         if let Err(err) = sock.set_ext_ack(true) {
             tracing::debug!(%err, "extended acks not supported");
         }
+        // Errors need not echo the whole request: the extended ack says what was wrong.
+        if let Err(err) = sock.set_cap_ack(true) {
+            tracing::debug!(%err, "NETLINK_CAP_ACK not supported");
+        }
         Ok(NlSocket {
             sock,
             buf: Vec::with_capacity(MIN_READ),
@@ -73,6 +77,11 @@ impl NlSocket {
     pub(crate) fn next_seq(&mut self) -> u32 {
         self.seq = self.seq.wrapping_add(1).max(1);
         self.seq
+    }
+
+    /// Moves the sequence counter past `n` numbers used by a batch.
+    pub(crate) fn skip_seq(&mut self, n: u32) {
+        self.seq = self.seq.wrapping_add(n);
     }
 
     /// Asks for a receive buffer of `bytes`: `SO_RCVBUFFORCE` first, `SO_RCVBUF` (capped by

@@ -17,7 +17,6 @@ pub(crate) const NLMSG_DONE: u16 = 3;
 pub(crate) const NLMSG_OVERRUN: u16 = 4;
 
 pub(crate) const NLM_F_REQUEST: u16 = 0x1;
-pub(crate) const NLM_F_MULTI: u16 = 0x2;
 pub(crate) const NLM_F_ACK: u16 = 0x4;
 pub(crate) const NLM_F_DUMP_INTR: u16 = 0x10;
 pub(crate) const NLM_F_DUMP_FILTERED: u16 = 0x20;
@@ -25,7 +24,6 @@ pub(crate) const NLM_F_DUMP: u16 = 0x300;
 pub(crate) const NLM_F_REPLACE: u16 = 0x100;
 pub(crate) const NLM_F_EXCL: u16 = 0x200;
 pub(crate) const NLM_F_CREATE: u16 = 0x400;
-pub(crate) const NLM_F_APPEND: u16 = 0x800;
 /// In an `NLMSG_ERROR`: the request was not echoed in full.
 const NLM_F_CAPPED: u16 = 0x100;
 /// In an `NLMSG_ERROR`: extended-ack attributes follow.
