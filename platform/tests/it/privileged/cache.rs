@@ -1,0 +1,105 @@
+//! The cache equals `ip -j` after its initial load and after a scripted series of changes.
+
+use std::time::Duration;
+
+use netmirror_platform::{Cache, Change, Event};
+
+use super::support::{assert_cache_matches_ip, config, ip, netns_with_veth, settle};
+use crate::support::bounded;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+#[test]
+fn equals_ip_after_load_and_after_changes() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        ip(&ns, "route add 198.51.100.0/24 via 192.0.2.2 table 100");
+        ip(&ns, "route add 203.0.113.0/24 via 192.0.2.2 metric 50");
+        ip(&ns, "route add 10.5.0.0/16 nexthop via 192.0.2.2 dev nmx0 nexthop via 192.0.2.3 dev nmx0");
+        ip(&ns, "route add blackhole 10.6.0.0/16 table 200");
+        ip(&ns, "-6 route add 2001:db8:2::/64 via 2001:db8:1::2 table 100");
+        ip(&ns, "rule add from 198.51.100.0/24 table 100 prio 100");
+        ip(&ns, "-6 rule add from 2001:db8:3::/64 table 100 prio 101");
+
+        let mut cache = Cache::open(config(&ns)).unwrap();
+        assert_cache_matches_ip(&mut cache, &ns);
+
+        let script = [
+            "route add 10.7.0.0/16 via 192.0.2.2",
+            "route replace 10.7.0.0/16 via 192.0.2.3",
+            "route add 10.8.0.0/16 via 192.0.2.2 table 100",
+            "route del 198.51.100.0/24 table 100",
+            "route append 10.9.0.0/16 via 192.0.2.2",
+            "route append 10.9.0.0/16 via 192.0.2.3",
+            "route del 10.9.0.0/16 via 192.0.2.2",
+            "addr add 192.0.2.10/24 dev nmx0",
+            "route add 10.10.0.0/16 via 192.0.2.2 src 192.0.2.10",
+            "addr del 192.0.2.10/24 dev nmx0",
+            "-6 route add 2001:db8:4::/64 dev nmx0 metric 7",
+            "-6 route replace 2001:db8:4::/64 via 2001:db8:1::3 metric 7",
+            "-6 route del 2001:db8:2::/64 table 100",
+            "rule add fwmark 7 table 200 prio 200",
+            "rule del prio 100",
+            "link add nmxbr0 type bridge",
+            "link set nmx1 master nmxbr0",
+            "link set nmx1 nomaster",
+            "link set nmx0 mtu 1400",
+            "link set nmx0 down",
+            "link set nmx0 up",
+            "route add 10.11.0.0/16 via 192.0.2.2",
+            "link del nmxbr0",
+        ];
+        for line in script {
+            ip(&ns, line);
+        }
+        assert_cache_matches_ip(&mut cache, &ns);
+
+        // Deleting the veth removes both ends, their addresses and routes.
+        ip(&ns, "link del nmx0");
+        assert_cache_matches_ip(&mut cache, &ns);
+        assert_eq!(cache.stats().n_overruns, 0);
+    });
+}
+
+#[test]
+fn events_carry_old_and_new_objects() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let mut cache = Cache::open(config(&ns)).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+
+        ip(&ns, "route add 10.7.0.0/16 via 192.0.2.2 table 100");
+        ip(&ns, "route replace 10.7.0.0/16 via 192.0.2.3 table 100");
+        ip(&ns, "route del 10.7.0.0/16 table 100");
+        let events = settle(&mut cache, Duration::from_secs(10));
+        let routes: Vec<String> = events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Route(change) => Some(change),
+                _ => None,
+            })
+            .filter(|change| {
+                change
+                    .old()
+                    .or(change.new_obj())
+                    .is_some_and(|route| route.table() == 100)
+            })
+            .map(|change| match change {
+                Change::Added(new) => format!("added via {:?}", new.gateway()),
+                Change::Replaced { old, new } => {
+                    format!("replaced via {:?} by via {:?}", old.gateway(), new.gateway())
+                }
+                Change::Removed(old) => format!("removed via {:?}", old.gateway()),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            routes,
+            [
+                "added via Some(192.0.2.2)",
+                "replaced via Some(192.0.2.2) by via Some(192.0.2.3)",
+                "removed via Some(192.0.2.3)",
+            ]
+        );
+    });
+}
