@@ -704,6 +704,14 @@ impl<T: Object> DedupIndex<T> {
             self.links[start..start + stride].fill(Link::UNTRACKED);
             self.objs[slot as usize] = Some(obj);
         } else {
+            if self.objs.len() == self.objs.capacity() {
+                // Grow the link array in step with the slots, not on its own doubling
+                // schedule, which would leave up to half of it unused.
+                self.objs.reserve(1);
+                let wanted = self.objs.capacity() * stride;
+                self.links
+                    .reserve_exact(wanted.saturating_sub(self.links.len()));
+            }
             self.objs.push(Some(obj));
             self.links
                 .extend(std::iter::repeat_n(Link::UNTRACKED, stride));

@@ -1,0 +1,150 @@
+//! Time per operation of a dedup index of route-like objects with three index types (id, by
+//! interface, default routes), at 1k, 100k and 1M objects.
+//!
+//! Groups: `insert/fill` (build from empty, per object), `lookup/get` and `lookup/get_in`
+//! (by id, random order), `remove/drain` (remove everything in random order, per object),
+//! `remove_insert/steady` (remove a random entry and add it back), `iterate/primary` and
+//! `iterate/by_ifindex` (a full in-order walk, per object). Criterion's "thrpt" line gives
+//! objects per second where a routine handles many objects.
+
+mod support;
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use netmirror_dedup_index::{Object, Placement};
+use support::{Layout, Route, Routes, route, shuffled};
+
+const SIZES: [u32; 3] = [1_000, 100_000, 1_000_000];
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .configure_from_args()
+}
+
+fn insert(c: &mut Criterion) {
+    let mut group = c.benchmark_group("insert/fill");
+    for n in SIZES {
+        let fresh: Vec<Route> = (0..n).map(route).collect();
+        group.throughput(Throughput::Elements(u64::from(n)));
+        group.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter_batched(
+                || fresh.clone(),
+                |fresh| {
+                    let mut routes = Routes::new(Layout::Three);
+                    for obj in fresh {
+                        black_box(routes.index.insert(obj, Placement::Append)).ok();
+                    }
+                    routes
+                },
+                BatchSize::PerIteration,
+            );
+        });
+    }
+    group.finish();
+}
+
+fn lookup(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lookup");
+    for n in SIZES {
+        let routes = Routes::filled(Layout::Three, n);
+        let ids: Vec<_> = shuffled(n).into_iter().map(|i| route(i).id()).collect();
+        let mut next = 0;
+        group.bench_function(BenchmarkId::new("get", n), |b| {
+            b.iter(|| {
+                next = (next + 1) % ids.len();
+                black_box(routes.index.get(&ids[next]))
+            });
+        });
+        let by_ifindex = routes.by_ifindex.expect("three index types");
+        group.bench_function(BenchmarkId::new("get_in", n), |b| {
+            b.iter(|| {
+                next = (next + 1) % ids.len();
+                black_box(
+                    routes
+                        .index
+                        .get_in(by_ifindex, &ids[next])
+                        .map(|entry| entry.obj()),
+                )
+            });
+        });
+    }
+    group.finish();
+}
+
+fn remove(c: &mut Criterion) {
+    let mut group = c.benchmark_group("remove");
+    for n in SIZES {
+        let ids: Vec<_> = shuffled(n).into_iter().map(|i| route(i).id()).collect();
+        group.throughput(Throughput::Elements(u64::from(n)));
+        group.bench_function(BenchmarkId::new("drain", n), |b| {
+            b.iter_batched(
+                || Routes::filled(Layout::Three, n),
+                |mut routes| {
+                    for id in &ids {
+                        black_box(routes.index.remove(id));
+                    }
+                    routes
+                },
+                BatchSize::PerIteration,
+            );
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("remove_insert");
+    for n in SIZES {
+        let mut routes = Routes::filled(Layout::Three, n);
+        let order = shuffled(n);
+        let mut next = 0;
+        group.bench_function(BenchmarkId::new("steady", n), |b| {
+            b.iter(|| {
+                next = (next + 1) % order.len();
+                let obj = route(order[next]);
+                black_box(routes.index.remove(&obj.id()));
+                black_box(routes.index.insert(obj, Placement::Append)).ok();
+            });
+        });
+    }
+    group.finish();
+}
+
+fn iterate(c: &mut Criterion) {
+    let mut group = c.benchmark_group("iterate");
+    for n in SIZES {
+        let routes = Routes::filled(Layout::Three, n);
+        group.throughput(Throughput::Elements(u64::from(n)));
+        group.bench_function(BenchmarkId::new("primary", n), |b| {
+            b.iter(|| {
+                routes
+                    .index
+                    .iter()
+                    .map(|obj| u64::from(obj.ifindex))
+                    .sum::<u64>()
+            });
+        });
+        let by_ifindex = routes.by_ifindex.expect("three index types");
+        group.bench_function(BenchmarkId::new("by_ifindex", n), |b| {
+            b.iter(|| {
+                routes
+                    .index
+                    .partitions(by_ifindex)
+                    .flat_map(|part| part.iter())
+                    .map(|obj| u64::from(obj.metric))
+                    .sum::<u64>()
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = insert, lookup, remove, iterate
+}
+criterion_main!(benches);
