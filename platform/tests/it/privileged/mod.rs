@@ -1,6 +1,12 @@
 //! Tests that need root: they make network namespaces.
 
+mod batch;
+mod burst;
 mod cache;
+mod dump;
 mod netns;
+mod open;
+mod query;
+mod security;
 mod snapshot;
 mod support;

@@ -1,0 +1,82 @@
+//! Batches: one bad item is reported with its index and the kernel's message; the others are
+//! applied, or, with `stop_on_error`, nothing after the failing send is sent.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use netmirror_platform::{Address, Item, Op, Platform, Route};
+
+use super::support::{config, netns_with_veth};
+use crate::support::bounded;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn route(i: u32, ifindex: u32) -> Route {
+    Route::new(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + (i << 8))), 24)
+        .with_gateway("192.0.2.2".parse().unwrap())
+        .with_oif(ifindex)
+}
+
+#[test]
+fn one_bad_item_is_reported_and_the_rest_applied() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let platform = Platform::open(config(&ns)).unwrap();
+        let ifindex = platform.links().name("nmx0").execute().unwrap().items[0].ifindex();
+        // A gateway that is not on the link: the kernel refuses it with an extended ack.
+        let bad = Route::new("10.200.0.0".parse().unwrap(), 16)
+            .with_gateway("198.51.100.1".parse().unwrap())
+            .with_oif(ifindex);
+        let mut batch = platform.batch().per_send(4);
+        for i in 0..10 {
+            if i == 5 {
+                batch = batch.add_route(bad.clone());
+            }
+            batch = batch.add_route(route(i, ifindex));
+        }
+        let report = batch.execute().unwrap();
+        assert_eq!(report.n_ok, 10);
+        assert_eq!(report.n_sends, 3);
+        assert_eq!(report.failures.len(), 1);
+        let failure = &report.failures[0];
+        assert_eq!(failure.index, 5);
+        assert_eq!(failure.item, Item::Route(Op::Add, bad.clone()));
+        assert_eq!(failure.error.errno, libc::ENETUNREACH);
+        let message = failure.error.message.as_deref().unwrap_or_default();
+        assert!(message.contains("gateway"), "{message:?}");
+        assert!(failure.error.to_string().contains(message), "{}", failure.error);
+        let table = platform.routes().table(254).dev(ifindex).execute().unwrap();
+        assert_eq!(table.items.iter().filter(|r| r.dst_len() == 24 && r.gateway().is_some()).count(), 10);
+
+        // Adding them again fails for each (EEXIST); stopping at the first failure sends
+        // nothing after the first send.
+        let mut again = platform.batch().per_send(1).stop_on_error(true);
+        for i in 0..10 {
+            again = again.add_route(route(i, ifindex));
+        }
+        let report = again.execute().unwrap();
+        assert_eq!(report.n_ok, 0);
+        assert_eq!(report.failures.len(), 1);
+        assert_eq!(report.failures[0].error.errno, libc::EEXIST);
+        assert_eq!(report.n_skipped, 9);
+        assert_eq!(report.n_sends, 1);
+
+        // Replace and delete, routes and addresses in one batch.
+        let addr = Address::new(ifindex, "192.0.2.77".parse().unwrap(), 24);
+        let missing = Address::new(ifindex, "192.0.2.78".parse().unwrap(), 24);
+        let report = platform
+            .batch()
+            .replace_route(route(0, ifindex).with_priority(0))
+            .delete_route(route(1, ifindex))
+            .add_address(addr.clone())
+            .delete_address(missing)
+            .execute()
+            .unwrap();
+        assert_eq!(report.n_ok, 3, "{report:?}");
+        assert_eq!(report.failures.len(), 1);
+        assert_eq!(report.failures[0].index, 3);
+        assert_eq!(report.failures[0].error.errno, libc::EADDRNOTAVAIL);
+        let addrs = platform.addresses().ifindex(ifindex).execute().unwrap();
+        assert!(addrs.items.iter().any(|held| held.id() == addr.id()));
+    });
+}

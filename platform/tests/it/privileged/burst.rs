@@ -1,0 +1,135 @@
+//! Bursts: 100k routes added with `ip -batch` while the cache runs end in a cache equal to a
+//! fresh dump, and a forced overflow (tiny receive buffer, stalled consumer) is detected,
+//! resynced and reported.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+use netmirror_platform::{Cache, Change, Event, Family, Platform, Route};
+
+use super::snapshot::route_line;
+use super::support::{config, netns_with_veth, settle};
+use crate::support::bounded;
+
+const LIMIT: Duration = Duration::from_secs(240);
+
+/// The routes of a fresh dump, as lines.
+fn fresh_routes(platform: &Platform) -> BTreeSet<String> {
+    let answer = platform.routes().execute().unwrap();
+    answer.items.iter().map(route_line).collect()
+}
+
+fn cached_routes(cache: &Cache) -> BTreeSet<String> {
+    cache.routes().map(|route| route_line(route)).collect()
+}
+
+fn dst(i: u32) -> Ipv4Addr {
+    Ipv4Addr::from(0x0a00_0000 + (i << 4))
+}
+
+#[test]
+fn burst_of_100k_routes_from_ip_batch_ends_equal_to_a_fresh_dump() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let mut cache = Cache::open(config(&ns)).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+
+        let dir = tempfile::Builder::new()
+            .prefix("netmirror-test-")
+            .tempdir()
+            .unwrap();
+        let path = dir.path().join("routes.batch");
+        let mut file = std::fs::File::create(&path).unwrap();
+        for i in 0..100_000 {
+            writeln!(file, "route add {}/28 via 192.0.2.2", dst(i)).unwrap();
+        }
+        drop(file);
+        let mut child = ns
+            .command("ip")
+            .args(["-batch"])
+            .arg(&path)
+            .spawn()
+            .unwrap();
+        let mut events = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(180);
+        let status = loop {
+            cache.poll(Some(Duration::from_millis(50)), &mut events).unwrap();
+            events.clear();
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "ip -batch did not finish");
+        };
+        assert!(status.success());
+        settle(&mut cache, Duration::from_secs(60));
+
+        let fresh = fresh_routes(cache.platform());
+        assert!(fresh.len() > 100_000, "{}", fresh.len());
+        assert_eq!(cached_routes(&cache), fresh);
+        // The default receive buffer absorbs the burst: nothing lost, no resync.
+        assert_eq!(cache.stats().n_overruns, 0, "{:?}", cache.rcvbuf());
+        assert_eq!(cache.stats().n_resyncs, 0);
+    });
+}
+
+#[test]
+fn overflow_is_detected_resynced_and_reported() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let mut cache = Cache::open(
+            config(&ns)
+                .with_rcvbuf(64 * 1024)
+                .with_resync_backoff(Duration::from_millis(50)),
+        )
+        .unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        let ifindex = cache.link_by_name("nmx0").unwrap().ifindex();
+
+        // A stalled consumer: 20k routes arrive while nobody polls.
+        let n = 20_000;
+        let mut batch = cache.platform().batch();
+        for i in 0..n {
+            batch = batch.add_route(
+                Route::new(dst(i).into(), 28)
+                    .with_gateway("192.0.2.2".parse().unwrap())
+                    .with_oif(ifindex),
+            );
+        }
+        let report = batch.execute().unwrap();
+        assert!(report.is_success(), "{report:?}");
+
+        let events = settle(&mut cache, Duration::from_secs(60));
+        assert!(events.contains(&Event::Overrun), "no overrun seen");
+        assert!(
+            events
+                .iter()
+                .any(|event| matches!(event, Event::Resynced { .. })),
+            "no resync reported"
+        );
+        assert!(cache.stats().n_overruns >= 1);
+        assert!(cache.stats().n_resyncs >= 1);
+        assert_eq!(cached_routes(&cache), fresh_routes(cache.platform()));
+        // Every new route was reported exactly once, from the queue or from the resync.
+        let added: BTreeSet<String> = events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Route(Change::Added(route))
+                    if route.family() == Family::V4 && route.dst_len() == 28 =>
+                {
+                    Some(route.dst().to_string())
+                }
+                _ => None,
+            })
+            .collect();
+        let n_added = events
+            .iter()
+            .filter(|event| {
+                matches!(event, Event::Route(Change::Added(route)) if route.dst_len() == 28)
+            })
+            .count();
+        assert_eq!(added.len(), n as usize);
+        assert_eq!(n_added, n as usize);
+    });
+}

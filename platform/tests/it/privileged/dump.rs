@@ -1,0 +1,82 @@
+//! Interrupted dumps: addresses churned while they are dumped make the kernel set
+//! NLM_F_DUMP_INTR; the dump is redone and the answer is complete.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use netmirror_platform::{Address, Cache, Event, Platform};
+
+use super::support::{config, netns_with_veth, settle};
+use crate::support::bounded;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+#[test]
+fn interrupted_address_dumps_are_redone_and_complete() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let platform = Platform::open(config(&ns)).unwrap();
+        let ifindex = platform.links().name("nmx1").execute().unwrap().items[0].ifindex();
+        // Enough stable addresses that a dump takes several datagrams.
+        let stable: Vec<Address> = (0..1500u32)
+            .map(|i| Address::new(ifindex, IpAddr::V4(Ipv4Addr::from(0x0a40_0000 + i)), 32))
+            .collect();
+        let report = platform.batch().extend(stable.iter().cloned().map(|addr| {
+            netmirror_platform::Item::Address(netmirror_platform::Op::Add, addr)
+        }));
+        assert!(report.execute().unwrap().is_success());
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let churn = {
+            let stop = stop.clone();
+            let churner = Platform::open(config(&ns)).unwrap();
+            std::thread::spawn(move || {
+                let addr = Address::new(ifindex, "10.99.0.1".parse().unwrap(), 32);
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = churner.batch().add_address(addr.clone()).execute();
+                    let _ = churner.batch().delete_address(addr.clone()).execute();
+                }
+            })
+        };
+
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut n_interrupted = 0;
+        let mut n_dumps = 0;
+        while n_interrupted == 0 && Instant::now() < deadline {
+            let answer = platform.addresses().execute().unwrap();
+            n_dumps += 1;
+            n_interrupted += answer.n_interrupted;
+            for addr in &stable {
+                assert!(
+                    answer.items.iter().any(|held| held.id() == addr.id()),
+                    "{} missing from a dump",
+                    addr.local()
+                );
+            }
+        }
+
+        // The cache's resync goes through the same retry.
+        let mut cache = Cache::open(config(&ns)).unwrap();
+        let mut events = Vec::new();
+        let resync_deadline = Instant::now() + Duration::from_secs(30);
+        let interrupted_resync = |events: &[Event]| {
+            events.iter().any(
+                |event| matches!(event, Event::Resynced { n_interrupted, .. } if *n_interrupted > 0),
+            )
+        };
+        while !interrupted_resync(&events) && Instant::now() < resync_deadline {
+            cache.resync(&mut events).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        churn.join().unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        assert!(n_interrupted > 0, "no dump was interrupted in {n_dumps} dumps");
+        assert!(cache.stats().n_dump_retries > 0, "no cache dump was interrupted");
+        assert!(interrupted_resync(&events), "no resync reported an interrupted dump");
+        for addr in &stable {
+            assert!(cache.addresses().any(|held| held.id() == addr.id()));
+        }
+    });
+}
