@@ -86,7 +86,9 @@ impl Address {
     }
     /// The peer address, when it differs from the local one.
     pub fn peer(&self) -> Option<IpAddr> {
-        self.local.filter(|local| *local != self.address).map(|_| self.address)
+        self.local
+            .filter(|local| *local != self.address)
+            .map(|_| self.address)
     }
     /// The prefix length.
     pub fn prefix_len(&self) -> u8 {
@@ -158,7 +160,9 @@ impl Address {
         let ip = |value: &[u8]| -> Result<IpAddr> {
             match (v6, value.len()) {
                 (false, 4) => Ok(IpAddr::from(<[u8; 4]>::try_from(value).unwrap_or_default())),
-                (true, 16) => Ok(IpAddr::from(<[u8; 16]>::try_from(value).unwrap_or_default())),
+                (true, 16) => Ok(IpAddr::from(
+                    <[u8; 16]>::try_from(value).unwrap_or_default(),
+                )),
                 _ => Err(Error::malformed("address attribute of wrong size")),
             }
         };

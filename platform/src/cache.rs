@@ -12,8 +12,8 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use netmirror_dedup_index as dedup;
 use dedup::{DedupIndex, IndexHandle, IndexType, Object, Placement, Primary};
+use netmirror_dedup_index as dedup;
 
 use crate::addr::{Address, AddressId};
 use crate::error::{Error, Result};
@@ -548,12 +548,7 @@ impl Cache {
     }
 
     fn load_all(&mut self, out: &mut Vec<Event>) -> Result<()> {
-        for kind in [
-            Kind::Links,
-            Kind::Addresses,
-            Kind::Routes,
-            Kind::Rules,
-        ] {
+        for kind in [Kind::Links, Kind::Addresses, Kind::Routes, Kind::Rules] {
             self.load(kind, None, out)?;
         }
         Ok(())
@@ -565,25 +560,45 @@ impl Cache {
     fn load(&mut self, kind: Kind, ifindex: Option<u32>, out: &mut Vec<Event>) -> Result<()> {
         match kind {
             Kind::Links => {
-                let links = self.dump_kind(kind, None, |payload| Link::parse(payload))?;
-                sync_index(&mut self.links, None::<(IndexHandle<Primary>, ())>, links, Event::Link, out);
+                let links = self.dump_kind(kind, None, Link::parse)?;
+                sync_index(
+                    &mut self.links,
+                    None::<(IndexHandle<Primary>, ())>,
+                    links,
+                    Event::Link,
+                    out,
+                );
             }
             Kind::Addresses => {
-                let addrs = self.dump_kind(kind, None, |payload| Address::parse(payload))?;
-                sync_index(&mut self.addresses, None::<(IndexHandle<Primary>, ())>, addrs, Event::Address, out);
+                let addrs = self.dump_kind(kind, None, Address::parse)?;
+                sync_index(
+                    &mut self.addresses,
+                    None::<(IndexHandle<Primary>, ())>,
+                    addrs,
+                    Event::Address,
+                    out,
+                );
             }
             Kind::Routes => {
                 let routes = self.dump_kind(kind, ifindex, |payload| {
                     Ok(Route::parse(payload)?
                         .filter(|route| route.flags() & RTM_F_CLONED == 0)
-                        .filter(|route| ifindex.is_none_or(|i| route.ifindexes().next() == Some(i))))
+                        .filter(|route| {
+                            ifindex.is_none_or(|i| route.ifindexes().next() == Some(i))
+                        }))
                 })?;
                 let partition = ifindex.map(|ifindex| (self.routes_by_ifindex, ifindex));
                 sync_index(&mut self.routes, partition, routes, Event::Route, out);
             }
             Kind::Rules => {
-                let rules = self.dump_kind(kind, None, |payload| Rule::parse(payload))?;
-                sync_index(&mut self.rules, None::<(IndexHandle<Primary>, ())>, rules, Event::Rule, out);
+                let rules = self.dump_kind(kind, None, Rule::parse)?;
+                sync_index(
+                    &mut self.rules,
+                    None::<(IndexHandle<Primary>, ())>,
+                    rules,
+                    Event::Rule,
+                    out,
+                );
             }
         }
         Ok(())
@@ -675,7 +690,11 @@ impl Cache {
                         .routes
                         .sweep_partition(self.routes_by_ifindex, &ifindex)
                         .unwrap_or_default();
-                    out.extend(removed.into_iter().map(|r| Event::Route(Change::Removed(r))));
+                    out.extend(
+                        removed
+                            .into_iter()
+                            .map(|r| Event::Route(Change::Removed(r))),
+                    );
                 }
                 if let Ok(n) = self
                     .addresses
@@ -686,7 +705,11 @@ impl Cache {
                         .addresses
                         .sweep_partition(self.addresses_by_ifindex, &ifindex)
                         .unwrap_or_default();
-                    out.extend(removed.into_iter().map(|a| Event::Address(Change::Removed(a))));
+                    out.extend(
+                        removed
+                            .into_iter()
+                            .map(|a| Event::Address(Change::Removed(a))),
+                    );
                 }
                 if let Some(old) = self.links.remove(&ifindex) {
                     out.push(Event::Link(Change::Removed(old)));
@@ -758,7 +781,7 @@ impl Cache {
                 .find(|held| held.weak_id() == weak)
                 .map(|held| Route::id(held));
             if let Some(victim) = victim {
-                let placed = self.routes.insert(route, Placement::Before(victim.clone()));
+                let placed = self.routes.insert(route, Placement::Before(victim));
                 if let (Ok(dedup::Change::Added(new)), Some(old)) =
                     (placed, self.routes.remove(&victim))
                 {

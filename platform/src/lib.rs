@@ -17,8 +17,8 @@ mod wire;
 pub use addr::{Address, AddressId, LIFETIME_FOREVER};
 pub use batch::{Batch, Failure, Item, Op, Report};
 pub use cache::{
-    AddressesByIfindex, Cache, Change, DefaultRoutes, Event, RoutesByIfindex, RoutesByWeakId, Stats,
-    WEAK_ID_BUCKETS,
+    AddressesByIfindex, Cache, Change, DefaultRoutes, Event, RoutesByIfindex, RoutesByWeakId,
+    Stats, WEAK_ID_BUCKETS,
 };
 pub use error::{Error, KernelError, Result};
 pub use link::{IFF_LOWER_UP, IFF_UP, Link};

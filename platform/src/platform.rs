@@ -147,7 +147,9 @@ impl Platform {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, NlSocket> {
-        self.sock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.sock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Sends the dump request built by `build` (given a sequence number) and feeds each

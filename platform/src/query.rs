@@ -140,8 +140,12 @@ impl RouteQuery<'_> {
 
     fn matches(&self, route: &Route) -> bool {
         self.table.is_none_or(|table| route.table() == table)
-            && self.dev.is_none_or(|dev| route.ifindexes().any(|i| i == dev))
-            && self.protocol.is_none_or(|protocol| route.protocol() == protocol)
+            && self
+                .dev
+                .is_none_or(|dev| route.ifindexes().any(|i| i == dev))
+            && self
+                .protocol
+                .is_none_or(|protocol| route.protocol() == protocol)
             && self.kind.is_none_or(|kind| route.kind() == kind)
     }
 

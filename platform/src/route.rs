@@ -242,7 +242,7 @@ impl Route {
             bits: 0,
             extra: None,
         };
-        if let IpAddr::V6(_) = dst {
+        if dst.is_ipv6() {
             route.bits |= V6;
             route.extra = Some(Box::default());
         }
@@ -506,7 +506,11 @@ impl Route {
             extra => {
                 let mut dst = [0; 16];
                 dst[..4].copy_from_slice(&self.v4[0]);
-                (dst, [0; 16], extra.as_ref().map_or(0, |extra| extra.src_len))
+                (
+                    dst,
+                    [0; 16],
+                    extra.as_ref().map_or(0, |extra| extra.src_len),
+                )
             }
         };
         RouteWeakId {
@@ -621,7 +625,11 @@ impl Route {
     /// Appends this route as a request of type `kind` (`RTM_NEWROUTE` / `RTM_DELROUTE`).
     pub(crate) fn emit(&self, buf: &mut Vec<u8>, kind: u16, flags: u16, seq: u32) {
         let mut msg = MsgWriter::new(buf, kind, flags, seq);
-        let table_byte = if self.table < 256 { self.table as u8 } else { 252 };
+        let table_byte = if self.table < 256 {
+            self.table as u8
+        } else {
+            252
+        };
         let src_len = self.src().map_or(0, |(_, len)| len);
         let rtm_flags = self.flags();
         let mut hdr = [0u8; RTMSG_LEN];
@@ -639,10 +647,11 @@ impl Route {
         if let Some(dst) = self.addr(0, HAS_DST) {
             attr_ip(&mut msg, RTA_DST, dst);
         }
-        if let Some(extra) = &self.extra {
-            if extra.has_src && self.family() == Family::V6 {
-                attr_ip(&mut msg, RTA_SRC, IpAddr::V6(extra.v6[3]));
-            }
+        if let Some(extra) = &self.extra
+            && extra.has_src
+            && self.family() == Family::V6
+        {
+            attr_ip(&mut msg, RTA_SRC, IpAddr::V6(extra.v6[3]));
         }
         if let Some(gateway) = self.gateway() {
             attr_ip(&mut msg, RTA_GATEWAY, gateway);

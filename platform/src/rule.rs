@@ -129,7 +129,9 @@ impl Rule {
         let ip = |value: &[u8]| -> Result<IpAddr> {
             match (family, value.len()) {
                 (Family::V4, 4) => Ok(IpAddr::from(<[u8; 4]>::try_from(value).unwrap_or_default())),
-                (Family::V6, 16) => Ok(IpAddr::from(<[u8; 16]>::try_from(value).unwrap_or_default())),
+                (Family::V6, 16) => Ok(IpAddr::from(
+                    <[u8; 16]>::try_from(value).unwrap_or_default(),
+                )),
                 _ => Err(Error::malformed("rule address of wrong size")),
             }
         };

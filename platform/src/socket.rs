@@ -87,12 +87,12 @@ impl NlSocket {
     /// Asks for a receive buffer of `bytes`: `SO_RCVBUFFORCE` first, `SO_RCVBUF` (capped by
     /// `net.core.rmem_max`) when that is not permitted.
     pub(crate) fn set_rcvbuf(&self, bytes: usize) -> RcvbufOutcome {
-        let forced = rustix::net::sockopt::set_socket_recv_buffer_size_force(&self.sock, bytes)
-            .is_ok();
-        if !forced {
-            if let Err(err) = rustix::net::sockopt::set_socket_recv_buffer_size(&self.sock, bytes) {
-                tracing::warn!(%err, bytes, "cannot set the socket receive buffer");
-            }
+        let forced =
+            rustix::net::sockopt::set_socket_recv_buffer_size_force(&self.sock, bytes).is_ok();
+        if !forced
+            && let Err(err) = rustix::net::sockopt::set_socket_recv_buffer_size(&self.sock, bytes)
+        {
+            tracing::warn!(%err, bytes, "cannot set the socket receive buffer");
         }
         let effective = rustix::net::sockopt::socket_recv_buffer_size(&self.sock).unwrap_or(0);
         if !forced {
@@ -185,7 +185,10 @@ impl NlSocket {
             };
             if from.port_number() != 0 {
                 self.n_foreign += 1;
-                tracing::warn!(sender_port = from.port_number(), "dropped a foreign message");
+                tracing::warn!(
+                    sender_port = from.port_number(),
+                    "dropped a foreign message"
+                );
                 continue;
             }
             if read > self.buf.len() {

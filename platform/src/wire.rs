@@ -190,7 +190,10 @@ pub(crate) fn nla_u8(payload: &[u8]) -> Option<u8> {
 
 /// Reads a NUL-terminated string attribute.
 pub(crate) fn nla_str(payload: &[u8]) -> String {
-    let end = payload.iter().position(|b| *b == 0).unwrap_or(payload.len());
+    let end = payload
+        .iter()
+        .position(|b| *b == 0)
+        .unwrap_or(payload.len());
     String::from_utf8_lossy(&payload[..end]).into_owned()
 }
 

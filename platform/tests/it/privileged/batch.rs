@@ -44,9 +44,20 @@ fn one_bad_item_is_reported_and_the_rest_applied() {
         assert_eq!(failure.error.errno, libc::ENETUNREACH);
         let message = failure.error.message.as_deref().unwrap_or_default();
         assert!(message.contains("gateway"), "{message:?}");
-        assert!(failure.error.to_string().contains(message), "{}", failure.error);
+        assert!(
+            failure.error.to_string().contains(message),
+            "{}",
+            failure.error
+        );
         let table = platform.routes().table(254).dev(ifindex).execute().unwrap();
-        assert_eq!(table.items.iter().filter(|r| r.dst_len() == 24 && r.gateway().is_some()).count(), 10);
+        assert_eq!(
+            table
+                .items
+                .iter()
+                .filter(|r| r.dst_len() == 24 && r.gateway().is_some())
+                .count(),
+            10
+        );
 
         // Adding them again fails for each (EEXIST); stopping at the first failure sends
         // nothing after the first send.

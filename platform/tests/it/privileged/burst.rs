@@ -55,7 +55,9 @@ fn burst_of_100k_routes_from_ip_batch_ends_equal_to_a_fresh_dump() {
         let mut events = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(180);
         let status = loop {
-            cache.poll(Some(Duration::from_millis(50)), &mut events).unwrap();
+            cache
+                .poll(Some(Duration::from_millis(50)), &mut events)
+                .unwrap();
             events.clear();
             if let Some(status) = child.try_wait().unwrap() {
                 break status;

@@ -15,9 +15,15 @@ fn equals_ip_after_load_and_after_changes() {
         let ns = netns_with_veth();
         ip(&ns, "route add 198.51.100.0/24 via 192.0.2.2 table 100");
         ip(&ns, "route add 203.0.113.0/24 via 192.0.2.2 metric 50");
-        ip(&ns, "route add 10.5.0.0/16 nexthop via 192.0.2.2 dev nmx0 nexthop via 192.0.2.3 dev nmx0");
+        ip(
+            &ns,
+            "route add 10.5.0.0/16 nexthop via 192.0.2.2 dev nmx0 nexthop via 192.0.2.3 dev nmx0",
+        );
         ip(&ns, "route add blackhole 10.6.0.0/16 table 200");
-        ip(&ns, "-6 route add 2001:db8:2::/64 via 2001:db8:1::2 table 100");
+        ip(
+            &ns,
+            "-6 route add 2001:db8:2::/64 via 2001:db8:1::2 table 100",
+        );
         ip(&ns, "rule add from 198.51.100.0/24 table 100 prio 100");
         ip(&ns, "-6 rule add from 2001:db8:3::/64 table 100 prio 101");
 
@@ -87,7 +93,11 @@ fn events_carry_old_and_new_objects() {
             .map(|change| match change {
                 Change::Added(new) => format!("added via {:?}", new.gateway()),
                 Change::Replaced { old, new } => {
-                    format!("replaced via {:?} by via {:?}", old.gateway(), new.gateway())
+                    format!(
+                        "replaced via {:?} by via {:?}",
+                        old.gateway(),
+                        new.gateway()
+                    )
                 }
                 Change::Removed(old) => format!("removed via {:?}", old.gateway()),
                 other => format!("{other:?}"),

@@ -23,9 +23,12 @@ fn interrupted_address_dumps_are_redone_and_complete() {
         let stable: Vec<Address> = (0..1500u32)
             .map(|i| Address::new(ifindex, IpAddr::V4(Ipv4Addr::from(0x0a40_0000 + i)), 32))
             .collect();
-        let report = platform.batch().extend(stable.iter().cloned().map(|addr| {
-            netmirror_platform::Item::Address(netmirror_platform::Op::Add, addr)
-        }));
+        let report = platform.batch().extend(
+            stable
+                .iter()
+                .cloned()
+                .map(|addr| netmirror_platform::Item::Address(netmirror_platform::Op::Add, addr)),
+        );
         assert!(report.execute().unwrap().is_success());
 
         let stop = Arc::new(AtomicBool::new(false));
@@ -72,9 +75,18 @@ fn interrupted_address_dumps_are_redone_and_complete() {
         stop.store(true, Ordering::Relaxed);
         churn.join().unwrap();
         settle(&mut cache, Duration::from_secs(10));
-        assert!(n_interrupted > 0, "no dump was interrupted in {n_dumps} dumps");
-        assert!(cache.stats().n_dump_retries > 0, "no cache dump was interrupted");
-        assert!(interrupted_resync(&events), "no resync reported an interrupted dump");
+        assert!(
+            n_interrupted > 0,
+            "no dump was interrupted in {n_dumps} dumps"
+        );
+        assert!(
+            cache.stats().n_dump_retries > 0,
+            "no cache dump was interrupted"
+        );
+        assert!(
+            interrupted_resync(&events),
+            "no resync reported an interrupted dump"
+        );
         for addr in &stable {
             assert!(cache.addresses().any(|held| held.id() == addr.id()));
         }

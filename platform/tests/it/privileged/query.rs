@@ -72,13 +72,25 @@ fn filtered_queries_equal_ip_route_show() {
             batch = batch.add_route(Route::new(dst.into(), 24).with_oif(nmx1));
         }
         assert!(batch.execute().unwrap().is_success());
-        ip(&ns, "-6 route add 2001:db8:9::/64 via 2001:db8:1::2 table 100");
+        ip(
+            &ns,
+            "-6 route add 2001:db8:9::/64 via 2001:db8:1::2 table 100",
+        );
 
         for strict in [true, false] {
             let platform = Platform::open(config(&ns).with_strict_check(strict)).unwrap();
-            let expected_side = if strict { FilterSide::Kernel } else { FilterSide::Local };
+            let expected_side = if strict {
+                FilterSide::Kernel
+            } else {
+                FilterSide::Local
+            };
 
-            let table = platform.routes().family(Family::V4).table(100).execute().unwrap();
+            let table = platform
+                .routes()
+                .family(Family::V4)
+                .table(100)
+                .execute()
+                .unwrap();
             assert_eq!(table.filter, expected_side);
             assert_eq!(table.items.len(), 1000);
             assert_eq!(
@@ -89,10 +101,21 @@ fn filtered_queries_equal_ip_route_show() {
                     .collect()
             );
 
-            let v6 = platform.routes().family(Family::V6).table(100).execute().unwrap();
+            let v6 = platform
+                .routes()
+                .family(Family::V6)
+                .table(100)
+                .execute()
+                .unwrap();
             assert_eq!(v6.items.len(), 1);
 
-            let dev = platform.routes().family(Family::V4).table(254).dev(nmx1).execute().unwrap();
+            let dev = platform
+                .routes()
+                .family(Family::V4)
+                .table(254)
+                .dev(nmx1)
+                .execute()
+                .unwrap();
             assert_eq!(dev.filter, expected_side);
             assert_eq!(
                 dsts(&dev.items, |_| "main".to_owned()),
@@ -102,18 +125,36 @@ fn filtered_queries_equal_ip_route_show() {
             assert!(dev.items.len() >= 51, "{}", dev.items.len());
             assert!(dev.items.iter().all(|route| route.oif() == Some(nmx1)));
 
-            let by_dev0 = platform.routes().family(Family::V4).dev(nmx0).execute().unwrap();
+            let by_dev0 = platform
+                .routes()
+                .family(Family::V4)
+                .dev(nmx0)
+                .execute()
+                .unwrap();
             assert!(by_dev0.items.iter().all(|route| route.oif() == Some(nmx0)));
 
             let addrs = platform.addresses().ifindex(nmx1).execute().unwrap();
             assert_eq!(addrs.filter, expected_side);
             assert!(addrs.items.iter().all(|addr| addr.ifindex() == nmx1));
-            assert!(addrs.items.iter().any(|addr| addr.local().to_string() == "192.0.2.2"));
+            assert!(
+                addrs
+                    .items
+                    .iter()
+                    .any(|addr| addr.local().to_string() == "192.0.2.2")
+            );
 
             let link = platform.links().ifindex(nmx1).execute().unwrap();
             assert_eq!(link.items.len(), 1);
             assert_eq!(link.items[0].name(), "nmx1");
-            assert!(platform.links().ifindex(9999).execute().unwrap().items.is_empty());
+            assert!(
+                platform
+                    .links()
+                    .ifindex(9999)
+                    .execute()
+                    .unwrap()
+                    .items
+                    .is_empty()
+            );
         }
     });
 }

@@ -73,7 +73,10 @@ impl Snapshot {
             }
         }
         for (family, flag) in [("v4", "-4"), ("v6", "-6")] {
-            let routes = json(ns, &[flag, "-N", "-d", "-j", "route", "show", "table", "all"]);
+            let routes = json(
+                ns,
+                &[flag, "-N", "-d", "-j", "route", "show", "table", "all"],
+            );
             for route in routes.as_array().unwrap() {
                 snap.routes.push(ip_route_line(family, route, &names));
             }
@@ -156,7 +159,12 @@ pub(crate) fn link_line(link: &Link) -> String {
 }
 
 pub(crate) fn addr_line(addr: &Address) -> String {
-    format!("addr {} {}/{}", addr.ifindex(), addr.local(), addr.prefix_len())
+    format!(
+        "addr {} {}/{}",
+        addr.ifindex(),
+        addr.local(),
+        addr.prefix_len()
+    )
 }
 
 pub(crate) fn route_line(route: &Route) -> String {
@@ -185,7 +193,9 @@ pub(crate) fn route_line(route: &Route) -> String {
         route.table(),
         route.dst(),
         route.dst_len(),
-        route.gateway().map_or("-".to_owned(), |gw: IpAddr| gw.to_string()),
+        route
+            .gateway()
+            .map_or("-".to_owned(), |gw: IpAddr| gw.to_string()),
         route.oif().map_or("-".to_owned(), |oif| oif.to_string()),
         route.priority(),
         route.kind(),
@@ -198,5 +208,9 @@ pub(crate) fn rule_line(rule: &Rule) -> String {
         Family::V4 => "v4",
         Family::V6 => "v6",
     };
-    format!("rule {family} prio {} table {}", rule.priority(), rule.table())
+    format!(
+        "rule {family} prio {} table {}",
+        rule.priority(),
+        rule.table()
+    )
 }
