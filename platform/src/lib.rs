@@ -14,6 +14,9 @@ mod rule;
 mod socket;
 mod wire;
 
+#[cfg(test)]
+mod tests;
+
 pub use addr::{Address, AddressId, LIFETIME_FOREVER};
 pub use batch::{Batch, Failure, Item, Op, Report};
 pub use cache::{
