@@ -742,10 +742,7 @@ impl Cache {
             }
             wire::RTM_DELROUTE => {
                 if let Some(route) = Route::parse(msg.payload)? {
-                    match self.routes.remove(&route.id()) {
-                        Some(old) => out.push(Event::Route(Change::Removed(old))),
-                        None => tracing::trace!(?route, "deleted route was not cached"),
-                    }
+                    self.apply_del_route(&route, out);
                 }
             }
             wire::RTM_NEWRULE => {
@@ -792,6 +789,28 @@ impl Cache {
         }
         if let Some(event) = upsert(&mut self.routes, route, Event::Route) {
             out.push(event);
+        }
+    }
+
+    fn apply_del_route(&mut self, route: &Route, out: &mut Vec<Event>) {
+        let id = route.id();
+        // IPv6 announces the deletion of one sibling of a multipath route as that hop alone.
+        if route.family() == Family::V6 && route.multipath().is_empty() {
+            let reduced = self
+                .routes
+                .get(&id)
+                .filter(|held| !held.multipath().is_empty())
+                .and_then(|held| held.without_hop(route.gateway(), route.oif()));
+            if let Some(reduced) = reduced {
+                if let Some(event) = upsert(&mut self.routes, reduced, Event::Route) {
+                    out.push(event);
+                }
+                return;
+            }
+        }
+        match self.routes.remove(&id) {
+            Some(old) => out.push(Event::Route(Change::Removed(old))),
+            None => tracing::trace!(?route, "deleted route was not cached"),
         }
     }
 

@@ -30,8 +30,8 @@ pub use platform::{Config, DumpReport, Platform};
 pub use query::{AddressQuery, Answer, FilterSide, LinkQuery, RouteQuery, RuleQuery};
 pub use route::{
     Family, NextHop, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RTN_BLACKHOLE, RTN_LOCAL,
-    RTN_UNICAST, RTN_UNREACHABLE, RTPROT_BOOT, RTPROT_STATIC, Route, RouteId, RouteWeakId,
-    TABLE_LOCAL, TABLE_MAIN,
+    RTN_UNICAST, RTN_UNREACHABLE, RTPROT_BOOT, RTPROT_RA, RTPROT_STATIC, Route, RouteId,
+    RouteWeakId, TABLE_LOCAL, TABLE_MAIN,
 };
 pub use rule::{FR_ACT_TO_TBL, Rule};
 pub use socket::RcvbufOutcome;

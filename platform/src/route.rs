@@ -44,6 +44,8 @@ pub const RTN_UNREACHABLE: u8 = 7;
 
 /// Route protocol `RTPROT_BOOT` (what `ip route add` uses).
 pub const RTPROT_BOOT: u8 = 3;
+/// Route protocol `RTPROT_RA` (learned from router advertisements).
+pub const RTPROT_RA: u8 = 9;
 /// Route protocol `RTPROT_STATIC`.
 pub const RTPROT_STATIC: u8 = 4;
 
@@ -166,7 +168,8 @@ pub struct Route {
 ///
 /// Two routes with the same id are the same kernel entry; their other attributes may differ
 /// (a replace). IPv4 keeps several routes per prefix (`ip route append`), told apart by next
-/// hop and type, so those are part of the id. It is small and cheap to compute: the cache
+/// hop and type, so those are part of the id; IPv6 merges next hops of one prefix and metric
+/// into one multipath route, so they are not. It is small and cheap to compute: the cache
 /// computes it on every lookup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RouteId(IdInner);
@@ -189,7 +192,7 @@ enum IdInner {
         dst: [u8; 16],
         src: [u8; 16],
         gateway: [u8; 16],
-        /// Prefix length, source prefix length, type, and whether there is a gateway.
+        /// Prefix length, source prefix length, type, and whether it qualifies for ECMP.
         small: [u8; 4],
     },
 }
@@ -471,18 +474,25 @@ impl Route {
             .or_else(|| first_hop.and_then(|hop| hop.gateway));
         let has_gateway = u8::from(gateway.is_some());
         match &self.extra {
-            Some(extra) if self.bits & V6 != 0 => RouteId(IdInner::V6 {
-                table: self.table,
-                priority: self.priority,
-                oif,
-                dst: extra.v6[0].octets(),
-                src: extra.v6[3].octets(),
-                gateway: match gateway {
-                    Some(IpAddr::V6(gw)) => gw.octets(),
-                    _ => [0; 16],
-                },
-                small: [self.dst_len, extra.src_len, self.kind, has_gateway],
-            }),
+            // IPv6 keeps one route per prefix and metric among the routes that qualify for
+            // ECMP (a gateway, not learned from router advertisements): next hops added to
+            // it become its siblings, announced as one multipath route, so they are not part
+            // of the id. Other routes (device routes, RA routes) are told apart by next hop.
+            Some(extra) if self.bits & V6 != 0 => {
+                let ecmp = gateway.is_some() && self.protocol != RTPROT_RA;
+                RouteId(IdInner::V6 {
+                    table: self.table,
+                    priority: self.priority,
+                    oif: if ecmp { 0 } else { oif },
+                    dst: extra.v6[0].octets(),
+                    src: extra.v6[3].octets(),
+                    gateway: match gateway {
+                        Some(IpAddr::V6(gw)) if !ecmp => gw.octets(),
+                        _ => [0; 16],
+                    },
+                    small: [self.dst_len, extra.src_len, self.kind, u8::from(ecmp)],
+                })
+            }
             _ => RouteId(IdInner::V4 {
                 table: self.table,
                 priority: self.priority,
@@ -520,6 +530,32 @@ impl Route {
             src,
             small: [self.family().af(), self.dst_len, src_len, self.tos],
         }
+    }
+
+    /// This multipath route without the next hop via `gateway` on `ifindex`: what an IPv6
+    /// route is after the kernel deleted one of its siblings (it announces only the deleted
+    /// hop). A single remaining hop becomes a plain route. `None` if the hop is not there.
+    pub(crate) fn without_hop(
+        &self,
+        gateway: Option<IpAddr>,
+        ifindex: Option<u32>,
+    ) -> Option<Route> {
+        let extra = self.extra.as_ref()?;
+        let at = extra.multipath.iter().position(|hop| {
+            hop.gateway == gateway && ifindex.is_none_or(|ifindex| hop.ifindex == ifindex)
+        })?;
+        let mut route = self.clone();
+        let extra = route.extra.as_mut()?;
+        extra.multipath.remove(at);
+        if let [last] = extra.multipath.as_slice() {
+            let last = last.clone();
+            extra.multipath.clear();
+            route = route.with_oif(last.ifindex);
+            if let Some(gateway) = last.gateway {
+                route = route.with_gateway(gateway);
+            }
+        }
+        Some(route)
     }
 
     /// Parses an `RTM_NEWROUTE`/`RTM_DELROUTE` payload (after the netlink header).
