@@ -1,5 +1,68 @@
 //! The kernel's network state (links, addresses, routes, rules) as a live cache kept in sync
 //! over rtnetlink: NetworkManager's platform cache in Rust.
+//!
+//! Three entry points:
+//!
+//! - [`Platform`]: a handle on one namespace's rtnetlink, for one-shot queries
+//!   ([`Platform::routes`], [`Platform::links`], [`Platform::addresses`], [`Platform::rules`])
+//!   with filters pushed to the kernel, and for batches ([`Platform::batch`]).
+//! - [`Cache`]: everything loaded into dedup indexes and kept in sync; [`Cache::poll`] returns
+//!   [`Event`]s, each [`Change`] with its old and new object.
+//! - The object types [`Link`], [`Address`], [`Route`] and [`Rule`], parsed straight from the
+//!   wire (a common IPv4 route is 40 bytes).
+//!
+//! # Design
+//!
+//! The API is synchronous and caller-driven, so it fits both a routing daemon's own event loop
+//! and a CLI: nothing runs in the background and state changes only inside [`Cache::poll`].
+//! For an async program, register the cache (it implements `AsFd`: the event socket) with the
+//! runtime (tokio's `AsyncFd`) and call `poll` with a zero timeout when it is readable, or run
+//! the cache on a thread of its own. Memory between kernel and user is bounded: `poll` applies
+//! at most a fixed number of datagrams per call, and the socket's receive buffer (sized for
+//! bursts, 128 MiB by default) is the only queue.
+//!
+//! When that buffer overflows (ENOBUFS), the cache schedules a resync: once the socket has been
+//! quiet for a back-off that doubles while overflows go on, it marks everything dirty, dumps,
+//! re-adds and sweeps, and reports the differences as ordinary events between
+//! [`Event::Overrun`] and [`Event::Resynced`]. Dumps interrupted by concurrent changes
+//! (`NLM_F_DUMP_INTR`) are redone up to [`Config::with_dump_attempts`] times. IPv4 routes the
+//! kernel flushes without telling (link down, address removed) are found by a filtered re-dump
+//! of that interface's routes.
+//!
+//! Sockets are opened in the target namespace ([`Netns`]: by name, path or fd) on a short-lived
+//! helper thread; the calling thread never changes namespace.
+//!
+//! # Example
+//!
+//! Building a route for a batch, and what the cache identifies it by (pure, no I/O):
+//!
+//! ```
+//! use netmirror_platform::{Family, Route};
+//!
+//! let route = Route::new("10.3.0.0".parse()?, 16)
+//!     .with_gateway("10.2.0.2".parse()?)
+//!     .with_oif(3)
+//!     .with_table(100);
+//! assert_eq!(route.family(), Family::V4);
+//! assert_eq!(route.gateway(), Some("10.2.0.2".parse()?));
+//! // An update of the same kernel route (same prefix, metric, next hop) has the same id.
+//! assert_eq!(route.id(), route.clone().with_protocol(4).id());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Loading and watching routes, a filtered query and a batch (these need a namespace, so they
+//! are not run here):
+//!
+#![doc = include_str!("../README.md")]
+//!
+//! # Minimum supported Rust version
+//!
+//! Rust 1.90.
+//!
+//! # Feature flags
+//!
+//! - `testing`: test fixtures (`testing::NetNs`, a throwaway network namespace).
+//! - `privileged`: enables the integration tests that need root.
 
 mod addr;
 mod batch;
@@ -36,6 +99,7 @@ pub use route::{
 pub use rule::{FR_ACT_TO_TBL, Rule};
 pub use socket::RcvbufOutcome;
 
-/// Test fixtures: throwaway network namespaces (feature `testing`).
+// Documented by its own inner docs: an outer doc comment here would make rustdoc resolve
+// their links from the crate root and fail.
 #[cfg(feature = "testing")]
 pub mod testing;

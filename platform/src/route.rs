@@ -147,7 +147,7 @@ impl Default for RouteExtra {
 ///
 /// Immutable once built; equality covers every field, so two equal routes can share one
 /// allocation in the cache.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Route {
     /// IPv4 destination, gateway and preferred source (unused for IPv6).
     v4: [[u8; 4]; 3],
@@ -162,6 +162,63 @@ pub struct Route {
     kind: u8,
     bits: u8,
     extra: Option<Box<RouteExtra>>,
+}
+
+impl std::fmt::Debug for Route {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut out = f.debug_struct("Route");
+        out.field("family", &self.family())
+            .field("table", &self.table)
+            .field("dst", &format_args!("{}/{}", self.dst(), self.dst_len));
+        if let Some((src, len)) = self.src() {
+            out.field("src", &format_args!("{src}/{len}"));
+        }
+        if let Some(gateway) = self.gateway() {
+            out.field("gateway", &gateway);
+        }
+        if let Some(oif) = self.oif() {
+            out.field("oif", &oif);
+        }
+        if let Some(prefsrc) = self.prefsrc() {
+            out.field("prefsrc", &prefsrc);
+        }
+        out.field("priority", &self.priority)
+            .field("protocol", &self.protocol)
+            .field("scope", &self.scope)
+            .field("kind", &self.kind);
+        if self.tos != 0 {
+            out.field("tos", &self.tos);
+        }
+        if self.flags() != 0 {
+            out.field("flags", &format_args!("{:#x}", self.flags()));
+        }
+        if let Some(extra) = &self.extra {
+            if !extra.multipath.is_empty() {
+                out.field("multipath", &extra.multipath);
+            }
+            if !extra.metrics.is_empty() {
+                out.field("metrics", &self.metrics());
+            }
+            for (name, value) in [
+                ("iif", extra.iif),
+                ("mark", extra.mark),
+                ("expires", extra.expires),
+                ("nh_id", extra.nh_id),
+            ] {
+                if let Some(value) = value {
+                    out.field(name, &value);
+                }
+            }
+            if let Some(pref) = extra.pref {
+                out.field("pref", &pref);
+            }
+            if !extra.other.is_empty() {
+                let kinds: Vec<u16> = extra.other.iter().map(|(kind, _)| *kind).collect();
+                out.field("other_attributes", &kinds);
+            }
+        }
+        out.finish()
+    }
 }
 
 /// What identifies a route in the kernel's table, for deduplication of events.

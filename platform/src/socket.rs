@@ -14,7 +14,10 @@ use crate::wire::{self, Msg, Msgs};
 /// dumps in few, large datagrams.
 const MIN_READ: usize = 32 * 1024;
 
-/// What [`NlSocket::set_rcvbuf`] achieved.
+/// What asking for a socket receive buffer achieved ([`Cache::rcvbuf`], [`Platform::rcvbuf`]).
+///
+/// [`Cache::rcvbuf`]: crate::Cache::rcvbuf
+/// [`Platform::rcvbuf`]: crate::Platform::rcvbuf
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RcvbufOutcome {
     /// The size asked for.
