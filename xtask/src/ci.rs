@@ -1,6 +1,7 @@
 //! `cargo xtask ci`: the one test command. Everything CI checks, in the order a developer wants
 //! to hear about failures (cheap first), with warnings made fatal.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
@@ -27,17 +28,33 @@ pub(crate) const FIXTURE_MARKER: &str = "netmirror-test";
 /// Prefix of the network namespaces the fixtures name.
 pub(crate) const NETNS_PREFIX: &str = "nmx-";
 
+/// The variable that makes the deliberately failing tests fail.
+const DELIBERATE_FAILURE: &str = "NETMIRROR_DELIBERATE_FAILURE";
+/// The name the deliberately failing tests share, one per crate with fixtures.
+const DELIBERATE_FAILURE_TEST: &str = "deliberate_failure_leaves_nothing_behind";
+/// Each of them: every one must fail when asked to.
+const DELIBERATE_FAILURES: &[&str] = &[
+    "privileged::fixtures::deliberate_failure_leaves_nothing_behind",
+    "privileged::netns::deliberate_failure_leaves_nothing_behind",
+];
+
 pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
-    let mut privileged = system::is_root();
+    // Why the privileged tests are skipped, or `None` when they run.
+    let mut skip_reason = (!system::is_root()).then_some(
+        "not root, so no network namespace or NetworkManager daemon can be made \
+         (run `cargo xtask ci` as root to run them)",
+    );
     for arg in args {
         match arg.as_str() {
-            "--no-privileged" => privileged = false,
+            "--no-privileged" => skip_reason = Some("`--no-privileged` was given"),
             // Kept for symmetry with STYLE.md: CI mode is always fatal.
             "--fatal-warnings" => {}
             other => bail!("unknown option `{other}` for `cargo xtask ci`"),
         }
     }
+    let privileged = skip_reason.is_none();
     let started = Instant::now();
+    let traces_before = fixture_traces()?;
     if system::is_root() {
         system::ensure_packages()?;
     } else {
@@ -45,7 +62,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         if !missing.is_empty() {
             eprintln!(
                 "xtask: note: not root, and these packages are missing: {} \
-                 (the privileged tests that need them are skipped anyway)",
+                 (the tests that need them will fail: `cargo xtask setup` as root installs them)",
                 missing.join(" ")
             );
         }
@@ -78,15 +95,15 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         }
         cmd::run(&mut test)
     });
-    if privileged {
+    if let Some(reason) = skip_reason {
+        report_skipped_privileged(reason)?;
+    } else {
         step(
             "cleanup after a deliberately failing test",
             deliberate_failure,
         )?;
-    } else {
-        report_skipped_privileged()?;
     }
-    step("leftovers", check_no_leftovers)?;
+    step("leftovers", || check_no_leftovers(&traces_before))?;
     test_result?;
 
     step("bench build", || {
@@ -102,17 +119,14 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         ]))
     })?;
     step("package", || {
-        for package in PUBLISHED {
-            cmd::run(cargo().args([
-                "package",
-                "--package",
-                package,
-                "--no-verify",
-                "--allow-dirty",
-                "--locked",
-            ]))?;
+        // One invocation for all: cargo then resolves the unpublished siblings among the
+        // packages it packs, where one invocation per crate would look for them on crates.io.
+        let mut package = cargo();
+        package.args(["package", "--no-verify", "--allow-dirty", "--locked"]);
+        for name in PUBLISHED {
+            package.args(["--package", name]);
         }
-        Ok(())
+        cmd::run(&mut package)
     })?;
     eprintln!(
         "xtask: ci passed in {:.0} s",
@@ -130,7 +144,8 @@ fn cargo() -> Command {
         .env("RUSTFLAGS", "-D warnings")
         .env("RUSTDOCFLAGS", "-D warnings")
         .env("NETMIRROR_CLIENT_DEBUG", "warning,error")
-        .env("NETMIRROR_FATAL_WARNINGS", "1");
+        .env("NETMIRROR_FATAL_WARNINGS", "1")
+        .env_remove(DELIBERATE_FAILURE);
     cargo
 }
 
@@ -139,26 +154,51 @@ fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()
     f().with_context(|| format!("xtask ci: step `{name}` failed"))
 }
 
-/// As non-root, names every privileged test that did not run, and why.
-fn report_skipped_privileged() -> anyhow::Result<()> {
-    let listing = cmd::read(cargo().args([
+/// Names every privileged test that did not run, with its crate, and why.
+fn report_skipped_privileged(reason: &str) -> anyhow::Result<()> {
+    // Build the tests with the privileged features, then ask each test binary for its list.
+    let artifacts = cmd::read(cargo().args([
         "test",
         "--workspace",
         "--locked",
         "--features",
         PRIVILEGED_FEATURES,
-        "--",
-        "--list",
-        "--format=terse",
-        "privileged::",
+        "--no-run",
+        "--message-format=json",
     ]))?;
-    let skipped: Vec<&str> = listing
-        .lines()
-        .filter_map(|line| line.strip_suffix(": test"))
-        .collect();
+    let mut skipped = Vec::new();
+    for artifact in artifacts.lines() {
+        let (Some(executable), Some(manifest)) = (
+            json_string(artifact, "executable"),
+            json_string(artifact, "manifest_path"),
+        ) else {
+            continue;
+        };
+        // Only test harnesses: the binaries built for the CLI's own tests have no `--list`.
+        let is_test_build = artifact
+            .split_once("\"profile\":{")
+            .and_then(|(_, profile)| profile.split_once('}'))
+            .is_some_and(|(profile, _)| profile.contains("\"test\":true"));
+        if !is_test_build {
+            continue;
+        }
+        let folder = Path::new(manifest)
+            .parent()
+            .and_then(Path::file_name)
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let listing =
+            cmd::read(Command::new(executable).args(["--list", "--format=terse", "privileged::"]))?;
+        skipped.extend(
+            listing
+                .lines()
+                .filter_map(|line| line.strip_suffix(": test"))
+                .map(|test| format!("{folder}: {test}")),
+        );
+    }
+    skipped.sort();
     eprintln!(
-        "xtask: SKIPPED {} privileged tests: not root, so no network namespace or \
-         NetworkManager daemon can be made (run `cargo xtask ci` as root to run them):",
+        "xtask: SKIPPED {} privileged tests: {reason}:",
         skipped.len()
     );
     for name in skipped {
@@ -167,40 +207,57 @@ fn report_skipped_privileged() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs a test that starts every fixture and then panics, and checks that it failed.
-/// `check_no_leftovers` then proves the fixtures cleaned up after the panic.
+/// The string value of `"key":"..."` in one line of cargo's JSON messages (paths: no escapes).
+fn json_string<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let start = line.find(&format!("\"{key}\":\""))? + key.len() + 4;
+    let len = line[start..].find('"')?;
+    Some(&line[start..start + len])
+}
+
+/// Runs the tests that start every fixture and then panic, and checks that each of them
+/// failed. `check_no_leftovers` then proves the fixtures cleaned up after the panic.
 fn deliberate_failure() -> anyhow::Result<()> {
     let mut test = cargo();
     test.args([
         "test",
-        "--package",
-        "netmirror-client-cache",
+        "--workspace",
+        "--locked",
+        "--no-fail-fast",
         "--features",
-        "privileged",
+        PRIVILEGED_FEATURES,
         "--test",
         "it",
-        "--locked",
         "--",
-        "--exact",
-        "privileged::fixtures::deliberate_failure_leaves_nothing_behind",
+        DELIBERATE_FAILURE_TEST,
     ])
-    .env("NETMIRROR_DELIBERATE_FAILURE", "1");
-    match cmd::run(&mut test) {
-        Ok(()) => {
-            bail!("the deliberately failing test passed: NETMIRROR_DELIBERATE_FAILURE ignored")
-        }
-        Err(_) => {
-            eprintln!("xtask: the deliberately failing test failed, as it should");
-            Ok(())
+    .env(DELIBERATE_FAILURE, "1");
+    eprintln!("$ {DELIBERATE_FAILURE}=1 {}", cmd::show(&test));
+    let output = test
+        .output()
+        .context("cannot run the deliberately failing tests")?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    eprint!("{}", String::from_utf8_lossy(&output.stderr));
+    eprint!("{stdout}");
+    if output.status.success() {
+        bail!("the deliberately failing tests passed: {DELIBERATE_FAILURE} was ignored");
+    }
+    for test in DELIBERATE_FAILURES {
+        if !stdout.contains(&format!("test {test} ... FAILED")) {
+            bail!("{test} did not fail as it should with {DELIBERATE_FAILURE}=1");
         }
     }
+    eprintln!(
+        "xtask: the {} deliberately failing tests failed, as they should",
+        DELIBERATE_FAILURES.len()
+    );
+    Ok(())
 }
 
-/// Fails when a namespace, bus or daemon made by a test is still there.
-fn check_no_leftovers() -> anyhow::Result<()> {
-    let mut leftovers = Vec::new();
+/// The namespaces, processes and temp dirs that carry the fixtures' marks, one line each.
+fn fixture_traces() -> anyhow::Result<BTreeSet<String>> {
+    let mut traces = BTreeSet::new();
     if let Ok(netns) = cmd::read(Command::new("ip").args(["netns", "list"])) {
-        leftovers.extend(
+        traces.extend(
             netns
                 .lines()
                 .filter(|line| line.starts_with(NETNS_PREFIX))
@@ -220,12 +277,36 @@ fn check_no_leftovers() -> anyhow::Result<()> {
         };
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
         if cmdline.contains(FIXTURE_MARKER) && !cmdline.contains("xtask") {
-            leftovers.push(format!("process {pid}: {}", cmdline.trim()));
+            traces.insert(format!("process {pid}: {}", cmdline.trim()));
         }
     }
+    for entry in std::fs::read_dir(std::env::temp_dir())?.flatten() {
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(FIXTURE_MARKER)
+        {
+            traces.insert(format!("temp dir {}", entry.path().display()));
+        }
+    }
+    Ok(traces)
+}
+
+/// Fails when a namespace, bus, daemon or temp dir made by a test is still there: any trace
+/// that was not there `before` the run (a developer's own sandbox is not the tests' fault).
+fn check_no_leftovers(before: &BTreeSet<String>) -> anyhow::Result<()> {
+    let leftovers: Vec<String> = fixture_traces()?.difference(before).cloned().collect();
     if !leftovers.is_empty() {
         bail!("the tests left these behind:\n  {}", leftovers.join("\n  "));
     }
-    eprintln!("xtask: no namespace, bus or daemon left behind");
+    if !before.is_empty() {
+        eprintln!(
+            "xtask: note: {} marked namespaces, processes or dirs were there before the run \
+             and are not checked:\n  {}",
+            before.len(),
+            before.iter().cloned().collect::<Vec<_>>().join("\n  ")
+        );
+    }
+    eprintln!("xtask: no namespace, bus, daemon or temp dir left behind");
     Ok(())
 }

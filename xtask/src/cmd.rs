@@ -36,7 +36,8 @@ pub(crate) fn read(cmd: &mut Command) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn show(cmd: &Command) -> String {
+/// The command line of `cmd`, as a shell would show it.
+pub(crate) fn show(cmd: &Command) -> String {
     let mut parts = vec![cmd.get_program().to_string_lossy().into_owned()];
     parts.extend(cmd.get_args().map(|arg| arg.to_string_lossy().into_owned()));
     parts.join(" ")

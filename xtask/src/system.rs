@@ -9,7 +9,7 @@ use crate::cmd;
 const PACKAGES: &[(&str, &str)] = &[
     ("network-manager", "/usr/sbin/NetworkManager"),
     ("dbus-daemon", "/usr/bin/dbus-daemon"),
-    ("iproute2", "/usr/sbin/ip"),
+    ("iproute2", "/sbin/ip"),
     ("util-linux", "/usr/bin/unshare"),
     ("systemd", "/usr/bin/busctl"),
 ];
