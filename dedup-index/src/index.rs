@@ -465,10 +465,9 @@ impl<T: Object> DedupIndex<T> {
             self.links.reserve(more * self.tables.len());
             self.dirty.reserve(more.div_ceil(64));
         }
-        let objs = &self.objs;
-        let hasher = &self.hasher;
-        self.ids
-            .reserve(additional, |&slot| slot_hash(objs, hasher, slot));
+        if self.ids.capacity() - self.ids.len() < additional {
+            self.rebuild_ids(self.len + additional);
+        }
     }
 
     /// Gives back memory the index does not need for its current slots.
@@ -476,10 +475,7 @@ impl<T: Object> DedupIndex<T> {
         self.objs.shrink_to_fit();
         self.links.shrink_to_fit();
         self.dirty.shrink_to_fit();
-        let objs = &self.objs;
-        let hasher = &self.hasher;
-        self.ids
-            .shrink_to_fit(|&slot| slot_hash(objs, hasher, slot));
+        self.rebuild_ids(self.len);
     }
 
     /// Moves the entry with id `id` within its list of index type `index`. Other index types
@@ -664,8 +660,13 @@ impl<T: Object> DedupIndex<T> {
     /// reads the objects as they lie in memory.
     #[cold]
     fn grow_ids(&mut self) {
+        self.rebuild_ids((self.len * 2).max(16));
+    }
+
+    /// Rebuilds the id table with room for `capacity` entries (at least the current ones).
+    fn rebuild_ids(&mut self, capacity: usize) {
         self.ids = HashTable::new();
-        let mut ids = HashTable::with_capacity((self.len * 2).max(16));
+        let mut ids = HashTable::with_capacity(capacity.max(self.len));
         let objs = &self.objs;
         let hasher = &self.hasher;
         for (slot, obj) in objs.iter().enumerate() {
