@@ -25,7 +25,7 @@ pub const fn matches(sig: &Signature, text: &str) -> bool {
     }
 }
 
-/// Whether the Rust type `T` has the D-Bus signature `text` (see [`matches`]).
+/// Whether the Rust type `T` has the D-Bus signature `text` (see [`matches()`]).
 pub const fn type_matches<T: zvariant::Type + ?Sized>(text: &str) -> bool {
     matches(T::SIGNATURE, text)
 }
