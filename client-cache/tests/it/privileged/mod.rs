@@ -1,3 +1,4 @@
 //! Tests that need root: they start the real NetworkManager daemon in its own namespaces.
 
 mod fixtures;
+mod introspect_conformance;
