@@ -454,9 +454,14 @@ impl<'de> DeserializeSeed<'de> for PathSeed {
     type Value = OwnedObjectPath;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<OwnedObjectPath, D::Error> {
-        Ok(OwnedObjectPath::from(
-            ObjectPath::deserialize(d)?.into_owned(),
-        ))
+        let path = ObjectPath::deserialize(d)?;
+        // "/" means "no object" and is by far the most common path: share a static one.
+        if path.as_str() == "/" {
+            return Ok(OwnedObjectPath::from(
+                ObjectPath::from_static_str_unchecked("/"),
+            ));
+        }
+        Ok(OwnedObjectPath::from(path.into_owned()))
     }
 }
 

@@ -377,6 +377,17 @@ fn decoded_values() {
             .map(|v| v.value_signature().to_string()),
         Some("(uu)".into())
     );
+    // Untyped accessors, for generic mode.
+    assert_eq!(Value::U16(7).as_integer(), Some(7));
+    assert_eq!(Value::I64(-7).as_integer(), Some(-7));
+    assert_eq!(Value::Str(Arc::from("x")).as_integer(), None);
+    assert_eq!(Value::Str(Arc::from("x")).as_str(), Some("x"));
+    assert_eq!(Value::Bool(true).as_bool(), Some(true));
+    let root = Value::ObjectPath(OwnedObjectPath::try_from("/").expect("path"));
+    assert_eq!(root.as_object_path(), None);
+    let dev = Value::ObjectPath(OwnedObjectPath::try_from("/d/1").expect("path"));
+    assert_eq!(dev.as_object_path().map(|p| p.as_str()), Some("/d/1"));
+    assert_eq!(dev.as_object_paths(), None);
     // A view of the wrong kind is refused.
     assert_eq!(kinds::U.get(&Value::Str(Arc::from("5"))), None);
 }

@@ -90,6 +90,52 @@ impl Value {
         }
     }
 
+    /// The string of an `s` value.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(it) => Some(it),
+            _ => None,
+        }
+    }
+
+    /// The number of an unsigned or signed integer value of any width, widened to `i128`.
+    pub fn as_integer(&self) -> Option<i128> {
+        Some(match *self {
+            Value::Byte(it) => it.into(),
+            Value::I16(it) => it.into(),
+            Value::U16(it) => it.into(),
+            Value::I32(it) => it.into(),
+            Value::U32(it) => it.into(),
+            Value::I64(it) => it.into(),
+            Value::U64(it) => it.into(),
+            _ => return None,
+        })
+    }
+
+    /// The flag of a `b` value.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(it) => Some(*it),
+            _ => None,
+        }
+    }
+
+    /// The path of an `o` value; `None` also for `"/"`, which means "no object".
+    pub fn as_object_path(&self) -> Option<&OwnedObjectPath> {
+        match self {
+            Value::ObjectPath(it) if it.as_str() != "/" => Some(it),
+            _ => None,
+        }
+    }
+
+    /// The paths of an `ao` value.
+    pub fn as_object_paths(&self) -> Option<&[OwnedObjectPath]> {
+        match self {
+            Value::ObjectPathArray(it) => Some(it),
+            _ => None,
+        }
+    }
+
     /// The D-Bus signature of this value, as text.
     pub fn signature(&self) -> String {
         match self.kind().signature() {
