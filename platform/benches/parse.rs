@@ -1,0 +1,85 @@
+//! Parsing route messages from the wire, and inserting the routes into the cache's indexes:
+//! the two costs of loading a routing table beside the kernel's own dump.
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use netmirror_dedup_index::{DedupIndex, Placement};
+use netmirror_platform::{DefaultRoutes, Route, RoutesByIfindex, RoutesByWeakId};
+
+/// `n` RTM_NEWROUTE messages as a route dump sends them: 10.x.y.z/28 via 192.0.2.2, oif 3,
+/// main table.
+fn dump_bytes(n: u32) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(n as usize * 60);
+    for i in 0..n {
+        let dst = (0x0a00_0000u32 + (i << 4)).to_be_bytes();
+        buf.extend_from_slice(&60u32.to_ne_bytes()); // nlmsg_len
+        buf.extend_from_slice(&24u16.to_ne_bytes()); // RTM_NEWROUTE
+        buf.extend_from_slice(&2u16.to_ne_bytes()); // NLM_F_MULTI
+        buf.extend_from_slice(&1u32.to_ne_bytes()); // seq
+        buf.extend_from_slice(&0u32.to_ne_bytes()); // pid
+        buf.extend_from_slice(&[2, 28, 0, 0, 254, 3, 0, 1, 0, 0, 0, 0]); // rtmsg
+        for (kind, value) in [
+            (15u16, 254u32.to_ne_bytes()), // RTA_TABLE
+            (1, dst),                      // RTA_DST
+            (5, [192, 0, 2, 2]),           // RTA_GATEWAY
+            (4, 3u32.to_ne_bytes()),       // RTA_OIF
+        ] {
+            buf.extend_from_slice(&8u16.to_ne_bytes());
+            buf.extend_from_slice(&kind.to_ne_bytes());
+            buf.extend_from_slice(&value);
+        }
+    }
+    buf
+}
+
+/// Splits `buf` into messages and parses each as a route.
+fn parse_all(buf: &[u8]) -> Vec<Route> {
+    let mut routes = Vec::new();
+    let mut at = 0;
+    while at + 16 <= buf.len() {
+        let len = u32::from_ne_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]) as usize;
+        if let Ok(Some(route)) = Route::parse(&buf[at + 16..at + len]) {
+            routes.push(route);
+        }
+        at += (len + 3) & !3;
+    }
+    routes
+}
+
+fn bench_parse(c: &mut Criterion) {
+    let mut group = c.benchmark_group("parse/route_v4");
+    for n in [10u32, 1_000, 100_000] {
+        let buf = dump_bytes(n);
+        group.throughput(Throughput::Elements(u64::from(n)));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &buf, |b, buf| {
+            b.iter(|| parse_all(black_box(buf)))
+        });
+    }
+    group.finish();
+}
+
+fn bench_insert(c: &mut Criterion) {
+    let mut group = c.benchmark_group("cache/insert_routes");
+    group.sample_size(10);
+    for n in [10u32, 1_000, 100_000] {
+        let routes = parse_all(&dump_bytes(n));
+        group.throughput(Throughput::Elements(u64::from(n)));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &routes, |b, routes| {
+            b.iter(|| {
+                let mut index = DedupIndex::with_capacity(routes.len());
+                index.add_index(RoutesByIfindex);
+                index.add_index(DefaultRoutes);
+                index.add_index(RoutesByWeakId);
+                for route in routes.iter().cloned() {
+                    let _ = index.insert(route, Placement::Append);
+                }
+                index
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_parse, bench_insert);
+criterion_main!(benches);
