@@ -1,11 +1,13 @@
 //! Time per operation of a dedup index of route-like objects with three index types (id, by
 //! interface, default routes), at 1k, 100k and 1M objects.
 //!
-//! Groups: `insert/fill` (build from empty, per object), `lookup/get` and `lookup/get_in`
-//! (by id, random order), `remove/drain` (remove everything in random order, per object),
-//! `remove_insert/steady` (remove a random entry and add it back), `iterate/primary` and
-//! `iterate/by_ifindex` (a full in-order walk, per object). Criterion's "thrpt" line gives
-//! objects per second where a routine handles many objects.
+//! Groups: `insert/fill` (build from empty, per object); `lookup/get` and `lookup/get_in` (by
+//! id in the primary and in the by-interface index type, in random order);
+//! `lookup/get_sequential` (by id, in the order the routes were added); `remove/drain` (remove
+//! everything in random order, per object); `remove_insert/steady` (remove a random entry and
+//! add it back); `iterate/primary` and `iterate/by_ifindex` (a full in-order walk reading each
+//! object, per object). Where a routine handles many objects, criterion's "thrpt" line gives
+//! objects per second.
 
 mod support;
 
@@ -58,6 +60,13 @@ fn lookup(c: &mut Criterion) {
             b.iter(|| {
                 next = (next + 1) % ids.len();
                 black_box(routes.index.get(&ids[next]))
+            });
+        });
+        let in_order: Vec<_> = (0..n).map(|i| route(i).id()).collect();
+        group.bench_function(BenchmarkId::new("get_sequential", n), |b| {
+            b.iter(|| {
+                next = (next + 1) % in_order.len();
+                black_box(routes.index.get(&in_order[next]))
             });
         });
         let by_ifindex = routes.by_ifindex.expect("three index types");

@@ -60,17 +60,59 @@ impl Lane {
     }
 }
 
+/// Sets the `next` link of `slot`; a slot number out of range (only possible if an index type
+/// broke its contract) is ignored rather than a panic.
+#[inline]
+fn set_next(links: &mut [Link], lane: Lane, slot: u32, next: u32) {
+    if let Some(link) = links.get_mut(lane.at(slot)) {
+        link.next = next;
+    }
+}
+
+/// Sets the `prev` link of `slot`, like [`set_next`].
+#[inline]
+fn set_prev(links: &mut [Link], lane: Lane, slot: u32, prev: u32) {
+    if let Some(link) = links.get_mut(lane.at(slot)) {
+        link.prev = prev;
+    }
+}
+
+/// Sets both links of `slot`, like [`set_next`].
+#[inline]
+fn set(links: &mut [Link], lane: Lane, slot: u32, link: Link) {
+    if let Some(old) = links.get_mut(lane.at(slot)) {
+        *old = link;
+    }
+}
+
+/// The links of `slot`, [`Link::UNTRACKED`] if out of range.
+#[inline]
+fn get(links: &[Link], lane: Lane, slot: u32) -> Link {
+    links.get(lane.at(slot)).copied().unwrap_or(Link::UNTRACKED)
+}
+
+/// Whether `slot` names a neighbour (not [`NIL`], not [`UNTRACKED`]).
+#[inline]
+fn is_slot(slot: u32) -> bool {
+    slot < UNTRACKED
+}
+
 /// Appends `slot` (not linked in this lane) to the list of `head`.
 #[inline]
 pub(crate) fn push_back(links: &mut [Link], lane: Lane, head: &mut Head, slot: u32) {
-    links[lane.at(slot)] = Link {
-        prev: head.last,
-        next: NIL,
-    };
-    if head.last == NIL {
-        head.first = slot;
+    set(
+        links,
+        lane,
+        slot,
+        Link {
+            prev: head.last,
+            next: NIL,
+        },
+    );
+    if is_slot(head.last) {
+        set_next(links, lane, head.last, slot);
     } else {
-        links[lane.at(head.last)].next = slot;
+        head.first = slot;
     }
     head.last = slot;
     head.len += 1;
@@ -79,14 +121,19 @@ pub(crate) fn push_back(links: &mut [Link], lane: Lane, head: &mut Head, slot: u
 /// Prepends `slot` (not linked in this lane) to the list of `head`.
 #[inline]
 pub(crate) fn push_front(links: &mut [Link], lane: Lane, head: &mut Head, slot: u32) {
-    links[lane.at(slot)] = Link {
-        prev: NIL,
-        next: head.first,
-    };
-    if head.first == NIL {
-        head.last = slot;
+    set(
+        links,
+        lane,
+        slot,
+        Link {
+            prev: NIL,
+            next: head.first,
+        },
+    );
+    if is_slot(head.first) {
+        set_prev(links, lane, head.first, slot);
     } else {
-        links[lane.at(head.first)].prev = slot;
+        head.last = slot;
     }
     head.first = slot;
     head.len += 1;
@@ -95,13 +142,13 @@ pub(crate) fn push_front(links: &mut [Link], lane: Lane, head: &mut Head, slot: 
 /// Links `slot` (not linked in this lane) just before `anchor`, which is in `head`'s list.
 #[inline]
 pub(crate) fn link_before(links: &mut [Link], lane: Lane, head: &mut Head, slot: u32, anchor: u32) {
-    let prev = links[lane.at(anchor)].prev;
-    links[lane.at(slot)] = Link { prev, next: anchor };
-    links[lane.at(anchor)].prev = slot;
-    if prev == NIL {
-        head.first = slot;
+    let prev = get(links, lane, anchor).prev;
+    set(links, lane, slot, Link { prev, next: anchor });
+    set_prev(links, lane, anchor, slot);
+    if is_slot(prev) {
+        set_next(links, lane, prev, slot);
     } else {
-        links[lane.at(prev)].next = slot;
+        head.first = slot;
     }
     head.len += 1;
 }
@@ -109,13 +156,13 @@ pub(crate) fn link_before(links: &mut [Link], lane: Lane, head: &mut Head, slot:
 /// Links `slot` (not linked in this lane) just after `anchor`, which is in `head`'s list.
 #[inline]
 pub(crate) fn link_after(links: &mut [Link], lane: Lane, head: &mut Head, slot: u32, anchor: u32) {
-    let next = links[lane.at(anchor)].next;
-    links[lane.at(slot)] = Link { prev: anchor, next };
-    links[lane.at(anchor)].next = slot;
-    if next == NIL {
-        head.last = slot;
+    let next = get(links, lane, anchor).next;
+    set(links, lane, slot, Link { prev: anchor, next });
+    set_next(links, lane, anchor, slot);
+    if is_slot(next) {
+        set_prev(links, lane, next, slot);
     } else {
-        links[lane.at(next)].prev = slot;
+        head.last = slot;
     }
     head.len += 1;
 }
@@ -123,17 +170,17 @@ pub(crate) fn link_after(links: &mut [Link], lane: Lane, head: &mut Head, slot: 
 /// Unlinks `slot` from `head`'s list and marks it untracked in this lane.
 #[inline]
 pub(crate) fn unlink(links: &mut [Link], lane: Lane, head: &mut Head, slot: u32) {
-    let Link { prev, next } = links[lane.at(slot)];
-    if prev == NIL {
+    let Link { prev, next } = get(links, lane, slot);
+    if is_slot(prev) {
+        set_next(links, lane, prev, next);
+    } else {
         head.first = next;
-    } else {
-        links[lane.at(prev)].next = next;
     }
-    if next == NIL {
-        head.last = prev;
+    if is_slot(next) {
+        set_prev(links, lane, next, prev);
     } else {
-        links[lane.at(next)].prev = prev;
+        head.last = prev;
     }
     head.len = head.len.saturating_sub(1);
-    links[lane.at(slot)] = Link::UNTRACKED;
+    set(links, lane, slot, Link::UNTRACKED);
 }

@@ -731,6 +731,68 @@ fn debug_and_change_accessors() {
     expect![[r#"[R { id: 1, part: 1, def: false, v: 2 }]"#]].assert_eq(&format!("{:?}", fx.index));
 }
 
+#[test]
+fn the_index_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<DedupIndex<R>>();
+    check::<IndexHandle<ByPart>>();
+    check::<Change<R>>();
+}
+
+/// An index type that breaks its contract: its partition changes from one call to the next.
+struct Fickle(std::sync::atomic::AtomicU32);
+
+impl IndexType<R> for Fickle {
+    type Partition = u32;
+
+    fn partition(&self, obj: &R) -> Option<u32> {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        (!n.is_multiple_of(5)).then_some(obj.id % 3 + n % 2)
+    }
+}
+
+#[test]
+fn a_contract_breaking_index_type_gives_wrong_answers_but_no_panic() {
+    let mut index = DedupIndex::new();
+    let fickle = index.add_index(Fickle(std::sync::atomic::AtomicU32::new(0)));
+    for round in 0..50u32 {
+        for id in 0..20 {
+            let placement = match (round + id) % 4 {
+                0 => Placement::Append,
+                1 => Placement::PrependForce,
+                2 => Placement::Before((id + 1) % 20),
+                _ => Placement::After((id + 3) % 20),
+            };
+            let _ = index.insert(
+                R {
+                    v: round % 3,
+                    ..r(id, 1)
+                },
+                placement,
+            );
+            let _ = index.move_entry(fickle, &((id * 7) % 20), Position::Front);
+            if (round + id) % 3 == 0 {
+                index.remove(&((id * 3) % 20));
+            }
+        }
+        for part in 0..4 {
+            let _ = index.mark_partition(fickle, &part);
+            let _ = index.sweep_partition(fickle, &part);
+            if let Some(mut cursor) = index.cursor_mut(fickle, &part) {
+                cursor.move_next();
+                cursor.remove_current();
+            }
+        }
+        let _ = index.sweep_index(fickle);
+        let n_walked = index
+            .partitions(fickle)
+            .map(|part| part.iter().count())
+            .sum::<usize>();
+        assert!(n_walked <= 20 * 50);
+        assert!(index.iter().count() <= index.len());
+    }
+}
+
 mod random {
     //! Random operation sequences checked against the internal invariants after every step.
 
@@ -769,6 +831,59 @@ mod random {
     }
 
     proptest! {
+        /// With an index type that breaks its contract nothing holds, except that nothing
+        /// panics and every walk ends.
+        #[test]
+        fn a_contract_breaking_index_type_never_panics(ops in proptest::collection::vec(op(), 1..300)) {
+            let mut index = crate::DedupIndex::new();
+            let fickle = index.add_index(super::Fickle(std::sync::atomic::AtomicU32::new(0)));
+            for op in ops {
+                match op {
+                    Op::Insert(obj, how, anchor) => {
+                        let placement = match how {
+                            0 => Placement::Append,
+                            1 => Placement::AppendForce,
+                            2 => Placement::Prepend,
+                            3 => Placement::PrependForce,
+                            4 => Placement::Before(anchor),
+                            _ => Placement::After(anchor),
+                        };
+                        let _ = index.insert(obj, placement);
+                    }
+                    Op::Remove(id) => {
+                        index.remove(&id);
+                    }
+                    Op::Move(_, id, how, anchor) => {
+                        let to = match how {
+                            0 => Position::Front,
+                            1 => Position::Back,
+                            2 => Position::Before(anchor),
+                            _ => Position::After(anchor),
+                        };
+                        let _ = index.move_entry(fickle, &id, to);
+                    }
+                    Op::MarkPartition(part) => {
+                        let _ = index.mark_partition(fickle, &part);
+                    }
+                    Op::SweepAll => {
+                        index.sweep();
+                    }
+                    Op::SweepIndex => {
+                        let _ = index.sweep_index(fickle);
+                    }
+                    Op::CursorRemove(part) => {
+                        if let Some(mut cursor) = index.cursor_mut(fickle, &part) {
+                            cursor.move_next();
+                            cursor.remove_current();
+                        }
+                    }
+                }
+                let walked: usize = index.partitions(fickle).map(|part| part.iter().count()).sum();
+                prop_assert!(walked <= 1 << 20);
+                prop_assert!(index.iter().count() <= index.len());
+            }
+        }
+
         #[test]
         fn invariants_hold(ops in proptest::collection::vec(op(), 1..200)) {
             let mut fx = Fixture::new();
