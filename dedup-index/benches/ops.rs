@@ -6,17 +6,20 @@
 //! `lookup/get_sequential` (by id, in the order the routes were added); `remove/drain` (remove
 //! everything in random order, per object); `remove_insert/steady` (remove a random entry and
 //! add it back); `iterate/primary` and `iterate/by_ifindex` (a full in-order walk reading each
-//! object, per object). Where a routine handles many objects, criterion's "thrpt" line gives
+//! object, per object); `baseline/*`, the same on a `HashMap<RouteId, Arc<Route>>` and a
+//! `Vec<Arc<Route>>`. Where a routine handles many objects, criterion's "thrpt" line gives
 //! objects per second.
 
 mod support;
 
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use hashbrown::HashMap;
 use netmirror_dedup_index::{Object, Placement};
-use support::{Layout, Route, Routes, route, shuffled};
+use support::{Layout, Route, RouteId, Routes, route, shuffled};
 
 const SIZES: [u32; 3] = [1_000, 100_000, 1_000_000];
 
@@ -151,9 +154,54 @@ fn iterate(c: &mut Criterion) {
     group.finish();
 }
 
+/// The same operations on plain std-like containers, measured in the same run: a reference
+/// for what this machine's memory allows (`hashbrown::HashMap<RouteId, Arc<Route>>` keeps
+/// each key inline, at about three times the memory of the dedup index's id table).
+fn baseline(c: &mut Criterion) {
+    let mut group = c.benchmark_group("baseline");
+    for n in SIZES {
+        let map: HashMap<RouteId, Arc<Route>> = (0..n)
+            .map(|i| (route(i).id(), Arc::new(route(i))))
+            .collect();
+        let ids: Vec<_> = shuffled(n).into_iter().map(|i| route(i).id()).collect();
+        let mut next = 0;
+        group.bench_function(BenchmarkId::new("hashmap_get", n), |b| {
+            b.iter(|| {
+                next = (next + 1) % ids.len();
+                black_box(map.get(&ids[next]))
+            });
+        });
+        group.bench_function(BenchmarkId::new("hashmap_get_read", n), |b| {
+            b.iter(|| {
+                next = (next + 1) % ids.len();
+                black_box(map.get(&ids[next]).map(|route| route.ifindex))
+            });
+        });
+        let objs: Vec<Arc<Route>> = (0..n).map(|i| Arc::new(route(i))).collect();
+        group.throughput(Throughput::Elements(u64::from(n)));
+        group.bench_function(BenchmarkId::new("vec_iterate", n), |b| {
+            b.iter(|| objs.iter().map(|obj| u64::from(obj.ifindex)).sum::<u64>());
+        });
+        group.bench_function(BenchmarkId::new("hashmap_drain", n), |b| {
+            b.iter_batched(
+                || map.clone(),
+                |mut map| {
+                    for id in &ids {
+                        black_box(map.remove(id));
+                    }
+                    map
+                },
+                BatchSize::PerIteration,
+            );
+        });
+        group.throughput(Throughput::Elements(1));
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = insert, lookup, remove, iterate
+    targets = insert, lookup, remove, iterate, baseline
 }
 criterion_main!(benches);
