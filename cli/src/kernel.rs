@@ -82,15 +82,22 @@ pub(crate) const RULE_FIELDS: &[Field] = &[
     Field::extra("GOTO", "goto"),
 ];
 
-/// Opens the platform in the namespace of `--netns` (a path when it contains `/`).
-pub(crate) fn open(args: &KernelArgs) -> anyhow::Result<Platform> {
-    let mut config = Config::new();
-    if let Some(netns) = &args.netns {
-        config = config.with_netns(if netns.contains('/') {
+/// The namespace of `--netns`: a path when it contains `/`, else a name under /run/netns.
+pub(crate) fn netns(args: &KernelArgs) -> Option<Netns> {
+    args.netns.as_ref().map(|netns| {
+        if netns.contains('/') {
             Netns::path(netns)
         } else {
             Netns::name(netns)
-        });
+        }
+    })
+}
+
+/// Opens the platform in the namespace of `--netns`.
+pub(crate) fn open(args: &KernelArgs) -> anyhow::Result<Platform> {
+    let mut config = Config::new();
+    if let Some(netns) = netns(args) {
+        config = config.with_netns(netns);
     }
     Platform::open(config).map_err(|err| explain(err, "open a netlink socket"))
 }
@@ -389,9 +396,8 @@ pub(crate) fn route_show(
     let answer = query.execute().map_err(|err| explain(err, "dump routes"))?;
     drop(progress);
     tracing::debug!(n_routes = answer.items.len(), filter = ?answer.filter, "routes dumped");
-    let mut table = Table::new(ROUTE_FIELDS);
-    for route in &answer.items {
-        table.push(route_row(route, &names));
-    }
-    printer.table(&table)
+    printer.stream(
+        ROUTE_FIELDS,
+        answer.items.iter().map(|route| route_row(route, &names)),
+    )
 }

@@ -7,6 +7,7 @@
 mod args;
 mod failure;
 mod kernel;
+mod monitor;
 mod names;
 mod progress;
 mod render;
@@ -69,7 +70,7 @@ fn init_tracing(verbose: u8) {
 /// Runs one command.
 fn run(cli: Cli) -> anyhow::Result<()> {
     let mut printer = Printer::new(&cli.output);
-    match cli.command {
+    let result = match cli.command {
         Some(Command::Completions { shell }) => {
             // Into a buffer first: clap_complete panics when its writer fails (a closed pipe).
             let mut script = Vec::new();
@@ -87,9 +88,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Some(RouteAction::Count) => anyhow::bail!("route count is not wired yet"),
         },
+        Some(Command::Monitor(args)) => monitor::run(&mut printer, &cli.kernel, &args),
         other => {
             let _ = &mut printer;
             anyhow::bail!("{other:?} is not wired to the libraries yet")
         }
-    }
+    };
+    result?;
+    printer.flush()
 }

@@ -15,8 +15,10 @@
 
 use std::io::{self, Write};
 
-use anstream::AutoStream;
+use std::io::{BufWriter, IsTerminal};
+
 use anstyle::{AnsiColor, Style};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
 use crate::args::{OutputArgs, usage_error};
@@ -207,6 +209,78 @@ impl Table {
     }
 }
 
+/// A table as a JSON array of objects, serialized row by row without building a `Value`.
+struct TableView<'a> {
+    table: &'a Table,
+    chosen: &'a [usize],
+}
+
+impl Serialize for TableView<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.table.rows.len()))?;
+        for row in &self.table.rows {
+            seq.serialize_element(&RowView {
+                fields: self.table.fields,
+                row,
+                chosen: self.chosen,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// Rows made on the fly as a JSON array, serialized as they come.
+struct StreamView<'a, I> {
+    fields: &'a [Field],
+    chosen: &'a [usize],
+    rows: std::cell::RefCell<Option<I>>,
+}
+
+impl<I: Iterator<Item = Vec<Cell>>> Serialize for StreamView<'_, I> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        if let Some(rows) = self.rows.borrow_mut().take() {
+            for row in rows {
+                seq.serialize_element(&RowView {
+                    fields: self.fields,
+                    row: &row,
+                    chosen: self.chosen,
+                })?;
+            }
+        }
+        seq.end()
+    }
+}
+
+/// One row as a JSON object with the chosen fields, in column order.
+struct RowView<'a> {
+    fields: &'a [Field],
+    row: &'a [Cell],
+    chosen: &'a [usize],
+}
+
+impl Serialize for RowView<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.chosen.len()))?;
+        for &idx in self.chosen {
+            map.serialize_entry(self.fields[idx].key, &self.row[idx])?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Cell {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Cell::Null => serializer.serialize_none(),
+            Cell::Bool(value) => serializer.serialize_bool(*value),
+            Cell::Int(value) => serializer.serialize_i64(*value),
+            Cell::Text(text) => serializer.serialize_str(text),
+            Cell::List(items) => items.serialize(serializer),
+        }
+    }
+}
+
 /// Which of a table's fields to print, from `--fields`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Selection {
@@ -280,7 +354,8 @@ pub(crate) enum Mode {
 pub(crate) struct Printer {
     mode: Mode,
     selection: Selection,
-    out: AutoStream<io::Stdout>,
+    color: bool,
+    out: BufWriter<io::Stdout>,
 }
 
 impl Printer {
@@ -296,7 +371,8 @@ impl Printer {
         Printer {
             mode,
             selection: Selection::from_args(&args.fields),
-            out: AutoStream::auto(io::stdout()),
+            color: use_color(),
+            out: BufWriter::with_capacity(64 * 1024, io::stdout()),
         }
     }
 
@@ -326,13 +402,56 @@ impl Printer {
     /// Prints a list.
     pub(crate) fn table(&mut self, table: &Table) -> anyhow::Result<()> {
         let chosen = self.chosen(table)?;
-        write_table(&mut self.out, self.mode, table, &chosen, false)
+        write_table(&mut self.out, self.color, self.mode, table, &chosen, false)
+    }
+
+    /// Prints a list whose rows are made one at a time: JSON and terse output are written as
+    /// the rows come, so a million routes never sit in memory as cells; aligned tables keep
+    /// only the texts of the chosen columns.
+    pub(crate) fn stream(
+        &mut self,
+        fields: &'static [Field],
+        rows: impl Iterator<Item = Vec<Cell>>,
+    ) -> anyhow::Result<()> {
+        let chosen = self.selection.resolve(fields, self.mode == Mode::Json)?;
+        match self.mode {
+            Mode::Json => {
+                let view = StreamView {
+                    fields,
+                    chosen: &chosen,
+                    rows: std::cell::RefCell::new(Some(rows)),
+                };
+                serde_json::to_writer_pretty(&mut self.out, &view)?;
+                writeln!(self.out)?;
+            }
+            Mode::Terse => {
+                let mut line = String::new();
+                for row in rows {
+                    line.clear();
+                    for (col, &idx) in chosen.iter().enumerate() {
+                        if col > 0 {
+                            line.push(':');
+                        }
+                        line.push_str(&escape_terse(&row[idx].terse()));
+                    }
+                    writeln!(self.out, "{line}")?;
+                }
+            }
+            Mode::Human => {
+                let headers: Vec<&str> = chosen.iter().map(|&idx| fields[idx].header).collect();
+                let texts: Vec<Vec<String>> = rows
+                    .map(|row| chosen.iter().map(|&idx| row[idx].text()).collect())
+                    .collect();
+                write_aligned_texts(&mut self.out, self.color, &headers, &texts)?;
+            }
+        }
+        Ok(())
     }
 
     /// Prints objects one property per line, as `nmcli device show` does (an array in JSON).
     pub(crate) fn details(&mut self, table: &Table) -> anyhow::Result<()> {
         let chosen = self.chosen(table)?;
-        write_table(&mut self.out, self.mode, table, &chosen, true)
+        write_table(&mut self.out, self.color, self.mode, table, &chosen, true)
     }
 
     /// Prints a JSON value on one line (monitors) or pretty (everything else).
@@ -353,7 +472,7 @@ impl Printer {
     /// Prints a heading line (human mode only) such as the overview's section titles.
     pub(crate) fn heading(&mut self, title: &str) -> anyhow::Result<()> {
         if self.mode == Mode::Human {
-            let style = Style::new().bold().underline();
+            let style = paint(self.color, Style::new().bold().underline());
             writeln!(self.out, "{style}{title}{style:#}")?;
         }
         Ok(())
@@ -366,9 +485,44 @@ impl Printer {
         Ok(())
     }
 
+    /// Prints an empty line between sections (people only).
+    pub(crate) fn blank(&mut self) -> anyhow::Result<()> {
+        if self.mode == Mode::Human {
+            writeln!(self.out)?;
+        }
+        Ok(())
+    }
+
+    /// Prints a remark such as "no default route" (people only; scripts read JSON).
+    pub(crate) fn note(&mut self, text: &str) -> anyhow::Result<()> {
+        if self.mode == Mode::Human {
+            let style = paint(self.color, Style::new().italic());
+            writeln!(self.out, "{style}{text}{style:#}")?;
+        }
+        Ok(())
+    }
+
+    /// Prints a monitor's line about itself: `json` with `--json`, `object:event` with
+    /// `--terse`, `text` for people; flushed at once.
+    pub(crate) fn status(&mut self, json: &Value, text: &str) -> anyhow::Result<()> {
+        match self.mode {
+            Mode::Json => self.json_line(json),
+            Mode::Terse => {
+                let field = |key: &str| json.get(key).and_then(Value::as_str).unwrap_or("");
+                let line = format!(
+                    "{}:{}",
+                    escape_terse(field("object")),
+                    escape_terse(field("event"))
+                );
+                self.line(&line)
+            }
+            Mode::Human => self.line(text),
+        }
+    }
+
     /// Prints a change event of a monitor (see [`write_event`]) and flushes it.
     pub(crate) fn event(&mut self, event: &Event<'_>) -> anyhow::Result<()> {
-        write_event(&mut self.out, self.mode, &self.selection, event)?;
+        write_event(&mut self.out, self.color, self.mode, &self.selection, event)?;
         self.out.flush()?;
         Ok(())
     }
@@ -421,6 +575,7 @@ pub(crate) struct Event<'a> {
 /// `nmcli device show` (lists as `NAME[1]`, `NAME[2]` ...). JSON is an array of objects either way.
 fn write_table(
     out: &mut impl Write,
+    color: bool,
     mode: Mode,
     table: &Table,
     chosen: &[usize],
@@ -428,12 +583,8 @@ fn write_table(
 ) -> anyhow::Result<()> {
     match mode {
         Mode::Json => {
-            let rows = table
-                .rows
-                .iter()
-                .map(|row| table.row_json(row, chosen))
-                .collect();
-            serde_json::to_writer_pretty(&mut *out, &Value::Array(rows))?;
+            let view = TableView { table, chosen };
+            serde_json::to_writer_pretty(&mut *out, &view)?;
             writeln!(out)?;
         }
         Mode::Terse if !details => {
@@ -445,8 +596,8 @@ fn write_table(
                 writeln!(out, "{}", line.join(":"))?;
             }
         }
-        Mode::Human if !details => write_aligned(out, table, chosen)?,
-        Mode::Terse | Mode::Human => write_details(out, mode == Mode::Terse, table, chosen)?,
+        Mode::Human if !details => write_aligned(out, color, table, chosen)?,
+        Mode::Terse | Mode::Human => write_details(out, color, mode == Mode::Terse, table, chosen)?,
     }
     Ok(())
 }
@@ -454,6 +605,7 @@ fn write_table(
 /// Writes each row one property per line, with a blank line between rows for people.
 fn write_details(
     out: &mut impl Write,
+    color: bool,
     terse: bool,
     table: &Table,
     chosen: &[usize],
@@ -492,7 +644,7 @@ fn write_details(
                 writeln!(out, "{name}:{}", escape_terse(value))?;
             } else {
                 let label = format!("{name}:");
-                let style = value_style(value);
+                let style = value_style(color, value);
                 writeln!(out, "{label:width$}  {style}{value}{style:#}")?;
             }
         }
@@ -506,6 +658,7 @@ fn write_details(
 /// removed) row.
 fn write_event(
     out: &mut impl Write,
+    color: bool,
     mode: Mode,
     selection: &Selection,
     event: &Event<'_>,
@@ -543,11 +696,14 @@ fn write_event(
         }
         Mode::Human => {
             let text = event_text(event, &chosen);
-            let style = match event.kind {
-                EventKind::Added => Style::new().fg_color(Some(AnsiColor::Green.into())),
-                EventKind::Removed => Style::new().fg_color(Some(AnsiColor::Red.into())),
-                EventKind::Changed => Style::new().fg_color(Some(AnsiColor::Yellow.into())),
-            };
+            let style = paint(
+                color,
+                match event.kind {
+                    EventKind::Added => Style::new().fg_color(Some(AnsiColor::Green.into())),
+                    EventKind::Removed => Style::new().fg_color(Some(AnsiColor::Red.into())),
+                    EventKind::Changed => Style::new().fg_color(Some(AnsiColor::Yellow.into())),
+                },
+            );
             let tag = format!("[{}]", event.object.to_uppercase());
             writeln!(out, "{tag} {style}{}{style:#} {text}", event.kind.as_str())?;
         }
@@ -609,39 +765,55 @@ fn width_of(text: &str) -> usize {
 }
 
 /// Writes a table with aligned columns separated by two spaces; the last column is not padded.
-fn write_aligned(out: &mut impl Write, table: &Table, chosen: &[usize]) -> anyhow::Result<()> {
+fn write_aligned(
+    out: &mut impl Write,
+    color: bool,
+    table: &Table,
+    chosen: &[usize],
+) -> anyhow::Result<()> {
+    let headers: Vec<&str> = chosen.iter().map(|&idx| table.fields[idx].header).collect();
     let texts: Vec<Vec<String>> = table
         .rows
         .iter()
         .map(|row| chosen.iter().map(|&idx| row[idx].text()).collect())
         .collect();
-    let mut widths: Vec<usize> = chosen
-        .iter()
-        .map(|&idx| width_of(table.fields[idx].header))
-        .collect();
-    for row in &texts {
+    write_aligned_texts(out, color, &headers, &texts)
+}
+
+/// Writes headers and rows of texts aligned in columns.
+fn write_aligned_texts(
+    out: &mut impl Write,
+    color: bool,
+    headers: &[&str],
+    texts: &[Vec<String>],
+) -> anyhow::Result<()> {
+    let mut widths: Vec<usize> = headers.iter().map(|header| width_of(header)).collect();
+    for row in texts {
         for (col, text) in row.iter().enumerate() {
             widths[col] = widths[col].max(width_of(text));
         }
     }
-    let last = chosen.len().saturating_sub(1);
-    let header_style = Style::new().bold();
+    let last = headers.len().saturating_sub(1);
+    let header_style = paint(color, Style::new().bold());
     let mut line = String::new();
-    for (col, &idx) in chosen.iter().enumerate() {
-        let header = table.fields[idx].header;
+    for (col, header) in headers.iter().enumerate() {
         line.push_str(&format!("{header_style}{header}{header_style:#}"));
         if col != last {
             line.push_str(&" ".repeat(widths[col] - width_of(header) + 2));
         }
     }
     writeln!(out, "{line}")?;
-    for row in &texts {
+    for row in texts {
         line.clear();
         for (col, text) in row.iter().enumerate() {
-            let style = value_style(text);
-            line.push_str(&format!("{style}{text}{style:#}"));
+            let style = value_style(color, text);
+            if color {
+                line.push_str(&format!("{style}{text}{style:#}"));
+            } else {
+                line.push_str(text);
+            }
             if col != last {
-                line.push_str(&" ".repeat(widths[col] - width_of(text) + 2));
+                line.extend(std::iter::repeat_n(' ', widths[col] - width_of(text) + 2));
             }
         }
         writeln!(out, "{}", line.trim_end())?;
@@ -649,8 +821,28 @@ fn write_aligned(out: &mut impl Write, table: &Table, chosen: &[usize]) -> anyho
     Ok(())
 }
 
+/// Whether stdout gets colour: on a terminal, unless `NO_COLOR` is set; or when
+/// `CLICOLOR_FORCE` is set.
+fn use_color() -> bool {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|value| !value.is_empty());
+    if set("CLICOLOR_FORCE") {
+        return true;
+    }
+    io::stdout().is_terminal()
+        && !set("NO_COLOR")
+        && std::env::var_os("TERM").is_none_or(|term| term != "dumb")
+}
+
+/// `style`, or no style at all when colour is off.
+fn paint(color: bool, style: Style) -> Style {
+    if color { style } else { Style::new() }
+}
+
 /// Colour of a state word, as nmcli colours them (green up, red down, grey unmanaged).
-fn value_style(text: &str) -> Style {
+fn value_style(color: bool, text: &str) -> Style {
+    if !color {
+        return Style::new();
+    }
     let color = match text {
         "UP" | "connected" | "activated" | "running" | "full" | "enabled" | "yes" => {
             AnsiColor::Green

@@ -34,8 +34,8 @@ fn render(table: &Table, mode: Mode, fields: &[&str], details: bool) -> String {
         .resolve(table.fields(), mode == Mode::Json)
         .unwrap();
     let mut out = Vec::new();
-    write_table(&mut out, mode, table, &chosen, details).unwrap();
-    anstream::adapter::strip_str(&String::from_utf8(out).unwrap()).to_string()
+    write_table(&mut out, false, mode, table, &chosen, details).unwrap();
+    String::from_utf8(out).unwrap()
 }
 
 #[track_caller]
@@ -193,8 +193,8 @@ fn event(kind: EventKind, old: Option<Vec<Cell>>, new: Option<Vec<Cell>>) -> Eve
 #[track_caller]
 fn check_event(mode: Mode, event: &Event<'_>, expect: Expect) {
     let mut out = Vec::new();
-    write_event(&mut out, mode, &Selection::Default, event).unwrap();
-    expect.assert_eq(&anstream::adapter::strip_str(&String::from_utf8(out).unwrap()).to_string());
+    write_event(&mut out, false, mode, &Selection::Default, event).unwrap();
+    expect.assert_eq(&String::from_utf8(out).unwrap());
 }
 
 #[test]

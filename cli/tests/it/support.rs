@@ -126,35 +126,61 @@ fn wait(mut child: Child, timeout: Duration) -> Run {
     }
 }
 
-/// A running monitor whose stdout lines arrive on a channel; killed on drop.
+/// A running monitor whose stdout and stderr lines arrive on channels; killed on drop.
 pub(crate) struct Monitor {
     child: Child,
     lines: mpsc::Receiver<String>,
+    log: mpsc::Receiver<String>,
+}
+
+/// Sends each line of `pipe` to a channel, from a thread of its own.
+fn lines_of(pipe: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (send, lines) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
 }
 
 impl Monitor {
-    /// Starts `command` with stdout piped.
-    pub(crate) fn start(mut command: Command) -> Monitor {
+    /// Starts `command` with stdout and stderr piped, and waits (bounded) until its log says
+    /// `ready` (the command is run with `RUST_LOG` set so that it does): events caused after
+    /// this are seen.
+    #[track_caller]
+    pub(crate) fn start(mut command: Command, ready: &str) -> Monitor {
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::piped());
         let mut child = command.spawn().expect("spawn netmirror monitor");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (send, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if send.send(line).is_err() {
-                    break;
-                }
+        let lines = lines_of(child.stdout.take().expect("piped stdout"));
+        let log = lines_of(child.stderr.take().expect("piped stderr"));
+        let mut monitor = Monitor { child, lines, log };
+        let deadline = Instant::now() + TIMEOUT;
+        let mut seen = Vec::new();
+        loop {
+            match monitor
+                .log
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(line) if line.contains(ready) => break,
+                Ok(line) => seen.push(line),
+                Err(_) => panic!(
+                    "the monitor never logged `{ready}`; exit: {:?}; stderr:\n{}",
+                    monitor.child.try_wait(),
+                    seen.join("\n")
+                ),
             }
-        });
-        Monitor { child, lines }
+        }
+        monitor
     }
 
-    /// Waits up to `timeout` for a line that satisfies `wanted`, returning it; lines before it
-    /// are returned too, for the failure message.
+    /// Waits up to `timeout` for a stdout line that satisfies `wanted` and returns it.
     #[track_caller]
     pub(crate) fn expect_line(
         &mut self,
@@ -168,11 +194,15 @@ impl Monitor {
             match self.lines.recv_timeout(left) {
                 Ok(line) if wanted(&line) => return line,
                 Ok(line) => seen.push(line),
-                Err(_) => panic!(
-                    "no wanted line within {timeout:?}; monitor exited: {:?}; lines seen:\n{}",
-                    self.child.try_wait(),
-                    seen.join("\n")
-                ),
+                Err(_) => {
+                    let log: Vec<String> = self.log.try_iter().collect();
+                    panic!(
+                        "no wanted line within {timeout:?}; exit: {:?}; lines seen:\n{}\nstderr:\n{}",
+                        self.child.try_wait(),
+                        seen.join("\n"),
+                        log.join("\n")
+                    )
+                }
             }
         }
     }

@@ -4,3 +4,4 @@
 //! what `ip -j` or `nmcli -t` say about the same state.
 
 mod kernel;
+mod monitor;

@@ -1,0 +1,147 @@
+//! `monitor [link|addr|route|rule]...`: the kernel's changes as they happen.
+//!
+//! It opens a `netmirror-platform` [`Cache`] (which loads everything, then follows the
+//! multicast groups) and prints each change the cache reports, with the old and the new
+//! object: `[ROUTE] changed dst 10.0.0.0/24 ...: metric 100 → 200` for people, one JSON
+//! object per line with `--json` (`{"object":"route","event":"added","old":null,"new":{...}}`).
+//! When the kernel drops events (ENOBUFS) the cache resyncs and reports what changed; the
+//! monitor says so with an `overrun` and a `resynced` line.
+
+use netmirror_platform::{Cache, Change, Config, Event};
+use serde_json::{Map, Value};
+
+use crate::args::{KernelArgs, MonitorArgs, MonitorObject};
+use crate::kernel::{self, LinkNames};
+use crate::render::{self, Cell, EventKind, Field, Printer};
+
+/// Runs until interrupted (or until stdout is closed).
+pub(crate) fn run(
+    printer: &mut Printer,
+    kernel_args: &KernelArgs,
+    args: &MonitorArgs,
+) -> anyhow::Result<()> {
+    let wanted = |object: MonitorObject| args.objects.is_empty() || args.objects.contains(&object);
+    let family = kernel::family(kernel_args);
+    let mut config = Config::new();
+    if let Some(netns) = kernel::netns(kernel_args) {
+        config = config.with_netns(netns);
+    }
+    let mut cache =
+        Cache::open(config).map_err(|err| kernel::explain(err, "open the kernel cache"))?;
+    let mut names = LinkNames::from_links(
+        &cache
+            .links()
+            .map(|link| (**link).clone())
+            .collect::<Vec<_>>(),
+    );
+    tracing::debug!(sizes = ?cache.len(), "monitor ready");
+    let mut events = Vec::new();
+    loop {
+        events.clear();
+        cache
+            .poll(None, &mut events)
+            .map_err(|err| kernel::explain(err, "read kernel events"))?;
+        for event in &events {
+            match event {
+                Event::Link(change) => {
+                    if let Some(link) = change.new_obj() {
+                        names.insert(link.ifindex(), link.name());
+                    }
+                    if wanted(MonitorObject::Link) {
+                        let row = |link: &netmirror_platform::Link| kernel::link_row(link, &names);
+                        print_change(printer, "link", kernel::LINK_FIELDS, change, row)?;
+                    }
+                }
+                Event::Address(change) => {
+                    let in_family = change
+                        .new_obj()
+                        .or(change.old())
+                        .is_none_or(|addr| family.is_none_or(|family| addr.family() == family));
+                    if wanted(MonitorObject::Addr) && in_family {
+                        let row =
+                            |addr: &netmirror_platform::Address| kernel::addr_row(addr, &names);
+                        print_change(printer, "addr", kernel::ADDR_FIELDS, change, row)?;
+                    }
+                }
+                Event::Route(change) => {
+                    let in_family = change
+                        .new_obj()
+                        .or(change.old())
+                        .is_none_or(|route| family.is_none_or(|family| route.family() == family));
+                    if wanted(MonitorObject::Route) && in_family {
+                        let row =
+                            |route: &netmirror_platform::Route| kernel::route_row(route, &names);
+                        print_change(printer, "route", kernel::ROUTE_FIELDS, change, row)?;
+                    }
+                }
+                Event::Rule(change) => {
+                    let in_family = change
+                        .new_obj()
+                        .or(change.old())
+                        .is_none_or(|rule| family.is_none_or(|family| rule.family() == family));
+                    if wanted(MonitorObject::Rule) && in_family {
+                        print_change(
+                            printer,
+                            "rule",
+                            kernel::RULE_FIELDS,
+                            change,
+                            kernel::rule_row,
+                        )?;
+                    }
+                }
+                Event::Overrun => {
+                    let text = "the kernel dropped events (receive buffer full); resyncing";
+                    print_status(printer, "overrun", Map::new(), text)?;
+                }
+                Event::Resynced {
+                    n_changes,
+                    n_interrupted,
+                } => {
+                    let mut details = Map::new();
+                    details.insert("changes".to_owned(), Value::from(*n_changes));
+                    details.insert("interrupted_dumps".to_owned(), Value::from(*n_interrupted));
+                    let text =
+                        format!("cache equals a fresh dump again ({n_changes} changes found)");
+                    print_status(printer, "resynced", details, &text)?;
+                }
+                other => tracing::debug!(?other, "event not shown"),
+            }
+        }
+    }
+}
+
+/// Prints one change with the rows of its old and new object.
+fn print_change<T>(
+    printer: &mut Printer,
+    object: &str,
+    fields: &'static [Field],
+    change: &Change<T>,
+    row: impl Fn(&T) -> Vec<Cell>,
+) -> anyhow::Result<()> {
+    let kind = match change {
+        Change::Added(_) => EventKind::Added,
+        Change::Removed(_) => EventKind::Removed,
+        _ => EventKind::Changed,
+    };
+    printer.event(&render::Event {
+        object,
+        kind,
+        fields,
+        old: change.old().map(|old| row(old)),
+        new: change.new_obj().map(|new| row(new)),
+    })
+}
+
+/// Prints a line about the cache itself (`overrun`, `resynced`).
+fn print_status(
+    printer: &mut Printer,
+    event: &str,
+    details: Map<String, Value>,
+    text: &str,
+) -> anyhow::Result<()> {
+    let mut object = Map::new();
+    object.insert("object".to_owned(), Value::from("cache"));
+    object.insert("event".to_owned(), Value::from(event));
+    object.extend(details);
+    printer.status(&Value::Object(object), &format!("[CACHE] {event}: {text}"))
+}

@@ -1,0 +1,118 @@
+//! `monitor`: the events caused by `ip` commands, for people and as JSON lines.
+
+use std::time::Duration;
+
+use netmirror_platform::testing::{NetNs, Veth};
+use serde_json::Value;
+
+use crate::support::{Monitor, netmirror};
+
+/// How long an event may take to show up.
+const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A monitor of `objects` in `ns`, started and ready.
+fn monitor(ns: &NetNs, extra: &[&str]) -> Monitor {
+    let mut args = vec!["--netns", ns.name()];
+    args.extend_from_slice(extra);
+    let mut command = netmirror(&args);
+    command.env("RUST_LOG", "netmirror::monitor=debug");
+    Monitor::start(command, "monitor ready")
+}
+
+fn namespace() -> NetNs {
+    NetNs::builder()
+        .veth(Veth::new("veth0", "veth1").address("192.0.2.1/24"))
+        .start()
+        .expect("make a namespace")
+}
+
+#[test]
+fn route_add_and_replace_as_json_lines() {
+    let ns = namespace();
+    let mut monitor = monitor(&ns, &["--json", "monitor", "route"]);
+    ns.ip(&[
+        "route",
+        "add",
+        "198.51.100.0/24",
+        "dev",
+        "veth0",
+        "metric",
+        "7",
+    ])
+    .expect("ip route add");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("198.51.100.0/24"));
+    let event: Value = serde_json::from_str(&line).expect("one JSON object per line");
+    assert_eq!(event["object"], "route");
+    assert_eq!(event["event"], "added");
+    assert_eq!(event["old"], Value::Null);
+    assert_eq!(event["new"]["dev"], "veth0");
+    assert_eq!(event["new"]["metric"], 7);
+    assert_eq!(event["new"]["table"], "main");
+
+    ns.ip(&[
+        "route",
+        "replace",
+        "198.51.100.0/24",
+        "dev",
+        "veth0",
+        "metric",
+        "7",
+        "proto",
+        "static",
+    ])
+    .expect("ip route replace");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("198.51.100.0/24"));
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(event["event"], "changed");
+    assert_eq!(event["old"]["protocol"], "boot");
+    assert_eq!(event["new"]["protocol"], "static");
+
+    ns.ip(&[
+        "route",
+        "del",
+        "198.51.100.0/24",
+        "dev",
+        "veth0",
+        "metric",
+        "7",
+    ])
+    .expect("ip route del");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("198.51.100.0/24"));
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(event["event"], "removed");
+    assert_eq!(event["new"], Value::Null);
+    assert_eq!(event["old"]["dst"], "198.51.100.0/24");
+}
+
+#[test]
+fn link_change_for_people_shows_old_and_new() {
+    let ns = namespace();
+    let mut monitor = monitor(&ns, &["monitor", "link", "addr"]);
+    ns.ip(&["link", "set", "veth0", "mtu", "1400"])
+        .expect("ip link set mtu");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| {
+        line.contains("mtu 1500 \u{2192} 1400")
+    });
+    assert!(line.starts_with("[LINK] changed ifindex"), "{line}");
+    assert!(line.contains("ifname veth0"), "{line}");
+
+    ns.ip(&["addr", "add", "203.0.113.9/24", "dev", "veth1"])
+        .expect("ip addr add");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("203.0.113.9"));
+    assert!(line.starts_with("[ADDR] added"), "{line}");
+    assert!(line.contains("ifname veth1"), "{line}");
+}
+
+#[test]
+fn only_the_objects_asked_for() {
+    let ns = namespace();
+    let mut monitor = monitor(&ns, &["-t", "monitor", "addr"]);
+    // A route first: it must not be printed; the address after it must.
+    ns.ip(&["route", "add", "198.51.100.0/24", "dev", "veth0"])
+        .expect("ip route add");
+    ns.ip(&["addr", "add", "203.0.113.9/24", "dev", "veth0"])
+        .expect("ip addr add");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |_| true);
+    assert!(line.starts_with("addr:added:"), "{line}");
+    assert!(line.contains(":203.0.113.9:24:"), "{line}");
+}
