@@ -139,8 +139,12 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
 /// developer's everyday build), warnings fatal, and the client cache in fatal-warnings mode.
 fn cargo() -> Command {
     let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    // Absolute: tools that run cargo from a crate's folder (trybuild) read it too.
+    let target_dir = std::env::current_dir()
+        .map(|root| root.join("target/ci"))
+        .unwrap_or_else(|_| "target/ci".into());
     cargo
-        .env("CARGO_TARGET_DIR", "target/ci")
+        .env("CARGO_TARGET_DIR", target_dir)
         .env("RUSTFLAGS", "-D warnings")
         .env("RUSTDOCFLAGS", "-D warnings")
         .env("NETMIRROR_CLIENT_DEBUG", "warning,error")
