@@ -2,7 +2,9 @@
 //! set of intrusive ordered lists per index type.
 //!
 //! Memory layout, per slot: the object's `Arc` (8 bytes, `None` for a free slot), one
-//! [`Link`] (two `u32`) per index type in one flat array, and one dirty bit. The id table stores
+//! [`Link`] (two `u32`) per index type, and one dirty bit. The links live in one flat array,
+//! lane-major: each index type ("lane") has a region as long as the slot array's capacity, so
+//! a list walk steps through one dense region and finds a link by an addition. The id table stores
 //! `u32` slot numbers and recomputes hashes from the objects when it grows, so it costs about
 //! 5 bytes per bucket. Partitions are found again from the object (index types are pure
 //! functions of immutable objects), so slots do not store them. Removed slots go on a free
@@ -128,8 +130,11 @@ impl<T> Change<T> {
 pub struct DedupIndex<T: Object> {
     /// The object of each slot; `None` for a free slot.
     pub(crate) objs: Vec<Option<Arc<T>>>,
-    /// `objs.len() * tables.len()` links: slot-major, one per lane.
+    /// `lane_len * tables.len()` links: lane-major, one region of `lane_len` per lane; the
+    /// links of slots at or past `objs.len()` are untracked.
     pub(crate) links: Vec<Link>,
+    /// The length of each lane's region: the slot array's capacity.
+    lane_len: usize,
     /// One dirty bit per slot.
     pub(crate) dirty: Vec<u64>,
     /// Slot numbers, hashed by the id of their object.
@@ -181,11 +186,14 @@ impl<T: Object> DedupIndex<T> {
 
     /// Creates an empty index with room for `capacity` entries.
     pub fn with_capacity(capacity: usize) -> Self {
+        let objs = Vec::with_capacity(capacity);
+        let capacity = objs.capacity();
         let tables: Vec<Box<dyn PartitionTable<T>>> =
             vec![Box::new(TypedTable::<Primary, ()>::new(Primary))];
         Self {
-            objs: Vec::with_capacity(capacity),
-            links: Vec::with_capacity(capacity),
+            objs,
+            links: vec![Link::UNTRACKED; capacity],
+            lane_len: capacity,
             dirty: Vec::with_capacity(capacity.div_ceil(64)),
             ids: HashTable::with_capacity(capacity),
             hasher: DefaultHashBuilder::default(),
@@ -204,19 +212,13 @@ impl<T: Object> DedupIndex<T> {
     /// Adds an index type and returns its handle. The entries already held are added to it in
     /// the order of the primary list (O(n)).
     pub fn add_index<X: IndexType<T>>(&mut self, index_type: X) -> IndexHandle<X> {
-        let old_stride = self.tables.len();
-        let lane = old_stride;
-        let stride = old_stride + 1;
+        let lane = self.tables.len();
         self.tables
             .push(Box::new(TypedTable::<X, X::Partition>::new(index_type)));
-        let mut links = Vec::with_capacity(self.objs.len() * stride);
-        for slot_links in self.links.chunks_exact(old_stride) {
-            links.extend_from_slice(slot_links);
-            links.push(Link::UNTRACKED);
-        }
-        self.links = links;
+        self.links
+            .resize(self.lane_len * self.tables.len(), Link::UNTRACKED);
         let mut raw = self.raw_primary();
-        let lane_at = Lane { stride, lane };
+        let lane_at = self.lane(lane);
         while let Some(slot) = raw.next_slot(&self.links) {
             let Some(Some(obj)) = self.objs.get(slot as usize) else {
                 continue;
@@ -445,7 +447,7 @@ impl<T: Object> DedupIndex<T> {
     /// Removes every entry; index types and their handles stay.
     pub fn clear(&mut self) {
         self.objs.clear();
-        self.links.clear();
+        self.links.fill(Link::UNTRACKED);
         self.dirty.clear();
         self.ids.clear();
         for table in &mut self.tables {
@@ -462,7 +464,7 @@ impl<T: Object> DedupIndex<T> {
         let more = additional.saturating_sub(free);
         if more > spare {
             self.objs.reserve(more);
-            self.links.reserve(more * self.tables.len());
+            self.relayout_links();
             self.dirty.reserve(more.div_ceil(64));
         }
         if self.ids.capacity() - self.ids.len() < additional {
@@ -473,7 +475,7 @@ impl<T: Object> DedupIndex<T> {
     /// Gives back memory the index does not need for its current slots.
     pub fn shrink_to_fit(&mut self) {
         self.objs.shrink_to_fit();
-        self.links.shrink_to_fit();
+        self.relayout_links();
         self.dirty.shrink_to_fit();
         self.rebuild_ids(self.len);
     }
@@ -636,9 +638,28 @@ impl<T: Object> DedupIndex<T> {
     #[inline]
     pub(crate) fn lane(&self, lane: usize) -> Lane {
         Lane {
-            stride: self.tables.len(),
-            lane,
+            base: lane * self.lane_len,
         }
+    }
+
+    /// Gives every lane a region as long as the slot array's capacity, keeping the links of
+    /// the slots in use. Runs when that capacity changes: O(n), amortised O(1) per slot.
+    fn relayout_links(&mut self) {
+        let lane_len = self.objs.capacity();
+        if lane_len == self.lane_len {
+            return;
+        }
+        let n_lanes = self.tables.len();
+        // Slots pushed since the last layout (at most the one being added) have no links yet.
+        let n_slots = self.objs.len().min(self.lane_len);
+        let mut links = Vec::with_capacity(lane_len * n_lanes);
+        for lane in 0..n_lanes {
+            let start = lane * self.lane_len;
+            links.extend_from_slice(&self.links[start..start + n_slots]);
+            links.resize((lane + 1) * lane_len, Link::UNTRACKED);
+        }
+        self.links = links;
+        self.lane_len = lane_len;
     }
 
     fn primary_head(&self) -> Head {
@@ -725,24 +746,17 @@ impl<T: Object> DedupIndex<T> {
 
     /// Fills slot `slot` (the first free slot, or the next new one) with `obj`.
     fn alloc_slot(&mut self, slot: u32, obj: Arc<T>) {
-        let stride = self.tables.len();
         if slot == self.free {
-            let start = slot as usize * stride;
-            self.free = self.links[start].next;
-            self.links[start..start + stride].fill(Link::UNTRACKED);
+            self.free = self.links[self.lane(0).at(slot)].next;
+            for lane in 0..self.tables.len() {
+                let at = self.lane(lane).at(slot);
+                self.links[at] = Link::UNTRACKED;
+            }
             self.objs[slot as usize] = Some(obj);
         } else {
-            if self.objs.len() == self.objs.capacity() {
-                // Grow the link array in step with the slots, not on its own doubling
-                // schedule, which would leave up to half of it unused.
-                self.objs.reserve(1);
-                let wanted = self.objs.capacity() * stride;
-                self.links
-                    .reserve_exact(wanted.saturating_sub(self.links.len()));
-            }
             self.objs.push(Some(obj));
-            self.links
-                .extend(std::iter::repeat_n(Link::UNTRACKED, stride));
+            // Lanes grow with the slot array's capacity (their regions are its length).
+            self.relayout_links();
             if self.dirty.len() * 64 < self.objs.len() {
                 self.dirty.push(0);
             }
@@ -753,10 +767,12 @@ impl<T: Object> DedupIndex<T> {
 
     /// Puts slot `slot` (whose object was taken and whose lanes are unlinked) on the free list.
     fn free_slot(&mut self, slot: u32) {
-        let stride = self.tables.len();
-        let start = slot as usize * stride;
-        self.links[start..start + stride].fill(Link::UNTRACKED);
-        self.links[start].next = self.free;
+        for lane in 0..self.tables.len() {
+            let at = self.lane(lane).at(slot);
+            self.links[at] = Link::UNTRACKED;
+        }
+        let at = self.lane(0).at(slot);
+        self.links[at].next = self.free;
         self.free = slot;
         self.len -= 1;
     }
@@ -942,8 +958,16 @@ impl<T: Object> DedupIndex<T> {
     /// Checks every internal invariant; returns the first one broken.
     pub(crate) fn validate(&self) -> std::result::Result<(), String> {
         let stride = self.tables.len();
-        if self.links.len() != self.objs.len() * stride {
+        if self.links.len() != self.lane_len * stride || self.lane_len != self.objs.capacity() {
             return Err("links and slots differ in length".into());
+        }
+        for lane_idx in 0..stride {
+            let lane = self.lane(lane_idx);
+            if (self.objs.len()..self.lane_len)
+                .any(|slot| self.links[lane.at(slot as u32)] != Link::UNTRACKED)
+            {
+                return Err(format!("lane {lane_idx} links a slot past the end"));
+            }
         }
         let occupied = self.objs.iter().filter(|obj| obj.is_some()).count();
         if occupied != self.len || self.ids.len() != self.len {
@@ -959,7 +983,7 @@ impl<T: Object> DedupIndex<T> {
                 return Err(format!("slot {slot} not found by its id"));
             }
             for lane_idx in 0..stride {
-                let tracked = self.links[slot * stride + lane_idx].is_tracked();
+                let tracked = self.links[self.lane(lane_idx).at(slot as u32)].is_tracked();
                 let located = self.tables[lane_idx].locate(obj);
                 if tracked != matches!(located, Located::Found(_)) {
                     return Err(format!(
@@ -974,7 +998,7 @@ impl<T: Object> DedupIndex<T> {
             if self.objs.get(free as usize).is_none_or(|obj| obj.is_some()) {
                 return Err(format!("free list names slot {free}"));
             }
-            free = self.links[free as usize * stride].next;
+            free = self.links[self.lane(0).at(free)].next;
             n_free += 1;
         }
         if n_free + self.len != self.objs.len() {
@@ -1017,7 +1041,7 @@ impl<T: Object> DedupIndex<T> {
                 n_linked += n;
             }
             let n_tracked = (0..self.objs.len())
-                .filter(|&slot| self.links[slot * stride + lane_idx].is_tracked())
+                .filter(|&slot| self.links[self.lane(lane_idx).at(slot as u32)].is_tracked())
                 .count();
             if n_linked as usize != n_tracked {
                 return Err(format!(

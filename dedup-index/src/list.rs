@@ -1,7 +1,7 @@
 //! Intrusive doubly linked lists over the dense link array.
 //!
 //! Each slot of the index has one [`Link`] per index type ("lane"), stored at
-//! `slot * stride + lane` in one flat `Vec<Link>`. A partition is a [`Head`]: first, last and
+//! `lane_base + slot` in one flat, lane-major `Vec<Link>`. A partition is a [`Head`]: first, last and
 //! length. Links are `u32` slot numbers, with [`NIL`] for "no neighbour" and [`UNTRACKED`] for
 //! "this lane does not track the slot".
 
@@ -46,17 +46,16 @@ impl Head {
     };
 }
 
-/// Where one lane's links live in the flat array.
+/// Where one lane's links start in the flat array.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Lane {
-    pub(crate) stride: usize,
-    pub(crate) lane: usize,
+    pub(crate) base: usize,
 }
 
 impl Lane {
     #[inline]
     pub(crate) fn at(self, slot: u32) -> usize {
-        slot as usize * self.stride + self.lane
+        self.base + slot as usize
     }
 }
 
