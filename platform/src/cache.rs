@@ -189,7 +189,7 @@ impl IndexType<Route> for DefaultRoutes {
 impl IndexType<Route> for RoutesByWeakId {
     type Partition = u32;
     fn partition(&self, route: &Route) -> Option<u32> {
-        Some(weak_bucket(&route.weak_id()))
+        Some((route.weak_hash() % u64::from(WEAK_ID_BUCKETS)) as u32)
     }
 }
 
@@ -324,8 +324,8 @@ impl Cache {
             suspect_ifindexes: Vec::new(),
             stats: Stats::default(),
         };
-        let mut discard = Vec::new();
-        cache.load_all(&mut discard)?;
+        // The initial load reports nothing: the user reads the cache.
+        cache.load_all(None)?;
         Ok(cache)
     }
 
@@ -526,7 +526,7 @@ impl Cache {
     fn run_resync(&mut self, out: &mut Vec<Event>) -> Result<()> {
         let before = out.len();
         let retries_before = self.stats.n_dump_retries;
-        self.load_all(out)?;
+        self.load_all(Some(out))?;
         self.stats.n_resyncs += 1;
         let n_changes = out.len() - before;
         let n_interrupted = (self.stats.n_dump_retries - retries_before) as u32;
@@ -547,9 +547,9 @@ impl Cache {
         Ok(())
     }
 
-    fn load_all(&mut self, out: &mut Vec<Event>) -> Result<()> {
+    fn load_all(&mut self, mut out: Option<&mut Vec<Event>>) -> Result<()> {
         for kind in [Kind::Links, Kind::Addresses, Kind::Routes, Kind::Rules] {
-            self.load(kind, None, out)?;
+            self.load(kind, None, out.as_deref_mut())?;
         }
         Ok(())
     }
@@ -557,7 +557,12 @@ impl Cache {
     /// Dump, mark, insert, sweep for one kind of object; for routes optionally only those of
     /// one interface (a filtered dump when the kernel allows it). The dump is collected first
     /// so the index can reserve room once and the mark covers exactly the insertion.
-    fn load(&mut self, kind: Kind, ifindex: Option<u32>, out: &mut Vec<Event>) -> Result<()> {
+    fn load(
+        &mut self,
+        kind: Kind,
+        ifindex: Option<u32>,
+        out: Option<&mut Vec<Event>>,
+    ) -> Result<()> {
         match kind {
             Kind::Links => {
                 let links = self.dump_kind(kind, None, Link::parse)?;
@@ -823,7 +828,7 @@ impl Cache {
         ifindexes.sort_unstable();
         ifindexes.dedup();
         for ifindex in ifindexes {
-            self.load(Kind::Routes, Some(ifindex), out)?;
+            self.load(Kind::Routes, Some(ifindex), Some(&mut *out))?;
         }
         Ok(())
     }
@@ -844,7 +849,7 @@ fn sync_index<T: Object, X: IndexType<T>>(
     partition: Option<(IndexHandle<X>, X::Partition)>,
     objs: Vec<T>,
     wrap: fn(Change<T>) -> Event,
-    out: &mut Vec<Event>,
+    out: Option<&mut Vec<Event>>,
 ) {
     match &partition {
         Some((handle, key)) => {
@@ -853,6 +858,18 @@ fn sync_index<T: Object, X: IndexType<T>>(
         None => index.mark_all(),
     }
     index.reserve(objs.len().saturating_sub(index.len()));
+    let Some(out) = out else {
+        for obj in objs {
+            if let Err(err) = index.insert(obj, Placement::Append) {
+                tracing::warn!(%err, "cannot insert into the cache");
+            }
+        }
+        match &partition {
+            Some((handle, key)) => drop(index.sweep_partition(*handle, key)),
+            None => drop(index.sweep()),
+        }
+        return;
+    };
     for obj in objs {
         if let Some(event) = upsert(index, obj, wrap) {
             out.push(event);

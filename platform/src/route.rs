@@ -269,19 +269,35 @@ pub struct RouteWeakId {
 impl RouteWeakId {
     /// A hash that is the same in every process (unlike `Hash` with a random state).
     pub fn stable_hash(&self) -> u64 {
-        const K: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut hash = u64::from(self.table) << 32 | u64::from(self.priority);
-        let mut mix = |word: u64| {
-            hash = (hash ^ word).wrapping_mul(K).rotate_left(29);
-        };
-        for chunk in self.dst.chunks_exact(8).chain(self.src.chunks_exact(8)) {
+        let word = |bytes: &[u8]| {
             let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            mix(u64::from_ne_bytes(word));
-        }
-        mix(u64::from(u32::from_ne_bytes(self.small)));
-        hash ^ (hash >> 31)
+            word.copy_from_slice(bytes);
+            u64::from_ne_bytes(word)
+        };
+        weak_hash(
+            self.table,
+            self.priority,
+            [
+                word(&self.dst[..8]),
+                word(&self.dst[8..]),
+                word(&self.src[..8]),
+                word(&self.src[8..]),
+            ],
+            self.small,
+        )
     }
+}
+
+/// The mixing behind [`RouteWeakId::stable_hash`], shared with [`Route::weak_hash`].
+#[inline]
+fn weak_hash(table: u32, priority: u32, words: [u64; 4], small: [u8; 4]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut hash = (u64::from(table) << 32) | u64::from(priority);
+    for word in words {
+        hash = (hash ^ word).wrapping_mul(K).rotate_left(29);
+    }
+    hash = (hash ^ u64::from(u32::from_ne_bytes(small))).wrapping_mul(K);
+    hash ^ (hash >> 31)
 }
 
 impl Route {
@@ -561,6 +577,25 @@ impl Route {
                 },
                 small: [self.dst_len, self.tos, self.kind, has_gateway],
             }),
+        }
+    }
+
+    /// `self.weak_id().stable_hash()`, computed without building the weak id (IPv4 fast
+    /// path: the cache computes it for every route it inserts).
+    pub fn weak_hash(&self) -> u64 {
+        match &self.extra {
+            Some(_) if self.bits & V6 != 0 => self.weak_id().stable_hash(),
+            extra => {
+                let [a, b, c, d] = self.v4[0];
+                let dst = u64::from_ne_bytes([a, b, c, d, 0, 0, 0, 0]);
+                let src_len = extra.as_ref().map_or(0, |extra| extra.src_len);
+                weak_hash(
+                    self.table,
+                    self.priority,
+                    [dst, 0, 0, 0],
+                    [AF_INET, self.dst_len, src_len, self.tos],
+                )
+            }
         }
     }
 

@@ -156,6 +156,7 @@ fn golden_route_v4_with_gateway() {
     assert_eq!((route.protocol(), route.scope(), route.kind()), (3, 0, 1));
     assert_eq!((route.priority(), route.flags(), route.tos()), (0, 0, 0));
     assert!(route.multipath().is_empty() && route.prefsrc().is_none());
+    assert_eq!(route.weak_hash(), route.weak_id().stable_hash());
     // Round trip: what we would send for it parses back to the same route.
     let mut buf = Vec::new();
     route.emit(&mut buf, wire::RTM_NEWROUTE, 0, 1);
@@ -200,6 +201,7 @@ fn golden_route_v6() {
     );
     assert_eq!(route.gateway(), None);
     assert_eq!(route.pref(), Some(0));
+    assert_eq!(route.weak_hash(), route.weak_id().stable_hash());
     assert_eq!(route.src(), None);
 }
 
