@@ -5,6 +5,7 @@
 //! `netmirror-platform`, the D-Bus cache `netmirror-client-cache`.
 
 mod args;
+mod batch;
 mod failure;
 mod kernel;
 mod monitor;
@@ -89,6 +90,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Some(RouteAction::Count) => anyhow::bail!("route count is not wired yet"),
         },
         Some(Command::Monitor(args)) => monitor::run(&mut printer, &cli.kernel, &args),
+        Some(Command::Batch(args)) => batch::run(&mut printer, &cli.kernel, &args),
         other => {
             let _ = &mut printer;
             anyhow::bail!("{other:?} is not wired to the libraries yet")

@@ -3,5 +3,6 @@
 //! (`NetworkManagerDaemon` of `netmirror-client-cache`). Every JSON output is compared with
 //! what `ip -j` or `nmcli -t` say about the same state.
 
+mod batch;
 mod kernel;
 mod monitor;

@@ -1,0 +1,178 @@
+//! `batch`: lines applied, a malformed line and a refused line reported with their numbers,
+//! `--continue` against stopping, stdin.
+
+use std::collections::BTreeSet;
+
+use netmirror_platform::testing::{NetNs, Veth};
+
+use crate::support::{netmirror, nm, run_with_input};
+
+fn namespace() -> NetNs {
+    NetNs::builder()
+        .veth(Veth::new("veth0", "veth1").address("192.0.2.1/24"))
+        .start()
+        .expect("make a namespace")
+}
+
+/// The destinations of table 100, as `ip` lists them (asking for every table: `ip` fails on a
+/// table that does not exist yet).
+fn table_100(ns: &NetNs) -> BTreeSet<String> {
+    let text = ns
+        .ip(&["-j", "route", "show", "table", "all"])
+        .expect("ip route show");
+    let routes: Vec<serde_json::Value> = serde_json::from_str(&text).expect("JSON");
+    routes
+        .iter()
+        .filter(|route| route["table"] == "100")
+        .map(|route| route["dst"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
+fn write_batch(dir: &tempfile::TempDir, text: &str) -> String {
+    let path = dir.path().join("routes.batch");
+    std::fs::write(&path, text).expect("write the batch file");
+    path.display().to_string()
+}
+
+fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|item| (*item).to_owned()).collect()
+}
+
+#[test]
+fn lines_are_applied() {
+    let ns = namespace();
+    let dir = tempfile::Builder::new()
+        .prefix("netmirror-test-batch")
+        .tempdir()
+        .expect("temp dir");
+    let file = write_batch(
+        &dir,
+        "# routes for table 100\n\
+         route add 10.1.0.0/16 dev veth0 table 100\n\
+         \n\
+         route add 10.2.0.0/16 via 192.0.2.2 table 100 proto static\n\
+         route add blackhole 10.3.0.0/16 table 100\n\
+         addr add 198.51.100.1/24 dev veth1\n",
+    );
+    let run = nm(&["--netns", ns.name(), "batch", &file]);
+    assert_eq!(run.ok(), "4 of 4 lines applied\n");
+    assert_eq!(
+        table_100(&ns),
+        set(&["10.1.0.0/16", "10.2.0.0/16", "10.3.0.0/16"])
+    );
+    assert!(
+        ns.ip(&["-o", "addr", "show", "dev", "veth1"])
+            .expect("ip addr")
+            .contains("198.51.100.1/24")
+    );
+
+    // Delete them again from stdin, with a JSON report.
+    let mut command = netmirror(&["--json", "--netns", ns.name(), "batch", "-"]);
+    command.env("NO_COLOR", "1");
+    let run = run_with_input(
+        command,
+        "route del 10.1.0.0/16 table 100\nroute del 10.2.0.0/16 table 100\nroute del 10.3.0.0/16 table 100\n",
+    );
+    let report = run.json();
+    assert_eq!(report["applied"], 3, "{report}");
+    assert_eq!(report["failed"], serde_json::json!([]));
+    assert!(table_100(&ns).is_empty());
+}
+
+#[test]
+fn malformed_line_applies_nothing_and_names_its_line() {
+    let ns = namespace();
+    let dir = tempfile::Builder::new()
+        .prefix("netmirror-test-batch")
+        .tempdir()
+        .expect("temp dir");
+    let file = write_batch(
+        &dir,
+        "route add 10.1.0.0/16 dev veth0 table 100\n\
+         route add 10.2.0.0/16 dev veth0 table 100\n\
+         route add 10.3.0.0/16 dev veth9 table 100\n\
+         route add 10.4.0.0/16 dev veth0 table 100\n",
+    );
+    let stderr = nm(&["--netns", ns.name(), "batch", &file])
+        .fails(1)
+        .to_owned();
+    assert_eq!(
+        stderr,
+        format!(
+            "netmirror: {file}:3: malformed line `route add 10.3.0.0/16 dev veth9 table 100`: \
+             cannot find device \"veth9\"; nothing was applied\n"
+        )
+    );
+    assert!(table_100(&ns).is_empty());
+}
+
+#[test]
+fn refused_line_stops_the_batch_unless_continue() {
+    let ns = namespace();
+    let dir = tempfile::Builder::new()
+        .prefix("netmirror-test-batch")
+        .tempdir()
+        .expect("temp dir");
+    // Line 2 asks for a gateway that is not on any link: the kernel refuses it.
+    let file = write_batch(
+        &dir,
+        "route add 10.1.0.0/16 dev veth0 table 100\n\
+         route add 10.2.0.0/16 via 203.0.113.1 table 100\n\
+         route add 10.3.0.0/16 dev veth0 table 100\n",
+    );
+    let run = nm(&["--netns", ns.name(), "batch", &file]);
+    assert_eq!(run.code(), 1, "{run:#?}");
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{run:#?}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "netmirror: {file}:2: `route add 10.2.0.0/16 via 203.0.113.1 table 100`: "
+        )),
+        "{run:#?}"
+    );
+    assert!(
+        lines[0].contains("Nexthop has invalid gateway"),
+        "the kernel's message: {run:#?}"
+    );
+    assert_eq!(lines[1], "netmirror: 1 of 3 batch lines failed");
+    assert_eq!(table_100(&ns), set(&["10.1.0.0/16"]), "stopped at line 2");
+
+    let ns = namespace();
+    let run = nm(&["--netns", ns.name(), "batch", "--continue", &file]);
+    assert_eq!(run.code(), 1, "{run:#?}");
+    assert!(run.stderr.contains(&format!("{file}:2: ")), "{run:#?}");
+    assert_eq!(run.stdout, "2 of 3 lines applied\n");
+    assert_eq!(
+        table_100(&ns),
+        set(&["10.1.0.0/16", "10.3.0.0/16"]),
+        "went on after line 2"
+    );
+}
+
+#[test]
+fn continue_skips_malformed_lines() {
+    let ns = namespace();
+    let run = run_with_input(
+        netmirror(&["--netns", ns.name(), "batch", "--continue", "-"]),
+        "route add 10.1.0.0/16 dev veth0 table 100\nroute frobnicate\nroute add 10.3.0.0/16 dev veth0 table 100\n",
+    );
+    assert_eq!(run.code(), 1, "{run:#?}");
+    assert!(
+        run.stderr.starts_with(
+            "netmirror: -:2: malformed line `route frobnicate`: unknown command `frobnicate`"
+        ),
+        "{run:#?}"
+    );
+    assert_eq!(table_100(&ns), set(&["10.1.0.0/16", "10.3.0.0/16"]));
+}
+
+#[test]
+fn missing_file_is_one_line() {
+    let stderr = nm(&["batch", "/nonexistent/netmirror-test.batch"])
+        .fails(1)
+        .to_owned();
+    assert!(
+        stderr.starts_with("netmirror: cannot read batch file /nonexistent/netmirror-test.batch: "),
+        "{stderr}"
+    );
+}
