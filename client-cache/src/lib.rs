@@ -1,5 +1,99 @@
 //! A consistent, typed client cache of a D-Bus ObjectManager service (NetworkManager, or any
 //! other), built on a zbus connection: libnm's NMClient cache in Rust.
+//!
+//! [`ObjectCache`] subscribes to a service's `InterfacesAdded`, `InterfacesRemoved` and
+//! `PropertiesChanged` signals (match rules bound to the service's unique owner) and to its
+//! `NameOwnerChanged`, then loads everything with one `GetManagedObjects`. It applies each batch
+//! of messages in three phases (record, settle, emit) so that events are only handed out when
+//! the cache is consistent, in the order removals, property changes, additions. Object-path
+//! properties of declared interfaces are references: an object is visible only once everything
+//! it references (transitively) is cached. A restart of the service removes everything (with
+//! events) and loads again. The [`nm`] module is a typed NetworkManager layer on top.
+//!
+//! The cache never spawns: it advances only while [`ObjectCache::next_event`] (or
+//! [`ObjectCache::load`]) is polled, on the caller's executor (Tokio, async-io/smol, ...).
+//! [`BlockingCache`] runs it on a private thread for synchronous callers.
+//!
+//! # Example: cache any service generically
+//!
+//! ```no_run
+//! # zbus::block_on(async {
+//! use netmirror_client_cache::ObjectCache;
+//!
+//! let conn = zbus::Connection::system().await?;
+//! let mut cache = ObjectCache::builder("org.freedesktop.UDisks2")
+//!     .manager_path("/org/freedesktop/UDisks2")
+//!     .build_loaded(&conn)
+//!     .await?;
+//! for object in cache.objects() {
+//!     let ifaces: Vec<&str> = object.interfaces().map(|i| i.name()).collect();
+//!     println!("{} {}", object.path(), ifaces.join(","));
+//! }
+//! while let Some(event) = cache.next_event().await {
+//!     println!("{event:?}");
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # });
+//! ```
+//!
+//! # Example: watch NetworkManager's devices
+//!
+//! ```no_run
+//! # zbus::block_on(async {
+//! use netmirror_client_cache::nm::{NmClient, NmEvent};
+//!
+//! let conn = zbus::Connection::system().await?;
+//! let mut nm = NmClient::new(&conn).await?;
+//! for device in nm.devices() {
+//!     println!("{} {:?} {}", device.interface(), device.device_type(), device.state());
+//! }
+//! while let Some(event) = nm.next_event().await {
+//!     match event {
+//!         NmEvent::DeviceAdded(path) => println!("added {path}"),
+//!         NmEvent::DeviceRemoved(path) => println!("removed {path}"),
+//!         _ => {}
+//!     }
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # });
+//! ```
+//!
+//! # Debugging
+//!
+//! `NETMIRROR_CLIENT_DEBUG=trace,warning,error` logs (through `tracing`) every handled message,
+//! protocol warnings and protocol errors; with `NETMIRROR_FATAL_WARNINGS=1` every protocol
+//! warning panics (see [`debug`]). [`CacheBuilder::debug`] overrides both for one cache.
+//!
+//! # Features
+//!
+//! - `testing`: the test fixtures ([`testing`]: a private `dbus-daemon`, a sandboxed
+//!   NetworkManager).
+//! - `privileged`: tests that need root.
+//!
+//! MSRV: the workspace's `rust-version`.
+
+mod blocking;
+mod cache;
+mod core;
+pub mod debug;
+mod error;
+mod event;
+pub mod meta;
+pub mod nm;
+mod object;
+mod store;
+mod value;
+mod wire;
+
+pub use blocking::BlockingCache;
+pub use cache::{CacheBuilder, ObjectCache, ObjectRef};
+pub use core::{FetchSpec, Lookup, Scope};
+pub use debug::{DebugConfig, Diagnostics, Warning, WarningKind};
+pub use error::{Error, Result};
+pub use event::Event;
+pub use meta::{InterfaceDecl, PropertyDecl, Registry};
+pub use object::{Interface, Object};
+pub use value::{Array, Dict, Value};
 
 // Documented by its own inner docs: an outer doc comment here would make rustdoc resolve
 // their links from the crate root and fail.

@@ -1,6 +1,8 @@
 //! The client cache's integration tests: one test binary, with a module per topic. Tests that
 //! need root live under `privileged` (feature `privileged`).
 
+mod cache;
+mod mock;
 mod private_bus;
 #[cfg(feature = "privileged")]
 mod privileged;

@@ -1,0 +1,389 @@
+//! The async cache: a [`Core`] driven by the caller polling [`ObjectCache::next_event`].
+
+use std::{num::NonZeroUsize, sync::Arc, time::Duration};
+
+use futures_util::{FutureExt, StreamExt};
+use zbus::{Connection, MessageStream};
+
+use crate::{
+    core::{Config, Core, FetchSpec, Lookup, Scope},
+    debug::{DebugConfig, Diagnostics},
+    error::{Error, Result},
+    event::Event,
+    meta::Registry,
+    object::Object,
+    store::ObjId,
+    value::Value,
+};
+
+/// At most this many already-queued messages are handled as one batch.
+const MAX_BATCH: usize = 4096;
+
+/// How to build an [`ObjectCache`].
+#[derive(Debug, Clone)]
+pub struct CacheBuilder {
+    cfg: Config,
+}
+
+impl CacheBuilder {
+    /// A cache of `service`, whose ObjectManager is at `/` (see [`CacheBuilder::manager_path`]).
+    /// Interfaces are kept generically unless declared with [`CacheBuilder::registry`].
+    pub fn new(service: impl Into<String>) -> Self {
+        Self {
+            cfg: Config {
+                service: service.into(),
+                manager_path: "/".into(),
+                registry: Registry::generic(),
+                fetches: Vec::new(),
+                scope: Scope::All,
+                debug: DebugConfig::from_env(),
+            },
+        }
+    }
+
+    /// The path of the service's ObjectManager (NetworkManager's is `/org/freedesktop`).
+    pub fn manager_path(mut self, path: impl Into<String>) -> Self {
+        self.cfg.manager_path = path.into();
+        self
+    }
+
+    /// The interface declarations to decode and type-check with.
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.cfg.registry = registry;
+        self
+    }
+
+    /// Fetch per-object data with a method call (see [`FetchSpec`]).
+    pub fn fetch(mut self, spec: FetchSpec) -> Self {
+        self.cfg.fetches.push(spec);
+        self
+    }
+
+    /// Load only one object, asking the server for it (see [`Scope::Path`]).
+    pub fn only_path(mut self, path: impl Into<String>) -> Self {
+        self.cfg.scope = Scope::Path(path.into());
+        self
+    }
+
+    /// Load only the object a server-side lookup names (see [`Scope::Lookup`]).
+    pub fn lookup(mut self, lookup: Lookup) -> Self {
+        self.cfg.scope = Scope::Lookup(lookup);
+        self
+    }
+
+    /// Override `NETMIRROR_CLIENT_DEBUG` / `NETMIRROR_FATAL_WARNINGS` for this cache (for
+    /// example [`DebugConfig::tolerant`] where faults are injected on purpose).
+    pub fn debug(mut self, debug: DebugConfig) -> Self {
+        self.cfg.debug = debug;
+        self
+    }
+
+    /// Subscribe and send the initial calls. Nothing is handled until the cache is polled.
+    pub async fn build(self, conn: &Connection) -> Result<ObjectCache> {
+        let mut stream = MessageStream::from(conn);
+        // Replies of a whole pipelined load queue up here; let them, rather than stalling the
+        // connection's reader.
+        stream.set_max_queued(NonZeroUsize::new(1 << 16).unwrap_or(NonZeroUsize::MIN));
+        let mut core = Core::new(self.cfg, conn.is_bus());
+        core.start();
+        let mut cache = ObjectCache { conn: conn.clone(), stream, core, closed: false };
+        cache.flush().await?;
+        Ok(cache)
+    }
+
+    /// [`CacheBuilder::build`], then wait until the first load is complete.
+    pub async fn build_loaded(self, conn: &Connection) -> Result<ObjectCache> {
+        let mut cache = self.build(conn).await?;
+        cache.load().await?;
+        Ok(cache)
+    }
+}
+
+/// A consistent cache of one service's objects.
+///
+/// It never spawns a task and never calls back: all work happens inside
+/// [`ObjectCache::next_event`] (and [`ObjectCache::load`]), on the caller's task and executor.
+/// The connection's socket is read by zbus's reader task, which only queues raw messages; the
+/// cache decodes and applies them when polled. Between two calls, the cache does not change.
+pub struct ObjectCache {
+    conn: Connection,
+    stream: MessageStream,
+    core: Core,
+    closed: bool,
+}
+
+impl std::fmt::Debug for ObjectCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectCache")
+            .field("objects", &self.len())
+            .field("owner", &self.core.owner())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ObjectCache {
+    /// Start building a cache of `service`.
+    pub fn builder(service: impl Into<String>) -> CacheBuilder {
+        CacheBuilder::new(service)
+    }
+
+    async fn flush(&mut self) -> Result<()> {
+        if !self.core.out.is_empty() {
+            let out = std::mem::take(&mut self.core.out);
+            self.conn.send_all(&out).await?;
+        }
+        Ok(())
+    }
+
+    /// Handle one batch: wait for a message, take every message already queued behind it
+    /// (bounded), apply them all, then queue the events.
+    async fn step(&mut self) -> Result<()> {
+        self.step_or(std::future::pending::<()>()).await.map(|_| ())
+    }
+
+    /// [`Self::step`], unless `interrupt` completes first while waiting for a message (the only
+    /// point where stopping is safe: nothing has been taken from the queue yet).
+    async fn step_or<F: std::future::Future>(&mut self, interrupt: F) -> Result<Option<F::Output>> {
+        self.flush().await?;
+        let next = self.stream.next();
+        futures_util::pin_mut!(interrupt);
+        let first = match futures_util::future::select(next, interrupt).await {
+            futures_util::future::Either::Right((out, _)) => return Ok(Some(out)),
+            futures_util::future::Either::Left((m, _)) => m,
+        };
+        let first = match first {
+            Some(Ok(m)) => m,
+            Some(Err(e)) => {
+                self.closed = true;
+                return Err(e.into());
+            }
+            None => {
+                self.closed = true;
+                return Err(Error::Closed);
+            }
+        };
+        let mut flush_now = self.core.handle(&first);
+        drop(first);
+        let mut n = 1;
+        while !flush_now && n < MAX_BATCH {
+            match self.stream.next().now_or_never() {
+                Some(Some(Ok(m))) => {
+                    flush_now = self.core.handle(&m);
+                    n += 1;
+                }
+                _ => break,
+            }
+        }
+        self.core.commit();
+        self.flush().await?;
+        Ok(None)
+    }
+
+    /// The next event, or the output of `interrupt` if it completes while the cache waits for
+    /// the bus. Cancel-safe with respect to the cache's state.
+    pub async fn next_event_or<F: std::future::Future>(
+        &mut self,
+        interrupt: F,
+    ) -> std::result::Result<Option<Event>, F::Output> {
+        futures_util::pin_mut!(interrupt);
+        loop {
+            if let Some(ev) = self.core.events.pop_front() {
+                return Ok(Some(ev));
+            }
+            if self.closed {
+                return Ok(None);
+            }
+            match self.step_or(interrupt.as_mut()).await {
+                Ok(Some(out)) => return Err(out),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::debug!("cache stream ended: {e}");
+                    self.closed = true;
+                }
+            }
+        }
+    }
+
+    /// The next event, handling messages as needed. Returns `None` once the connection closed.
+    pub async fn next_event(&mut self) -> Option<Event> {
+        loop {
+            if let Some(ev) = self.core.events.pop_front() {
+                return Some(ev);
+            }
+            if self.closed {
+                return None;
+            }
+            if let Err(e) = self.step().await {
+                tracing::debug!("cache stream ended: {e}");
+                self.closed = true;
+            }
+        }
+    }
+
+    /// The next event, or `None` if nothing happens within `timeout` (or the connection
+    /// closed). The timer is a helper thread, so this works on any executor.
+    pub async fn next_event_timeout(&mut self, timeout: Duration) -> Option<Event> {
+        self.next_event_or(async_timer(timeout)).await.ok().flatten()
+    }
+
+    /// Handle messages until the current (re)load is complete (events stay queued).
+    pub async fn load(&mut self) -> Result<()> {
+        loop {
+            if self.core.is_loaded() && self.core.loaded_events > 0 {
+                return Ok(());
+            }
+            if self.closed {
+                return Err(Error::Closed);
+            }
+            self.step().await?;
+        }
+    }
+
+    /// Take all queued events.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        self.core.events.drain(..).collect()
+    }
+
+    /// Whether the last (re)load is complete.
+    pub fn is_loaded(&self) -> bool {
+        self.core.is_loaded()
+    }
+
+    /// The unique name of the service's current owner (empty on a peer-to-peer connection).
+    pub fn owner(&self) -> Option<&str> {
+        self.core.owner()
+    }
+
+    /// Counters and recent protocol warnings.
+    pub fn diagnostics(&self) -> &Diagnostics {
+        self.core.diagnostics()
+    }
+
+    /// The connection the cache runs on.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// How many objects are visible.
+    pub fn len(&self) -> usize {
+        self.core.store.slots.iter().filter(|s| s.visible).count()
+    }
+
+    /// Whether no object is visible.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many objects are cached, visible or not (waiting on a reference or a fetch).
+    pub fn len_all(&self) -> usize {
+        self.core.store.len_present()
+    }
+
+    /// The visible object at `path`.
+    pub fn object(&self, path: &str) -> Option<ObjectRef<'_>> {
+        let id = self.core.store.id(path)?;
+        self.get(id).filter(|o| o.is_visible())
+    }
+
+    /// The object at `path`, visible or not.
+    pub fn object_any(&self, path: &str) -> Option<ObjectRef<'_>> {
+        self.get(self.core.store.id(path)?)
+    }
+
+    fn get(&self, id: ObjId) -> Option<ObjectRef<'_>> {
+        let slot = self.core.store.slot(id);
+        slot.obj.as_ref().map(|object| ObjectRef { cache: self, id, object })
+    }
+
+    /// Every visible object, in no particular order.
+    pub fn objects(&self) -> impl Iterator<Item = ObjectRef<'_>> {
+        self.core.store.present().filter_map(|id| self.get(id)).filter(|o| o.is_visible())
+    }
+
+    /// Every visible object with interface `iface`.
+    pub fn objects_with<'a>(&'a self, iface: &'a str) -> impl Iterator<Item = ObjectRef<'a>> + 'a {
+        self.objects().filter(move |o| o.has_interface(iface))
+    }
+}
+
+/// A cached object, borrowed from its cache: its data plus resolved references.
+#[derive(Clone, Copy)]
+pub struct ObjectRef<'a> {
+    cache: &'a ObjectCache,
+    id: ObjId,
+    object: &'a Object,
+}
+
+impl std::fmt::Debug for ObjectRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectRef").field("path", &self.path()).finish_non_exhaustive()
+    }
+}
+
+impl<'a> std::ops::Deref for ObjectRef<'a> {
+    type Target = Object;
+    fn deref(&self) -> &Object {
+        self.object
+    }
+}
+
+impl<'a> ObjectRef<'a> {
+    /// The object's path.
+    pub fn path(&self) -> &'a str {
+        &self.cache.core.store.slot(self.id).path
+    }
+
+    /// The object's path, shared.
+    pub fn path_arc(&self) -> Arc<str> {
+        self.cache.core.store.slot(self.id).path.clone()
+    }
+
+    /// The object's data.
+    pub fn object(&self) -> &'a Object {
+        self.object
+    }
+
+    /// Whether the object is visible (ready: all it references is cached).
+    pub fn is_visible(&self) -> bool {
+        self.cache.core.store.slot(self.id).visible
+    }
+
+    /// Property `prop` of interface `iface`, with the lifetime of the cache.
+    pub fn prop(&self, iface: &str, prop: &str) -> Option<&'a Value> {
+        self.object.get(iface, prop)
+    }
+
+    /// The object referenced by `o` property `iface.prop` (`None` for `/` or when missing).
+    pub fn target(&self, iface: &str, prop: &str) -> Option<ObjectRef<'a>> {
+        match self.prop(iface, prop)? {
+            Value::Path(p) => self.cache.object_any(p),
+            _ => None,
+        }
+    }
+
+    /// The objects referenced by `ao` property `iface.prop`, in order, skipping missing ones.
+    pub fn targets(&self, iface: &str, prop: &str) -> impl Iterator<Item = ObjectRef<'a>> + 'a {
+        let cache = self.cache;
+        let paths: &'a [Box<str>] = match self.prop(iface, prop) {
+            Some(Value::Paths(ps)) => ps,
+            _ => &[],
+        };
+        paths.iter().filter_map(move |p| cache.object_any(p))
+    }
+
+    /// The objects that reference this one (through any declared reference property).
+    pub fn referrers(&self) -> impl Iterator<Item = ObjectRef<'a>> + 'a {
+        let cache = self.cache;
+        cache.core.store.slot(self.id).refs_in.keys().filter_map(move |&id| cache.get(id))
+    }
+}
+
+/// A timer that works on any executor: a thread sleeps and wakes the future.
+async fn async_timer(timeout: Duration) {
+    let (tx, rx) = futures_channel::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        std::thread::sleep(timeout);
+        let _ = tx.send(());
+    });
+    let _ = rx.await;
+}

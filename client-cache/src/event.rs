@@ -1,0 +1,90 @@
+//! What a cache tells its user, batch after batch.
+
+use std::sync::Arc;
+
+use crate::{object::Object, value::Value};
+
+/// One change of the cache, delivered once the cache is consistent.
+///
+/// Within one batch, events come in this order: every removal (objects, then interfaces), then
+/// every property change (in the order the service sent them), then every addition (objects,
+/// then interfaces), then [`Event::Loaded`] if the batch completed a load. The cache's state,
+/// while the events of a batch are handed out, is the state after the whole batch.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// An object is no longer visible: it was removed, its service went away, or a reference of
+    /// it no longer resolves. Carries the object as it last was.
+    Removed {
+        /// The object's path.
+        path: Arc<str>,
+        /// The object as it was when removed.
+        object: Box<Object>,
+    },
+    /// A visible object lost an interface (the object stays).
+    InterfaceRemoved {
+        /// The object's path.
+        path: Arc<str>,
+        /// The interface that went away.
+        interface: Arc<str>,
+    },
+    /// A property of a visible object changed.
+    PropertyChanged {
+        /// The object's path.
+        path: Arc<str>,
+        /// The property's interface.
+        interface: Arc<str>,
+        /// The property's name.
+        property: Arc<str>,
+        /// The value before.
+        old: Value,
+        /// The value after.
+        new: Value,
+    },
+    /// The fetched data of a visible object (e.g. a NetworkManager profile's settings after its
+    /// `Updated` signal) was refreshed.
+    Refetched {
+        /// The object's path.
+        path: Arc<str>,
+        /// The data before.
+        old: Option<Value>,
+        /// The data after.
+        new: Option<Value>,
+    },
+    /// An object became visible: it and everything it references are in the cache. Look it up
+    /// with [`ObjectCache::object`](crate::ObjectCache::object).
+    Added {
+        /// The object's path.
+        path: Arc<str>,
+    },
+    /// A visible object gained an interface.
+    InterfaceAdded {
+        /// The object's path.
+        path: Arc<str>,
+        /// The new interface.
+        interface: Arc<str>,
+    },
+    /// A (re)load from the service's current owner is complete.
+    Loaded,
+    /// The service's owner changed: `None` when the service left the bus. The removals of all
+    /// objects precede this event; a reload follows when there is a new owner.
+    OwnerChanged {
+        /// The new unique name, if any.
+        owner: Option<Arc<str>>,
+    },
+}
+
+impl Event {
+    /// The path of the object this event is about, if any.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            Self::Removed { path, .. }
+            | Self::InterfaceRemoved { path, .. }
+            | Self::PropertyChanged { path, .. }
+            | Self::Refetched { path, .. }
+            | Self::Added { path }
+            | Self::InterfaceAdded { path, .. } => Some(path),
+            Self::Loaded | Self::OwnerChanged { .. } => None,
+        }
+    }
+}

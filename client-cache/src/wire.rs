@@ -1,0 +1,317 @@
+//! A bounds-checked reader of D-Bus message bodies that decodes straight into [`Value`]s.
+//!
+//! The cache reads `a{oa{sa{sv}}}` (GetManagedObjects), `a{sa{sv}}` (properties, settings) and
+//! variants on its own instead of going through serde and an owned value tree per property:
+//! a variant's signature is compared as bytes with the declared one, and the value is decoded
+//! once, into its final storage. Every read is checked; a malformed body is an error, never a
+//! panic.
+
+use crate::value::{Array, Dict, Value};
+
+/// Decoding failed: the body does not hold what its signature says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WireError(pub(crate) String);
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub(crate) type WireResult<T> = Result<T, WireError>;
+
+fn err<T>(what: &str) -> WireResult<T> {
+    Err(WireError(what.to_owned()))
+}
+
+const MAX_DEPTH: u32 = 64;
+
+/// A cursor over a body. Positions are relative to the body's start, which D-Bus aligns to 8.
+pub(crate) struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    little: bool,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(buf: &'a [u8], little: bool) -> Self {
+        Self { buf, pos: 0, little }
+    }
+
+    /// The reader of a zbus message's body.
+    pub(crate) fn for_body(body: &'a zbus::wire::serialized::Data<'static, 'static>) -> Self {
+        let little = matches!(body.context().endian(), zbus::wire::Endian::Little);
+        Self::new(body.bytes(), little)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
+
+    pub(crate) fn align(&mut self, n: usize) -> WireResult<()> {
+        let aligned = self.pos.div_ceil(n) * n;
+        if aligned > self.buf.len() {
+            return err("padding past the end of the body");
+        }
+        self.pos = aligned;
+        Ok(())
+    }
+
+    fn take(&mut self, n: usize) -> WireResult<&'a [u8]> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
+        match end {
+            Some(end) => {
+                let s = &self.buf[self.pos..end];
+                self.pos = end;
+                Ok(s)
+            }
+            None => err("value past the end of the body"),
+        }
+    }
+
+    fn fixed<const N: usize>(&mut self) -> WireResult<[u8; N]> {
+        self.align(N)?;
+        let s = self.take(N)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        if !self.little {
+            a.reverse();
+        }
+        Ok(a)
+    }
+
+    pub(crate) fn u8(&mut self) -> WireResult<u8> {
+        Ok(self.take(1)?[0])
+    }
+    pub(crate) fn u16(&mut self) -> WireResult<u16> {
+        self.fixed::<2>().map(u16::from_le_bytes)
+    }
+    pub(crate) fn u32(&mut self) -> WireResult<u32> {
+        self.fixed::<4>().map(u32::from_le_bytes)
+    }
+    pub(crate) fn u64(&mut self) -> WireResult<u64> {
+        self.fixed::<8>().map(u64::from_le_bytes)
+    }
+
+    pub(crate) fn bool(&mut self) -> WireResult<bool> {
+        match self.u32()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => err("boolean neither 0 nor 1"),
+        }
+    }
+
+    /// A string or object path.
+    pub(crate) fn str(&mut self) -> WireResult<&'a str> {
+        let len = self.u32()? as usize;
+        let bytes = self.take(len)?;
+        if self.take(1)? != [0] {
+            return err("string without its terminating nul");
+        }
+        std::str::from_utf8(bytes).or_else(|_| err("string is not UTF-8"))
+    }
+
+    /// A signature's bytes.
+    pub(crate) fn sig(&mut self) -> WireResult<&'a [u8]> {
+        let len = self.u8()? as usize;
+        let bytes = self.take(len)?;
+        if self.take(1)? != [0] {
+            return err("signature without its terminating nul");
+        }
+        Ok(bytes)
+    }
+
+    /// Start an array whose elements align to `elem_align`: returns the end position.
+    pub(crate) fn array(&mut self, elem_align: usize) -> WireResult<usize> {
+        let len = self.u32()? as usize;
+        if len > 1 << 26 {
+            return err("array longer than 64 MiB");
+        }
+        self.align(elem_align)?;
+        let end = self.pos + len;
+        if end > self.buf.len() {
+            return err("array past the end of the body");
+        }
+        Ok(end)
+    }
+
+    /// Whether the array ending at `end` has more elements; aligns to `align` first.
+    pub(crate) fn more(&mut self, end: usize, align: usize) -> WireResult<bool> {
+        if self.pos >= end {
+            if self.pos > end {
+                return err("array element overruns its array");
+            }
+            return Ok(false);
+        }
+        self.align(align)?;
+        Ok(true)
+    }
+
+    /// Read one value of the single complete type `sig`.
+    pub(crate) fn value(&mut self, sig: &[u8]) -> WireResult<Value> {
+        self.value_at(sig, 0)
+    }
+
+    /// Read a variant whose content must have signature `expected` (or any, if `None`).
+    /// Returns `Ok(Err(actual))` when the types differ (the value is skipped).
+    pub(crate) fn variant_expect(
+        &mut self,
+        expected: Option<&[u8]>,
+    ) -> WireResult<Result<Value, String>> {
+        let sig = self.sig()?;
+        if single_type_len(sig)? != sig.len() {
+            return err("variant signature is not one complete type");
+        }
+        let value = self.value_at(sig, 1)?;
+        match expected {
+            Some(want) if want != sig => Ok(Err(String::from_utf8_lossy(sig).into_owned())),
+            _ => Ok(Ok(value)),
+        }
+    }
+
+    fn value_at(&mut self, sig: &[u8], depth: u32) -> WireResult<Value> {
+        if depth > MAX_DEPTH {
+            return err("values nested too deep");
+        }
+        let Some(&code) = sig.first() else {
+            return err("empty signature");
+        };
+        // One complete, well-formed type: the slicing below relies on it.
+        let sig = &sig[..single_type_len(sig)?];
+        Ok(match code {
+            b'y' => Value::U8(self.u8()?),
+            b'b' => Value::Bool(self.bool()?),
+            b'n' => Value::I16(self.u16()? as i16),
+            b'q' => Value::U16(self.u16()?),
+            b'i' => Value::I32(self.u32()? as i32),
+            b'u' => Value::U32(self.u32()?),
+            b'h' => Value::Fd(self.u32()?),
+            b'x' => Value::I64(self.u64()? as i64),
+            b't' => Value::U64(self.u64()?),
+            b'd' => Value::F64(f64::from_bits(self.u64()?)),
+            b's' => Value::Str(self.str()?.into()),
+            b'o' => Value::Path(self.str()?.into()),
+            b'g' => Value::Signature(String::from_utf8_lossy(self.sig()?).into()),
+            b'v' => {
+                let inner = self.sig()?;
+                if inner.is_empty() || single_type_len(inner)? != inner.len() {
+                    return err("variant signature is not one complete type");
+                }
+                Value::Variant(Box::new(self.value_at(inner, depth + 1)?))
+            }
+            b'(' => {
+                self.align(8)?;
+                let mut fields = Vec::new();
+                let mut rest = &sig[1..sig.len().saturating_sub(1)];
+                while !rest.is_empty() {
+                    let n = single_type_len(rest)?;
+                    fields.push(self.value_at(&rest[..n], depth + 1)?);
+                    rest = &rest[n..];
+                }
+                Value::Struct(fields.into_boxed_slice())
+            }
+            b'a' => self.array_value(&sig[1..], depth)?,
+            _ => return err("unknown type code in signature"),
+        })
+    }
+
+    fn array_value(&mut self, elem: &[u8], depth: u32) -> WireResult<Value> {
+        let align = alignment(elem);
+        let end = self.array(align)?;
+        let items_left = |this: &mut Self| this.more(end, align);
+        Ok(match elem {
+            b"y" => {
+                let bytes = self.take(end - self.pos)?;
+                Value::Bytes(bytes.into())
+            }
+            b"s" | b"o" => {
+                let mut v = Vec::new();
+                while items_left(self)? {
+                    v.push(Box::<str>::from(self.str()?));
+                }
+                if elem == b"s" { Value::Strs(v.into()) } else { Value::Paths(v.into()) }
+            }
+            b"u" => {
+                let mut v = Vec::new();
+                while items_left(self)? {
+                    v.push(self.u32()?);
+                }
+                Value::U32s(v.into())
+            }
+            [b'{', ..] => {
+                // `elem` is a checked `{kv}`: at least four bytes.
+                let inner = &elem[1..elem.len() - 1];
+                let klen = single_type_len(inner)?;
+                let (k, v) = inner.split_at(klen);
+                let mut entries = Vec::new();
+                while items_left(self)? {
+                    let key = self.value_at(k, depth + 1)?;
+                    let value = self.value_at(v, depth + 1)?;
+                    entries.push((key, value));
+                }
+                Value::Dict(Box::new(Dict {
+                    key: String::from_utf8_lossy(k).into(),
+                    value: String::from_utf8_lossy(v).into(),
+                    entries,
+                }))
+            }
+            _ => {
+                let mut items = Vec::new();
+                while items_left(self)? {
+                    items.push(self.value_at(elem, depth + 1)?);
+                }
+                Value::Array(Box::new(Array { element: String::from_utf8_lossy(elem).into(), items }))
+            }
+        })
+    }
+}
+
+/// The alignment of the first type in `sig`.
+pub(crate) fn alignment(sig: &[u8]) -> usize {
+    match sig.first() {
+        Some(b'n' | b'q') => 2,
+        Some(b'b' | b'i' | b'u' | b'h' | b's' | b'o' | b'a') => 4,
+        Some(b'x' | b't' | b'd' | b'(' | b'{') => 8,
+        _ => 1,
+    }
+}
+
+/// The length of the first single complete type in `sig`.
+pub(crate) fn single_type_len(sig: &[u8]) -> WireResult<usize> {
+    fn go(sig: &[u8], depth: u32) -> WireResult<usize> {
+        if depth > MAX_DEPTH {
+            return err("signature nested too deep");
+        }
+        match sig.first() {
+            Some(b'y' | b'b' | b'n' | b'q' | b'i' | b'u' | b'x' | b't' | b'd' | b'h' | b's'
+            | b'o' | b'g' | b'v') => Ok(1),
+            Some(b'a') => Ok(1 + go(&sig[1..], depth + 1)?),
+            Some(&open @ (b'(' | b'{')) => {
+                let close = if open == b'(' { b')' } else { b'}' };
+                let mut i = 1;
+                let mut fields = 0;
+                loop {
+                    match sig.get(i) {
+                        Some(&c) if c == close => {
+                            if fields == 0 || (open == b'{' && fields != 2) {
+                                return err("bad struct or dict entry signature");
+                            }
+                            return Ok(i + 1);
+                        }
+                        Some(_) => {
+                            i += go(&sig[i..], depth + 1)?;
+                            fields += 1;
+                        }
+                        None => return err("unterminated struct or dict entry signature"),
+                    }
+                }
+            }
+            _ => err("bad signature"),
+        }
+    }
+    go(sig, 0)
+}
+
+#[cfg(test)]
+mod tests;

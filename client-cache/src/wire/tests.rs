@@ -1,0 +1,55 @@
+//! Unit tests of the body reader against bodies serialized by zvariant.
+
+use super::*;
+use std::collections::HashMap;
+use zbus::wire::{Endian, serialized::Context, to_bytes};
+
+fn bytes<T: serde::Serialize + zbus::Type>(v: &T) -> Vec<u8> {
+    to_bytes(Context::new(Endian::Little, 0), v).unwrap().bytes().to_vec()
+}
+
+#[test]
+fn reads_nested_values_as_zvariant_writes_them() {
+    let mut m: HashMap<&str, zbus::Variant<'_>> = HashMap::new();
+    m.insert("a", zbus::Variant::from(7u32));
+    m.insert("b", zbus::Variant::from(vec!["x", "y"]));
+    let buf = bytes(&(3u8, -2i64, "hé", m, (true, 1.5f64)));
+    let mut r = Reader::new(&buf, true);
+    assert_eq!(r.value(b"y").unwrap(), Value::U8(3));
+    assert_eq!(r.value(b"x").unwrap(), Value::I64(-2));
+    assert_eq!(r.value(b"s").unwrap(), Value::Str("hé".into()));
+    let d = r.value(b"a{sv}").unwrap();
+    assert_eq!(d.get("a"), Some(&Value::U32(7)));
+    assert_eq!(d.get("b").and_then(Value::as_strs).map(<[_]>::len), Some(2));
+    let s = r.value(b"(bd)").unwrap();
+    assert_eq!(s, Value::Struct(vec![Value::Bool(true), Value::F64(1.5)].into()));
+    assert_eq!(r.pos(), buf.len());
+}
+
+#[test]
+fn big_endian_and_variant_type_check() {
+    let buf = to_bytes(Context::new(Endian::Big, 0), &zbus::Variant::from(5u32))
+        .unwrap()
+        .bytes()
+        .to_vec();
+    let mut r = Reader::new(&buf, false);
+    assert_eq!(r.variant_expect(Some(b"s")).unwrap(), Err("u".to_owned()));
+    let mut r = Reader::new(&buf, false);
+    assert_eq!(r.variant_expect(Some(b"u")).unwrap(), Ok(Value::U32(5)));
+}
+
+#[test]
+fn truncated_or_garbage_bodies_are_errors_not_panics() {
+    let buf = bytes(&("hello", vec![1u32, 2, 3]));
+    for cut in 0..buf.len() {
+        let mut r = Reader::new(&buf[..cut], true);
+        let _ = r.value(b"s").and_then(|_| r.value(b"au"));
+    }
+    for sig in [&b"a"[..], b"(", b"{ss}", b"a{s}", b"a{vs", b"z", b"(yy"] {
+        let mut r = Reader::new(&buf, true);
+        assert!(r.value(sig).is_err(), "{:?}", std::str::from_utf8(sig));
+    }
+    let mut deep = vec![b'a'; 100];
+    deep.push(b'y');
+    assert!(single_type_len(&deep).is_err());
+}

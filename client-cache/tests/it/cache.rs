@@ -1,0 +1,348 @@
+//! The generic cache against the mock ObjectManager service on a private dbus-daemon.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use netmirror_client_cache::{
+    BlockingCache, DebugConfig, Event, ObjectCache, Value, WarningKind, testing::PrivateBus,
+};
+
+use crate::{
+    mock::{self, Ifaces, Mock, NODE, OTHER, Props, SERVICE, node, path, v},
+    support::bounded,
+};
+
+const LIMIT: Duration = Duration::from_secs(60);
+const WAIT: Duration = Duration::from_secs(10);
+
+fn objects(list: &[(&str, Ifaces)]) -> BTreeMap<String, Ifaces> {
+    list.iter().map(|(p, i)| (p.to_string(), i.clone())).collect()
+}
+
+async fn connect(bus: &PrivateBus) -> zbus::Connection {
+    zbus::connection::Builder::address(bus.address()).build().await.expect("connect")
+}
+
+fn builder() -> netmirror_client_cache::CacheBuilder {
+    ObjectCache::builder(SERVICE).registry(mock::registry())
+}
+
+/// Collect events until `done` says so (or the wait runs out).
+async fn events_until(cache: &mut ObjectCache, mut done: impl FnMut(&[Event]) -> bool) -> Vec<Event> {
+    let mut events = cache.take_events();
+    while !done(&events) {
+        match cache.next_event_timeout(WAIT).await {
+            Some(ev) => events.push(ev),
+            None => break,
+        }
+    }
+    events
+}
+
+fn kinds(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| match e {
+            Event::Removed { path, .. } => format!("removed {path}"),
+            Event::Added { path } => format!("added {path}"),
+            Event::PropertyChanged { path, property, .. } => format!("changed {path} {property}"),
+            Event::InterfaceAdded { path, interface } => format!("iface+ {path} {interface}"),
+            Event::InterfaceRemoved { path, interface } => format!("iface- {path} {interface}"),
+            Event::Loaded => "loaded".into(),
+            Event::OwnerChanged { owner } => format!("owner {}", owner.is_some()),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test_log::test]
+fn loads_declared_and_undeclared_interfaces_with_typed_slots() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let mut a = node("a", Some("/b"), &[]);
+        let mut other = Props::new();
+        other.insert("Free".into(), v(vec![1u8, 2]));
+        a.insert(OTHER.into(), other);
+        let _mock = Mock::start(bus.address(), objects(&[("/a", a), ("/b", node("b", None, &[]))]));
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let mut cache = builder().build_loaded(&conn).await.unwrap();
+            let ev = kinds(&cache.take_events());
+            assert_eq!(ev.last().map(String::as_str), Some("loaded"));
+            assert!(ev.contains(&"added /a".into()) && ev.contains(&"added /b".into()), "{ev:?}");
+            let a = cache.object("/a").unwrap();
+            assert_eq!(a.prop(NODE, "Name"), Some(&Value::Str("a".into())));
+            assert_eq!(a.prop(NODE, "Peers"), Some(&Value::Unset), "declared, never sent");
+            assert!(a.interface(NODE).unwrap().is_declared());
+            let free = a.interface(OTHER).unwrap();
+            assert!(!free.is_declared());
+            assert_eq!(free.get("Free"), Some(&Value::Bytes(vec![1, 2].into())));
+            assert_eq!(a.target(NODE, "Peer").map(|b| b.path()), Some("/b"));
+            let b = cache.object("/b").unwrap();
+            assert_eq!(b.referrers().map(|r| r.path()).collect::<Vec<_>>(), ["/a"]);
+            assert_eq!(cache.diagnostics().warnings, 0);
+        });
+    });
+}
+
+#[test_log::test]
+fn wrong_typed_properties_are_rejected_and_reported() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let mut bad = node("bad", None, &[]);
+        bad.get_mut(NODE).unwrap().insert("Count".into(), v("not a number"));
+        let mock = Mock::start(bus.address(), objects(&[("/bad", bad)]));
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let mut cache = builder().debug(DebugConfig::tolerant()).build_loaded(&conn).await.unwrap();
+            let _ = cache.take_events();
+            assert_eq!(cache.diagnostics().count(WarningKind::WrongType), 1);
+            let o = cache.object("/bad").unwrap();
+            assert_eq!(o.prop(NODE, "Count"), Some(&Value::Unset), "rejected, default kept");
+            assert_eq!(o.prop(NODE, "Name"), Some(&Value::Str("bad".into())));
+            // A change with one good and one wrong-typed value: the good one applies.
+            let mut props = Props::new();
+            props.insert("Count".into(), v(7u32));
+            props.insert("Name".into(), v(5u32));
+            mock.change("/bad", NODE, props);
+            let ev = events_until(&mut cache, |e| !e.is_empty()).await;
+            assert_eq!(kinds(&ev), ["changed /bad Count"]);
+            assert!(matches!(&ev[0], Event::PropertyChanged { old: Value::Unset, new: Value::U32(7), .. }));
+            assert_eq!(cache.diagnostics().count(WarningKind::WrongType), 2);
+            assert_eq!(cache.object("/bad").unwrap().prop(NODE, "Name"), Some(&Value::Str("bad".into())));
+        });
+    });
+}
+
+#[test_log::test]
+fn dangling_references_wait_for_late_targets_and_cycles_resolve() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let mock = Mock::start(
+            bus.address(),
+            objects(&[
+                ("/a", node("a", Some("/late"), &[])),
+                ("/c", node("c", Some("/d"), &[])),
+                ("/d", node("d", None, &["/c", "/c"])),
+            ]),
+        );
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let mut cache = builder().debug(DebugConfig::tolerant()).build_loaded(&conn).await.unwrap();
+            let _ = cache.take_events();
+            assert!(cache.object("/a").is_none(), "waits for /late");
+            assert!(cache.object_any("/a").is_some());
+            assert!(cache.object("/c").is_some() && cache.object("/d").is_some(), "a cycle is ready");
+            assert_eq!(cache.diagnostics().count(WarningKind::DanglingReference), 1);
+            mock.add("/late", node("late", None, &[]));
+            let ev = events_until(&mut cache, |e| e.len() >= 2).await;
+            assert_eq!(kinds(&ev), ["added /late", "added /a"]);
+            // Removing the target hides its referrer again.
+            mock.remove("/late", &[NODE]);
+            let ev = events_until(&mut cache, |e| e.len() >= 2).await;
+            assert_eq!(kinds(&ev), ["removed /late", "removed /a"]);
+            assert!(cache.object_any("/a").is_some());
+        });
+    });
+}
+
+#[test_log::test]
+fn signals_from_a_stranger_change_nothing() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let mock = Mock::start(bus.address(), objects(&[("/a", node("a", None, &[]))]));
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let mut cache = builder().build_loaded(&conn).await.unwrap();
+            let _ = cache.take_events();
+            let me = conn.unique_name().unwrap().to_string();
+            let stranger = connect(&bus).await;
+            let mut props = Props::new();
+            props.insert("Name".into(), v("hijacked"));
+            // Broadcast (filtered by the bus: our rules name the owner) and unicast to us (delivered).
+            for dest in [None, Some(me.as_str())] {
+                stranger
+                    .emit_signal(dest, "/a", "org.freedesktop.DBus.Properties", "PropertiesChanged", &(NODE, props.clone(), Vec::<String>::new()))
+                    .await
+                    .unwrap();
+                stranger
+                    .emit_signal(dest, "/", "org.freedesktop.DBus.ObjectManager", "InterfacesAdded", &(path("/evil"), node("evil", None, &[])))
+                    .await
+                    .unwrap();
+            }
+            // A round trip makes sure the bus has routed the stranger's messages before ours.
+            stranger.call_method(Some("org.freedesktop.DBus"), "/org/freedesktop/DBus", Some("org.freedesktop.DBus"), "GetId", &()).await.unwrap();
+            let mut marker = Props::new();
+            marker.insert("Count".into(), v(2u32));
+            mock.change("/a", NODE, marker);
+            let ev = events_until(&mut cache, |e| !e.is_empty()).await;
+            assert_eq!(kinds(&ev), ["changed /a Count"]);
+            assert_eq!(cache.object("/a").unwrap().prop(NODE, "Name"), Some(&Value::Str("a".into())));
+            assert!(cache.object_any("/evil").is_none());
+            assert!(cache.diagnostics().foreign_messages >= 2, "{:?}", cache.diagnostics());
+        });
+    });
+}
+
+#[test_log::test]
+fn a_burst_of_changes_then_removal_yields_one_removal_with_the_last_state() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let mock = Mock::start(bus.address(), objects(&[("/a", node("a", None, &[])), ("/b", node("b", None, &[]))]));
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let mut cache = builder().build_loaded(&conn).await.unwrap();
+            let _ = cache.take_events();
+            let batches = cache.diagnostics().batches;
+            let mut props = Props::new();
+            props.insert("Count".into(), v(9u32));
+            mock.change("/b", NODE, props.clone());
+            mock.change("/a", NODE, props);
+            mock.remove("/a", &[NODE]);
+            mock.add("/n", node("n", None, &[]));
+            // Let all of them queue up before the cache looks.
+            std::thread::sleep(Duration::from_millis(300));
+            let ev = events_until(&mut cache, |e| e.len() >= 3).await;
+            assert_eq!(kinds(&ev), ["removed /a", "changed /b Count", "added /n"]);
+            let Event::Removed { object, .. } = &ev[0] else { unreachable!() };
+            assert_eq!(object.get(NODE, "Count"), Some(&Value::U32(9)), "the removal carries the last state");
+            assert_eq!(cache.diagnostics().batches, batches + 1, "the burst is one batch");
+        });
+    });
+}
+
+#[test_log::test]
+fn the_owner_vanishing_during_the_load_then_a_new_owner_reloads() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let first = Mock::start_with(
+            bus.address(),
+            mock::State { objects: objects(&[("/old", node("old", None, &[]))]), vanish_on_load: true, ..Default::default() },
+        );
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let mut cache = builder().build(&conn).await.unwrap();
+            // The first owner releases the name before its (late) reply: the cache must end up
+            // empty and unowned, ignoring the stale reply.
+            let ev = events_until(&mut cache, |e| e.iter().any(|e| matches!(e, Event::Loaded))).await;
+            assert_eq!(kinds(&ev), ["owner false", "loaded"]);
+            assert!(cache.is_empty() && cache.owner().is_none());
+            let second = Mock::start(bus.address(), objects(&[("/new", node("new", None, &[]))]));
+            let ev = events_until(&mut cache, |e| e.iter().any(|e| matches!(e, Event::Loaded))).await;
+            assert_eq!(kinds(&ev), ["owner true", "added /new", "loaded"]);
+            assert_eq!(cache.owner(), Some(second.unique_name().as_str()));
+            // A restart: removals for everything, then a clean reload.
+            second.stop();
+            let ev = events_until(&mut cache, |e| e.iter().any(|e| matches!(e, Event::Loaded))).await;
+            assert_eq!(kinds(&ev), ["removed /new", "owner false", "loaded"]);
+            let _third = Mock::start(bus.address(), objects(&[("/x", node("x", None, &[]))]));
+            let ev = events_until(&mut cache, |e| e.iter().any(|e| matches!(e, Event::Loaded))).await;
+            assert_eq!(kinds(&ev), ["owner true", "added /x", "loaded"]);
+            assert_eq!(cache.diagnostics().warnings, 0);
+            drop(first);
+        });
+    });
+}
+
+#[test_log::test]
+fn loads_one_path_without_get_managed_objects() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let mock = Mock::start(bus.address(), objects(&[("/a", node("a", None, &[])), ("/b", node("b", None, &[]))]));
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let mut cache = builder().only_path("/b").build_loaded(&conn).await.unwrap();
+            assert_eq!(kinds(&cache.take_events()), ["added /b", "loaded"]);
+            assert_eq!(cache.len(), 1);
+            assert_eq!(mock.state.lock().unwrap().loads, 0, "no GetManagedObjects");
+            let mut props = Props::new();
+            props.insert("Count".into(), v(3u32));
+            mock.change("/a", NODE, props.clone());
+            mock.change("/b", NODE, props);
+            let ev = events_until(&mut cache, |e| !e.is_empty()).await;
+            assert_eq!(kinds(&ev), ["changed /b Count"]);
+        });
+    });
+}
+
+#[test_log::test]
+fn a_refused_server_side_filter_falls_back_to_loading_and_filtering() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let mock = Mock::start(bus.address(), objects(&[("/a", node("a", None, &[])), ("/b", node("b", None, &[]))]));
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let lookup = netmirror_client_cache::Lookup {
+                path: "/".into(),
+                interface: "org.example.Lookup".into(),
+                method: "FindByName".into(),
+                arg: "b".into(),
+                fallback: (NODE.into(), "Name".into()),
+            };
+            let mut cache = builder().lookup(lookup).build_loaded(&conn).await.unwrap();
+            assert_eq!(kinds(&cache.take_events()), ["added /b", "loaded"]);
+            assert_eq!(mock.state.lock().unwrap().loads, 1, "fell back to GetManagedObjects");
+        });
+    });
+}
+
+#[test_log::test]
+fn hundred_thousand_objects() {
+    bounded(Duration::from_secs(240), || {
+        let bus = PrivateBus::start().unwrap();
+        let n = 100_000;
+        let list: BTreeMap<String, Ifaces> = (0..n)
+            .map(|i| {
+                let peer = format!("/n/{}", (i + 1) % n);
+                (format!("/n/{i}"), node(&format!("n{i}"), Some(&peer), &[]))
+            })
+            .collect();
+        let _mock = Mock::start(bus.address(), list);
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let mut cache = builder().build_loaded(&conn).await.unwrap();
+            let ev = cache.take_events();
+            assert_eq!(ev.len(), n + 1);
+            assert_eq!(cache.len(), n, "one big reference cycle, all ready");
+        });
+    });
+}
+
+fn load_on_any_executor(bus: &PrivateBus) -> impl std::future::Future<Output = usize> + use<> {
+    let address = bus.address().to_owned();
+    async move {
+        let conn = zbus::connection::Builder::address(address.as_str()).build().await.unwrap();
+        let cache = builder().build_loaded(&conn).await.unwrap();
+        cache.len()
+    }
+}
+
+#[test_log::test]
+fn runs_on_tokio_current_thread_multi_thread_and_async_io() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let _mock = Mock::start(bus.address(), objects(&[("/a", node("a", None, &[]))]));
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        assert_eq!(rt.block_on(load_on_any_executor(&bus)), 1);
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        assert_eq!(rt.block_on(async { tokio::spawn(load_on_any_executor(&bus)).await.unwrap() }), 1);
+        assert_eq!(async_io::block_on(load_on_any_executor(&bus)), 1);
+    });
+}
+
+#[test_log::test]
+fn the_blocking_facade_runs_the_cache_on_its_own_thread() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let mock = Mock::start(bus.address(), objects(&[("/a", node("a", None, &[]))]));
+        let cache = BlockingCache::connect(bus.address(), builder()).unwrap();
+        assert_eq!(cache.with(|c| c.len()).unwrap(), 1);
+        let mut seen = Vec::new();
+        while let Some(ev) = cache.recv_event(Duration::from_millis(200)) {
+            seen.push(ev);
+        }
+        mock.add("/b", node("b", None, &[]));
+        let ev = cache.recv_event(WAIT).unwrap();
+        assert_eq!(kinds(&[ev]), ["added /b"]);
+        assert_eq!(cache.with(|c| c.object("/b").map(|o| o.path().to_owned())).unwrap().as_deref(), Some("/b"));
+    });
+}

@@ -1,0 +1,209 @@
+//! A mock ObjectManager service on a raw zbus connection: it answers `GetManagedObjects`,
+//! `Introspect` and `GetAll` from a table the test controls, emits the signals the test asks for,
+//! and misbehaves on demand (wrong types, vanishing in the middle of a load).
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    thread,
+};
+
+use futures_util::StreamExt;
+use netmirror_client_cache::{InterfaceDecl, Registry};
+use zbus::{Connection, MessageStream, OwnedObjectPath, OwnedVariant, Variant, message::Type};
+
+pub(crate) const SERVICE: &str = "org.example.Mock";
+pub(crate) const NODE: &str = "org.example.Node";
+pub(crate) const OTHER: &str = "org.example.Undeclared";
+
+pub(crate) type Props = BTreeMap<String, OwnedVariant>;
+pub(crate) type Ifaces = BTreeMap<String, Props>;
+
+/// The declaration the tests decode `org.example.Node` with: `Peer` and `Peers` reference other
+/// nodes.
+pub(crate) fn registry() -> Registry {
+    Registry::generic().with(InterfaceDecl::new(
+        NODE,
+        [
+            ("Name", "s", None),
+            ("Count", "u", None),
+            ("Peer", "o", Some(NODE)),
+            ("Peers", "ao", Some(NODE)),
+        ],
+    ))
+}
+
+pub(crate) fn v<'a>(x: impl Into<Variant<'a>>) -> OwnedVariant {
+    OwnedVariant::try_from(x.into()).expect("no fds")
+}
+
+pub(crate) fn path(p: &str) -> OwnedObjectPath {
+    OwnedObjectPath::try_from(p).expect("valid path")
+}
+
+/// A node with a name, and optional references.
+pub(crate) fn node(name: &str, peer: Option<&str>, peers: &[&str]) -> Ifaces {
+    let mut props = Props::new();
+    props.insert("Name".into(), v(name));
+    props.insert("Count".into(), v(1u32));
+    if let Some(p) = peer {
+        props.insert("Peer".into(), v(path(p)));
+    }
+    if !peers.is_empty() {
+        props.insert("Peers".into(), v(peers.iter().map(|p| path(p)).collect::<Vec<_>>()));
+    }
+    let mut ifaces = Ifaces::new();
+    ifaces.insert(NODE.into(), props);
+    ifaces
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    pub(crate) objects: BTreeMap<String, Ifaces>,
+    /// On the next GetManagedObjects: release the name first, reply (late) afterwards.
+    pub(crate) vanish_on_load: bool,
+    pub(crate) loads: usize,
+}
+
+pub(crate) struct Mock {
+    pub(crate) conn: Connection,
+    pub(crate) state: Arc<Mutex<State>>,
+    responder: Option<thread::JoinHandle<()>>,
+}
+
+impl Mock {
+    /// Connect to `address`, serve `objects`, and take the name [`SERVICE`].
+    pub(crate) fn start(address: &str, objects: BTreeMap<String, Ifaces>) -> Mock {
+        Self::start_with(address, State { objects, ..State::default() })
+    }
+
+    pub(crate) fn start_with(address: &str, state: State) -> Mock {
+        let state = Arc::new(Mutex::new(state));
+        // On a thread of its own: tests may start a mock from inside their own `block_on`.
+        let (conn, stream) = std::thread::scope(|s| {
+            s.spawn(|| {
+                zbus::block_on(async {
+                    let conn = zbus::connection::Builder::address(address).build().await.expect("connect");
+                    let stream = MessageStream::from(&conn);
+                    conn.request_name(SERVICE).await.expect("name");
+                    (conn, stream)
+                })
+            })
+            .join()
+            .expect("mock setup")
+        });
+        let (c, s) = (conn.clone(), state.clone());
+        let responder = thread::spawn(move || zbus::block_on(serve(c, s, stream)));
+        Mock { conn, state, responder: Some(responder) }
+    }
+
+    pub(crate) fn unique_name(&self) -> String {
+        self.conn.unique_name().map(|n| n.to_string()).unwrap_or_default()
+    }
+
+    /// Emit a signal, from a thread of its own so that tests may call this from inside their
+    /// own `block_on`.
+    fn emit(&self, path_: &str, iface: &str, member: &str, body: &(impl serde::Serialize + zbus::wire::DynamicType + Sync)) {
+        std::thread::scope(|s| {
+            s.spawn(|| zbus::block_on(self.conn.emit_signal(None::<&str>, path_, iface, member, body)).expect("emit"));
+        });
+    }
+
+    pub(crate) fn add(&self, p: &str, ifaces: Ifaces) {
+        self.state.lock().unwrap().objects.entry(p.into()).or_default().extend(ifaces.clone());
+        self.emit("/", "org.freedesktop.DBus.ObjectManager", "InterfacesAdded", &(path(p), ifaces));
+    }
+
+    pub(crate) fn remove(&self, p: &str, ifaces: &[&str]) {
+        {
+            let mut st = self.state.lock().unwrap();
+            if let Some(o) = st.objects.get_mut(p) {
+                for i in ifaces {
+                    o.remove(*i);
+                }
+                if o.is_empty() {
+                    st.objects.remove(p);
+                }
+            }
+        }
+        let names: Vec<&str> = ifaces.to_vec();
+        self.emit("/", "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved", &(path(p), names));
+    }
+
+    pub(crate) fn change(&self, p: &str, iface: &str, props: Props) {
+        if let Some(o) = self.state.lock().unwrap().objects.get_mut(p).and_then(|o| o.get_mut(iface)) {
+            o.extend(props.clone());
+        }
+        self.emit(p, "org.freedesktop.DBus.Properties", "PropertiesChanged", &(iface, props, Vec::<String>::new()));
+    }
+
+    /// Leave the bus: the connection closes.
+    pub(crate) fn stop(mut self) {
+        let conn = self.conn.clone();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _ = zbus::block_on(conn.release_name(SERVICE));
+                let _ = zbus::block_on(conn.clone().close());
+            });
+        });
+        if let Some(t) = self.responder.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+async fn serve(conn: Connection, state: Arc<Mutex<State>>, mut stream: MessageStream) {
+    while let Some(Ok(msg)) = stream.next().await {
+        if msg.message_type() != Type::MethodCall {
+            continue;
+        }
+        let hdr = msg.header();
+        let member = hdr.member().map(|m| m.to_string()).unwrap_or_default();
+        let p = hdr.path().map(|p| p.to_string()).unwrap_or_default();
+        match member.as_str() {
+            "GetManagedObjects" => {
+                let (objects, vanish) = {
+                    let mut st = state.lock().unwrap();
+                    st.loads += 1;
+                    let vanish = std::mem::take(&mut st.vanish_on_load);
+                    let objects: std::collections::HashMap<OwnedObjectPath, Ifaces> =
+                        st.objects.iter().map(|(k, v)| (path(k), v.clone())).collect();
+                    (objects, vanish)
+                };
+                if vanish {
+                    let _ = conn.release_name(SERVICE).await;
+                }
+                let _ = conn.reply(&hdr, &(objects,)).await;
+            }
+            "Introspect" => {
+                let st = state.lock().unwrap();
+                let mut xml = String::from("<node>");
+                if let Some(o) = st.objects.get(&p) {
+                    for name in o.keys() {
+                        xml.push_str(&format!("<interface name=\"{name}\"></interface>"));
+                    }
+                }
+                xml.push_str("<interface name=\"org.freedesktop.DBus.Properties\"></interface></node>");
+                drop(st);
+                let _ = conn.reply(&hdr, &(xml,)).await;
+            }
+            "GetAll" => {
+                let iface: String = msg.body().deserialize::<(String,)>().map(|t| t.0).unwrap_or_default();
+                let props = state.lock().unwrap().objects.get(&p).and_then(|o| o.get(&iface)).cloned();
+                match props {
+                    Some(props) => {
+                        let _ = conn.reply(&hdr, &(props,)).await;
+                    }
+                    None => {
+                        let _ = conn
+                            .reply_error(&hdr, "org.freedesktop.DBus.Error.UnknownInterface", &("no such interface",))
+                            .await;
+                    }
+                }
+            }
+            _ => {
+                let _ = conn.reply_error(&hdr, "org.freedesktop.DBus.Error.UnknownMethod", &("unknown",)).await;
+            }
+        }
+    }
+}
