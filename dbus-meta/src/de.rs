@@ -158,9 +158,11 @@ impl<'de> Visitor<'de> for PropertiesSeed {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(256));
+        let mut hint = 0;
         while let Some(name) = map.next_key_seed(CowStrSeed)? {
             let declared = self.interface.and_then(|iface| {
-                let index = iface.property_index(&name)?;
+                let index = iface.property_index_with_hint(&name, hint)?;
+                hint = index + 1;
                 Some((index, &iface.properties()[index]))
             });
             entries.push(match declared {

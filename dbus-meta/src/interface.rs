@@ -241,7 +241,19 @@ impl Interface {
 
     /// The index of the property called `name` (binary search, no allocation).
     pub fn property_index(&self, name: &str) -> Option<usize> {
-        self.properties.binary_search_by(|p| p.name.cmp(name)).ok()
+        self.properties
+            .binary_search_by(|p| cmp_name(p.name, name))
+            .ok()
+    }
+
+    /// Like [`Interface::property_index`], but first tries `hint` (e.g. the index after the
+    /// previous property of a dictionary, since services tend to send properties in a stable
+    /// order): a hit costs one comparison.
+    pub fn property_index_with_hint(&self, name: &str, hint: usize) -> Option<usize> {
+        match self.properties.get(hint) {
+            Some(property) if property.name == name => Some(hint),
+            _ => self.property_index(name),
+        }
     }
 
     /// The property called `name`.
@@ -267,6 +279,20 @@ impl Interface {
             .ok()
             .map(|idx| &signals[idx])
     }
+}
+
+/// Byte-order comparison of two short names, the order of `str::cmp`. An inlined loop: member
+/// names are short and usually differ in their first bytes, where a `memcmp` call costs more
+/// than the comparison.
+#[inline]
+fn cmp_name(a: &str, b: &str) -> std::cmp::Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return x.cmp(y);
+        }
+    }
+    a.len().cmp(&b.len())
 }
 
 /// The result of looking a property up in a [`Registry`].

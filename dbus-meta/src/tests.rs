@@ -198,6 +198,26 @@ fn lookup_by_name() {
         Some(nm::device::STATE.index())
     );
     assert!(device.property("Nonexistent").is_none());
+    // Every property is found by name, with or without a (right or wrong) hint.
+    for (idx, property) in device.properties().iter().enumerate() {
+        assert_eq!(device.property_index(property.name()), Some(idx));
+        assert_eq!(
+            device.property_index_with_hint(property.name(), idx),
+            Some(idx)
+        );
+        assert_eq!(
+            device.property_index_with_hint(property.name(), idx + 1),
+            Some(idx)
+        );
+        assert_eq!(
+            device.property_index_with_hint(property.name(), usize::MAX),
+            Some(idx)
+        );
+    }
+    assert_eq!(device.property_index_with_hint("Nonexistent", 0), None);
+    assert_eq!(device.property_index(""), None);
+    assert_eq!(device.property_index("Stat"), None);
+    assert_eq!(device.property_index("StateX"), None);
     assert_eq!(
         device
             .method("Disconnect")
