@@ -493,7 +493,7 @@ impl Cache {
         );
         if self.resync.pending {
             // Still storming: wait longer before dumping.
-            self.resync.backoff = (self.resync.backoff * 2).min(MAX_BACKOFF);
+            self.resync.backoff = self.resync.backoff.saturating_mul(2).min(MAX_BACKOFF);
         }
         self.resync.pending = true;
         self.resync.first_overrun.get_or_insert(now);
@@ -505,7 +505,7 @@ impl Cache {
         if !self.resync.pending {
             return None;
         }
-        Some(self.resync.last_overrun? + self.resync.backoff)
+        self.resync.last_overrun?.checked_add(self.resync.backoff)
     }
 
     /// A resync runs once the socket has been quiet and the back-off since the last overflow
@@ -518,7 +518,8 @@ impl Cache {
         let overdue = self
             .resync
             .first_overrun
-            .is_some_and(|first| now >= first + self.resync.backoff * 10);
+            .and_then(|first| first.checked_add(self.resync.backoff.saturating_mul(10)))
+            .is_some_and(|due| now >= due);
         (quiet && calm) || overdue
     }
 
@@ -538,7 +539,7 @@ impl Cache {
         let calm_since_last = self
             .resync
             .last_overrun
-            .is_some_and(|last| last.elapsed() >= self.resync.backoff * 4);
+            .is_some_and(|last| last.elapsed() >= self.resync.backoff.saturating_mul(4));
         if calm_since_last {
             self.resync.backoff = self.resync.initial_backoff;
         }

@@ -74,8 +74,9 @@ impl Config {
     }
 
     /// The first delay before a resync after an overflow; doubled while overflows go on.
+    /// Clamped to at least 1 ms: a resync must never run in a tight loop.
     pub fn with_resync_backoff(mut self, backoff: Duration) -> Self {
-        self.resync_backoff = backoff;
+        self.resync_backoff = backoff.max(Duration::from_millis(1));
         self
     }
 }
@@ -117,7 +118,8 @@ impl Platform {
         // Acks of a large batch arrive together, each in its own skb (about 1 KiB of
         // receive buffer each): give them room.
         let rcvbuf = sock.set_rcvbuf(32 << 20);
-        sock.set_timeout(Some(config.timeout))?;
+        // SO_RCVTIMEO takes zero as "forever": keep a zero timeout a (tiny) timeout.
+        sock.set_timeout(Some(config.timeout.max(Duration::from_micros(1))))?;
         Ok(Platform {
             sock: Mutex::new(sock),
             config,
