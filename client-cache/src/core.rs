@@ -1105,20 +1105,19 @@ impl Core {
         }
         self.rep.diag.batches += 1;
         let batch = std::mem::take(&mut self.batch);
-        let region = self.store.update_readiness();
-        let mut removed = batch.removed;
+        let (region, n_touched) = self.store.update_readiness();
+        // Dangling references are reported for objects whose references were just set; a
+        // target that goes away before its referrers catch up is the service's business.
+        let touched: HashSet<ObjId> = region[..n_touched].iter().copied().collect();
+        let removed = batch.removed;
         let mut added = Vec::new();
         let mut added_ids: HashSet<ObjId> = HashSet::new();
         let mut dangling = Vec::new();
         for &id in &region {
             let slot = self.store.slot(id);
+            // Readiness gates the first appearance only: a visible object stays visible while
+            // it exists, even when a reference of it waits for its target (as NMClient does).
             match (slot.visible, slot.ready) {
-                (true, false) => {
-                    let path = slot.path.clone();
-                    let object = Box::new(slot.obj.clone().unwrap_or_default());
-                    self.store.slot_mut(id).visible = false;
-                    removed.push(Event::Removed { path, object });
-                }
                 (false, true) => {
                     self.store.slot_mut(id).visible = true;
                     added_ids.insert(id);
@@ -1127,7 +1126,7 @@ impl Core {
                 _ => {}
             }
             let slot = self.store.slot(id);
-            if slot.obj.is_some() && !slot.ready && self.resolve {
+            if slot.obj.is_some() && !slot.ready && self.resolve && touched.contains(&id) {
                 for &t in &slot.refs_out {
                     if self.store.slot(t).obj.is_none() {
                         dangling.push((slot.path.clone(), self.store.slot(t).path.clone()));

@@ -13,8 +13,8 @@ use crate::{object::Object, value::Value};
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Event {
-    /// An object is no longer visible: it was removed, its service went away, or a reference of
-    /// it no longer resolves. Carries the object as it last was.
+    /// An object is no longer visible: it was removed, or its service went away (or restarted).
+    /// Carries the object as it last was.
     Removed {
         /// The object's path.
         path: Arc<str>,

@@ -147,13 +147,14 @@ impl Store {
     }
 
     /// Recompute readiness of everything touched and of everything that (transitively)
-    /// references it. Returns the region, in a stable order (touched first).
+    /// references it. Returns the region, in a stable order (touched first), and how many of
+    /// it were touched.
     ///
     /// Ready is the greatest fixpoint of: present, fetch settled, and every target present and
     /// ready. Within the region every present object starts ready; those with a missing or
     /// unready target are knocked out and the knock-out spreads back along `refs_in`. Cycles of
     /// present objects therefore stay ready, and the cost is linear in the region's edges.
-    pub(crate) fn update_readiness(&mut self) -> Vec<ObjId> {
+    pub(crate) fn update_readiness(&mut self) -> (Vec<ObjId>, usize) {
         self.epoch = self.epoch.wrapping_add(2);
         let touched = std::mem::take(&mut self.touched);
         self.touch_epoch = self.epoch;
@@ -166,6 +167,7 @@ impl Store {
                 region.push(id);
             }
         }
+        let n_touched = region.len();
         let mut i = 0;
         while i < region.len() {
             let id = region[i];
@@ -208,7 +210,7 @@ impl Store {
                 }
             }
         }
-        region
+        (region, n_touched)
     }
 
     /// Drop placeholders nobody references any more.
