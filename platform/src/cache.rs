@@ -211,6 +211,8 @@ struct Resync {
     pending: bool,
     first_overrun: Option<Instant>,
     last_overrun: Option<Instant>,
+    /// When the last resync finished.
+    last_resync: Option<Instant>,
     backoff: Duration,
     initial_backoff: Duration,
 }
@@ -318,6 +320,7 @@ impl Cache {
                 pending: false,
                 first_overrun: None,
                 last_overrun: None,
+                last_resync: None,
                 backoff,
                 initial_backoff: backoff,
             },
@@ -491,8 +494,12 @@ impl Cache {
             n_overruns = self.stats.n_overruns,
             "netlink receive buffer overflowed, events lost: resync scheduled"
         );
-        if self.resync.pending {
-            // Still storming: wait longer before dumping.
+        let soon_after_resync = self
+            .resync
+            .last_resync
+            .is_some_and(|last| last.elapsed() < self.resync.backoff.saturating_mul(4));
+        if self.resync.pending || soon_after_resync {
+            // Still storming: wait longer before dumping again.
             self.resync.backoff = self.resync.backoff.saturating_mul(2).min(MAX_BACKOFF);
         }
         self.resync.pending = true;
@@ -544,6 +551,7 @@ impl Cache {
             self.resync.backoff = self.resync.initial_backoff;
         }
         self.resync.pending = false;
+        self.resync.last_resync = Some(Instant::now());
         self.resync.first_overrun = None;
         Ok(())
     }

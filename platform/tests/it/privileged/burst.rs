@@ -153,3 +153,75 @@ fn overflow_is_detected_resynced_and_reported() {
         assert_eq!(n_added, n as usize);
     });
 }
+
+#[test]
+fn a_storm_of_overflows_backs_off_and_ends_consistent() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let mut cache = Cache::open(
+            config(&ns)
+                .with_rcvbuf(64 * 1024)
+                .with_resync_backoff(Duration::from_millis(50)),
+        )
+        .unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        let ifindex = cache.link_by_name("nmx0").unwrap().ifindex();
+
+        // Three seconds of route churn, far more than the 64 KiB buffer holds.
+        let storm = {
+            let platform = Platform::open(config(&ns)).unwrap();
+            std::thread::spawn(move || {
+                let routes: Vec<Route> = (0..2000)
+                    .map(|i| {
+                        Route::new(dst(i).into(), 28)
+                            .with_gateway("192.0.2.2".parse().unwrap())
+                            .with_oif(ifindex)
+                    })
+                    .collect();
+                let until = Instant::now() + Duration::from_secs(3);
+                let mut rounds = 0;
+                while Instant::now() < until {
+                    let mut add = platform.batch();
+                    let mut del = platform.batch();
+                    for route in &routes {
+                        add = add.add_route(route.clone());
+                        del = del.delete_route(route.clone());
+                    }
+                    assert!(add.execute().unwrap().is_success());
+                    assert!(del.execute().unwrap().is_success());
+                    rounds += 1;
+                }
+                // End with half of them present.
+                let mut add = platform.batch();
+                for route in &routes[..1000] {
+                    add = add.add_route(route.clone());
+                }
+                assert!(add.execute().unwrap().is_success());
+                rounds
+            })
+        };
+        let mut events = Vec::new();
+        // A slow consumer: it reads a little, then is busy elsewhere.
+        while !storm.is_finished() {
+            cache
+                .poll(Some(Duration::from_millis(20)), &mut events)
+                .unwrap();
+            events.clear();
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        let rounds = storm.join().unwrap();
+        let during_storm = cache.stats();
+        assert_cache_equals_fresh_dump(&mut cache, &mut events);
+        assert!(rounds >= 2, "only {rounds} rounds of churn");
+        assert!(during_storm.n_overruns >= 2, "{during_storm:?}");
+        // Back-off doubles from 50 ms while overflows go on: in three seconds that allows a
+        // handful of resyncs, never one per overflow.
+        assert!(during_storm.n_resyncs <= 8, "{during_storm:?}");
+        assert!(cache.stats().n_resyncs >= 1);
+        let present = cache
+            .routes()
+            .filter(|route| route.dst_len() == 28 && route.family() == Family::V4)
+            .count();
+        assert_eq!(present, 1000);
+    });
+}
