@@ -1,18 +1,417 @@
-//! `cargo xtask bench`: the criterion benches of every crate. The side-by-side comparisons
-//! against `nmcli` and `ip` join here as the crates gain what they measure.
+//! `cargo xtask bench [--quick]`: the criterion benches of every crate, then the whole-process
+//! comparisons against `nmcli`, `ip` and `busctl` (the `compare` bench of the `netmirror`
+//! package), written with the machine they ran on to `BENCHMARKS.md`.
+//!
+//! xtask depends on none of the workspace's crates: the comparisons live in
+//! `cli/benches/compare.rs`, which can use the crates' test fixtures, and hand their Markdown
+//! back through the file named by `NETMIRROR_BENCH_REPORT`. Criterion's figures are read from
+//! its own output as it runs. Only numbers this command produced go into the file.
 
-use std::path::Path;
-use std::process::Command;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
 
-use crate::cmd;
+use anyhow::{Context, bail};
 
-pub(crate) fn run(_root: &Path, args: &[String]) -> anyhow::Result<()> {
-    let quick = args.iter().any(|arg| arg == "--quick");
-    let mut bench = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    bench.args(["bench", "--workspace", "--"]);
-    if quick {
-        bench.args(["--warm-up-time", "1", "--measurement-time", "2"]);
+use crate::{cmd, system};
+
+const USAGE: &str = "\
+usage: cargo xtask bench [--quick] [--only N,...] [--no-criterion] [--out PATH]
+
+  --quick          smaller sizes and shorter criterion measurements (a few minutes)
+  --only N,...     only these comparison scenarios (1 NetworkManager, 2 route loads,
+                   3 filtered query, 4 monitor burst, 5 batch, 6 D-Bus round trip)
+  --no-criterion   skip the criterion benches
+  --no-compare     skip the whole-process comparisons
+  --out PATH       write the report there instead of BENCHMARKS.md
+
+Run as root: the comparisons make network namespaces and sandbox NetworkManager.
+";
+
+/// What the command line asked for.
+#[derive(Debug)]
+struct Options {
+    quick: bool,
+    only: Option<String>,
+    criterion: bool,
+    compare: bool,
+    out: PathBuf,
+}
+
+fn parse(root: &Path, args: &[String]) -> anyhow::Result<Options> {
+    let mut options = Options {
+        quick: false,
+        only: None,
+        criterion: true,
+        compare: true,
+        out: root.join("BENCHMARKS.md"),
+    };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--quick" => options.quick = true,
+            "--no-criterion" => options.criterion = false,
+            "--no-compare" => options.compare = false,
+            "--only" => options.only = Some(args.next().context("--only needs N,...")?.clone()),
+            "--out" => options.out = PathBuf::from(args.next().context("--out needs a path")?),
+            "-h" | "--help" => {
+                eprint!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => bail!("unknown option `{other}` for `cargo xtask bench`\n\n{USAGE}"),
+        }
     }
-    bench.args(args.iter().filter(|arg| *arg != "--quick"));
-    cmd::run(&mut bench)
+    Ok(options)
+}
+
+pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
+    let options = parse(root, args)?;
+    let started = Instant::now();
+    let is_root = system::is_root();
+    if !is_root {
+        eprintln!(
+            "xtask: not root: the criterion benches and the D-Bus round trip (scenario 6) run, \
+             but scenarios 1-5 need network namespaces and the NetworkManager sandbox and are \
+             reported as `not run`; run `cargo xtask bench` as root for all of them"
+        );
+    }
+    let missing = system::missing_packages();
+    if !missing.is_empty() {
+        eprintln!(
+            "xtask: missing system packages: {} (the comparisons that need them fail; as root, \
+             `cargo xtask setup` installs them)",
+            missing.join(" ")
+        );
+    }
+    let mut failures = Vec::new();
+
+    let mut criterion_results = Vec::new();
+    let mut criterion_command = String::new();
+    if options.criterion {
+        let mut bench = cargo();
+        bench.args([
+            "bench",
+            "--workspace",
+            "--exclude",
+            "netmirror",
+            "--bench",
+            "*",
+            "--",
+        ]);
+        bench.args(["--color", "never"]);
+        if options.quick {
+            bench.args(["--warm-up-time", "1", "--measurement-time", "2"]);
+        }
+        criterion_command = shown(&bench);
+        match run_criterion(&mut bench) {
+            Ok(results) => criterion_results = results,
+            Err(err) => {
+                eprintln!("xtask: criterion benches failed: {err:#}");
+                failures.push(format!("criterion benches: {err:#}"));
+            }
+        }
+    }
+
+    let report_path = root.join("target").join("bench").join("compare.md");
+    let mut compare_text = None;
+    let mut compare_command = String::new();
+    if options.compare {
+        let _ = std::fs::remove_file(&report_path);
+        let mut bench = cargo();
+        bench.args(["bench", "-p", "netmirror", "--bench", "compare", "--"]);
+        if options.quick {
+            bench.arg("--quick");
+        }
+        if let Some(only) = &options.only {
+            bench.args(["--only", only]);
+        }
+        bench.env("NETMIRROR_BENCH_REPORT", &report_path);
+        compare_command = shown(&bench);
+        match cmd::run(&mut bench) {
+            Ok(()) => {
+                compare_text = Some(
+                    std::fs::read_to_string(&report_path)
+                        .with_context(|| format!("cannot read {}", report_path.display()))?,
+                );
+            }
+            Err(err) => {
+                eprintln!("xtask: comparisons failed: {err:#}");
+                failures.push(format!("comparisons: {err:#}"));
+            }
+        }
+    }
+
+    let text = markdown(&Written {
+        options: &options,
+        is_root,
+        elapsed_s: started.elapsed().as_secs_f64(),
+        criterion_command: &criterion_command,
+        criterion: &criterion_results,
+        compare_command: &compare_command,
+        compare: compare_text.as_deref(),
+        failures: &failures,
+    });
+    std::fs::write(&options.out, text)
+        .with_context(|| format!("cannot write {}", options.out.display()))?;
+    eprintln!(
+        "xtask: wrote {} ({:.0} s)",
+        options.out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    if !failures.is_empty() {
+        bail!("some benchmarks failed:\n  {}", failures.join("\n  "));
+    }
+    Ok(())
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+/// One criterion result as it printed it.
+#[derive(Debug)]
+struct CriterionResult {
+    id: String,
+    /// `[low estimate high]`, as criterion formats them.
+    time: String,
+    thrpt: Option<String>,
+}
+
+/// Runs the criterion benches, echoing their output, and collects each `time:` line.
+fn run_criterion(bench: &mut Command) -> anyhow::Result<Vec<CriterionResult>> {
+    let command_line = shown(bench);
+    eprintln!("$ {command_line}");
+    let started = Instant::now();
+    let mut child = bench
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start `{command_line}`"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .context("criterion's stdout is not piped")?;
+    let mut results: Vec<CriterionResult> = Vec::new();
+    let mut pending_id: Option<String> = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = strip_ansi(&line?);
+        eprintln!("{line}");
+        if let Some((id, rest)) = line.split_once("time:") {
+            let id = id.trim();
+            let id = if id.is_empty() {
+                pending_id.take().unwrap_or_default()
+            } else {
+                id.to_owned()
+            };
+            results.push(CriterionResult {
+                id,
+                time: rest.trim().to_owned(),
+                thrpt: None,
+            });
+        } else if let Some((_, rest)) = line.split_once("thrpt:") {
+            if let Some(last) = results.last_mut() {
+                last.thrpt = Some(rest.trim().to_owned());
+            }
+        } else if !line.starts_with(char::is_whitespace)
+            && !line.trim().is_empty()
+            && !is_criterion_chatter(&line)
+        {
+            pending_id = Some(line.trim().to_owned());
+        }
+    }
+    let status = child.wait()?;
+    eprintln!("  ({:.1} s)", started.elapsed().as_secs_f64());
+    if !status.success() {
+        bail!("`{command_line}` failed: {status}");
+    }
+    Ok(results)
+}
+
+/// Lines criterion prints that are not a benchmark's name.
+fn is_criterion_chatter(line: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "Benchmarking",
+        "Found",
+        "Gnuplot",
+        "Warning",
+        "running",
+        "test ",
+        "WARNING",
+    ];
+    PREFIXES.iter().any(|prefix| line.starts_with(prefix)) || line.contains("change:")
+}
+
+/// The command line of `cmd`, as a shell would show it.
+fn shown(cmd: &Command) -> String {
+    let mut parts = vec![cmd.get_program().to_string_lossy().into_owned()];
+    parts.extend(cmd.get_args().map(|arg| arg.to_string_lossy().into_owned()));
+    parts.join(" ")
+}
+
+/// Removes terminal colour codes.
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else if c != '\r' {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// First line of a command's output, or `unknown`.
+fn version(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .and_then(|out| {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .next()
+                .map(|line| line.trim().to_owned())
+        })
+        .filter(|line| !line.is_empty())
+        .unwrap_or_else(|| "not found".to_owned())
+}
+
+/// `key: value` from a /proc file.
+fn proc_field(path: &str, key: &str) -> String {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|line| line.starts_with(key))
+                .and_then(|line| line.split_once(':'))
+                .map(|(_, value)| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// Everything the report is made of.
+struct Written<'a> {
+    options: &'a Options,
+    is_root: bool,
+    elapsed_s: f64,
+    criterion_command: &'a str,
+    criterion: &'a [CriterionResult],
+    compare_command: &'a str,
+    compare: Option<&'a str>,
+    failures: &'a [String],
+}
+
+fn markdown(w: &Written<'_>) -> String {
+    let mut out = String::new();
+    let kind = if w.options.quick { "quick" } else { "full" };
+    let date = version("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
+    out.push_str("# Benchmarks\n\n");
+    out.push_str(&format!(
+        "Written by `cargo xtask bench{}` ({kind} run) on {date}, as {}; the run took {:.1} min. \
+         Every figure below was produced by that run; rerun the command to reproduce it \
+         (it overwrites this file). Ratios are netmirror / reference of the medians: below \
+         1.00, netmirror needs less.\n\n",
+        if w.options.quick { " --quick" } else { "" },
+        if w.is_root { "root" } else { "a regular user" },
+        w.elapsed_s / 60.0,
+    ));
+    out.push_str(
+        "`--quick` runs smaller sizes (100k IPv4 routes, 20k IPv6, 20k-route bursts and \
+         batches, 2k D-Bus calls), 3 runs per command and short criterion measurements; the \
+         full run uses 100k/600k/1M IPv4 and 100k IPv6 routes, 100k-route bursts and batches, \
+         20k D-Bus calls and 5 runs per command.\n\n",
+    );
+    out.push_str("## Machine\n\n");
+    let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let rows = [
+        ("CPUs (nproc)", nproc.to_string()),
+        ("CPU model", proc_field("/proc/cpuinfo", "model name")),
+        ("memory", proc_field("/proc/meminfo", "MemTotal")),
+        (
+            "kernel",
+            std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map_or_else(|_| "unknown".to_owned(), |s| s.trim().to_owned()),
+        ),
+        ("nmcli", version("nmcli", &["--version"])),
+        ("NetworkManager", version("NetworkManager", &["--version"])),
+        ("ip", version("ip", &["-V"])),
+        ("dbus-daemon", version("dbus-daemon", &["--version"])),
+        ("busctl", version("busctl", &["--version"])),
+        ("rustc", version("rustc", &["-V"])),
+    ];
+    out.push_str("| what | value |\n| --- | --- |\n");
+    for (key, value) in rows {
+        out.push_str(&format!("| {key} | {} |\n", value.replace('|', "\\|")));
+    }
+    out.push_str(
+        "\nThe machine is shared and not tuned (no CPU pinning, frequency scaling as it is): \
+         read the min–max spread next to each median.\n\n",
+    );
+
+    out.push_str("## How it was measured\n\n");
+    out.push_str(
+        "Each command runs as a child of a small runner process (the bench binary itself), \
+         which reads `getrusage(RUSAGE_CHILDREN)` once its only child has exited: wall time \
+         around spawn and wait, user+sys CPU time, and peak RSS (`ru_maxrss`). netmirror and \
+         the reference run alternately (A B, B A, ...) after one unmeasured run each, with \
+         their standard output to /dev/null. The netmirror binary is the `bench` profile \
+         build (release optimisations, with debug info). A netmirror command that fails on its \
+         unmeasured run is shown as `not available`, without numbers.\n\n",
+    );
+    if !w.compare_command.is_empty() {
+        out.push_str(&format!("Comparisons: `{}`\n\n", w.compare_command));
+    }
+    if !w.criterion_command.is_empty() {
+        out.push_str(&format!("Criterion: `{}`\n\n", w.criterion_command));
+    }
+
+    out.push_str("## Whole-process comparisons\n\n");
+    match w.compare {
+        Some(text) => out.push_str(text),
+        None if w.options.compare => out.push_str("The comparisons failed; see below.\n"),
+        None => out.push_str("Not run (`--no-compare`).\n"),
+    }
+    out.push('\n');
+
+    out.push_str("## Criterion benchmarks of the crates\n\n");
+    if w.criterion.is_empty() {
+        out.push_str(if w.options.criterion {
+            "No results (the benches failed or printed none).\n\n"
+        } else {
+            "Not run (`--no-criterion`).\n\n"
+        });
+    } else {
+        out.push_str(
+            "Criterion's confidence interval `[low estimate high]` of the time per \
+             iteration (or of the custom measurement a bench declares, such as bytes).\n\n",
+        );
+        out.push_str(
+            "| benchmark | time [low estimate high] | throughput |\n| --- | --- | --- |\n",
+        );
+        for result in w.criterion {
+            out.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                result.id,
+                result.time,
+                result.thrpt.as_deref().unwrap_or("")
+            ));
+        }
+        out.push('\n');
+    }
+    if !w.failures.is_empty() {
+        out.push_str("## Failures\n\n");
+        for failure in w.failures {
+            out.push_str(&format!("- {}\n", failure.replace('\n', " ")));
+        }
+        out.push('\n');
+    }
+    out
 }

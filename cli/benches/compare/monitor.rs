@@ -1,0 +1,359 @@
+//! Scenario 4: a burst of route additions (`ip -batch`) while `netmirror --json monitor route`
+//! and, beside it, `ip monitor route` run on the same namespace: events seen against
+//! expected, the monitor's set of routes against a fresh dump afterwards, and what each
+//! monitor process cost (CPU, peak RSS) to absorb the burst.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use netmirror_platform::testing::NetNs;
+use serde_json::Value;
+
+use super::measure::{self, RUNNER_ARG};
+use super::report::Section;
+use super::routes::{self, MONITOR_BASE};
+use crate::{Ctx, progress};
+
+pub(crate) const TITLE: &str = "4. A burst of route events: `netmirror monitor route` (and `ip monitor route`) during `ip -batch`";
+
+/// Marks the start and the end of the burst in both monitors' output.
+const SENTINEL_START: &str = "198.51.100.0/24";
+const SENTINEL_END: &str = "203.0.113.0/24";
+
+/// How long a monitor may take to show a sentinel.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// A monitor process run under a measuring runner, its stdout in a file.
+struct Monitor {
+    label: String,
+    runner: Child,
+    stdout: PathBuf,
+    stderr: PathBuf,
+}
+
+impl Monitor {
+    fn start(
+        ctx: &Ctx,
+        label: &str,
+        name: &str,
+        program: &Path,
+        args: &[&str],
+    ) -> anyhow::Result<Self> {
+        let stdout = ctx.scratch_file(&format!("{name}.out"));
+        let stderr = ctx.scratch_file(&format!("{name}.err"));
+        let runner = Command::new(std::env::current_exe()?)
+            .arg(RUNNER_ARG)
+            .arg(&stdout)
+            .arg(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(File::create(&stderr)?)
+            .spawn()
+            .with_context(|| format!("cannot start `{label}`"))?;
+        Ok(Self {
+            label: label.to_owned(),
+            runner,
+            stdout,
+            stderr,
+        })
+    }
+
+    fn output(&self) -> String {
+        std::fs::read_to_string(&self.stdout).unwrap_or_default()
+    }
+
+    fn exited(&mut self) -> bool {
+        matches!(self.runner.try_wait(), Ok(Some(_)))
+    }
+
+    /// Waits until the output shows `needle`; false when the monitor exited or time ran out.
+    fn wait_for(&mut self, needle: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.output().contains(needle) {
+                return true;
+            }
+            if self.exited() || Instant::now() > deadline {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops the monitor (SIGTERM to the runner's child) and returns the runner's figures line.
+    fn stop(mut self) -> (String, String) {
+        let runner_pid = self.runner.id();
+        let children =
+            std::fs::read_to_string(format!("/proc/{runner_pid}/task/{runner_pid}/children"))
+                .unwrap_or_default();
+        for pid in children.split_whitespace() {
+            let _ = Command::new("kill")
+                .args(["-TERM", pid])
+                .stderr(Stdio::null())
+                .status();
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.exited() && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(20));
+        }
+        if !self.exited() {
+            let _ = self.runner.kill();
+        }
+        let figures = match self.runner.wait_with_output() {
+            Ok(out) => {
+                let fields: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .filter_map(|f| f.parse().ok())
+                    .collect();
+                match fields[..] {
+                    [_, cpu_us, rss_kib, _] => format!(
+                        "CPU {:.0} ms (user+sys), peak RSS {:.1} MiB",
+                        cpu_us as f64 / 1e3,
+                        rss_kib as f64 / 1024.0
+                    ),
+                    _ => "no figures".to_owned(),
+                }
+            }
+            Err(err) => format!("no figures for `{}`: {err}", self.label),
+        };
+        let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+        (figures, stderr)
+    }
+}
+
+/// Whether `dst` (`A.B.C.D/L`) is one of the burst's `n` routes.
+fn in_burst(dst: &str, n: usize) -> bool {
+    let Some(addr) = dst
+        .split('/')
+        .next()
+        .and_then(|addr| addr.parse::<Ipv4Addr>().ok())
+    else {
+        return false;
+    };
+    let start = u64::from(u32::from(MONITOR_BASE));
+    let addr = u64::from(u32::from(addr));
+    addr >= start && addr < start + (n as u64) * 256
+}
+
+/// The `dst` of a route object of `ip -j` / netmirror JSON.
+fn dst_of(object: &Value) -> Option<&str> {
+    object.get("dst").and_then(Value::as_str)
+}
+
+/// What netmirror's JSON monitor printed: burst routes added, removed, and the net set.
+#[derive(Debug, Default)]
+struct Seen {
+    added: usize,
+    removed: usize,
+    other: usize,
+    overruns: usize,
+    resyncs: usize,
+    unparsed: usize,
+    set: HashSet<String>,
+}
+
+fn read_netmirror(text: &str, n: usize) -> Seen {
+    let mut seen = Seen::default();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let Ok(value) = serde_json::from_str::<Value>(line) else {
+            seen.unparsed += 1;
+            continue;
+        };
+        let event = value.get("event").and_then(Value::as_str).unwrap_or("");
+        if line.contains("overrun") {
+            seen.overruns += 1;
+        }
+        if line.contains("resync") {
+            seen.resyncs += 1;
+        }
+        let new = value.get("new").and_then(dst_of);
+        let old = value.get("old").and_then(dst_of);
+        match (event, new, old) {
+            ("added", Some(dst), _) if in_burst(dst, n) => {
+                seen.added += 1;
+                seen.set.insert(dst.to_owned());
+            }
+            ("removed", _, Some(dst)) if in_burst(dst, n) => {
+                seen.removed += 1;
+                seen.set.remove(dst);
+            }
+            _ => seen.other += 1,
+        }
+    }
+    seen
+}
+
+/// Scenario 4.
+pub(crate) fn run(ctx: &Ctx) -> Section {
+    let mut section = Section::new(TITLE);
+    if let Err(err) = burst(ctx, &mut section) {
+        section.fact("setup", format!("failed: {err:#}"));
+    }
+    section
+}
+
+fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
+    let ns = routes::route_ns()?;
+    let n = ctx.plan.monitor_routes;
+    section.setup(format!(
+        "One namespace; both monitors start, a route {SENTINEL_START} shows they listen, then \
+         `ip -batch` adds {n} /24 routes from {MONITOR_BASE} `via 192.0.2.2`, then a route \
+         {SENTINEL_END} marks the end; each monitor gets up to {}s to show it.",
+        DRAIN_TIMEOUT.as_secs()
+    ));
+    let file = ctx.scratch_file("monitor.batch");
+    routes::write_v4_batch(&file, "add", MONITOR_BASE, 0..n, None)?;
+
+    let ours_args = ["--netns", ns.name(), "--json", "monitor", "route"];
+    let mut ours = Monitor::start(
+        ctx,
+        "netmirror --json monitor route",
+        "netmirror-monitor",
+        &ctx.netmirror,
+        &ours_args,
+    )?;
+    let ip_args = ["-n", ns.name(), "monitor", "route"];
+    let mut reference = Monitor::start(
+        ctx,
+        "ip monitor route",
+        "ip-monitor",
+        Path::new("ip"),
+        &ip_args,
+    )?;
+    // Give both time to subscribe, then prove it with a first route.
+    thread::sleep(Duration::from_millis(300));
+    add_route(&ns, SENTINEL_START)?;
+    let ours_ready = ours.wait_for("198.51.100.0", READY_TIMEOUT);
+    let ip_ready = reference.wait_for("198.51.100.0", READY_TIMEOUT);
+    if !ours_ready {
+        let (_, stderr) = ours.stop();
+        let _ = reference.stop();
+        section.fact(
+            "netmirror monitor",
+            format!(
+                "not available: {}",
+                if stderr.trim().is_empty() {
+                    "printed nothing for the first route".to_owned()
+                } else {
+                    measure::last_lines(&stderr, 1)
+                }
+            ),
+        );
+        return Ok(());
+    }
+    progress(&format!("adding {n} routes during the monitors"));
+    let took = routes::ip_batch(&ns, &file)?;
+    add_route(&ns, SENTINEL_END)?;
+    let drain_started = Instant::now();
+    let ours_done = ours.wait_for("203.0.113.0", DRAIN_TIMEOUT);
+    let ours_drain = drain_started.elapsed().as_secs_f64();
+    let ip_done = ip_ready && reference.wait_for("203.0.113.0", Duration::from_secs(10));
+    let ours_text = ours.output();
+    let ip_text = reference.output();
+    let (ours_figures, ours_stderr) = ours.stop();
+    let (ip_figures, ip_stderr) = reference.stop();
+
+    let fresh =
+        routes::run_quiet(Command::new("ip").args(["-n", ns.name(), "-j", "route", "show"]))?;
+    let fresh: Value = serde_json::from_str(&fresh).context("`ip -j route show` is not JSON")?;
+    let fresh: HashSet<String> = fresh
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|route| dst_of(route))
+        .filter(|dst| in_burst(dst, n))
+        .map(str::to_owned)
+        .collect();
+    if fresh.len() != n {
+        bail!(
+            "the fresh dump holds {} of the {n} routes added",
+            fresh.len()
+        );
+    }
+
+    let seen = read_netmirror(&ours_text, n);
+    let ip_seen = ip_text
+        .lines()
+        .filter(|line| {
+            line.split_whitespace()
+                .next()
+                .is_some_and(|dst| in_burst(dst, n))
+        })
+        .count();
+    section.fact(
+        "`ip -batch` of the burst",
+        format!("{n} routes in {took:.2} s"),
+    );
+    section.fact(
+        "netmirror: route-added events for the burst (expected)",
+        format!("{} ({n})", seen.added),
+    );
+    section.fact(
+        "netmirror: overrun / resync lines, other events, unparsed lines",
+        format!(
+            "{} / {}, {}, {}",
+            seen.overruns, seen.resyncs, seen.other, seen.unparsed
+        ),
+    );
+    let missing = fresh.difference(&seen.set).count();
+    let extra = seen.set.difference(&fresh).count();
+    section.fact(
+        "netmirror: routes from its events vs a fresh `ip -j route show`",
+        if missing == 0 && extra == 0 {
+            format!("equal ({} routes)", fresh.len())
+        } else {
+            format!("differ: {missing} missing, {extra} extra")
+        },
+    );
+    section.fact(
+        "netmirror: end marker seen, after the batch ended",
+        if ours_done {
+            format!("yes, {ours_drain:.2} s")
+        } else {
+            "no (timed out)".to_owned()
+        },
+    );
+    section.fact("netmirror monitor process", ours_figures);
+    if !ours_stderr.trim().is_empty() {
+        section.fact(
+            "netmirror monitor stderr (last lines)",
+            measure::last_lines(&ours_stderr, 2),
+        );
+    }
+    section.fact(
+        "ip monitor route: burst routes printed (expected)",
+        format!(
+            "{ip_seen} ({n}){}",
+            if ip_done { "" } else { ", end marker not seen" }
+        ),
+    );
+    section.fact("ip monitor process", ip_figures);
+    if !ip_stderr.trim().is_empty() {
+        section.fact(
+            "ip monitor stderr (last lines)",
+            measure::last_lines(&ip_stderr, 2),
+        );
+    }
+    Ok(())
+}
+
+fn add_route(ns: &NetNs, dst: &str) -> anyhow::Result<()> {
+    routes::run_quiet(Command::new("ip").args([
+        "-n",
+        ns.name(),
+        "route",
+        "add",
+        dst,
+        "via",
+        "192.0.2.2",
+    ]))
+    .map(drop)
+}
