@@ -103,7 +103,9 @@ pub struct NextHop {
     pub hops: u8,
 }
 
-/// The rare parts of a route, boxed so the common route stays small.
+/// The less common parts of a route (IPv6 addresses, large flags, preference), boxed so the
+/// common IPv4 route stays small; the rarest ones are boxed once more, so an ordinary IPv6
+/// route pays for neither.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct RouteExtra {
     /// For IPv6: destination, gateway, preferred source, source.
@@ -112,9 +114,16 @@ struct RouteExtra {
     has_src: bool,
     /// The full `rtm_flags` when they do not fit in 16 bits.
     flags_hi: u16,
+    pref: Option<u8>,
+    /// Always `None` rather than an empty `Rare`, so that equality stays exact.
+    rare: Option<Box<Rare>>,
+}
+
+/// The rarest parts of a route.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+struct Rare {
     iif: Option<u32>,
     mark: Option<u32>,
-    pref: Option<u8>,
     expires: Option<u32>,
     nh_id: Option<u32>,
     /// `RTA_METRICS` payload (nested `RTAX_*` attributes), as sent by the kernel.
@@ -124,6 +133,33 @@ struct RouteExtra {
     other: Vec<(u16, Box<[u8]>)>,
 }
 
+static NO_RARE: Rare = Rare {
+    iif: None,
+    mark: None,
+    expires: None,
+    nh_id: None,
+    metrics: Vec::new(),
+    multipath: Vec::new(),
+    other: Vec::new(),
+};
+
+impl RouteExtra {
+    fn rare(&self) -> &Rare {
+        self.rare.as_deref().unwrap_or(&NO_RARE)
+    }
+
+    fn rare_mut(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// Drops an emptied `Rare`.
+    fn normalize(&mut self) {
+        if self.rare.as_deref().is_some_and(|rare| *rare == NO_RARE) {
+            self.rare = None;
+        }
+    }
+}
+
 impl Default for RouteExtra {
     fn default() -> Self {
         RouteExtra {
@@ -131,14 +167,8 @@ impl Default for RouteExtra {
             src_len: 0,
             has_src: false,
             flags_hi: 0,
-            iif: None,
-            mark: None,
             pref: None,
-            expires: None,
-            nh_id: None,
-            metrics: Vec::new(),
-            multipath: Vec::new(),
-            other: Vec::new(),
+            rare: None,
         }
     }
 }
@@ -193,17 +223,17 @@ impl std::fmt::Debug for Route {
             out.field("flags", &format_args!("{:#x}", self.flags()));
         }
         if let Some(extra) = &self.extra {
-            if !extra.multipath.is_empty() {
-                out.field("multipath", &extra.multipath);
+            if !extra.rare().multipath.is_empty() {
+                out.field("multipath", &extra.rare().multipath);
             }
-            if !extra.metrics.is_empty() {
+            if !extra.rare().metrics.is_empty() {
                 out.field("metrics", &self.metrics());
             }
             for (name, value) in [
-                ("iif", extra.iif),
-                ("mark", extra.mark),
-                ("expires", extra.expires),
-                ("nh_id", extra.nh_id),
+                ("iif", extra.rare().iif),
+                ("mark", extra.rare().mark),
+                ("expires", extra.rare().expires),
+                ("nh_id", extra.rare().nh_id),
             ] {
                 if let Some(value) = value {
                     out.field(name, &value);
@@ -212,8 +242,8 @@ impl std::fmt::Debug for Route {
             if let Some(pref) = extra.pref {
                 out.field("pref", &pref);
             }
-            if !extra.other.is_empty() {
-                let kinds: Vec<u16> = extra.other.iter().map(|(kind, _)| *kind).collect();
+            if !extra.rare().other.is_empty() {
+                let kinds: Vec<u16> = extra.rare().other.iter().map(|(kind, _)| *kind).collect();
                 out.field("other_attributes", &kinds);
             }
         }
@@ -489,7 +519,9 @@ impl Route {
 
     /// The next hops of a multipath route (empty otherwise).
     pub fn multipath(&self) -> &[NextHop] {
-        self.extra.as_ref().map_or(&[], |extra| &extra.multipath)
+        self.extra
+            .as_ref()
+            .map_or(&[], |extra| &extra.rare().multipath)
     }
 
     /// The route metrics (`RTAX_*` type and value), e.g. `(2, 1400)` for an MTU of 1400.
@@ -497,14 +529,14 @@ impl Route {
         let Some(extra) = &self.extra else {
             return Vec::new();
         };
-        Nlas::new(&extra.metrics)
+        Nlas::new(&extra.rare().metrics)
             .filter_map(|(kind, value)| nla_u32(value).map(|v| (kind, v)))
             .collect()
     }
 
     /// The firewall mark (`RTA_MARK`), if any.
     pub fn mark(&self) -> Option<u32> {
-        self.extra.as_ref().and_then(|extra| extra.mark)
+        self.extra.as_ref().and_then(|extra| extra.rare().mark)
     }
 
     /// The IPv6 router preference (`RTA_PREF`), if any.
@@ -514,12 +546,12 @@ impl Route {
 
     /// The remaining lifetime in seconds (`RTA_EXPIRES`), if any.
     pub fn expires(&self) -> Option<u32> {
-        self.extra.as_ref().and_then(|extra| extra.expires)
+        self.extra.as_ref().and_then(|extra| extra.rare().expires)
     }
 
     /// The nexthop object id (`RTA_NH_ID`), if any.
     pub fn nh_id(&self) -> Option<u32> {
-        self.extra.as_ref().and_then(|extra| extra.nh_id)
+        self.extra.as_ref().and_then(|extra| extra.rare().nh_id)
     }
 
     /// Every interface the route goes out of: its `oif` and its next hops'.
@@ -533,7 +565,7 @@ impl Route {
     pub fn id(&self) -> RouteId {
         let first_hop = match &self.extra {
             Some(extra) if self.bits & (HAS_OIF | HAS_GATEWAY) != (HAS_OIF | HAS_GATEWAY) => {
-                extra.multipath.first()
+                extra.rare().multipath.first()
             }
             _ => None,
         };
@@ -633,15 +665,16 @@ impl Route {
         ifindex: Option<u32>,
     ) -> Option<Route> {
         let extra = self.extra.as_ref()?;
-        let at = extra.multipath.iter().position(|hop| {
+        let at = extra.rare().multipath.iter().position(|hop| {
             hop.gateway == gateway && ifindex.is_none_or(|ifindex| hop.ifindex == ifindex)
         })?;
         let mut route = self.clone();
         let extra = route.extra.as_mut()?;
-        extra.multipath.remove(at);
-        if let [last] = extra.multipath.as_slice() {
+        extra.rare_mut().multipath.remove(at);
+        if let [last] = extra.rare().multipath.as_slice() {
             let last = last.clone();
-            extra.multipath.clear();
+            extra.rare_mut().multipath.clear();
+            extra.normalize();
             route = route.with_oif(last.ifindex);
             if let Some(gateway) = last.gateway {
                 route = route.with_gateway(gateway);
@@ -715,7 +748,10 @@ impl Route {
                         };
                         if slot == 3 {
                             extra_of(&mut extra).has_src = true;
-                            extra_of(&mut extra).other.push((kind, value.into()));
+                            extra_of(&mut extra)
+                                .rare_mut()
+                                .other
+                                .push((kind, value.into()));
                         } else {
                             route.v4[slot] = octets;
                         }
@@ -731,20 +767,31 @@ impl Route {
                     route.bits |= HAS_PRIORITY;
                 }
                 RTA_TABLE => route.table = nla_u32(value).ok_or_else(|| bad_attr(kind))?,
-                RTA_IIF => extra_of(&mut extra).iif = nla_u32(value),
-                RTA_MARK => extra_of(&mut extra).mark = nla_u32(value),
+                RTA_IIF => extra_of(&mut extra).rare_mut().iif = nla_u32(value),
+                RTA_MARK => extra_of(&mut extra).rare_mut().mark = nla_u32(value),
                 RTA_PREF => extra_of(&mut extra).pref = nla_u8(value),
-                RTA_EXPIRES => extra_of(&mut extra).expires = nla_u32(value),
-                RTA_NH_ID => extra_of(&mut extra).nh_id = nla_u32(value),
-                RTA_METRICS => extra_of(&mut extra).metrics = value.to_vec(),
-                RTA_MULTIPATH => extra_of(&mut extra).multipath = parse_multipath(value, v6)?,
+                RTA_EXPIRES => extra_of(&mut extra).rare_mut().expires = nla_u32(value),
+                RTA_NH_ID => extra_of(&mut extra).rare_mut().nh_id = nla_u32(value),
+                RTA_METRICS => extra_of(&mut extra).rare_mut().metrics = value.to_vec(),
+                RTA_MULTIPATH => {
+                    extra_of(&mut extra).rare_mut().multipath = parse_multipath(value, v6)?
+                }
                 // Counters that change on every use; not part of the route's state.
                 RTA_CACHEINFO => {}
-                _ => extra_of(&mut extra).other.push((kind, value.into())),
+                _ => extra_of(&mut extra)
+                    .rare_mut()
+                    .other
+                    .push((kind, value.into())),
             }
         }
         if nlas.malformed() {
             return Err(Error::malformed("route attribute overruns its message"));
+        }
+        if let Some(extra) = &mut extra {
+            extra.normalize();
+        }
+        if !v6 && extra.as_deref() == Some(&RouteExtra::default()) {
+            extra = None;
         }
         route.extra = extra;
         Ok(Some(route))
@@ -794,21 +841,21 @@ impl Route {
             msg.attr_u32(RTA_PRIORITY, self.priority);
         }
         if let Some(extra) = &self.extra {
-            if !extra.metrics.is_empty() {
-                msg.attr(RTA_METRICS, &extra.metrics);
+            if !extra.rare().metrics.is_empty() {
+                msg.attr(RTA_METRICS, &extra.rare().metrics);
             }
-            if let Some(mark) = extra.mark {
+            if let Some(mark) = extra.rare().mark {
                 msg.attr_u32(RTA_MARK, mark);
             }
             if let Some(pref) = extra.pref {
                 msg.attr(RTA_PREF, &[pref]);
             }
-            if let Some(nh_id) = extra.nh_id {
+            if let Some(nh_id) = extra.rare().nh_id {
                 msg.attr_u32(RTA_NH_ID, nh_id);
             }
-            if !extra.multipath.is_empty() {
+            if !extra.rare().multipath.is_empty() {
                 let nest = msg.begin_nest(RTA_MULTIPATH);
-                for hop in &extra.multipath {
+                for hop in &extra.rare().multipath {
                     let mut rtnh = [0u8; 8];
                     rtnh[2] = hop.flags;
                     rtnh[3] = hop.hops;
