@@ -334,3 +334,15 @@ proptest! {
         }
     }
 }
+
+/// The cache can move to another thread (e.g. tokio's `spawn_blocking`), and a platform can
+/// be shared between threads.
+#[test]
+fn cache_is_send_and_platform_is_sync() {
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+    send::<crate::Cache>();
+    send::<crate::Platform>();
+    sync::<crate::Platform>();
+    sync::<std::sync::Arc<Route>>();
+}
