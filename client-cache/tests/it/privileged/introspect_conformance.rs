@@ -30,6 +30,8 @@ struct Report {
     undeclared: BTreeSet<String>,
     /// Interfaces the daemon exports that the metadata lacks.
     unknown_interfaces: BTreeSet<String>,
+    /// Declared properties the daemon does not export (newer than the daemon).
+    not_exported: BTreeSet<String>,
 }
 
 impl Report {
@@ -54,6 +56,15 @@ impl Report {
                 continue;
             };
             *self.seen.entry(name.clone()).or_default() += 1;
+            for declared in ours.properties() {
+                if !iface
+                    .properties()
+                    .any(|p| p.name().as_str() == declared.name())
+                {
+                    self.not_exported
+                        .insert(format!("{name}.{}", declared.name()));
+                }
+            }
             for property in iface.properties() {
                 let declared = ours.property(&property.name());
                 let theirs = property.ty().to_string();
@@ -211,6 +222,9 @@ fn introspected_signatures_match_the_metadata() {
         }
         for iface in &report.unknown_interfaces {
             eprintln!("interface not in the metadata: {iface}");
+        }
+        for property in &report.not_exported {
+            eprintln!("declared, not exported by this (older) daemon: {property}");
         }
         assert!(
             report.mismatches.is_empty(),
