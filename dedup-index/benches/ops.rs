@@ -9,6 +9,10 @@
 //! object, per object); `baseline/*`, the same on a `HashMap<RouteId, Arc<Route>>` and a
 //! `Vec<Arc<Route>>`. Where a routine handles many objects, criterion's "thrpt" line gives
 //! objects per second.
+//!
+//! Criterion measures wall time. With `NETMIRROR_BENCH_CPU_TIME=1` it measures the benchmark
+//! thread's CPU time instead (`CLOCK_THREAD_CPUTIME_ID`), which a machine busy with other work
+//! disturbs much less (it still shares caches and memory bandwidth with that work).
 
 mod support;
 
@@ -16,9 +20,11 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::Measurement;
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use hashbrown::HashMap;
 use netmirror_dedup_index::{Object, Placement};
+use support::cpu_time::ThreadCpuTime;
 use support::{Layout, Route, RouteId, Routes, route, shuffled};
 
 const SIZES: [u32; 3] = [1_000, 100_000, 1_000_000];
@@ -28,10 +34,30 @@ fn config() -> Criterion {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3))
-        .configure_from_args()
 }
 
-fn insert(c: &mut Criterion) {
+fn run<M: Measurement>(mut c: Criterion<M>) {
+    let c = &mut c;
+    insert(c);
+    lookup(c);
+    remove(c);
+    iterate(c);
+    baseline(c);
+}
+
+/// Wall time by default; the benchmark thread's CPU time with `NETMIRROR_BENCH_CPU_TIME=1`.
+fn main() {
+    if std::env::var_os("NETMIRROR_BENCH_CPU_TIME").is_some_and(|value| value == "1") {
+        run(config()
+            .with_measurement(ThreadCpuTime)
+            .configure_from_args());
+    } else {
+        run(config().configure_from_args());
+    }
+    Criterion::default().configure_from_args().final_summary();
+}
+
+fn insert<M: Measurement>(c: &mut Criterion<M>) {
     let mut group = c.benchmark_group("insert/fill");
     for n in SIZES {
         let fresh: Vec<Route> = (0..n).map(route).collect();
@@ -53,7 +79,7 @@ fn insert(c: &mut Criterion) {
     group.finish();
 }
 
-fn lookup(c: &mut Criterion) {
+fn lookup<M: Measurement>(c: &mut Criterion<M>) {
     let mut group = c.benchmark_group("lookup");
     for n in SIZES {
         let routes = Routes::filled(Layout::Three, n);
@@ -88,7 +114,7 @@ fn lookup(c: &mut Criterion) {
     group.finish();
 }
 
-fn remove(c: &mut Criterion) {
+fn remove<M: Measurement>(c: &mut Criterion<M>) {
     let mut group = c.benchmark_group("remove");
     for n in SIZES {
         let ids: Vec<_> = shuffled(n).into_iter().map(|i| route(i).id()).collect();
@@ -125,7 +151,7 @@ fn remove(c: &mut Criterion) {
     group.finish();
 }
 
-fn iterate(c: &mut Criterion) {
+fn iterate<M: Measurement>(c: &mut Criterion<M>) {
     let mut group = c.benchmark_group("iterate");
     for n in SIZES {
         let routes = Routes::filled(Layout::Three, n);
@@ -157,7 +183,7 @@ fn iterate(c: &mut Criterion) {
 /// The same operations on plain std-like containers, measured in the same run: a reference
 /// for what this machine's memory allows (`hashbrown::HashMap<RouteId, Arc<Route>>` keeps
 /// each key inline, at about three times the memory of the dedup index's id table).
-fn baseline(c: &mut Criterion) {
+fn baseline<M: Measurement>(c: &mut Criterion<M>) {
     let mut group = c.benchmark_group("baseline");
     for n in SIZES {
         let map: HashMap<RouteId, Arc<Route>> = (0..n)
@@ -198,10 +224,3 @@ fn baseline(c: &mut Criterion) {
     }
     group.finish();
 }
-
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = insert, lookup, remove, iterate, baseline
-}
-criterion_main!(benches);

@@ -563,8 +563,8 @@ impl<T: Object> DedupIndex<T> {
             self.mark_all();
             return Ok(self.len);
         }
-        let firsts: Vec<Head> = self.tables[lane].heads().to_vec();
-        Ok(firsts.iter().map(|head| self.mark_list(lane, *head)).sum())
+        let heads: Vec<Head> = self.tables[lane].heads().to_vec();
+        Ok(heads.iter().map(|head| self.mark_list(lane, *head)).sum())
     }
 
     /// Marks dirty every entry of partition `key` of index type `index`; returns how many

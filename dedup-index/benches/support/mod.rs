@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod cpu_time;
+
 use netmirror_dedup_index::{DedupIndex, IndexHandle, IndexType, Object, Placement};
 
 /// An IPv4 route's fields: 40 bytes, like the kernel's view of a route.
