@@ -7,6 +7,7 @@
 mod args;
 mod batch;
 mod failure;
+mod heap;
 mod kernel;
 mod monitor;
 mod names;
@@ -87,7 +88,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Some(RouteAction::Show { words }) => {
                 kernel::route_show(&mut printer, &cli.kernel, words)
             }
-            Some(RouteAction::Count) => anyhow::bail!("route count is not wired yet"),
+            Some(RouteAction::Count) => kernel::route_count(&mut printer, &cli.kernel),
         },
         Some(Command::Monitor(args)) => monitor::run(&mut printer, &cli.kernel, &args),
         Some(Command::Batch(args)) => batch::run(&mut printer, &cli.kernel, &args),

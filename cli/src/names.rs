@@ -5,6 +5,7 @@
 //! `netmirror --json route` says `"table": "main"` where `ip -j route` does. Like `ip`, a
 //! number without a name prints as the number, and a number is accepted wherever a name is.
 
+use std::borrow::Cow;
 use std::net::IpAddr;
 
 /// Routing tables `ip` names without reading `/etc/iproute2/rt_tables`.
@@ -130,11 +131,17 @@ const RULE_ACTIONS: &[(u8, &str)] = &[
     (8, "prohibit"),
 ];
 
-fn name_of<T: Copy + PartialEq + ToString>(table: &[(T, &str)], value: T) -> String {
+fn name_of<T: Copy + PartialEq + ToString>(
+    table: &[(T, &'static str)],
+    value: T,
+) -> Cow<'static, str> {
     table
         .iter()
         .find(|(number, _)| *number == value)
-        .map_or_else(|| value.to_string(), |(_, name)| (*name).to_owned())
+        .map_or_else(
+            || Cow::Owned(value.to_string()),
+            |(_, name)| Cow::Borrowed(*name),
+        )
 }
 
 fn number_of<T: Copy + std::str::FromStr>(table: &[(T, &str)], text: &str) -> Option<T> {
@@ -146,7 +153,7 @@ fn number_of<T: Copy + std::str::FromStr>(table: &[(T, &str)], text: &str) -> Op
 }
 
 /// A routing table's name (`main`) or number.
-pub(crate) fn table(id: u32) -> String {
+pub(crate) fn table(id: u32) -> Cow<'static, str> {
     name_of(TABLES, id)
 }
 
@@ -156,7 +163,7 @@ pub(crate) fn parse_table(text: &str) -> Option<u32> {
 }
 
 /// A route protocol's name (`kernel`) or number.
-pub(crate) fn protocol(id: u8) -> String {
+pub(crate) fn protocol(id: u8) -> Cow<'static, str> {
     name_of(PROTOCOLS, id)
 }
 
@@ -166,7 +173,7 @@ pub(crate) fn parse_protocol(text: &str) -> Option<u8> {
 }
 
 /// A route type's name (`unicast`).
-pub(crate) fn route_type(id: u8) -> String {
+pub(crate) fn route_type(id: u8) -> Cow<'static, str> {
     name_of(ROUTE_TYPES, id)
 }
 
@@ -176,24 +183,24 @@ pub(crate) fn parse_route_type(text: &str) -> Option<u8> {
 }
 
 /// A scope's name (`link`).
-pub(crate) fn scope(id: u8) -> String {
+pub(crate) fn scope(id: u8) -> Cow<'static, str> {
     name_of(SCOPES, id)
 }
 
 /// An operational state's name (`UP`).
-pub(crate) fn operstate(id: u8) -> String {
+pub(crate) fn operstate(id: u8) -> Cow<'static, str> {
     OPERSTATES
         .get(usize::from(id))
-        .map_or_else(|| id.to_string(), |name| (*name).to_owned())
+        .map_or_else(|| Cow::Owned(id.to_string()), |name| Cow::Borrowed(*name))
 }
 
 /// A hardware type's name (`ether`).
-pub(crate) fn link_type(id: u16) -> String {
+pub(crate) fn link_type(id: u16) -> Cow<'static, str> {
     name_of(LINK_TYPES, id)
 }
 
 /// A rule action's name.
-pub(crate) fn rule_action(id: u8) -> String {
+pub(crate) fn rule_action(id: u8) -> Cow<'static, str> {
     name_of(RULE_ACTIONS, id)
 }
 

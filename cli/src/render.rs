@@ -13,6 +13,7 @@
 //!
 //! `--fields` picks columns by name (case-insensitive), `all` or `common`.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use std::io::{BufWriter, IsTerminal};
@@ -32,8 +33,8 @@ pub(crate) enum Cell {
     Bool(bool),
     /// A number.
     Int(i64),
-    /// Text.
-    Text(String),
+    /// Text (a borrowed name such as `main` costs no allocation).
+    Text(Cow<'static, str>),
     /// Several values: joined by `,` in text, an array in JSON.
     List(Vec<String>),
 }
@@ -41,7 +42,9 @@ pub(crate) enum Cell {
 impl Cell {
     /// Text, or [`Cell::Null`] when `value` is `None`.
     pub(crate) fn opt_text(value: Option<impl ToString>) -> Cell {
-        value.map_or(Cell::Null, |value| Cell::Text(value.to_string()))
+        value.map_or(Cell::Null, |value| {
+            Cell::Text(Cow::Owned(value.to_string()))
+        })
     }
 
     /// A number, or [`Cell::Null`] when `value` is `None`.
@@ -50,23 +53,31 @@ impl Cell {
     }
 
     /// The value as people read it in a table.
-    pub(crate) fn text(&self) -> String {
+    pub(crate) fn text(&self) -> Cow<'_, str> {
         match self {
-            Cell::Null => "--".to_owned(),
-            Cell::Bool(true) => "yes".to_owned(),
-            Cell::Bool(false) => "no".to_owned(),
-            Cell::Int(value) => value.to_string(),
-            Cell::Text(text) => text.clone(),
-            Cell::List(items) if items.is_empty() => "--".to_owned(),
-            Cell::List(items) => items.join(","),
+            Cell::Null => Cow::Borrowed("--"),
+            Cell::Bool(true) => Cow::Borrowed("yes"),
+            Cell::Bool(false) => Cow::Borrowed("no"),
+            Cell::Int(value) => Cow::Owned(value.to_string()),
+            Cell::Text(text) => Cow::Borrowed(text),
+            Cell::List(items) if items.is_empty() => Cow::Borrowed("--"),
+            Cell::List(items) => Cow::Owned(items.join(",")),
+        }
+    }
+
+    /// The value as people read it, taking the cell (a name stays borrowed, text moves).
+    fn into_text(self) -> Cow<'static, str> {
+        match self {
+            Cell::Text(text) => text,
+            other => Cow::Owned(other.text().into_owned()),
         }
     }
 
     /// The value in terse output: like [`Cell::text`] but empty when missing.
-    fn terse(&self) -> String {
+    fn terse(&self) -> Cow<'_, str> {
         match self {
-            Cell::Null => String::new(),
-            Cell::List(items) => items.join(","),
+            Cell::Null => Cow::Borrowed(""),
+            Cell::List(items) => Cow::Owned(items.join(",")),
             other => other.text(),
         }
     }
@@ -77,20 +88,26 @@ impl Cell {
             Cell::Null => Value::Null,
             Cell::Bool(value) => Value::Bool(*value),
             Cell::Int(value) => Value::from(*value),
-            Cell::Text(text) => Value::String(text.clone()),
+            Cell::Text(text) => Value::String(text.to_string()),
             Cell::List(items) => Value::Array(items.iter().cloned().map(Value::String).collect()),
         }
     }
 }
 
-impl From<&str> for Cell {
-    fn from(text: &str) -> Self {
-        Cell::Text(text.to_owned())
+impl From<&'static str> for Cell {
+    fn from(text: &'static str) -> Self {
+        Cell::Text(Cow::Borrowed(text))
     }
 }
 
 impl From<String> for Cell {
     fn from(text: String) -> Self {
+        Cell::Text(Cow::Owned(text))
+    }
+}
+
+impl From<Cow<'static, str>> for Cell {
+    fn from(text: Cow<'static, str>) -> Self {
         Cell::Text(text)
     }
 }
@@ -334,7 +351,17 @@ impl Selection {
                             ))
                         })
                 })
-                .collect(),
+                .collect::<Result<Vec<usize>, clap::Error>>()
+                .map(|mut chosen| {
+                    // A field named twice is printed once.
+                    let mut seen = Vec::with_capacity(chosen.len());
+                    chosen.retain(|idx| {
+                        let first = !seen.contains(idx);
+                        seen.push(*idx);
+                        first
+                    });
+                    chosen
+                }),
         }
     }
 }
@@ -439,8 +466,13 @@ impl Printer {
             }
             Mode::Human => {
                 let headers: Vec<&str> = chosen.iter().map(|&idx| fields[idx].header).collect();
-                let texts: Vec<Vec<String>> = rows
-                    .map(|row| chosen.iter().map(|&idx| row[idx].text()).collect())
+                let texts: Vec<Vec<Cow<'static, str>>> = rows
+                    .map(|mut row| {
+                        chosen
+                            .iter()
+                            .map(|&idx| std::mem::replace(&mut row[idx], Cell::Null).into_text())
+                            .collect()
+                    })
                     .collect();
                 write_aligned_texts(&mut self.out, self.color, &headers, &texts)?;
             }
@@ -623,8 +655,8 @@ fn write_details(
                 }
                 // nmcli -t leaves out empty multi-valued properties.
                 Cell::List(items) if items.is_empty() && terse => {}
-                cell if terse => row_lines.push((header.to_owned(), cell.terse())),
-                cell => row_lines.push((header.to_owned(), cell.text())),
+                cell if terse => row_lines.push((header.to_owned(), cell.terse().into_owned())),
+                cell => row_lines.push((header.to_owned(), cell.text().into_owned())),
             }
         }
         lines.push(row_lines);
@@ -772,7 +804,7 @@ fn write_aligned(
     chosen: &[usize],
 ) -> anyhow::Result<()> {
     let headers: Vec<&str> = chosen.iter().map(|&idx| table.fields[idx].header).collect();
-    let texts: Vec<Vec<String>> = table
+    let texts: Vec<Vec<Cow<'_, str>>> = table
         .rows
         .iter()
         .map(|row| chosen.iter().map(|&idx| row[idx].text()).collect())
@@ -785,12 +817,12 @@ fn write_aligned_texts(
     out: &mut impl Write,
     color: bool,
     headers: &[&str],
-    texts: &[Vec<String>],
+    texts: &[Vec<impl AsRef<str>>],
 ) -> anyhow::Result<()> {
     let mut widths: Vec<usize> = headers.iter().map(|header| width_of(header)).collect();
     for row in texts {
         for (col, text) in row.iter().enumerate() {
-            widths[col] = widths[col].max(width_of(text));
+            widths[col] = widths[col].max(width_of(text.as_ref()));
         }
     }
     let last = headers.len().saturating_sub(1);
@@ -806,6 +838,7 @@ fn write_aligned_texts(
     for row in texts {
         line.clear();
         for (col, text) in row.iter().enumerate() {
+            let text = text.as_ref();
             let style = value_style(color, text);
             if color {
                 line.push_str(&format!("{style}{text}{style:#}"));

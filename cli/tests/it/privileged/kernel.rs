@@ -284,3 +284,53 @@ fn unknown_table_name_is_a_usage_error() {
         .to_owned();
     assert!(stderr.contains("unknown table `nosuch`"), "{stderr}");
 }
+
+#[test]
+fn route_count_matches_ip_per_table() {
+    let ns = namespace();
+    let run = nm(&["--json", "--netns", ns.name(), "route", "count"]);
+    let report = run.json();
+    let mut ours = BTreeSet::new();
+    let mut total = 0;
+    for entry in report["tables"].as_array().expect("tables") {
+        let n_routes = entry["routes"].as_u64().expect("a count");
+        total += n_routes;
+        ours.insert(format!(
+            "{} {} {n_routes}",
+            text(entry, "table", "-"),
+            text(entry, "family", "-")
+        ));
+    }
+    let mut theirs = BTreeSet::new();
+    for (flag, family) in [("-4", "inet"), ("-6", "inet6")] {
+        let mut counts = std::collections::BTreeMap::<String, u64>::new();
+        for route in ip_json(&ns, &[flag, "route", "show", "table", "all"]) {
+            *counts.entry(text(&route, "table", "main")).or_default() += 1;
+        }
+        for (table, n_routes) in counts {
+            theirs.insert(format!("{table} {family} {n_routes}"));
+        }
+    }
+    assert_eq!(ours, theirs);
+    assert_eq!(report["routes"].as_u64(), Some(total));
+    assert!(
+        report["cache_heap_bytes"]
+            .as_u64()
+            .is_some_and(|bytes| bytes > 0),
+        "{report}"
+    );
+    assert!(
+        report["heap_bytes_per_route"]
+            .as_f64()
+            .is_some_and(|bytes| bytes > 0.0),
+        "{report}"
+    );
+
+    let run = nm(&["--netns", ns.name(), "route", "count"]);
+    let out = run.ok();
+    assert!(out.starts_with("TABLE  FAMILY  ROUTES\n"), "{out}");
+    assert!(
+        out.contains(&format!("{total} routes, ")) && out.contains("bytes per route"),
+        "{out}"
+    );
+}
