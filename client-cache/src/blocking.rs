@@ -33,7 +33,9 @@ impl BlockingCache {
             .spawn(move || {
                 zbus::block_on(async move {
                     let setup = async {
-                        let conn = zbus::connection::Builder::address(address.as_str()).build().await?;
+                        let conn = zbus::connection::Builder::address(address.as_str())
+                            .build()
+                            .await?;
                         builder.build_loaded(&conn).await
                     };
                     let mut cache = match setup.await {
@@ -62,16 +64,25 @@ impl BlockingCache {
             })
             .map_err(|_| Error::ThreadGone)?;
         ready_rx.recv().map_err(|_| Error::ThreadGone)??;
-        Ok(Self { queries: query_tx, events: event_rx, thread: Some(thread) })
+        Ok(Self {
+            queries: query_tx,
+            events: event_rx,
+            thread: Some(thread),
+        })
     }
 
     /// Run `f` on the cache (on its thread, between batches) and return its result.
-    pub fn with<R: Send + 'static>(&self, f: impl FnOnce(&ObjectCache) -> R + Send + 'static) -> Result<R> {
+    pub fn with<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&ObjectCache) -> R + Send + 'static,
+    ) -> Result<R> {
         let (tx, rx) = mpsc::channel();
         let query: Query = Box::new(move |cache| {
             let _ = tx.send(f(cache));
         });
-        self.queries.unbounded_send(query).map_err(|_| Error::ThreadGone)?;
+        self.queries
+            .unbounded_send(query)
+            .map_err(|_| Error::ThreadGone)?;
         rx.recv().map_err(|_| Error::ThreadGone)
     }
 

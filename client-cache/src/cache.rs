@@ -86,7 +86,12 @@ impl CacheBuilder {
         stream.set_max_queued(NonZeroUsize::new(1 << 16).unwrap_or(NonZeroUsize::MIN));
         let mut core = Core::new(self.cfg, conn.is_bus());
         core.start();
-        let mut cache = ObjectCache { conn: conn.clone(), stream, core, closed: false };
+        let mut cache = ObjectCache {
+            conn: conn.clone(),
+            stream,
+            core,
+            closed: false,
+        };
         cache.flush().await?;
         Ok(cache)
     }
@@ -223,7 +228,10 @@ impl ObjectCache {
     /// The next event, or `None` if nothing happens within `timeout` (or the connection
     /// closed). The timer is a helper thread, so this works on any executor.
     pub async fn next_event_timeout(&mut self, timeout: Duration) -> Option<Event> {
-        self.next_event_or(async_timer(timeout)).await.ok().flatten()
+        self.next_event_or(async_timer(timeout))
+            .await
+            .ok()
+            .flatten()
     }
 
     /// Handle messages until the current (re)load is complete (events stay queued).
@@ -292,12 +300,20 @@ impl ObjectCache {
 
     fn get(&self, id: ObjId) -> Option<ObjectRef<'_>> {
         let slot = self.core.store.slot(id);
-        slot.obj.as_ref().map(|object| ObjectRef { cache: self, id, object })
+        slot.obj.as_ref().map(|object| ObjectRef {
+            cache: self,
+            id,
+            object,
+        })
     }
 
     /// Every visible object, in no particular order.
     pub fn objects(&self) -> impl Iterator<Item = ObjectRef<'_>> {
-        self.core.store.present().filter_map(|id| self.get(id)).filter(|o| o.is_visible())
+        self.core
+            .store
+            .present()
+            .filter_map(|id| self.get(id))
+            .filter(|o| o.is_visible())
     }
 
     /// Every visible object with interface `iface`.
@@ -316,7 +332,9 @@ pub struct ObjectRef<'a> {
 
 impl std::fmt::Debug for ObjectRef<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ObjectRef").field("path", &self.path()).finish_non_exhaustive()
+        f.debug_struct("ObjectRef")
+            .field("path", &self.path())
+            .finish_non_exhaustive()
     }
 }
 
@@ -374,7 +392,13 @@ impl<'a> ObjectRef<'a> {
     /// The objects that reference this one (through any declared reference property).
     pub fn referrers(&self) -> impl Iterator<Item = ObjectRef<'a>> + 'a {
         let cache = self.cache;
-        cache.core.store.slot(self.id).refs_in.keys().filter_map(move |&id| cache.get(id))
+        cache
+            .core
+            .store
+            .slot(self.id)
+            .refs_in
+            .keys()
+            .filter_map(move |&id| cache.get(id))
     }
 }
 

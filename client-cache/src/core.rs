@@ -127,7 +127,11 @@ enum Load {
     Resolving,
     /// GetAll calls on their way for one path: replies still expected, and the receive
     /// position of each reply so far by interface.
-    ByPath { waiting: usize, deferred: Vec<Message>, got: Vec<(Arc<str>, Sequence)> },
+    ByPath {
+        waiting: usize,
+        deferred: Vec<Message>,
+        got: Vec<(Arc<str>, Sequence)>,
+    },
     Done,
 }
 
@@ -136,14 +140,24 @@ enum Load {
 enum LocalFilter {
     None,
     Path(String),
-    Property { iface: String, prop: String, value: String },
+    Property {
+        iface: String,
+        prop: String,
+        value: String,
+    },
 }
+
+/// A recorded property change: object, interface, property, old and new value.
+type PropChange = (ObjId, Arc<str>, Arc<str>, Value, Value);
+
+/// Decoded objects of a GetManagedObjects reply.
+type Decoded = Vec<(Arc<str>, SmallVec<[Interface; 2]>)>;
 
 #[derive(Debug, Default)]
 struct Batch {
     removed: Vec<Event>,
     iface_removed: Vec<(ObjId, Arc<str>)>,
-    changes: Vec<(ObjId, Arc<str>, Arc<str>, Value, Value)>,
+    changes: Vec<PropChange>,
     refetched: Vec<(ObjId, Option<Value>)>,
     iface_added: Vec<(ObjId, Arc<str>)>,
     loaded: bool,
@@ -236,7 +250,8 @@ impl Core {
     }
 
     pub(crate) fn is_loaded(&self) -> bool {
-        (matches!(self.load, Load::Done) || matches!(self.owner, Owner::Absent)) && !self.load_announce
+        (matches!(self.load, Load::Done) || matches!(self.owner, Owner::Absent))
+            && !self.load_announce
     }
 
     fn call(
@@ -248,10 +263,16 @@ impl Core {
         body: &(impl serde::Serialize + zbus::wire::DynamicType),
         call: Call,
     ) {
-        let built = Message::method_call(path, member).destination(dest).interface(iface).build(body);
+        let built = Message::method_call(path, member)
+            .destination(dest)
+            .interface(iface)
+            .build(body);
         match built {
             Ok(msg) => {
-                self.pending.insert(msg.primary_header().serial_num().get(), (self.generation, call));
+                self.pending.insert(
+                    msg.primary_header().serial_num().get(),
+                    (self.generation, call),
+                );
                 self.out.push(msg);
             }
             Err(e) => self.rep.warn(
@@ -303,8 +324,14 @@ impl Core {
                 ));
             }
             _ => {
-                rules.push(format!("type='signal',sender='{owner}',interface='{OM}',path='{om}'"));
-                let ns = if om == "/" { String::new() } else { format!(",path_namespace='{om}'") };
+                rules.push(format!(
+                    "type='signal',sender='{owner}',interface='{OM}',path='{om}'"
+                ));
+                let ns = if om == "/" {
+                    String::new()
+                } else {
+                    format!(",path_namespace='{om}'")
+                };
                 rules.push(format!(
                     "type='signal',sender='{owner}',interface='{PROPS}',\
                      member='PropertiesChanged'{ns}"
@@ -328,7 +355,10 @@ impl Core {
             return;
         }
         let initial = self.owner == Owner::Unknown;
-        self.rep.trace(format_args!("owner of {}: {:?} -> {:?}", self.cfg.service, self.owner, new));
+        self.rep.trace(format_args!(
+            "owner of {}: {:?} -> {:?}",
+            self.cfg.service, self.owner, new
+        ));
         // Removal events for everything, from the old owner.
         let ids: Vec<ObjId> = self.store.present().collect();
         for id in ids {
@@ -339,7 +369,8 @@ impl Core {
         }
         self.generation += 1;
         // Replies to the old owner's calls are stale now (and the bus answers them anyway).
-        self.pending.retain(|_, (_, c)| !matches!(c, Call::Fetch(..) | Call::GetAll(..)));
+        self.pending
+            .retain(|_, (_, c)| !matches!(c, Call::Fetch(..) | Call::GetAll(..)));
         self.owner = new_state;
         self.load = Load::Idle;
         if !initial || new.is_none() {
@@ -377,7 +408,14 @@ impl Core {
             }
             Scope::Lookup(l) => {
                 self.load = Load::Resolving;
-                self.call(&dest, &l.path, &l.interface, &l.method, &(l.arg.as_str(),), Call::Lookup);
+                self.call(
+                    &dest,
+                    &l.path,
+                    &l.interface,
+                    &l.method,
+                    &(l.arg.as_str(),),
+                    Call::Lookup,
+                );
             }
         }
     }
@@ -386,12 +424,21 @@ impl Core {
         let dest = self.service_dest();
         let om = self.cfg.manager_path.clone();
         self.load = Load::Full;
-        self.call(&dest, &om, OM, "GetManagedObjects", &(), Call::GetManagedObjects);
+        self.call(
+            &dest,
+            &om,
+            OM,
+            "GetManagedObjects",
+            &(),
+            Call::GetManagedObjects,
+        );
     }
 
     /// Fall back from a server-side filter to loading everything and filtering here.
     fn fall_back(&mut self, why: &str) {
-        self.rep.trace(format_args!("server-side filter refused ({why}): loading everything"));
+        self.rep.trace(format_args!(
+            "server-side filter refused ({why}): loading everything"
+        ));
         self.filter = match &self.cfg.scope {
             Scope::Path(p) => LocalFilter::Path(p.clone()),
             Scope::Lookup(l) => LocalFilter::Property {
@@ -424,12 +471,14 @@ impl Core {
         match &self.filter {
             LocalFilter::None => true,
             LocalFilter::Path(p) => p == path,
-            LocalFilter::Property { iface, prop, value } => ifaces
-                .iter()
-                .find(|i| &*i.name == iface.as_str())
-                .and_then(|i| i.get(prop))
-                .and_then(Value::as_str)
-                == Some(value.as_str()),
+            LocalFilter::Property { iface, prop, value } => {
+                ifaces
+                    .iter()
+                    .find(|i| &*i.name == iface.as_str())
+                    .and_then(|i| i.get(prop))
+                    .and_then(Value::as_str)
+                    == Some(value.as_str())
+            }
         }
     }
 
@@ -440,10 +489,17 @@ impl Core {
         let hdr = msg.header();
         match msg.message_type() {
             Type::MethodReturn | Type::Error => {
-                let Some(serial) = hdr.reply_serial() else { return false };
-                let Some((generation, call)) = self.pending.remove(&serial.get()) else { return false };
-                if generation != self.generation && !matches!(call, Call::AddMatch | Call::RemoveMatch) {
-                    self.rep.trace(format_args!("stale reply to {call:?} ignored"));
+                let Some(serial) = hdr.reply_serial() else {
+                    return false;
+                };
+                let Some((generation, call)) = self.pending.remove(&serial.get()) else {
+                    return false;
+                };
+                if generation != self.generation
+                    && !matches!(call, Call::AddMatch | Call::RemoveMatch)
+                {
+                    self.rep
+                        .trace(format_args!("stale reply to {call:?} ignored"));
                     return false;
                 }
                 self.on_reply(call, msg, &hdr)
@@ -453,7 +509,7 @@ impl Core {
         }
     }
 
-    fn from_owner(&mut self, hdr: &Header<'_>) -> bool {
+    fn sent_by_owner(&mut self, hdr: &Header<'_>) -> bool {
         let sender = hdr.sender().map(|s| s.as_str());
         match (&self.owner, sender) {
             (Owner::Present(o), _) if o.is_empty() => true,
@@ -474,9 +530,17 @@ impl Core {
 
     fn on_reply(&mut self, call: Call, msg: &Message, hdr: &Header<'_>) -> bool {
         let is_error = msg.message_type() == Type::Error;
-        let err_name = if is_error { error_name(hdr) } else { String::new() };
+        let err_name = if is_error {
+            error_name(hdr)
+        } else {
+            String::new()
+        };
         let err_text = || -> String {
-            let text: String = msg.body().deserialize::<(String,)>().map(|t| t.0).unwrap_or_default();
+            let text: String = msg
+                .body()
+                .deserialize::<(String,)>()
+                .map(|t| t.0)
+                .unwrap_or_default();
             format!("{err_name}: {text}")
         };
         match call {
@@ -489,7 +553,10 @@ impl Core {
             }
             Call::AddMatch => {
                 if is_error {
-                    self.rep.warn(WarningKind::CallFailed, format_args!("{call:?}: {}", err_text()));
+                    self.rep.warn(
+                        WarningKind::CallFailed,
+                        format_args!("{call:?}: {}", err_text()),
+                    );
                 }
                 false
             }
@@ -500,7 +567,8 @@ impl Core {
                     match msg.body().deserialize::<(String,)>() {
                         Ok((name,)) => self.set_owner(Some(name.into())),
                         Err(e) => {
-                            self.rep.warn(WarningKind::Malformed, format_args!("GetNameOwner: {e}"));
+                            self.rep
+                                .warn(WarningKind::Malformed, format_args!("GetNameOwner: {e}"));
                             self.set_owner(None);
                         }
                     }
@@ -508,10 +576,11 @@ impl Core {
                 true
             }
             Call::GetManagedObjects => {
-                if !self.bus || self.from_owner(hdr) {
+                if !self.bus || self.sent_by_owner(hdr) {
                     if is_error {
                         // Typically the owner went away (NoReply): its NameOwnerChanged follows.
-                        self.rep.trace(format_args!("GetManagedObjects failed: {}", err_text()));
+                        self.rep
+                            .trace(format_args!("GetManagedObjects failed: {}", err_text()));
                         self.load = Load::Idle;
                     } else {
                         self.apply_managed_objects(msg);
@@ -525,7 +594,8 @@ impl Core {
                         self.fall_back(&err_name);
                     } else {
                         // The service knows the method, and says there is no such object.
-                        self.rep.trace(format_args!("lookup found nothing: {}", err_text()));
+                        self.rep
+                            .trace(format_args!("lookup found nothing: {}", err_text()));
                         self.load = Load::Done;
                         self.batch.loaded = true;
                         self.batch.dirty = true;
@@ -546,8 +616,10 @@ impl Core {
                             Call::Introspect(p.clone()),
                         );
                         // Narrow the subscriptions to that one object.
-                        if let Owner::Present(owner) = self.owner.clone() {
-                            if self.bus {
+                        if let Owner::Present(owner) = self.owner.clone()
+                            && self.bus
+                        {
+                            {
                                 for rule in std::mem::take(&mut self.rules) {
                                     self.call_bus("RemoveMatch", &rule, Call::RemoveMatch);
                                 }
@@ -560,7 +632,8 @@ impl Core {
                         }
                     }
                     Err(e) => {
-                        self.rep.warn(WarningKind::Malformed, format_args!("lookup reply: {e}"));
+                        self.rep
+                            .warn(WarningKind::Malformed, format_args!("lookup reply: {e}"));
                         self.fall_back("malformed reply");
                     }
                 }
@@ -571,14 +644,19 @@ impl Core {
                     if is_refusal(&err_name) {
                         self.fall_back(&err_name);
                     } else {
-                        self.rep.trace(format_args!("no object {path}: {}", err_text()));
+                        self.rep
+                            .trace(format_args!("no object {path}: {}", err_text()));
                         self.load = Load::Done;
                         self.batch.loaded = true;
                         self.batch.dirty = true;
                     }
                     return false;
                 }
-                let xml = msg.body().deserialize::<(String,)>().map(|t| t.0).unwrap_or_default();
+                let xml = msg
+                    .body()
+                    .deserialize::<(String,)>()
+                    .map(|t| t.0)
+                    .unwrap_or_default();
                 let ifaces: Vec<String> = introspected_interfaces(&xml)
                     .filter(|i| !i.starts_with("org.freedesktop.DBus."))
                     .map(str::to_owned)
@@ -592,10 +670,20 @@ impl Core {
                 let dest = self.service_dest();
                 for iface in &ifaces {
                     let name = intern(&mut self.names, iface);
-                    self.call(&dest, &path, PROPS, "GetAll", &(iface.as_str(),), Call::GetAll(path.clone(), name));
+                    self.call(
+                        &dest,
+                        &path,
+                        PROPS,
+                        "GetAll",
+                        &(iface.as_str(),),
+                        Call::GetAll(path.clone(), name),
+                    );
                 }
-                self.load =
-                    Load::ByPath { waiting: ifaces.len(), deferred: Vec::new(), got: Vec::new() };
+                self.load = Load::ByPath {
+                    waiting: ifaces.len(),
+                    deferred: Vec::new(),
+                    got: Vec::new(),
+                };
                 false
             }
             Call::GetAll(path, iface) => {
@@ -617,7 +705,13 @@ impl Core {
             let mut r = Reader::for_body(data);
             let decl = self.cfg.registry.get(&iface).cloned();
             let mut interface = Interface::new(iface.clone(), decl);
-            match decode_props_into(&mut r, &mut interface, &mut self.names, &mut self.rep, &path) {
+            match decode_props_into(
+                &mut r,
+                &mut interface,
+                &mut self.names,
+                &mut self.rep,
+                &path,
+            ) {
                 Ok(()) => {
                     let id = self.store.ensure(&path);
                     let mut obj = self.store.slot_mut(id).obj.take().unwrap_or_default();
@@ -626,13 +720,22 @@ impl Core {
                     self.store.set_object(id, obj);
                     self.batch.dirty = true;
                 }
-                Err(e) => self.rep.warn(WarningKind::Malformed, format_args!("GetAll {path} {iface}: {e}")),
+                Err(e) => self.rep.warn(
+                    WarningKind::Malformed,
+                    format_args!("GetAll {path} {iface}: {e}"),
+                ),
             }
         } else if is_error {
             self.rep.trace(format_args!("GetAll {path} {iface} failed"));
         }
         let mut finished = None;
-        if let Load::ByPath { waiting, deferred, got, .. } = &mut self.load {
+        if let Load::ByPath {
+            waiting,
+            deferred,
+            got,
+            ..
+        } = &mut self.load
+        {
             got.push((iface, pos));
             *waiting -= 1;
             if *waiting == 0 {
@@ -648,9 +751,9 @@ impl Core {
                 let hdr = m.header();
                 // A PropertiesChanged that arrived before its interface's GetAll reply is in it.
                 let superseded = hdr.interface().is_some_and(|i| i.as_str() == PROPS)
-                    && m.body().deserialize::<(String,)>().is_ok_and(|(i,)| {
-                        got.iter().any(|(g, p)| **g == *i && *p > seq(&m))
-                    });
+                    && m.body()
+                        .deserialize::<(String,)>()
+                        .is_ok_and(|(i,)| got.iter().any(|(g, p)| **g == *i && *p > seq(&m)));
                 if superseded {
                     self.rep.diag.superseded_signals += 1;
                 } else {
@@ -663,13 +766,19 @@ impl Core {
     fn on_fetch(&mut self, id: ObjId, path: Arc<str>, msg: &Message, is_error: bool, err: &str) {
         let slot = self.store.slot(id);
         let serial = reply_serial(msg);
-        let current = slot.path == path && slot.obj.as_ref().is_some_and(|o| o.fetch_serial == serial);
+        let current =
+            slot.path == path && slot.obj.as_ref().is_some_and(|o| o.fetch_serial == serial);
         if !current {
             return;
         }
         let fetched = if is_error {
-            if err != "org.freedesktop.DBus.Error.AccessDenied" && !err.ends_with(".PermissionDenied") {
-                self.rep.warn(WarningKind::CallFailed, format_args!("fetch for {path}: {err}"));
+            if err != "org.freedesktop.DBus.Error.AccessDenied"
+                && !err.ends_with(".PermissionDenied")
+            {
+                self.rep.warn(
+                    WarningKind::CallFailed,
+                    format_args!("fetch for {path}: {err}"),
+                );
             }
             Fetch::Failed(err.into())
         } else {
@@ -679,13 +788,18 @@ impl Core {
             match r.value(sig.as_bytes()) {
                 Ok(v) => Fetch::Done(v),
                 Err(e) => {
-                    self.rep.warn(WarningKind::Malformed, format_args!("fetch for {path}: {e}"));
+                    self.rep.warn(
+                        WarningKind::Malformed,
+                        format_args!("fetch for {path}: {e}"),
+                    );
                     Fetch::Failed("malformed reply".into())
                 }
             }
         };
         let visible = self.store.slot(id).visible;
-        let Some(obj) = self.store.slot_mut(id).obj.as_mut() else { return };
+        let Some(obj) = self.store.slot_mut(id).obj.as_mut() else {
+            return;
+        };
         obj.fetch_serial = 0;
         let old = std::mem::replace(&mut obj.fetch, fetched);
         let refetch = std::mem::take(&mut obj.refetch);
@@ -712,7 +826,8 @@ impl Core {
                 return false;
             }
             let Ok((name, _old, new)) = msg.body().deserialize::<(String, String, String)>() else {
-                self.rep.warn(WarningKind::Malformed, "NameOwnerChanged with a bad body");
+                self.rep
+                    .warn(WarningKind::Malformed, "NameOwnerChanged with a bad body");
                 return false;
             };
             if name != self.cfg.service {
@@ -730,13 +845,15 @@ impl Core {
             // NameAcquired, NameLost and the like: about us, not the service.
             return false;
         }
-        if !self.from_owner(hdr) {
+        if !self.sent_by_owner(hdr) {
             return false;
         }
         match &mut self.load {
             Load::Full | Load::Resolving | Load::Idle => {
                 self.rep.diag.superseded_signals += 1;
-                self.rep.trace(format_args!("{iface}.{member} superseded by the pending load"));
+                self.rep.trace(format_args!(
+                    "{iface}.{member} superseded by the pending load"
+                ));
                 return false;
             }
             Load::ByPath { deferred, .. } => {
@@ -745,21 +862,38 @@ impl Core {
             }
             Load::Done => {}
         }
-        self.rep.trace(format_args!("signal {iface}.{member} on {:?}", hdr.path().map(|p| p.as_str())));
+        self.rep.trace(format_args!(
+            "signal {iface}.{member} on {:?}",
+            hdr.path().map(|p| p.as_str())
+        ));
         let path = hdr.path().map(|p| p.as_str()).unwrap_or("/");
         match (iface, member) {
-            (OM, "InterfacesAdded") if path == self.cfg.manager_path => self.on_interfaces_added(msg),
+            (OM, "InterfacesAdded") if path == self.cfg.manager_path => {
+                self.on_interfaces_added(msg)
+            }
             (OM, "InterfacesRemoved") if path == self.cfg.manager_path => {
                 self.on_interfaces_removed(msg)
             }
             (PROPS, "PropertiesChanged") => self.on_properties_changed(path, msg),
             _ => {
-                let refresh = self.cfg.fetches.iter().any(|f| {
-                    f.interface == iface && f.refresh.as_deref() == Some(member)
-                });
-                if refresh {
-                    if let Some(id) = self.store.id(path).filter(|&id| self.store.slot(id).obj.is_some()) {
-                        let pending = self.store.slot(id).obj.as_ref().is_some_and(|o| o.fetch_serial != 0);
+                let refresh = self
+                    .cfg
+                    .fetches
+                    .iter()
+                    .any(|f| f.interface == iface && f.refresh.as_deref() == Some(member));
+                if refresh
+                    && let Some(id) = self
+                        .store
+                        .id(path)
+                        .filter(|&id| self.store.slot(id).obj.is_some())
+                {
+                    {
+                        let pending = self
+                            .store
+                            .slot(id)
+                            .obj
+                            .as_ref()
+                            .is_some_and(|o| o.fetch_serial != 0);
                         if pending {
                             if let Some(o) = self.store.slot_mut(id).obj.as_mut() {
                                 o.refetch = true;
@@ -776,14 +910,33 @@ impl Core {
 
     fn send_fetch(&mut self, id: ObjId) {
         let path = self.store.slot(id).path.clone();
-        let Some(obj) = self.store.slot(id).obj.as_ref() else { return };
-        let Some(spec) = self.cfg.fetches.iter().find(|f| obj.has_interface(&f.interface)).cloned() else {
+        let Some(obj) = self.store.slot(id).obj.as_ref() else {
+            return;
+        };
+        let Some(spec) = self
+            .cfg
+            .fetches
+            .iter()
+            .find(|f| obj.has_interface(&f.interface))
+            .cloned()
+        else {
             return;
         };
         let dest = self.service_dest();
         let before = self.out.len();
-        self.call(&dest, &path, &spec.interface, &spec.method, &(), Call::Fetch(id, path.clone()));
-        let Some(serial) = self.out.get(before).map(|m| m.primary_header().serial_num().get()) else {
+        self.call(
+            &dest,
+            &path,
+            &spec.interface,
+            &spec.method,
+            &(),
+            Call::Fetch(id, path.clone()),
+        );
+        let Some(serial) = self
+            .out
+            .get(before)
+            .map(|m| m.primary_header().serial_num().get())
+        else {
             return;
         };
         if let Some(o) = self.store.slot_mut(id).obj.as_mut() {
@@ -796,7 +949,11 @@ impl Core {
         }
     }
 
-    fn decode_ifaces(&mut self, r: &mut Reader<'_>, path: &str) -> WireResult<SmallVec<[Interface; 2]>> {
+    fn decode_ifaces(
+        &mut self,
+        r: &mut Reader<'_>,
+        path: &str,
+    ) -> WireResult<SmallVec<[Interface; 2]>> {
         let mut ifaces = SmallVec::new();
         let end = r.array(8)?;
         while r.more(end, 8)? {
@@ -826,7 +983,7 @@ impl Core {
         }
         let data = body.data();
         let mut r = Reader::for_body(data);
-        let result: WireResult<Vec<(Arc<str>, SmallVec<[Interface; 2]>)>> = (|| {
+        let result: WireResult<Decoded> = (|| {
             let mut objects = Vec::new();
             let end = r.array(8)?;
             while r.more(end, 8)? {
@@ -841,7 +998,10 @@ impl Core {
         let objects = match result {
             Ok(o) => o,
             Err(e) => {
-                self.rep.warn(WarningKind::Malformed, format_args!("GetManagedObjects: {e}"));
+                self.rep.warn(
+                    WarningKind::Malformed,
+                    format_args!("GetManagedObjects: {e}"),
+                );
                 self.load = Load::Idle;
                 return;
             }
@@ -853,7 +1013,11 @@ impl Core {
             seen.insert(id);
             self.put_object(id, ifaces, true);
         }
-        let stale: Vec<ObjId> = self.store.present().filter(|id| !seen.contains(id)).collect();
+        let stale: Vec<ObjId> = self
+            .store
+            .present()
+            .filter(|id| !seen.contains(id))
+            .collect();
         for id in stale {
             self.remove_object(id);
         }
@@ -905,7 +1069,13 @@ impl Core {
                 }
             }
         }
-        if obj.fetch == Fetch::None && self.cfg.fetches.iter().any(|f| obj.has_interface(&f.interface)) {
+        if obj.fetch == Fetch::None
+            && self
+                .cfg
+                .fetches
+                .iter()
+                .any(|f| obj.has_interface(&f.interface))
+        {
             self.store.slot_mut(id).obj = Some(obj);
             self.send_fetch(id);
             let obj = self.store.slot_mut(id).obj.take().unwrap_or_default();
@@ -924,23 +1094,41 @@ impl Core {
             .zip(old.slots.iter().zip(new.slots.iter()))
         {
             if a != b {
-                self.batch.changes.push((id, new.name.clone(), p.name.clone(), a.clone(), b.clone()));
+                self.batch.changes.push((
+                    id,
+                    new.name.clone(),
+                    p.name.clone(),
+                    a.clone(),
+                    b.clone(),
+                ));
             }
         }
         for (name, b) in &new.extra {
-            let a = old.extra.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap_or_default();
+            let a = old
+                .extra
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
             if a != *b {
-                self.batch.changes.push((id, new.name.clone(), name.clone(), a, b.clone()));
+                self.batch
+                    .changes
+                    .push((id, new.name.clone(), name.clone(), a, b.clone()));
             }
         }
     }
 
     fn remove_object(&mut self, id: ObjId) {
         let visible = std::mem::take(&mut self.store.slot_mut(id).visible);
-        if let Some(obj) = self.store.take_object(id) {
-            if visible {
+        if let Some(obj) = self.store.take_object(id)
+            && visible
+        {
+            {
                 let path = self.store.slot(id).path.clone();
-                self.batch.removed.push(Event::Removed { path, object: Box::new(obj) });
+                self.batch.removed.push(Event::Removed {
+                    path,
+                    object: Box::new(obj),
+                });
             }
         }
         self.batch.dirty = true;
@@ -949,7 +1137,10 @@ impl Core {
     fn on_interfaces_added(&mut self, msg: &Message) {
         let body = msg.body();
         if !body_is(msg, "oa{sa{sv}}") {
-            self.rep.warn(WarningKind::Malformed, format_args!("InterfacesAdded with {}", body.signature()));
+            self.rep.warn(
+                WarningKind::Malformed,
+                format_args!("InterfacesAdded with {}", body.signature()),
+            );
             return;
         }
         let mut r = Reader::for_body(body.data());
@@ -959,31 +1150,49 @@ impl Core {
         });
         match decoded {
             Ok((path, ifaces)) => {
-                let known = self.store.id(&path).is_some_and(|id| self.store.slot(id).obj.is_some());
+                let known = self
+                    .store
+                    .id(&path)
+                    .is_some_and(|id| self.store.slot(id).obj.is_some());
                 if !known && !self.keep(&path, &ifaces) {
                     return;
                 }
                 let id = self.store.ensure(&path);
                 self.put_object(id, ifaces, false);
             }
-            Err(e) => self.rep.warn(WarningKind::Malformed, format_args!("InterfacesAdded: {e}")),
+            Err(e) => self
+                .rep
+                .warn(WarningKind::Malformed, format_args!("InterfacesAdded: {e}")),
         }
     }
 
     fn on_interfaces_removed(&mut self, msg: &Message) {
-        let Ok((path, names)) = msg.body().deserialize::<(zbus::OwnedObjectPath, Vec<String>)>() else {
-            self.rep.warn(WarningKind::Malformed, "InterfacesRemoved with a bad body");
+        let Ok((path, names)) = msg
+            .body()
+            .deserialize::<(zbus::OwnedObjectPath, Vec<String>)>()
+        else {
+            self.rep
+                .warn(WarningKind::Malformed, "InterfacesRemoved with a bad body");
             return;
         };
-        let Some(id) = self.store.id(path.as_str()).filter(|&id| self.store.slot(id).obj.is_some()) else {
+        let Some(id) = self
+            .store
+            .id(path.as_str())
+            .filter(|&id| self.store.slot(id).obj.is_some())
+        else {
             if matches!(self.filter, LocalFilter::None) && self.resolve {
-                self.rep.warn(WarningKind::UnknownObject, format_args!("InterfacesRemoved for unknown {path}"));
+                self.rep.warn(
+                    WarningKind::UnknownObject,
+                    format_args!("InterfacesRemoved for unknown {path}"),
+                );
             }
             return;
         };
         let visible = self.store.slot(id).visible;
         let all_gone = self.store.slot(id).obj.as_ref().is_some_and(|o| {
-            o.ifaces.iter().all(|i| names.iter().any(|n| *n == *i.name) || i.name.starts_with("org.freedesktop.DBus."))
+            o.ifaces.iter().all(|i| {
+                names.iter().any(|n| *n == *i.name) || i.name.starts_with("org.freedesktop.DBus.")
+            })
         });
         if all_gone {
             // The removal event carries the object as it last was, interfaces included.
@@ -1006,12 +1215,22 @@ impl Core {
     fn on_properties_changed(&mut self, path: &str, msg: &Message) {
         let body = msg.body();
         if !body_is(msg, "sa{sv}as") {
-            self.rep.warn(WarningKind::Malformed, format_args!("PropertiesChanged with {}", body.signature()));
+            self.rep.warn(
+                WarningKind::Malformed,
+                format_args!("PropertiesChanged with {}", body.signature()),
+            );
             return;
         }
-        let Some(id) = self.store.id(path).filter(|&id| self.store.slot(id).obj.is_some()) else {
+        let Some(id) = self
+            .store
+            .id(path)
+            .filter(|&id| self.store.slot(id).obj.is_some())
+        else {
             if matches!(self.filter, LocalFilter::None) && self.resolve {
-                self.rep.warn(WarningKind::UnknownObject, format_args!("PropertiesChanged for unknown {path}"));
+                self.rep.warn(
+                    WarningKind::UnknownObject,
+                    format_args!("PropertiesChanged for unknown {path}"),
+                );
             }
             return;
         };
@@ -1019,11 +1238,19 @@ impl Core {
         let iface_name = match r.str() {
             Ok(s) => s.to_owned(),
             Err(e) => {
-                self.rep.warn(WarningKind::Malformed, format_args!("PropertiesChanged: {e}"));
+                self.rep.warn(
+                    WarningKind::Malformed,
+                    format_args!("PropertiesChanged: {e}"),
+                );
                 return;
             }
         };
-        let has = self.store.slot(id).obj.as_ref().is_some_and(|o| o.has_interface(&iface_name));
+        let has = self
+            .store
+            .slot(id)
+            .obj
+            .as_ref()
+            .is_some_and(|o| o.has_interface(&iface_name));
         if !has {
             if !iface_name.starts_with("org.freedesktop.DBus.") {
                 self.rep.warn(
@@ -1036,8 +1263,12 @@ impl Core {
         let decl = self.cfg.registry.get(&iface_name).cloned();
         let iname = intern(&mut self.names, &iface_name);
         let mut update = Interface::new(iname.clone(), decl.clone());
-        if let Err(e) = decode_props_into(&mut r, &mut update, &mut self.names, &mut self.rep, path) {
-            self.rep.warn(WarningKind::Malformed, format_args!("PropertiesChanged {path}: {e}"));
+        if let Err(e) = decode_props_into(&mut r, &mut update, &mut self.names, &mut self.rep, path)
+        {
+            self.rep.warn(
+                WarningKind::Malformed,
+                format_args!("PropertiesChanged {path}: {e}"),
+            );
             return;
         }
         let invalidated: Vec<String> = match r.value(b"as") {
@@ -1048,8 +1279,12 @@ impl Core {
         let mut refs_changed = false;
         let mut changes = Vec::new();
         {
-            let Some(obj) = self.store.slot_mut(id).obj.as_mut() else { return };
-            let Some(target) = obj.ifaces.iter_mut().find(|i| i.name == iname) else { return };
+            let Some(obj) = self.store.slot_mut(id).obj.as_mut() else {
+                return;
+            };
+            let Some(target) = obj.ifaces.iter_mut().find(|i| i.name == iname) else {
+                return;
+            };
             for (slot, value) in update.slots.into_vec().into_iter().enumerate() {
                 if value.is_unset() {
                     continue;
@@ -1117,13 +1352,12 @@ impl Core {
             let slot = self.store.slot(id);
             // Readiness gates the first appearance only: a visible object stays visible while
             // it exists, even when a reference of it waits for its target (as NMClient does).
-            match (slot.visible, slot.ready) {
-                (false, true) => {
-                    self.store.slot_mut(id).visible = true;
-                    added_ids.insert(id);
-                    added.push(Event::Added { path: self.store.slot(id).path.clone() });
-                }
-                _ => {}
+            if !slot.visible && slot.ready {
+                self.store.slot_mut(id).visible = true;
+                added_ids.insert(id);
+                added.push(Event::Added {
+                    path: self.store.slot(id).path.clone(),
+                });
             }
             let slot = self.store.slot(id);
             if slot.obj.is_some() && !slot.ready && self.resolve && touched.contains(&id) {
@@ -1137,7 +1371,10 @@ impl Core {
         dangling.sort();
         dangling.dedup();
         for (from, to) in dangling {
-            self.rep.warn(WarningKind::DanglingReference, format_args!("{from} references missing {to}"));
+            self.rep.warn(
+                WarningKind::DanglingReference,
+                format_args!("{from} references missing {to}"),
+            );
         }
         self.events.extend(removed);
         if let Some(ev) = batch.owner {
@@ -1146,7 +1383,10 @@ impl Core {
         for (id, iface) in batch.iface_removed {
             if self.store.slot(id).visible {
                 let path = self.store.slot(id).path.clone();
-                self.events.push_back(Event::InterfaceRemoved { path, interface: iface });
+                self.events.push_back(Event::InterfaceRemoved {
+                    path,
+                    interface: iface,
+                });
             }
         }
         for (id, iface, prop, old, new) in batch.changes {
@@ -1165,19 +1405,30 @@ impl Core {
             let slot = self.store.slot(id);
             if slot.visible && !added_ids.contains(&id) {
                 let new = slot.obj.as_ref().and_then(|o| o.fetched().cloned());
-                self.events.push_back(Event::Refetched { path: slot.path.clone(), old, new });
+                self.events.push_back(Event::Refetched {
+                    path: slot.path.clone(),
+                    old,
+                    new,
+                });
             }
         }
         self.events.extend(added);
         for (id, iface) in batch.iface_added {
             let slot = self.store.slot(id);
             if slot.visible && !added_ids.contains(&id) {
-                self.events.push_back(Event::InterfaceAdded { path: slot.path.clone(), interface: iface });
+                self.events.push_back(Event::InterfaceAdded {
+                    path: slot.path.clone(),
+                    interface: iface,
+                });
             }
         }
         // A load is complete once the objects' first fetches are in too.
         self.load_announce |= batch.loaded;
-        let fetching = self.load_announce && self.pending.values().any(|(_, c)| matches!(c, Call::Fetch(..)));
+        let fetching = self.load_announce
+            && self
+                .pending
+                .values()
+                .any(|(_, c)| matches!(c, Call::Fetch(..)));
         if self.load_announce && !fetching {
             self.load_announce = false;
             self.loaded_events += 1;
@@ -1194,7 +1445,11 @@ fn seq(msg: &Message) -> Sequence {
 /// Whether `msg`'s body has signature `want` (zbus shows a body of several values as a struct).
 fn body_is(msg: &Message, want: &str) -> bool {
     let sig = msg.body().signature().to_string();
-    sig == want || (sig.len() == want.len() + 2 && sig.starts_with('(') && sig.ends_with(')') && &sig[1..sig.len() - 1] == want)
+    sig == want
+        || (sig.len() == want.len() + 2
+            && sig.starts_with('(')
+            && sig.ends_with(')')
+            && &sig[1..sig.len() - 1] == want)
 }
 
 fn reply_serial(msg: &Message) -> u32 {
@@ -1222,7 +1477,10 @@ fn decode_props_into(
     let end = r.array(8)?;
     while r.more(end, 8)? {
         let name = r.str()?;
-        let decl = iface.decl.as_ref().and_then(|d| d.slot(name).map(|s| (s, &d.properties[s])));
+        let decl = iface
+            .decl
+            .as_ref()
+            .and_then(|d| d.slot(name).map(|s| (s, &d.properties[s])));
         match decl {
             Some((slot, p)) => match r.variant_expect(Some(p.signature.as_bytes()))? {
                 Ok(v) => iface.slots[slot] = v,

@@ -134,7 +134,10 @@ pub(crate) struct Reporter {
 
 impl Reporter {
     pub(crate) fn new(config: DebugConfig) -> Self {
-        Self { config, diag: Diagnostics::default() }
+        Self {
+            config,
+            diag: Diagnostics::default(),
+        }
     }
 
     /// Report a protocol warning: count it, log it, and panic in fatal mode.

@@ -72,6 +72,8 @@
 //!
 //! MSRV: the workspace's `rust-version`.
 
+#[doc(hidden)]
+pub mod bench_support;
 mod blocking;
 mod cache;
 mod core;

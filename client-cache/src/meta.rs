@@ -60,12 +60,18 @@ impl InterfaceDecl {
             .filter(|(_, p)| p.is_reference())
             .map(|(i, _)| i)
             .collect();
-        Self { name: name.into(), properties: props.into(), references }
+        Self {
+            name: name.into(),
+            properties: props.into(),
+            references,
+        }
     }
 
     /// The slot of property `name`.
     pub fn slot(&self, name: &str) -> Option<usize> {
-        self.properties.binary_search_by(|p| (*p.name).cmp(name)).ok()
+        self.properties
+            .binary_search_by(|p| (*p.name).cmp(name))
+            .ok()
     }
 }
 

@@ -23,7 +23,12 @@ impl Interface {
             Some(d) => vec![Value::Unset; d.properties.len()].into(),
             None => Box::default(),
         };
-        Self { name, decl, slots, extra: Vec::new() }
+        Self {
+            name,
+            decl,
+            slots,
+            extra: Vec::new(),
+        }
     }
 
     /// The interface's name.
@@ -42,12 +47,19 @@ impl Interface {
         if let Some(slot) = self.decl.as_ref().and_then(|d| d.slot(name)) {
             return self.slots.get(slot);
         }
-        self.extra.iter().find(|(n, _)| &**n == name).map(|(_, v)| v)
+        self.extra
+            .iter()
+            .find(|(n, _)| &**n == name)
+            .map(|(_, v)| v)
     }
 
     /// All properties with a value, declared ones first (sorted), then the others.
     pub fn properties(&self) -> impl Iterator<Item = (&str, &Value)> {
-        let declared = self.decl.iter().flat_map(|d| d.properties.iter()).zip(self.slots.iter());
+        let declared = self
+            .decl
+            .iter()
+            .flat_map(|d| d.properties.iter())
+            .zip(self.slots.iter());
         declared
             .filter(|(_, v)| !v.is_unset())
             .map(|(p, v)| (&*p.name, v))
@@ -63,7 +75,9 @@ impl Interface {
                 Value::Paths(ps) => (None, ps),
                 _ => (None, &[]),
             };
-            one.into_iter().chain(many.iter().map(|p| &**p)).filter(|p| *p != "/")
+            one.into_iter()
+                .chain(many.iter().map(|p| &**p))
+                .filter(|p| *p != "/")
         })
     }
 }

@@ -68,7 +68,10 @@ impl Store {
             return id;
         }
         let path: Arc<str> = path.into();
-        let slot = Slot { path: path.clone(), ..Slot::default() };
+        let slot = Slot {
+            path: path.clone(),
+            ..Slot::default()
+        };
         let id = match self.free.pop() {
             Some(id) => {
                 self.slots[id as usize] = slot;
@@ -219,7 +222,10 @@ impl Store {
             let slot = &self.slots[id as usize];
             if slot.obj.is_none() && slot.refs_in.is_empty() && !slot.path.is_empty() {
                 self.ids.remove(&slot.path);
-                self.slots[id as usize] = Slot { mark: self.slots[id as usize].mark, ..Slot::default() };
+                self.slots[id as usize] = Slot {
+                    mark: self.slots[id as usize].mark,
+                    ..Slot::default()
+                };
                 self.free.push(id);
             }
         }

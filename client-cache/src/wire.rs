@@ -35,7 +35,11 @@ pub(crate) struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     pub(crate) fn new(buf: &'a [u8], little: bool) -> Self {
-        Self { buf, pos: 0, little }
+        Self {
+            buf,
+            pos: 0,
+            little,
+        }
     }
 
     /// The reader of a zbus message's body.
@@ -230,7 +234,11 @@ impl<'a> Reader<'a> {
                 while items_left(self)? {
                     v.push(Box::<str>::from(self.str()?));
                 }
-                if elem == b"s" { Value::Strs(v.into()) } else { Value::Paths(v.into()) }
+                if elem == b"s" {
+                    Value::Strs(v.into())
+                } else {
+                    Value::Paths(v.into())
+                }
             }
             b"u" => {
                 let mut v = Vec::new();
@@ -261,7 +269,10 @@ impl<'a> Reader<'a> {
                 while items_left(self)? {
                     items.push(self.value_at(elem, depth + 1)?);
                 }
-                Value::Array(Box::new(Array { element: String::from_utf8_lossy(elem).into(), items }))
+                Value::Array(Box::new(Array {
+                    element: String::from_utf8_lossy(elem).into(),
+                    items,
+                }))
             }
         })
     }
@@ -284,8 +295,10 @@ pub(crate) fn single_type_len(sig: &[u8]) -> WireResult<usize> {
             return err("signature nested too deep");
         }
         match sig.first() {
-            Some(b'y' | b'b' | b'n' | b'q' | b'i' | b'u' | b'x' | b't' | b'd' | b'h' | b's'
-            | b'o' | b'g' | b'v') => Ok(1),
+            Some(
+                b'y' | b'b' | b'n' | b'q' | b'i' | b'u' | b'x' | b't' | b'd' | b'h' | b's' | b'o'
+                | b'g' | b'v',
+            ) => Ok(1),
             Some(b'a') => Ok(1 + go(&sig[1..], depth + 1)?),
             Some(&open @ (b'(' | b'{')) => {
                 let close = if open == b'(' { b')' } else { b'}' };

@@ -125,7 +125,10 @@ impl NmClient {
     /// Load with a customised builder (see [`NmClient::builder`]).
     pub async fn from_builder(conn: &Connection, builder: CacheBuilder) -> Result<Self> {
         let cache = builder.build_loaded(conn).await?;
-        Ok(Self { cache, user: current_user() })
+        Ok(Self {
+            cache,
+            user: current_user(),
+        })
     }
 
     /// Load only the device whose interface is `ifname`, asking the daemon for it with
@@ -185,14 +188,21 @@ impl NmClient {
 
     /// The device named `ifname`.
     pub fn device_by_name(&self, ifname: &str) -> Option<Device<'_>> {
-        self.cache.objects_with(iface::DEVICE).map(Device).find(|d| d.interface() == ifname)
+        self.cache
+            .objects_with(iface::DEVICE)
+            .map(Device)
+            .find(|d| d.interface() == ifname)
     }
 
     /// Visible profiles, in the daemon's order (Settings' `Connections`), hidden ones left out.
     pub fn connections(&self) -> Vec<Profile<'_>> {
         let all: Vec<Profile<'_>> = match self.settings() {
             Some(s) => s.connections(),
-            None => self.cache.objects_with(iface::CONNECTION).map(Profile).collect(),
+            None => self
+                .cache
+                .objects_with(iface::CONNECTION)
+                .map(Profile)
+                .collect(),
         };
         all.into_iter().filter(|c| self.is_visible(c)).collect()
     }
@@ -201,7 +211,11 @@ impl NmClient {
     pub fn active_connections(&self) -> Vec<ActiveConnection<'_>> {
         match self.manager() {
             Some(nm) => nm.active_connections(),
-            None => self.cache.objects_with(iface::ACTIVE).map(ActiveConnection).collect(),
+            None => self
+                .cache
+                .objects_with(iface::ACTIVE)
+                .map(ActiveConnection)
+                .collect(),
         }
     }
 
@@ -228,7 +242,9 @@ impl NmClient {
         let user = self.user.as_deref();
         match ev {
             Event::Added { path } => {
-                let Some(o) = self.cache.object_any(&path) else { return NmEvent::Other(Event::Added { path }) };
+                let Some(o) = self.cache.object_any(&path) else {
+                    return NmEvent::Other(Event::Added { path });
+                };
                 if o.has_interface(iface::DEVICE) {
                     NmEvent::DeviceAdded(path)
                 } else if o.has_interface(iface::CONNECTION) && profile_visible(o, user) {
@@ -251,16 +267,29 @@ impl NmClient {
                 }
             }
             Event::Refetched { path, old, new } => {
-                let visible = self.cache.object_any(&path).is_some_and(|o| profile_visible(o, user));
+                let visible = self
+                    .cache
+                    .object_any(&path)
+                    .is_some_and(|o| profile_visible(o, user));
                 if visible {
                     NmEvent::ProfileUpdated(path)
                 } else {
                     NmEvent::Other(Event::Refetched { path, old, new })
                 }
             }
-            Event::PropertyChanged { path, interface, property, old, new } => {
-                NmEvent::PropertyChanged { path, interface, property, old, new }
-            }
+            Event::PropertyChanged {
+                path,
+                interface,
+                property,
+                old,
+                new,
+            } => NmEvent::PropertyChanged {
+                path,
+                interface,
+                property,
+                old,
+                new,
+            },
             Event::Loaded => NmEvent::Loaded,
             Event::OwnerChanged { owner } => NmEvent::OwnerChanged(owner),
             other => NmEvent::Other(other),
@@ -273,14 +302,23 @@ fn profile_visible(o: ObjectRef<'_>, user: Option<&str>) -> bool {
 }
 
 fn object_visible(o: &crate::Object, user: Option<&str>) -> bool {
-    let Some(settings) = o.fetched() else { return false };
-    let perms = settings.get("connection").and_then(|c| c.get("permissions"));
+    let Some(settings) = o.fetched() else {
+        return false;
+    };
+    let perms = settings
+        .get("connection")
+        .and_then(|c| c.get("permissions"));
     match perms.and_then(Value::as_strs) {
-        None => true,
-        Some(list) if list.is_empty() => true,
+        None | Some([]) => true,
         Some(list) => user.is_some_and(|u| {
-            list.iter().any(|p| p.strip_prefix("user:").and_then(|r| r.strip_suffix(':')).unwrap_or(p) == u
-                || p.strip_prefix("user:").is_some_and(|r| r.split(':').next() == Some(u)))
+            list.iter().any(|p| {
+                p.strip_prefix("user:")
+                    .and_then(|r| r.strip_suffix(':'))
+                    .unwrap_or(p)
+                    == u
+                    || p.strip_prefix("user:")
+                        .is_some_and(|r| r.split(':').next() == Some(u))
+            })
         }),
     }
 }
@@ -288,7 +326,12 @@ fn object_visible(o: &crate::Object, user: Option<&str>) -> bool {
 /// The name of the process's user, from `/proc/self/status` and `/etc/passwd`.
 fn current_user() -> Option<String> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().next()?.to_owned();
+    let uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .to_owned();
     let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
     passwd.lines().find_map(|l| {
         let mut f = l.split(':');

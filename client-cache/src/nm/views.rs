@@ -84,15 +84,23 @@ impl<'a> NetworkManager<'a> {
     }
     /// All devices, realized or not.
     pub fn all_devices(&self) -> Vec<Device<'a>> {
-        self.0.targets(iface::NM, "AllDevices").map(Device).collect()
+        self.0
+            .targets(iface::NM, "AllDevices")
+            .map(Device)
+            .collect()
     }
     /// Active connections.
     pub fn active_connections(&self) -> Vec<ActiveConnection<'a>> {
-        self.0.targets(iface::NM, "ActiveConnections").map(ActiveConnection).collect()
+        self.0
+            .targets(iface::NM, "ActiveConnections")
+            .map(ActiveConnection)
+            .collect()
     }
     /// The primary active connection.
     pub fn primary_connection(&self) -> Option<ActiveConnection<'a>> {
-        self.0.target(iface::NM, "PrimaryConnection").map(ActiveConnection)
+        self.0
+            .target(iface::NM, "PrimaryConnection")
+            .map(ActiveConnection)
     }
 }
 
@@ -132,11 +140,16 @@ view! {
 impl<'a> Device<'a> {
     /// The active connection on this device.
     pub fn active_connection(&self) -> Option<ActiveConnection<'a>> {
-        self.0.target(iface::DEVICE, "ActiveConnection").map(ActiveConnection)
+        self.0
+            .target(iface::DEVICE, "ActiveConnection")
+            .map(ActiveConnection)
     }
     /// Profiles that could be activated on this device (hidden ones included, as in NMClient).
     pub fn available_connections(&self) -> Vec<Profile<'a>> {
-        self.0.targets(iface::DEVICE, "AvailableConnections").map(Profile).collect()
+        self.0
+            .targets(iface::DEVICE, "AvailableConnections")
+            .map(Profile)
+            .collect()
     }
     /// IPv4 configuration.
     pub fn ip4_config(&self) -> Option<Ip4Config<'a>> {
@@ -157,7 +170,8 @@ impl<'a> Device<'a> {
     /// The type-specific interface (e.g. `org.freedesktop.NetworkManager.Device.Vlan`), if any.
     pub fn typed(&self) -> Option<&'a crate::Interface> {
         self.0.object().interfaces().find(|i| {
-            i.name().starts_with("org.freedesktop.NetworkManager.Device.")
+            i.name()
+                .starts_with("org.freedesktop.NetworkManager.Device.")
                 && i.name() != "org.freedesktop.NetworkManager.Device.Statistics"
         })
     }
@@ -171,7 +185,13 @@ impl<'a> Device<'a> {
     }
     /// Access points seen (Wi-Fi devices).
     pub fn access_points(&self) -> Vec<AccessPoint<'a>> {
-        self.0.targets("org.freedesktop.NetworkManager.Device.Wireless", "AccessPoints").map(AccessPoint).collect()
+        self.0
+            .targets(
+                "org.freedesktop.NetworkManager.Device.Wireless",
+                "AccessPoints",
+            )
+            .map(AccessPoint)
+            .collect()
     }
 }
 
@@ -188,7 +208,10 @@ view! {
 impl<'a> Settings<'a> {
     /// All profiles, hidden ones included.
     pub fn connections(&self) -> Vec<Profile<'a>> {
-        self.0.targets(iface::SETTINGS, "Connections").map(Profile).collect()
+        self.0
+            .targets(iface::SETTINGS, "Connections")
+            .map(Profile)
+            .collect()
     }
 }
 
@@ -215,19 +238,27 @@ impl<'a> Profile<'a> {
     }
     /// `connection.id`.
     pub fn id(&self) -> &'a str {
-        self.setting("connection", "id").and_then(Value::as_str).unwrap_or("")
+        self.setting("connection", "id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
     /// `connection.uuid`.
     pub fn uuid(&self) -> &'a str {
-        self.setting("connection", "uuid").and_then(Value::as_str).unwrap_or("")
+        self.setting("connection", "uuid")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
     /// `connection.type`.
     pub fn connection_type(&self) -> &'a str {
-        self.setting("connection", "type").and_then(Value::as_str).unwrap_or("")
+        self.setting("connection", "type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
     /// `connection.interface-name`.
     pub fn interface_name(&self) -> &'a str {
-        self.setting("connection", "interface-name").and_then(Value::as_str).unwrap_or("")
+        self.setting("connection", "interface-name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
 }
 
@@ -258,7 +289,10 @@ impl<'a> ActiveConnection<'a> {
     }
     /// The devices.
     pub fn devices(&self) -> Vec<Device<'a>> {
-        self.0.targets(iface::ACTIVE, "Devices").map(Device).collect()
+        self.0
+            .targets(iface::ACTIVE, "Devices")
+            .map(Device)
+            .collect()
     }
     /// IPv4 configuration.
     pub fn ip4_config(&self) -> Option<Ip4Config<'a>> {

@@ -5,7 +5,10 @@ use std::collections::HashMap;
 use zbus::wire::{Endian, serialized::Context, to_bytes};
 
 fn bytes<T: serde::Serialize + zbus::Type>(v: &T) -> Vec<u8> {
-    to_bytes(Context::new(Endian::Little, 0), v).unwrap().bytes().to_vec()
+    to_bytes(Context::new(Endian::Little, 0), v)
+        .unwrap()
+        .bytes()
+        .to_vec()
 }
 
 #[test]
@@ -22,7 +25,10 @@ fn reads_nested_values_as_zvariant_writes_them() {
     assert_eq!(d.get("a"), Some(&Value::U32(7)));
     assert_eq!(d.get("b").and_then(Value::as_strs).map(<[_]>::len), Some(2));
     let s = r.value(b"(bd)").unwrap();
-    assert_eq!(s, Value::Struct(vec![Value::Bool(true), Value::F64(1.5)].into()));
+    assert_eq!(
+        s,
+        Value::Struct(vec![Value::Bool(true), Value::F64(1.5)].into())
+    );
     assert_eq!(r.pos(), buf.len());
 }
 

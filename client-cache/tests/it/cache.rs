@@ -15,11 +15,16 @@ const LIMIT: Duration = Duration::from_secs(60);
 const WAIT: Duration = Duration::from_secs(10);
 
 fn objects(list: &[(&str, Ifaces)]) -> BTreeMap<String, Ifaces> {
-    list.iter().map(|(p, i)| (p.to_string(), i.clone())).collect()
+    list.iter()
+        .map(|(p, i)| (p.to_string(), i.clone()))
+        .collect()
 }
 
 async fn connect(bus: &PrivateBus) -> zbus::Connection {
-    zbus::connection::Builder::address(bus.address()).build().await.expect("connect")
+    zbus::connection::Builder::address(bus.address())
+        .build()
+        .await
+        .expect("connect")
 }
 
 fn builder() -> netmirror_client_cache::CacheBuilder {
@@ -27,7 +32,10 @@ fn builder() -> netmirror_client_cache::CacheBuilder {
 }
 
 /// Collect events until `done` says so (or the wait runs out).
-async fn events_until(cache: &mut ObjectCache, mut done: impl FnMut(&[Event]) -> bool) -> Vec<Event> {
+async fn events_until(
+    cache: &mut ObjectCache,
+    mut done: impl FnMut(&[Event]) -> bool,
+) -> Vec<Event> {
     let mut events = cache.take_events();
     while !done(&events) {
         match cache.next_event_timeout(WAIT).await {
@@ -62,16 +70,26 @@ fn loads_declared_and_undeclared_interfaces_with_typed_slots() {
         let mut other = Props::new();
         other.insert("Free".into(), v(vec![1u8, 2]));
         a.insert(OTHER.into(), other);
-        let _mock = Mock::start(bus.address(), objects(&[("/a", a), ("/b", node("b", None, &[]))]));
+        let _mock = Mock::start(
+            bus.address(),
+            objects(&[("/a", a), ("/b", node("b", None, &[]))]),
+        );
         zbus::block_on(async {
             let conn = connect(&bus).await;
             let mut cache = builder().build_loaded(&conn).await.unwrap();
             let ev = kinds(&cache.take_events());
             assert_eq!(ev.last().map(String::as_str), Some("loaded"));
-            assert!(ev.contains(&"added /a".into()) && ev.contains(&"added /b".into()), "{ev:?}");
+            assert!(
+                ev.contains(&"added /a".into()) && ev.contains(&"added /b".into()),
+                "{ev:?}"
+            );
             let a = cache.object("/a").unwrap();
             assert_eq!(a.prop(NODE, "Name"), Some(&Value::Str("a".into())));
-            assert_eq!(a.prop(NODE, "Peers"), Some(&Value::Unset), "declared, never sent");
+            assert_eq!(
+                a.prop(NODE, "Peers"),
+                Some(&Value::Unset),
+                "declared, never sent"
+            );
             assert!(a.interface(NODE).unwrap().is_declared());
             let free = a.interface(OTHER).unwrap();
             assert!(!free.is_declared());
@@ -89,15 +107,25 @@ fn wrong_typed_properties_are_rejected_and_reported() {
     bounded(LIMIT, || {
         let bus = PrivateBus::start().unwrap();
         let mut bad = node("bad", None, &[]);
-        bad.get_mut(NODE).unwrap().insert("Count".into(), v("not a number"));
+        bad.get_mut(NODE)
+            .unwrap()
+            .insert("Count".into(), v("not a number"));
         let mock = Mock::start(bus.address(), objects(&[("/bad", bad)]));
         zbus::block_on(async {
             let conn = connect(&bus).await;
-            let mut cache = builder().debug(DebugConfig::tolerant()).build_loaded(&conn).await.unwrap();
+            let mut cache = builder()
+                .debug(DebugConfig::tolerant())
+                .build_loaded(&conn)
+                .await
+                .unwrap();
             let _ = cache.take_events();
             assert_eq!(cache.diagnostics().count(WarningKind::WrongType), 1);
             let o = cache.object("/bad").unwrap();
-            assert_eq!(o.prop(NODE, "Count"), Some(&Value::Unset), "rejected, default kept");
+            assert_eq!(
+                o.prop(NODE, "Count"),
+                Some(&Value::Unset),
+                "rejected, default kept"
+            );
             assert_eq!(o.prop(NODE, "Name"), Some(&Value::Str("bad".into())));
             // A change with one good and one wrong-typed value: the good one applies.
             let mut props = Props::new();
@@ -106,9 +134,19 @@ fn wrong_typed_properties_are_rejected_and_reported() {
             mock.change("/bad", NODE, props);
             let ev = events_until(&mut cache, |e| !e.is_empty()).await;
             assert_eq!(kinds(&ev), ["changed /bad Count"]);
-            assert!(matches!(&ev[0], Event::PropertyChanged { old: Value::Unset, new: Value::U32(7), .. }));
+            assert!(matches!(
+                &ev[0],
+                Event::PropertyChanged {
+                    old: Value::Unset,
+                    new: Value::U32(7),
+                    ..
+                }
+            ));
             assert_eq!(cache.diagnostics().count(WarningKind::WrongType), 2);
-            assert_eq!(cache.object("/bad").unwrap().prop(NODE, "Name"), Some(&Value::Str("bad".into())));
+            assert_eq!(
+                cache.object("/bad").unwrap().prop(NODE, "Name"),
+                Some(&Value::Str("bad".into()))
+            );
         });
     });
 }
@@ -127,11 +165,18 @@ fn dangling_references_wait_for_late_targets_and_cycles_resolve() {
         );
         zbus::block_on(async {
             let conn = connect(&bus).await;
-            let mut cache = builder().debug(DebugConfig::tolerant()).build_loaded(&conn).await.unwrap();
+            let mut cache = builder()
+                .debug(DebugConfig::tolerant())
+                .build_loaded(&conn)
+                .await
+                .unwrap();
             let _ = cache.take_events();
             assert!(cache.object("/a").is_none(), "waits for /late");
             assert!(cache.object_any("/a").is_some());
-            assert!(cache.object("/c").is_some() && cache.object("/d").is_some(), "a cycle is ready");
+            assert!(
+                cache.object("/c").is_some() && cache.object("/d").is_some(),
+                "a cycle is ready"
+            );
             assert_eq!(cache.diagnostics().count(WarningKind::DanglingReference), 1);
             mock.add("/late", node("late", None, &[]));
             let ev = events_until(&mut cache, |e| e.len() >= 2).await;
@@ -162,24 +207,52 @@ fn signals_from_a_stranger_change_nothing() {
             // Broadcast (filtered by the bus: our rules name the owner) and unicast to us (delivered).
             for dest in [None, Some(me.as_str())] {
                 stranger
-                    .emit_signal(dest, "/a", "org.freedesktop.DBus.Properties", "PropertiesChanged", &(NODE, props.clone(), Vec::<String>::new()))
+                    .emit_signal(
+                        dest,
+                        "/a",
+                        "org.freedesktop.DBus.Properties",
+                        "PropertiesChanged",
+                        &(NODE, props.clone(), Vec::<String>::new()),
+                    )
                     .await
                     .unwrap();
                 stranger
-                    .emit_signal(dest, "/", "org.freedesktop.DBus.ObjectManager", "InterfacesAdded", &(path("/evil"), node("evil", None, &[])))
+                    .emit_signal(
+                        dest,
+                        "/",
+                        "org.freedesktop.DBus.ObjectManager",
+                        "InterfacesAdded",
+                        &(path("/evil"), node("evil", None, &[])),
+                    )
                     .await
                     .unwrap();
             }
             // A round trip makes sure the bus has routed the stranger's messages before ours.
-            stranger.call_method(Some("org.freedesktop.DBus"), "/org/freedesktop/DBus", Some("org.freedesktop.DBus"), "GetId", &()).await.unwrap();
+            stranger
+                .call_method(
+                    Some("org.freedesktop.DBus"),
+                    "/org/freedesktop/DBus",
+                    Some("org.freedesktop.DBus"),
+                    "GetId",
+                    &(),
+                )
+                .await
+                .unwrap();
             let mut marker = Props::new();
             marker.insert("Count".into(), v(2u32));
             mock.change("/a", NODE, marker);
             let ev = events_until(&mut cache, |e| !e.is_empty()).await;
             assert_eq!(kinds(&ev), ["changed /a Count"]);
-            assert_eq!(cache.object("/a").unwrap().prop(NODE, "Name"), Some(&Value::Str("a".into())));
+            assert_eq!(
+                cache.object("/a").unwrap().prop(NODE, "Name"),
+                Some(&Value::Str("a".into()))
+            );
             assert!(cache.object_any("/evil").is_none());
-            assert!(cache.diagnostics().foreign_messages >= 2, "{:?}", cache.diagnostics());
+            assert!(
+                cache.diagnostics().foreign_messages >= 2,
+                "{:?}",
+                cache.diagnostics()
+            );
         });
     });
 }
@@ -188,7 +261,10 @@ fn signals_from_a_stranger_change_nothing() {
 fn a_burst_of_changes_then_removal_yields_one_removal_with_the_last_state() {
     bounded(LIMIT, || {
         let bus = PrivateBus::start().unwrap();
-        let mock = Mock::start(bus.address(), objects(&[("/a", node("a", None, &[])), ("/b", node("b", None, &[]))]));
+        let mock = Mock::start(
+            bus.address(),
+            objects(&[("/a", node("a", None, &[])), ("/b", node("b", None, &[]))]),
+        );
         zbus::block_on(async {
             let conn = connect(&bus).await;
             let mut cache = builder().build_loaded(&conn).await.unwrap();
@@ -204,9 +280,19 @@ fn a_burst_of_changes_then_removal_yields_one_removal_with_the_last_state() {
             std::thread::sleep(Duration::from_millis(300));
             let ev = events_until(&mut cache, |e| e.len() >= 3).await;
             assert_eq!(kinds(&ev), ["removed /a", "changed /b Count", "added /n"]);
-            let Event::Removed { object, .. } = &ev[0] else { unreachable!() };
-            assert_eq!(object.get(NODE, "Count"), Some(&Value::U32(9)), "the removal carries the last state");
-            assert_eq!(cache.diagnostics().batches, batches + 1, "the burst is one batch");
+            let Event::Removed { object, .. } = &ev[0] else {
+                unreachable!()
+            };
+            assert_eq!(
+                object.get(NODE, "Count"),
+                Some(&Value::U32(9)),
+                "the removal carries the last state"
+            );
+            assert_eq!(
+                cache.diagnostics().batches,
+                batches + 1,
+                "the burst is one batch"
+            );
         });
     });
 }
@@ -217,26 +303,34 @@ fn the_owner_vanishing_during_the_load_then_a_new_owner_reloads() {
         let bus = PrivateBus::start().unwrap();
         let first = Mock::start_with(
             bus.address(),
-            mock::State { objects: objects(&[("/old", node("old", None, &[]))]), vanish_on_load: true, ..Default::default() },
+            mock::State {
+                objects: objects(&[("/old", node("old", None, &[]))]),
+                vanish_on_load: true,
+                ..Default::default()
+            },
         );
         zbus::block_on(async {
             let conn = connect(&bus).await;
             let mut cache = builder().build(&conn).await.unwrap();
             // The first owner releases the name before its (late) reply: the cache must end up
             // empty and unowned, ignoring the stale reply.
-            let ev = events_until(&mut cache, |e| e.iter().any(|e| matches!(e, Event::Loaded))).await;
+            let ev =
+                events_until(&mut cache, |e| e.iter().any(|e| matches!(e, Event::Loaded))).await;
             assert_eq!(kinds(&ev), ["owner false", "loaded"]);
             assert!(cache.is_empty() && cache.owner().is_none());
             let second = Mock::start(bus.address(), objects(&[("/new", node("new", None, &[]))]));
-            let ev = events_until(&mut cache, |e| e.iter().any(|e| matches!(e, Event::Loaded))).await;
+            let ev =
+                events_until(&mut cache, |e| e.iter().any(|e| matches!(e, Event::Loaded))).await;
             assert_eq!(kinds(&ev), ["owner true", "added /new", "loaded"]);
             assert_eq!(cache.owner(), Some(second.unique_name().as_str()));
             // A restart: removals for everything, then a clean reload.
             second.stop();
-            let ev = events_until(&mut cache, |e| e.iter().any(|e| matches!(e, Event::Loaded))).await;
+            let ev =
+                events_until(&mut cache, |e| e.iter().any(|e| matches!(e, Event::Loaded))).await;
             assert_eq!(kinds(&ev), ["removed /new", "owner false", "loaded"]);
             let _third = Mock::start(bus.address(), objects(&[("/x", node("x", None, &[]))]));
-            let ev = events_until(&mut cache, |e| e.iter().any(|e| matches!(e, Event::Loaded))).await;
+            let ev =
+                events_until(&mut cache, |e| e.iter().any(|e| matches!(e, Event::Loaded))).await;
             assert_eq!(kinds(&ev), ["owner true", "added /x", "loaded"]);
             assert_eq!(cache.diagnostics().warnings, 0);
             drop(first);
@@ -245,10 +339,48 @@ fn the_owner_vanishing_during_the_load_then_a_new_owner_reloads() {
 }
 
 #[test_log::test]
+fn a_signal_sent_before_the_load_reply_is_neither_lost_nor_applied_twice() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let _mock = Mock::start_with(
+            bus.address(),
+            mock::State {
+                objects: objects(&[("/a", node("a", None, &[]))]),
+                signal_before_reply: true,
+                ..Default::default()
+            },
+        );
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let mut cache = builder().build_loaded(&conn).await.unwrap();
+            assert_eq!(kinds(&cache.take_events()), ["added /a", "loaded"]);
+            assert_eq!(
+                cache.object("/a").unwrap().prop(NODE, "Count"),
+                Some(&Value::U32(42))
+            );
+            assert_eq!(
+                cache.diagnostics().superseded_signals,
+                1,
+                "the reply already holds it"
+            );
+            assert!(
+                cache
+                    .next_event_timeout(Duration::from_millis(300))
+                    .await
+                    .is_none()
+            );
+        });
+    });
+}
+
+#[test_log::test]
 fn loads_one_path_without_get_managed_objects() {
     bounded(LIMIT, || {
         let bus = PrivateBus::start().unwrap();
-        let mock = Mock::start(bus.address(), objects(&[("/a", node("a", None, &[])), ("/b", node("b", None, &[]))]));
+        let mock = Mock::start(
+            bus.address(),
+            objects(&[("/a", node("a", None, &[])), ("/b", node("b", None, &[]))]),
+        );
         zbus::block_on(async {
             let conn = connect(&bus).await;
             let mut cache = builder().only_path("/b").build_loaded(&conn).await.unwrap();
@@ -269,7 +401,10 @@ fn loads_one_path_without_get_managed_objects() {
 fn a_refused_server_side_filter_falls_back_to_loading_and_filtering() {
     bounded(LIMIT, || {
         let bus = PrivateBus::start().unwrap();
-        let mock = Mock::start(bus.address(), objects(&[("/a", node("a", None, &[])), ("/b", node("b", None, &[]))]));
+        let mock = Mock::start(
+            bus.address(),
+            objects(&[("/a", node("a", None, &[])), ("/b", node("b", None, &[]))]),
+        );
         zbus::block_on(async {
             let conn = connect(&bus).await;
             let lookup = netmirror_client_cache::Lookup {
@@ -281,7 +416,11 @@ fn a_refused_server_side_filter_falls_back_to_loading_and_filtering() {
             };
             let mut cache = builder().lookup(lookup).build_loaded(&conn).await.unwrap();
             assert_eq!(kinds(&cache.take_events()), ["added /b", "loaded"]);
-            assert_eq!(mock.state.lock().unwrap().loads, 1, "fell back to GetManagedObjects");
+            assert_eq!(
+                mock.state.lock().unwrap().loads,
+                1,
+                "fell back to GetManagedObjects"
+            );
         });
     });
 }
@@ -311,7 +450,10 @@ fn hundred_thousand_objects() {
 fn load_on_any_executor(bus: &PrivateBus) -> impl std::future::Future<Output = usize> + use<> {
     let address = bus.address().to_owned();
     async move {
-        let conn = zbus::connection::Builder::address(address.as_str()).build().await.unwrap();
+        let conn = zbus::connection::Builder::address(address.as_str())
+            .build()
+            .await
+            .unwrap();
         let cache = builder().build_loaded(&conn).await.unwrap();
         cache.len()
     }
@@ -322,10 +464,20 @@ fn runs_on_tokio_current_thread_multi_thread_and_async_io() {
     bounded(LIMIT, || {
         let bus = PrivateBus::start().unwrap();
         let _mock = Mock::start(bus.address(), objects(&[("/a", node("a", None, &[]))]));
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         assert_eq!(rt.block_on(load_on_any_executor(&bus)), 1);
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        assert_eq!(rt.block_on(async { tokio::spawn(load_on_any_executor(&bus)).await.unwrap() }), 1);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        assert_eq!(
+            rt.block_on(async { tokio::spawn(load_on_any_executor(&bus)).await.unwrap() }),
+            1
+        );
         assert_eq!(async_io::block_on(load_on_any_executor(&bus)), 1);
     });
 }
@@ -344,6 +496,12 @@ fn the_blocking_facade_runs_the_cache_on_its_own_thread() {
         mock.add("/b", node("b", None, &[]));
         let ev = cache.recv_event(WAIT).unwrap();
         assert_eq!(kinds(&[ev]), ["added /b"]);
-        assert_eq!(cache.with(|c| c.object("/b").map(|o| o.path().to_owned())).unwrap().as_deref(), Some("/b"));
+        assert_eq!(
+            cache
+                .with(|c| c.object("/b").map(|o| o.path().to_owned()))
+                .unwrap()
+                .as_deref(),
+            Some("/b")
+        );
     });
 }

@@ -50,7 +50,10 @@ pub(crate) fn node(name: &str, peer: Option<&str>, peers: &[&str]) -> Ifaces {
         props.insert("Peer".into(), v(path(p)));
     }
     if !peers.is_empty() {
-        props.insert("Peers".into(), v(peers.iter().map(|p| path(p)).collect::<Vec<_>>()));
+        props.insert(
+            "Peers".into(),
+            v(peers.iter().map(|p| path(p)).collect::<Vec<_>>()),
+        );
     }
     let mut ifaces = Ifaces::new();
     ifaces.insert(NODE.into(), props);
@@ -62,6 +65,8 @@ pub(crate) struct State {
     pub(crate) objects: BTreeMap<String, Ifaces>,
     /// On the next GetManagedObjects: release the name first, reply (late) afterwards.
     pub(crate) vanish_on_load: bool,
+    /// On the next GetManagedObjects: change `/a`'s Count to 42 and signal it, then reply.
+    pub(crate) signal_before_reply: bool,
     pub(crate) loads: usize,
 }
 
@@ -74,7 +79,13 @@ pub(crate) struct Mock {
 impl Mock {
     /// Connect to `address`, serve `objects`, and take the name [`SERVICE`].
     pub(crate) fn start(address: &str, objects: BTreeMap<String, Ifaces>) -> Mock {
-        Self::start_with(address, State { objects, ..State::default() })
+        Self::start_with(
+            address,
+            State {
+                objects,
+                ..State::default()
+            },
+        )
     }
 
     pub(crate) fn start_with(address: &str, state: State) -> Mock {
@@ -83,7 +94,10 @@ impl Mock {
         let (conn, stream) = std::thread::scope(|s| {
             s.spawn(|| {
                 zbus::block_on(async {
-                    let conn = zbus::connection::Builder::address(address).build().await.expect("connect");
+                    let conn = zbus::connection::Builder::address(address)
+                        .build()
+                        .await
+                        .expect("connect");
                     let stream = MessageStream::from(&conn);
                     conn.request_name(SERVICE).await.expect("name");
                     (conn, stream)
@@ -94,24 +108,54 @@ impl Mock {
         });
         let (c, s) = (conn.clone(), state.clone());
         let responder = thread::spawn(move || zbus::block_on(serve(c, s, stream)));
-        Mock { conn, state, responder: Some(responder) }
+        Mock {
+            conn,
+            state,
+            responder: Some(responder),
+        }
     }
 
     pub(crate) fn unique_name(&self) -> String {
-        self.conn.unique_name().map(|n| n.to_string()).unwrap_or_default()
+        self.conn
+            .unique_name()
+            .map(|n| n.to_string())
+            .unwrap_or_default()
     }
 
     /// Emit a signal, from a thread of its own so that tests may call this from inside their
     /// own `block_on`.
-    fn emit(&self, path_: &str, iface: &str, member: &str, body: &(impl serde::Serialize + zbus::wire::DynamicType + Sync)) {
+    fn emit(
+        &self,
+        path_: &str,
+        iface: &str,
+        member: &str,
+        body: &(impl serde::Serialize + zbus::wire::DynamicType + Sync),
+    ) {
         std::thread::scope(|s| {
-            s.spawn(|| zbus::block_on(self.conn.emit_signal(None::<&str>, path_, iface, member, body)).expect("emit"));
+            s.spawn(|| {
+                zbus::block_on(
+                    self.conn
+                        .emit_signal(None::<&str>, path_, iface, member, body),
+                )
+                .expect("emit")
+            });
         });
     }
 
     pub(crate) fn add(&self, p: &str, ifaces: Ifaces) {
-        self.state.lock().unwrap().objects.entry(p.into()).or_default().extend(ifaces.clone());
-        self.emit("/", "org.freedesktop.DBus.ObjectManager", "InterfacesAdded", &(path(p), ifaces));
+        self.state
+            .lock()
+            .unwrap()
+            .objects
+            .entry(p.into())
+            .or_default()
+            .extend(ifaces.clone());
+        self.emit(
+            "/",
+            "org.freedesktop.DBus.ObjectManager",
+            "InterfacesAdded",
+            &(path(p), ifaces),
+        );
     }
 
     pub(crate) fn remove(&self, p: &str, ifaces: &[&str]) {
@@ -127,14 +171,31 @@ impl Mock {
             }
         }
         let names: Vec<&str> = ifaces.to_vec();
-        self.emit("/", "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved", &(path(p), names));
+        self.emit(
+            "/",
+            "org.freedesktop.DBus.ObjectManager",
+            "InterfacesRemoved",
+            &(path(p), names),
+        );
     }
 
     pub(crate) fn change(&self, p: &str, iface: &str, props: Props) {
-        if let Some(o) = self.state.lock().unwrap().objects.get_mut(p).and_then(|o| o.get_mut(iface)) {
+        if let Some(o) = self
+            .state
+            .lock()
+            .unwrap()
+            .objects
+            .get_mut(p)
+            .and_then(|o| o.get_mut(iface))
+        {
             o.extend(props.clone());
         }
-        self.emit(p, "org.freedesktop.DBus.Properties", "PropertiesChanged", &(iface, props, Vec::<String>::new()));
+        self.emit(
+            p,
+            "org.freedesktop.DBus.Properties",
+            "PropertiesChanged",
+            &(iface, props, Vec::<String>::new()),
+        );
     }
 
     /// Leave the bus: the connection closes.
@@ -166,43 +227,90 @@ async fn serve(conn: Connection, state: Arc<Mutex<State>>, mut stream: MessageSt
                     let mut st = state.lock().unwrap();
                     st.loads += 1;
                     let vanish = std::mem::take(&mut st.vanish_on_load);
-                    let objects: std::collections::HashMap<OwnedObjectPath, Ifaces> =
-                        st.objects.iter().map(|(k, v)| (path(k), v.clone())).collect();
+                    let objects: std::collections::HashMap<OwnedObjectPath, Ifaces> = st
+                        .objects
+                        .iter()
+                        .map(|(k, v)| (path(k), v.clone()))
+                        .collect();
                     (objects, vanish)
                 };
                 if vanish {
                     let _ = conn.release_name(SERVICE).await;
                 }
+                let early = std::mem::take(&mut state.lock().unwrap().signal_before_reply);
+                let mut objects = objects;
+                if early {
+                    let mut props = Props::new();
+                    props.insert("Count".into(), v(42u32));
+                    if let Some(node) = objects.get_mut(&path("/a")).and_then(|o| o.get_mut(NODE)) {
+                        node.extend(props.clone());
+                    }
+                    let body = (NODE, props, Vec::<String>::new());
+                    let _ = conn
+                        .emit_signal(
+                            None::<&str>,
+                            "/a",
+                            "org.freedesktop.DBus.Properties",
+                            "PropertiesChanged",
+                            &body,
+                        )
+                        .await;
+                }
                 let _ = conn.reply(&hdr, &(objects,)).await;
             }
             "Introspect" => {
-                let st = state.lock().unwrap();
+                let names: Vec<String> = state
+                    .lock()
+                    .unwrap()
+                    .objects
+                    .get(&p)
+                    .map(|o| o.keys().cloned().collect())
+                    .unwrap_or_default();
                 let mut xml = String::from("<node>");
-                if let Some(o) = st.objects.get(&p) {
-                    for name in o.keys() {
-                        xml.push_str(&format!("<interface name=\"{name}\"></interface>"));
-                    }
+                for name in names {
+                    xml.push_str(&format!("<interface name=\"{name}\"></interface>"));
                 }
-                xml.push_str("<interface name=\"org.freedesktop.DBus.Properties\"></interface></node>");
-                drop(st);
+                xml.push_str(
+                    "<interface name=\"org.freedesktop.DBus.Properties\"></interface></node>",
+                );
                 let _ = conn.reply(&hdr, &(xml,)).await;
             }
             "GetAll" => {
-                let iface: String = msg.body().deserialize::<(String,)>().map(|t| t.0).unwrap_or_default();
-                let props = state.lock().unwrap().objects.get(&p).and_then(|o| o.get(&iface)).cloned();
+                let iface: String = msg
+                    .body()
+                    .deserialize::<(String,)>()
+                    .map(|t| t.0)
+                    .unwrap_or_default();
+                let props = state
+                    .lock()
+                    .unwrap()
+                    .objects
+                    .get(&p)
+                    .and_then(|o| o.get(&iface))
+                    .cloned();
                 match props {
                     Some(props) => {
                         let _ = conn.reply(&hdr, &(props,)).await;
                     }
                     None => {
                         let _ = conn
-                            .reply_error(&hdr, "org.freedesktop.DBus.Error.UnknownInterface", &("no such interface",))
+                            .reply_error(
+                                &hdr,
+                                "org.freedesktop.DBus.Error.UnknownInterface",
+                                &("no such interface",),
+                            )
                             .await;
                     }
                 }
             }
             _ => {
-                let _ = conn.reply_error(&hdr, "org.freedesktop.DBus.Error.UnknownMethod", &("unknown",)).await;
+                let _ = conn
+                    .reply_error(
+                        &hdr,
+                        "org.freedesktop.DBus.Error.UnknownMethod",
+                        &("unknown",),
+                    )
+                    .await;
             }
         }
     }

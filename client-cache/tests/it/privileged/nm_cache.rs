@@ -15,8 +15,16 @@ const LIMIT: Duration = Duration::from_secs(240);
 
 fn lines(mut cmd: Command) -> Vec<String> {
     let out = cmd.output().expect("run nmcli");
-    assert!(out.status.success(), "{:?}: {}", cmd, String::from_utf8_lossy(&out.stderr));
-    let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect();
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        cmd,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
     v.sort();
     v
 }
@@ -28,15 +36,21 @@ fn nmcli(nm: &NetworkManagerDaemon, args: &[&str]) -> Vec<String> {
 }
 
 fn cache_profiles(c: &NmClient) -> Vec<String> {
-    let mut v: Vec<String> =
-        c.connections().iter().map(|p| format!("{}:{}:{}", p.id(), p.uuid(), p.connection_type())).collect();
+    let mut v: Vec<String> = c
+        .connections()
+        .iter()
+        .map(|p| format!("{}:{}:{}", p.id(), p.uuid(), p.connection_type()))
+        .collect();
     v.sort();
     v
 }
 
 fn cache_devices(c: &NmClient) -> Vec<String> {
-    let mut v: Vec<String> =
-        c.devices().iter().map(|d| format!("{}:{}:{}", d.interface(), d.type_name(), d.state_name())).collect();
+    let mut v: Vec<String> = c
+        .devices()
+        .iter()
+        .map(|d| format!("{}:{}:{}", d.interface(), d.type_name(), d.state_name()))
+        .collect();
     v.sort();
     v
 }
@@ -57,9 +71,13 @@ fn count(ev: &[NmEvent], f: impl Fn(&NmEvent) -> bool) -> usize {
 #[test_log::test]
 fn the_cache_equals_nmcli_follows_edits_and_survives_a_restart() {
     bounded(LIMIT, || {
-        let mut nm = NetworkManagerDaemon::builder().seed_benchmark_profiles(495).start().unwrap();
+        let mut nm = NetworkManagerDaemon::builder()
+            .seed_benchmark_profiles(495)
+            .start()
+            .unwrap();
         let address = nm.bus_address().to_owned();
-        let conn = zbus::block_on(zbus::connection::Builder::address(address.as_str()).build()).unwrap();
+        let conn =
+            zbus::block_on(zbus::connection::Builder::address(address.as_str()).build()).unwrap();
         let mut client = zbus::block_on(NmClient::new(&conn)).unwrap();
         let _ = client.cache_mut().take_events();
 
@@ -71,36 +89,129 @@ fn the_cache_equals_nmcli_follows_edits_and_survives_a_restart() {
             .collect();
         let ours: Vec<String> = cache_profiles(&client);
         // nmcli prints the type's alias; compare names and UUIDs exactly and types by alias.
-        let strip = |v: &[String]| v.iter().map(|l| l.rsplit_once(':').unwrap().0.to_owned()).collect::<Vec<_>>();
+        let strip = |v: &[String]| {
+            v.iter()
+                .map(|l| l.rsplit_once(':').unwrap().0.to_owned())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(strip(&ours), strip(&profiles));
-        assert!(ours.iter().all(|l| l.ends_with(":bond") || l.ends_with(":vlan")));
-        assert_eq!(cache_devices(&client), nmcli(&nm, &["-t", "-f", "DEVICE,TYPE,STATE", "device"]));
-        assert_eq!(client.all_devices().len(), 1 + 495, "lo plus one unrealized device per profile");
+        assert!(
+            ours.iter()
+                .all(|l| l.ends_with(":bond") || l.ends_with(":vlan"))
+        );
+        assert_eq!(
+            cache_devices(&client),
+            nmcli(&nm, &["-t", "-f", "DEVICE,TYPE,STATE", "device"])
+        );
+        assert_eq!(
+            client.all_devices().len(),
+            1 + 495,
+            "lo plus one unrealized device per profile"
+        );
         assert_eq!(client.cache().diagnostics().warnings, 0);
 
         // Add, modify, delete a profile with nmcli: exactly the expected events.
-        nmcli(&nm, &["connection", "add", "type", "bond", "con-name", "t-edit", "ifname", "t-edit", "autoconnect", "no"]);
+        nmcli(
+            &nm,
+            &[
+                "connection",
+                "add",
+                "type",
+                "bond",
+                "con-name",
+                "t-edit",
+                "ifname",
+                "t-edit",
+                "autoconnect",
+                "no",
+            ],
+        );
         let ev = zbus::block_on(settle(&mut client, Duration::from_millis(1500)));
-        assert_eq!(count(&ev, |e| matches!(e, NmEvent::ProfileAdded(_))), 1, "{ev:?}");
-        assert_eq!(count(&ev, |e| matches!(e, NmEvent::ProfileRemoved(_) | NmEvent::DeviceRemoved(_))), 0, "{ev:?}");
-        let added = client.connections().into_iter().find(|p| p.id() == "t-edit").expect("listed").path().to_owned();
-        let at = ev.iter().position(|e| matches!(e, NmEvent::ProfileAdded(p) if **p == *added)).unwrap();
+        assert_eq!(
+            count(&ev, |e| matches!(e, NmEvent::ProfileAdded(_))),
+            1,
+            "{ev:?}"
+        );
+        assert_eq!(
+            count(&ev, |e| matches!(
+                e,
+                NmEvent::ProfileRemoved(_) | NmEvent::DeviceRemoved(_)
+            )),
+            0,
+            "{ev:?}"
+        );
+        let added = client
+            .connections()
+            .into_iter()
+            .find(|p| p.id() == "t-edit")
+            .expect("listed")
+            .path()
+            .to_owned();
+        let at = ev
+            .iter()
+            .position(|e| matches!(e, NmEvent::ProfileAdded(p) if **p == *added))
+            .unwrap();
         let connections_changed = ev.iter().position(|e| {
             matches!(e, NmEvent::PropertyChanged { property, .. } if &**property == "Connections")
         });
-        assert!(connections_changed.is_some_and(|c| c < at), "Settings.Connections changes before the profile shows: {ev:?}");
+        assert!(
+            connections_changed.is_some_and(|c| c < at),
+            "Settings.Connections changes before the profile shows: {ev:?}"
+        );
 
-        nmcli(&nm, &["connection", "modify", "t-edit", "connection.autoconnect-priority", "7"]);
+        nmcli(
+            &nm,
+            &[
+                "connection",
+                "modify",
+                "t-edit",
+                "connection.autoconnect-priority",
+                "7",
+            ],
+        );
         let ev = zbus::block_on(settle(&mut client, Duration::from_millis(1500)));
-        assert_eq!(count(&ev, |e| matches!(e, NmEvent::ProfileUpdated(p) if **p == *added)), 1, "{ev:?}");
-        assert_eq!(count(&ev, |e| matches!(e, NmEvent::ProfileAdded(_) | NmEvent::ProfileRemoved(_))), 0, "{ev:?}");
-        let prio = client.connections().into_iter().find(|p| p.id() == "t-edit").unwrap();
-        assert_eq!(prio.setting("connection", "autoconnect-priority").and_then(|v| v.as_i64()), Some(7));
+        assert_eq!(
+            count(
+                &ev,
+                |e| matches!(e, NmEvent::ProfileUpdated(p) if **p == *added)
+            ),
+            1,
+            "{ev:?}"
+        );
+        assert_eq!(
+            count(&ev, |e| matches!(
+                e,
+                NmEvent::ProfileAdded(_) | NmEvent::ProfileRemoved(_)
+            )),
+            0,
+            "{ev:?}"
+        );
+        let prio = client
+            .connections()
+            .into_iter()
+            .find(|p| p.id() == "t-edit")
+            .unwrap();
+        assert_eq!(
+            prio.setting("connection", "autoconnect-priority")
+                .and_then(|v| v.as_i64()),
+            Some(7)
+        );
 
         nmcli(&nm, &["connection", "delete", "t-edit"]);
         let ev = zbus::block_on(settle(&mut client, Duration::from_millis(1500)));
-        assert_eq!(count(&ev, |e| matches!(e, NmEvent::ProfileRemoved(p) if **p == *added)), 1, "{ev:?}");
-        assert_eq!(count(&ev, |e| matches!(e, NmEvent::ProfileAdded(_))), 0, "{ev:?}");
+        assert_eq!(
+            count(
+                &ev,
+                |e| matches!(e, NmEvent::ProfileRemoved(p) if **p == *added)
+            ),
+            1,
+            "{ev:?}"
+        );
+        assert_eq!(
+            count(&ev, |e| matches!(e, NmEvent::ProfileAdded(_))),
+            0,
+            "{ev:?}"
+        );
         assert_eq!(cache_profiles(&client).len(), 495);
 
         // Restart: removals for everything, then a clean reload.
@@ -108,8 +219,13 @@ fn the_cache_equals_nmcli_follows_edits_and_survives_a_restart() {
         nm.stop().unwrap();
         let ev = zbus::block_on(settle(&mut client, Duration::from_millis(1500)));
         let removed = count(&ev, |e| {
-            matches!(e, NmEvent::DeviceRemoved(_) | NmEvent::ProfileRemoved(_) | NmEvent::ActiveRemoved(_))
-                || matches!(e, NmEvent::Other(netmirror_client_cache::Event::Removed { .. }))
+            matches!(
+                e,
+                NmEvent::DeviceRemoved(_) | NmEvent::ProfileRemoved(_) | NmEvent::ActiveRemoved(_)
+            ) || matches!(
+                e,
+                NmEvent::Other(netmirror_client_cache::Event::Removed { .. })
+            )
         });
         assert_eq!(removed, before, "{:?}", &ev[..ev.len().min(5)]);
         assert!(ev.iter().any(|e| matches!(e, NmEvent::OwnerChanged(None))));
@@ -117,12 +233,52 @@ fn the_cache_equals_nmcli_follows_edits_and_survives_a_restart() {
         nm.start_again().unwrap();
         zbus::block_on(async {
             while client.cache().len() < before || !client.cache().is_loaded() {
-                if client.next_event_timeout(Duration::from_secs(30)).await.is_none() {
+                if client
+                    .next_event_timeout(Duration::from_secs(30))
+                    .await
+                    .is_none()
+                {
                     break;
                 }
             }
         });
         assert_eq!(strip(&cache_profiles(&client)), strip(&profiles));
         assert_eq!(client.cache().diagnostics().warnings, 0);
+    });
+}
+
+#[test_log::test]
+fn one_device_is_loaded_by_asking_the_daemon() {
+    bounded(LIMIT, || {
+        let nm = NetworkManagerDaemon::builder()
+            .seed_benchmark_profiles(30)
+            .start()
+            .unwrap();
+        let address = nm.bus_address().to_owned();
+        zbus::block_on(async {
+            let conn = zbus::connection::Builder::address(address.as_str())
+                .build()
+                .await
+                .unwrap();
+            let client = NmClient::device_by_iface(&conn, "lo").await.unwrap();
+            let devices: Vec<String> = client
+                .cache()
+                .objects()
+                .map(|o| o.path().to_owned())
+                .collect();
+            assert_eq!(
+                devices.len(),
+                1,
+                "only the device, not the whole daemon: {devices:?}"
+            );
+            let lo = client.device_by_name("lo").expect("lo");
+            assert_eq!(lo.type_name(), "loopback");
+            assert_eq!(client.cache().len_all(), 1);
+            let none = NmClient::device_by_iface(&conn, "no-such-device")
+                .await
+                .unwrap();
+            assert!(none.cache().is_empty());
+            assert_eq!(client.cache().diagnostics().warnings, 0);
+        });
     });
 }

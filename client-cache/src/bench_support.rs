@@ -1,0 +1,49 @@
+//! Hooks for the criterion benchmarks: load a prepared `GetManagedObjects` reply into a fresh
+//! cache core, without I/O, so that decoding and applying can be timed alone. Not public API.
+
+use crate::{
+    core::{Config, Core, Scope},
+    debug::DebugConfig,
+    meta::Registry,
+};
+
+/// A core waiting for its `GetManagedObjects` reply, and that reply.
+pub struct PreparedLoad {
+    core: Core,
+    reply: zbus::Message,
+}
+
+impl std::fmt::Debug for PreparedLoad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedLoad").finish_non_exhaustive()
+    }
+}
+
+impl PreparedLoad {
+    /// Serialize `objects` (an `a{oa{sa{sv}}}`) as the reply to a fresh core's load call.
+    pub fn new(
+        registry: Registry,
+        objects: &(impl serde::Serialize + zbus::wire::DynamicType),
+    ) -> zbus::Result<Self> {
+        let cfg = Config {
+            service: "org.example.Bench".into(),
+            manager_path: "/".into(),
+            registry,
+            fetches: Vec::new(),
+            scope: Scope::All,
+            debug: DebugConfig::tolerant(),
+        };
+        let mut core = Core::new(cfg, false);
+        core.start();
+        let call = core.out.pop().ok_or(zbus::Error::Unsupported)?;
+        let reply = zbus::Message::method_return(&call.header()).build(objects)?;
+        Ok(Self { core, reply })
+    }
+
+    /// Decode and apply the reply (all three phases); returns how many objects are visible.
+    pub fn apply(mut self) -> usize {
+        self.core.handle(&self.reply);
+        self.core.commit();
+        self.core.store.slots.iter().filter(|s| s.visible).count()
+    }
+}
