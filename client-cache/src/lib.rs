@@ -16,25 +16,54 @@
 //!
 //! # Example: cache any service generically
 //!
-//! ```no_run
-//! # zbus::block_on(async {
-//! use netmirror_client_cache::ObjectCache;
+//! A small service of our own, on a private bus (the `testing` feature's [`testing::PrivateBus`]),
+//! cached without any declaration: its interfaces are kept generically.
 //!
-//! let conn = zbus::Connection::system().await?;
-//! let mut cache = ObjectCache::builder("org.freedesktop.UDisks2")
-//!     .manager_path("/org/freedesktop/UDisks2")
-//!     .build_loaded(&conn)
-//!     .await?;
-//! for object in cache.objects() {
-//!     let ifaces: Vec<&str> = object.interfaces().map(|i| i.name()).collect();
-//!     println!("{} {}", object.path(), ifaces.join(","));
-//! }
-//! while let Some(event) = cache.next_event().await {
-//!     println!("{event:?}");
-//! }
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! # });
 //! ```
+//! use netmirror_client_cache::{Event, ObjectCache, Value};
+//! # #[cfg(feature = "testing")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use netmirror_client_cache::testing::PrivateBus;
+//!
+//! struct Light {
+//!     on: bool,
+//! }
+//!
+//! #[zbus::interface(name = "org.example.Light")]
+//! impl Light {
+//!     #[zbus(property)]
+//!     fn on(&self) -> bool {
+//!         self.on
+//!     }
+//! }
+//!
+//! let bus = PrivateBus::start()?;
+//! zbus::block_on(async {
+//!     let _service = zbus::connection::Builder::address(bus.address())
+//!         .serve_at("/org/example/Lights/kitchen", Light { on: true })
+//!         .serve_at("/org/example/Lights", zbus::fdo::ObjectManager)
+//!         .name("org.example.Lights")
+//!         .build()
+//!         .await?;
+//!
+//!     let conn = zbus::connection::Builder::address(bus.address()).build().await?;
+//!     let mut cache = ObjectCache::builder("org.example.Lights")
+//!         .manager_path("/org/example/Lights")
+//!         .build_loaded(&conn)
+//!         .await?;
+//!     let events = cache.take_events();
+//!     assert!(matches!(events.last(), Some(Event::Loaded)));
+//!     let kitchen = cache.object("/org/example/Lights/kitchen").ok_or("cached")?;
+//!     assert_eq!(kitchen.prop("org.example.Light", "On"), Some(&Value::Bool(true)));
+//!     Ok(())
+//! })
+//! # }
+//! # #[cfg(not(feature = "testing"))]
+//! # fn main() {}
+//! ```
+//!
+//! To follow the service, keep polling [`ObjectCache::next_event`]: each
+//! [`Event::PropertyChanged`] carries the old and the new value.
 //!
 //! # Example: watch NetworkManager's devices
 //!
