@@ -240,3 +240,6 @@ impl Store {
             .map(|(i, _)| i as ObjId)
     }
 }
+
+#[cfg(test)]
+mod tests;
