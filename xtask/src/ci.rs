@@ -285,10 +285,12 @@ fn fixture_traces() -> anyhow::Result<BTreeSet<String>> {
         }
     }
     for entry in std::fs::read_dir(std::env::temp_dir())?.flatten() {
-        if entry
-            .file_name()
-            .to_string_lossy()
-            .starts_with(FIXTURE_MARKER)
+        let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
+        if is_dir
+            && entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(FIXTURE_MARKER)
         {
             traces.insert(format!("temp dir {}", entry.path().display()));
         }
