@@ -167,6 +167,8 @@ impl NlSocket {
             );
             let (len, from) = match peeked {
                 Ok(it) => it,
+                // A signal interrupted the wait: wait again.
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 Err(err) => return recv_error(err),
             };
             if from.port_number() != 0 {
@@ -184,6 +186,7 @@ impl NlSocket {
             self.buf.reserve(len.max(MIN_READ));
             let (read, from) = match self.sock.recv_from(&mut self.buf, dontwait) {
                 Ok(it) => it,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 Err(err) => return recv_error(err),
             };
             if from.port_number() != 0 {
@@ -304,7 +307,6 @@ fn recv_error<T>(err: io::Error) -> Result<Option<T>> {
     match err.raw_os_error() {
         Some(libc::EAGAIN) => Ok(None),
         Some(libc::ENOBUFS) => Err(Error::Overrun),
-        _ if err.kind() == io::ErrorKind::Interrupted => Ok(None),
         _ => Err(Error::socket("recv", err)),
     }
 }
