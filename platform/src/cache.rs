@@ -651,7 +651,7 @@ impl Cache {
         Ok(objs)
     }
 
-    fn apply_datagram(&mut self, datagram: &[u8], out: &mut Vec<Event>) {
+    pub(crate) fn apply_datagram(&mut self, datagram: &[u8], out: &mut Vec<Event>) {
         for msg in Msgs::new(datagram) {
             match msg {
                 Ok(msg) => {

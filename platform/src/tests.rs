@@ -346,3 +346,58 @@ fn cache_is_send_and_platform_is_sync() {
     sync::<crate::Platform>();
     sync::<std::sync::Arc<Route>>();
 }
+
+/// The whole receive path, cache included, on mutated captures: nothing panics, and a resync
+/// brings the cache back to what the kernel holds, whatever garbage was applied.
+#[cfg(feature = "privileged")]
+mod privileged {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+    use proptest::strategy::ValueTree;
+
+    use super::golden;
+    use crate::testing::NetNs;
+    use crate::{Cache, Config, Netns};
+
+    fn routes(cache: &Cache) -> BTreeSet<String> {
+        cache.routes().map(|route| format!("{route:?}")).collect()
+    }
+
+    #[test]
+    fn fuzz_the_cache_receive_path_then_resync() {
+        let ns = NetNs::new().unwrap();
+        ns.ip(&[
+            "link", "add", "nmx0", "type", "veth", "peer", "name", "nmx1",
+        ])
+        .unwrap();
+        let mut cache = Cache::open(Config::new().with_netns(Netns::path(ns.path()))).unwrap();
+        let clean = routes(&cache);
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+            cases: 2048,
+            ..ProptestConfig::default()
+        });
+        let strategy = (
+            0..6usize,
+            proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..8),
+            any::<prop::sample::Index>(),
+        );
+        let mut events = Vec::new();
+        for _ in 0..2048 {
+            let (which, flips, cut) = strategy.new_tree(&mut runner).unwrap().current();
+            let mut bytes = golden()[which].to_vec();
+            for (at, value) in flips {
+                let at = at.index(bytes.len());
+                bytes[at] = value;
+            }
+            bytes.truncate(cut.index(bytes.len() + 1));
+            cache.apply_datagram(&bytes, &mut events);
+            events.clear();
+        }
+        cache.resync(&mut events).unwrap();
+        assert_eq!(routes(&cache), clean);
+        let fresh = cache.platform().routes().execute().unwrap();
+        let fresh: BTreeSet<String> = fresh.items.iter().map(|r| format!("{r:?}")).collect();
+        assert_eq!(routes(&cache), fresh);
+    }
+}
