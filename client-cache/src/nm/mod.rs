@@ -6,8 +6,8 @@
 //! becomes visible, and again after each `Updated` signal. Views such as [`Device`] and
 //! [`Profile`] borrow the cache and read typed properties.
 //!
-//! Hidden profiles follow NMClient: a profile whose `connection.permissions` exclude the user
-//! (or whose settings the daemon refuses to show) is not listed by [`NmClient::connections`]
+//! Hidden profiles follow NMClient: a profile whose `connection.permissions` exclude the user,
+//! so that the daemon refuses its `GetSettings`, is not listed by [`NmClient::connections`]
 //! and raises no profile events, but stays reachable through references, such as an active
 //! connection's [`ActiveConnection::connection`].
 
@@ -219,8 +219,8 @@ impl NmClient {
         }
     }
 
-    /// Whether the user may see profile `c` (NMClient's rule: no permissions, or the user is
-    /// listed; and the daemon let us read its settings).
+    /// Whether the user may see profile `c` (NMClient's rule: the daemon let us read its
+    /// settings, which it refuses where `connection.permissions` exclude the user).
     pub fn is_visible(&self, c: &Profile<'_>) -> bool {
         profile_visible(c.0, self.user.as_deref())
     }
@@ -301,26 +301,10 @@ fn profile_visible(o: ObjectRef<'_>, user: Option<&str>) -> bool {
     object_visible(o.object(), user)
 }
 
-fn object_visible(o: &crate::Object, user: Option<&str>) -> bool {
-    let Some(settings) = o.fetched() else {
-        return false;
-    };
-    let perms = settings
-        .get("connection")
-        .and_then(|c| c.get("permissions"));
-    match perms.and_then(Value::as_strs) {
-        None | Some([]) => true,
-        Some(list) => user.is_some_and(|u| {
-            list.iter().any(|p| {
-                p.strip_prefix("user:")
-                    .and_then(|r| r.strip_suffix(':'))
-                    .unwrap_or(p)
-                    == u
-                    || p.strip_prefix("user:")
-                        .is_some_and(|r| r.split(':').next() == Some(u))
-            })
-        }),
-    }
+fn object_visible(o: &crate::Object, _user: Option<&str>) -> bool {
+    // NMClient's rule: the daemon decides. It refuses `GetSettings` to a user that a profile's
+    // `connection.permissions` exclude (root is never excluded), and such a profile is hidden.
+    o.fetched().is_some()
 }
 
 /// The name of the process's user, from `/proc/self/status` and `/etc/passwd`.
@@ -340,3 +324,6 @@ fn current_user() -> Option<String> {
         (f.next()? == uid).then(|| name.to_owned())
     })
 }
+
+#[cfg(test)]
+mod tests;

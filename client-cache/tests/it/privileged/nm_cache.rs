@@ -214,6 +214,37 @@ fn the_cache_equals_nmcli_follows_edits_and_survives_a_restart() {
         );
         assert_eq!(cache_profiles(&client).len(), 495);
 
+        // A profile with permissions for another user: the daemon still shows root its
+        // settings, so NMClient (and nmcli) list it, and so do we.
+        let args = [
+            "connection",
+            "add",
+            "type",
+            "bond",
+            "con-name",
+            "t-perm",
+            "ifname",
+            "t-perm",
+        ];
+        let mut add: Vec<&str> = args.to_vec();
+        add.extend(["autoconnect", "no", "connection.permissions", "user:nobody"]);
+        nmcli(&nm, &add);
+        let ev = zbus::block_on(settle(&mut client, Duration::from_millis(1500)));
+        assert_eq!(
+            count(&ev, |e| matches!(e, NmEvent::ProfileAdded(_))),
+            1,
+            "{ev:?}"
+        );
+        let listed = nmcli(&nm, &["-t", "-f", "NAME,UUID,TYPE", "connection", "show"]);
+        assert_eq!(strip(&cache_profiles(&client)), strip(&listed));
+        nmcli(&nm, &["connection", "delete", "t-perm"]);
+        let ev = zbus::block_on(settle(&mut client, Duration::from_millis(1500)));
+        assert_eq!(
+            count(&ev, |e| matches!(e, NmEvent::ProfileRemoved(_))),
+            1,
+            "{ev:?}"
+        );
+
         // Restart: removals for everything, then a clean reload.
         let before = client.cache().len();
         nm.stop().unwrap();
