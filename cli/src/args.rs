@@ -33,6 +33,8 @@ pub(crate) struct Cli {
     pub(crate) output: OutputArgs,
     #[command(flatten)]
     pub(crate) kernel: KernelArgs,
+    #[command(flatten)]
+    pub(crate) bus: BusArgs,
     /// More log output on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides it.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
@@ -274,24 +276,24 @@ impl std::fmt::Display for Bus {
     }
 }
 
-/// Options shared by the D-Bus subcommands.
-#[derive(Debug, Clone, Args)]
+/// Options of the D-Bus subcommands, accepted before or after the subcommand.
+#[derive(Debug, Clone, Default, Args)]
 pub(crate) struct BusArgs {
     /// `system` (the default; `DBUS_SYSTEM_BUS_ADDRESS` is honoured), `session` or an address.
-    #[arg(
-        long,
-        global = true,
-        default_value = "system",
-        value_name = "system|session|ADDRESS"
-    )]
-    pub(crate) bus: Bus,
+    #[arg(long = "bus", global = true, value_name = "system|session|ADDRESS")]
+    pub(crate) choice: Option<Bus>,
+}
+
+impl BusArgs {
+    /// The bus asked for: the system bus unless `--bus` says otherwise.
+    pub(crate) fn bus(&self) -> Bus {
+        self.choice.clone().unwrap_or(Bus::System)
+    }
 }
 
 /// `nm ...`.
 #[derive(Debug, Args)]
 pub(crate) struct NmArgs {
-    #[command(flatten)]
-    pub(crate) bus: BusArgs,
     #[command(subcommand)]
     pub(crate) action: Option<NmAction>,
 }
@@ -335,8 +337,6 @@ pub(crate) enum NmAction {
 #[derive(Debug, Args)]
 pub(crate) struct ObjectsArgs {
     #[command(flatten)]
-    pub(crate) bus: BusArgs,
-    #[command(flatten)]
     pub(crate) target: ObjectsTarget,
     #[command(subcommand)]
     pub(crate) action: Option<ObjectsAction>,
@@ -354,6 +354,10 @@ pub(crate) struct ObjectsTarget {
     /// Only objects that have this interface, and only its properties.
     #[arg(long, short = 'i', value_name = "INTERFACE")]
     pub(crate) interface: Option<String>,
+    /// The path of the service's ObjectManager (default `/`; NetworkManager's is found by
+    /// itself).
+    #[arg(long, short = 'm', value_name = "OBJECT_PATH")]
+    pub(crate) manager: Option<String>,
 }
 
 /// What `objects` does besides listing.

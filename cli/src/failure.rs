@@ -20,6 +20,14 @@ pub(crate) enum Failure {
         /// Which bus was asked.
         bus: String,
     },
+    /// Nothing listens at the bus's address.
+    #[error("no {bus}: nothing listens at its address ({reason})")]
+    BusAbsent {
+        /// Which bus.
+        bus: String,
+        /// The system's reason.
+        reason: String,
+    },
     /// The kernel or the bus refused an operation for lack of privileges.
     #[error("permission denied: {what} (run as root, or with CAP_NET_ADMIN for the kernel)")]
     PermissionDenied {

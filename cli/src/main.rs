@@ -6,11 +6,15 @@
 
 mod args;
 mod batch;
+mod bus;
 mod failure;
 mod heap;
 mod kernel;
 mod monitor;
 mod names;
+mod nm;
+mod objects;
+mod overview;
 mod progress;
 mod render;
 
@@ -56,10 +60,9 @@ fn init_tracing(verbose: u8) {
     let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
     if std::env::var_os("NETMIRROR_CLIENT_DEBUG").is_some()
         && std::env::var_os("RUST_LOG").is_none()
+        && let Ok(directive) = "netmirror_client_cache=trace".parse()
     {
-        if let Ok(directive) = "netmirror_client_cache=trace".parse() {
-            filter = filter.add_directive(directive);
-        }
+        filter = filter.add_directive(directive);
     }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -92,11 +95,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         },
         Some(Command::Monitor(args)) => monitor::run(&mut printer, &cli.kernel, &args),
         Some(Command::Batch(args)) => batch::run(&mut printer, &cli.kernel, &args),
-        other => {
-            let _ = &mut printer;
-            anyhow::bail!("{other:?} is not wired to the libraries yet")
+        Some(Command::Nm(args)) => {
+            no_kernel_options(&cli.kernel, "nm")?;
+            nm::run(&mut printer, &cli.bus.bus(), &args)
         }
+        Some(Command::Objects(args)) => {
+            no_kernel_options(&cli.kernel, "objects")?;
+            objects::run(&mut printer, &cli.bus.bus(), &args)
+        }
+        None => overview::run(&mut printer, &cli.output, &cli.kernel),
     };
     result?;
     printer.flush()
+}
+
+/// `--netns`, `-4` and `-6` are about the kernel: with a D-Bus subcommand they are a mistake.
+fn no_kernel_options(kernel: &args::KernelArgs, command: &str) -> anyhow::Result<()> {
+    if kernel.netns.is_some() || kernel.ipv4 || kernel.ipv6 {
+        return Err(
+            args::usage_error(format!("--netns, -4 and -6 do not apply to `{command}`")).into(),
+        );
+    }
+    Ok(())
 }

@@ -37,6 +37,13 @@ pub(crate) enum Cell {
     Text(Cow<'static, str>),
     /// Several values: joined by `,` in text, an array in JSON.
     List(Vec<String>),
+    /// A value with its own text and JSON (a D-Bus value: `yes` and `true`).
+    Typed {
+        /// The text for people.
+        text: String,
+        /// The value for scripts.
+        json: Value,
+    },
 }
 
 impl Cell {
@@ -62,6 +69,7 @@ impl Cell {
             Cell::Text(text) => Cow::Borrowed(text),
             Cell::List(items) if items.is_empty() => Cow::Borrowed("--"),
             Cell::List(items) => Cow::Owned(items.join(",")),
+            Cell::Typed { text, .. } => Cow::Borrowed(text),
         }
     }
 
@@ -90,6 +98,7 @@ impl Cell {
             Cell::Int(value) => Value::from(*value),
             Cell::Text(text) => Value::String(text.to_string()),
             Cell::List(items) => Value::Array(items.iter().cloned().map(Value::String).collect()),
+            Cell::Typed { json, .. } => json.clone(),
         }
     }
 }
@@ -201,16 +210,6 @@ impl Table {
         self.rows.push(row);
     }
 
-    /// The columns.
-    pub(crate) fn fields(&self) -> &'static [Field] {
-        self.fields
-    }
-
-    /// The rows.
-    pub(crate) fn rows(&self) -> &[Vec<Cell>] {
-        &self.rows
-    }
-
     /// Number of rows.
     pub(crate) fn len(&self) -> usize {
         self.rows.len()
@@ -294,6 +293,7 @@ impl Serialize for Cell {
             Cell::Int(value) => serializer.serialize_i64(*value),
             Cell::Text(text) => serializer.serialize_str(text),
             Cell::List(items) => items.serialize(serializer),
+            Cell::Typed { json, .. } => json.serialize(serializer),
         }
     }
 }
@@ -480,10 +480,59 @@ impl Printer {
         Ok(())
     }
 
-    /// Prints objects one property per line, as `nmcli device show` does (an array in JSON).
-    pub(crate) fn details(&mut self, table: &Table) -> anyhow::Result<()> {
-        let chosen = self.chosen(table)?;
-        write_table(&mut self.out, self.color, self.mode, table, &chosen, true)
+    /// Prints one object's properties, one per line, as `nmcli device show` and `nmcli
+    /// connection show ID` do: `NAME:  value` for people (lists as `NAME[1]`, `NAME[2]`),
+    /// `NAME:value` terse (unescaped, as nmcli does in this layout), one JSON object in JSON. `--fields` keeps the properties named, or
+    /// whole sections (`-f GENERAL,IP4`), case-insensitively.
+    pub(crate) fn properties(&mut self, props: &[(String, Cell)]) -> anyhow::Result<()> {
+        let keep = |name: &str| match &self.selection {
+            Selection::Names(names) => names.iter().any(|wanted| {
+                name.eq_ignore_ascii_case(wanted)
+                    || name
+                        .split_once('.')
+                        .is_some_and(|(section, _)| section.eq_ignore_ascii_case(wanted))
+            }),
+            _ => true,
+        };
+        let props: Vec<&(String, Cell)> = props.iter().filter(|(name, _)| keep(name)).collect();
+        if self.mode == Mode::Json {
+            let object: Map<String, Value> = props
+                .iter()
+                .map(|(name, cell)| (name.clone(), cell.json()))
+                .collect();
+            return self.json(&Value::Object(object));
+        }
+        let terse = self.mode == Mode::Terse;
+        let mut lines: Vec<(String, String)> = Vec::new();
+        for (name, cell) in props {
+            match cell {
+                Cell::List(items) if !items.is_empty() && (items.len() > 1 || terse) => {
+                    for (idx, item) in items.iter().enumerate() {
+                        lines.push((format!("{name}[{}]", idx + 1), item.clone()));
+                    }
+                }
+                Cell::List(items) if items.is_empty() && terse => {}
+                cell if terse => lines.push((name.clone(), cell.terse().into_owned())),
+                cell => lines.push((name.clone(), cell.text().into_owned())),
+            }
+        }
+        let width = lines
+            .iter()
+            .map(|(name, _)| width_of(name) + 1)
+            .max()
+            .unwrap_or(0);
+        for (name, value) in lines {
+            if terse {
+                // One property per line: nmcli leaves the value unescaped, since the first
+                // `:` already ends the name.
+                writeln!(self.out, "{name}:{value}")?;
+            } else {
+                let label = format!("{name}:");
+                let style = value_style(self.color, &value);
+                writeln!(self.out, "{label:width$}  {style}{value}{style:#}")?;
+            }
+        }
+        Ok(())
     }
 
     /// Prints a JSON value on one line (monitors) or pretty (everything else).

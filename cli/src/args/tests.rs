@@ -148,43 +148,38 @@ fn batch() {
 
 #[test]
 fn bus() {
-    let Some(Command::Nm(nm)) = parse("nm --bus unix:path=/tmp/x device eth0")
-        .unwrap()
-        .command
-    else {
-        panic!("not nm");
+    let cli = parse("nm --bus unix:path=/tmp/x device eth0").unwrap();
+    assert_eq!(cli.bus.bus(), Bus::Address("unix:path=/tmp/x".into()));
+    let Some(Command::Nm(nm)) = cli.command else {
+        panic!("not nm")
     };
-    assert_eq!(nm.bus.bus, Bus::Address("unix:path=/tmp/x".into()));
     assert!(
         matches!(nm.action, Some(NmAction::Device { iface: Some(ref iface) }) if iface == "eth0")
     );
-    let Some(Command::Nm(nm)) = parse("nm").unwrap().command else {
+    let cli = parse("--bus session nm").unwrap();
+    assert_eq!(cli.bus.bus(), Bus::Session);
+    let cli = parse("nm").unwrap();
+    assert_eq!(cli.bus.bus(), Bus::System);
+    let Some(Command::Nm(nm)) = cli.command else {
         panic!("not nm")
     };
-    assert_eq!(nm.bus.bus, Bus::System);
     assert!(nm.action.is_none());
     assert!(parse("nm --bus nowhere general").is_err());
 }
 
 #[test]
 fn objects() {
-    let Some(Command::Objects(objects)) =
-        parse("objects --service org.bluez --interface org.bluez.Adapter1")
-            .unwrap()
-            .command
-    else {
-        panic!("not objects");
+    let cli = parse("objects --service org.bluez --interface org.bluez.Adapter1").unwrap();
+    let Some(Command::Objects(objects)) = cli.command else {
+        panic!("not objects")
     };
     assert_eq!(objects.target.service.as_deref(), Some("org.bluez"));
     assert!(objects.action.is_none());
-    let Some(Command::Objects(objects)) =
-        parse("objects monitor --service org.bluez --bus session")
-            .unwrap()
-            .command
-    else {
-        panic!("not objects");
+    let cli = parse("objects monitor --service org.bluez --bus session").unwrap();
+    assert_eq!(cli.bus.bus(), Bus::Session);
+    let Some(Command::Objects(objects)) = cli.command else {
+        panic!("not objects")
     };
-    assert_eq!(objects.bus.bus, Bus::Session);
     let Some(ObjectsAction::Monitor { target }) = objects.action else {
         panic!("not monitor")
     };

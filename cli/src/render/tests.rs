@@ -30,9 +30,7 @@ fn sample() -> Table {
 
 fn render(table: &Table, mode: Mode, fields: &[&str], details: bool) -> String {
     let selection = Selection::from_args(&fields.iter().map(|f| f.to_string()).collect::<Vec<_>>());
-    let chosen = selection
-        .resolve(table.fields(), mode == Mode::Json)
-        .unwrap();
+    let chosen = selection.resolve(table.fields, mode == Mode::Json).unwrap();
     let mut out = Vec::new();
     write_table(&mut out, false, mode, table, &chosen, details).unwrap();
     String::from_utf8(out).unwrap()

@@ -6,3 +6,4 @@
 mod batch;
 mod kernel;
 mod monitor;
+mod nm;

@@ -1,0 +1,149 @@
+//! Connecting to the bus `--bus` names, turning D-Bus failures into the CLI's messages, and
+//! rendering cached D-Bus values as table cells and JSON.
+
+use std::io;
+
+use netmirror_client_cache::{self as client, Value};
+use serde_json::Value as Json;
+
+use crate::args::Bus;
+use crate::failure::Failure;
+use crate::render::Cell;
+
+/// Connects to `bus`: the system bus honours `DBUS_SYSTEM_BUS_ADDRESS`, the session bus
+/// `DBUS_SESSION_BUS_ADDRESS`.
+pub(crate) async fn connect(bus: &Bus) -> anyhow::Result<zbus::Connection> {
+    let conn = match bus {
+        Bus::System => zbus::Connection::system().await,
+        Bus::Session => zbus::Connection::session().await,
+        Bus::Address(address) => {
+            zbus::connection::Builder::address(address.as_str())
+                .build()
+                .await
+        }
+    };
+    conn.map_err(|err| {
+        explain_zbus(&err, bus).unwrap_or_else(|| {
+            anyhow::Error::new(err).context(format!("cannot connect to the {bus}"))
+        })
+    })
+}
+
+/// The CLI's own message for a D-Bus failure, when it has one.
+fn explain_zbus(err: &zbus::Error, bus: &Bus) -> Option<anyhow::Error> {
+    match err {
+        zbus::Error::Connection(io, _) | zbus::Error::InputOutput(io)
+            if matches!(
+                io.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+            ) =>
+        {
+            Some(
+                Failure::BusAbsent {
+                    bus: bus.to_string(),
+                    reason: io.to_string(),
+                }
+                .into(),
+            )
+        }
+        zbus::Error::Connection(io, _) | zbus::Error::InputOutput(io)
+            if io.kind() == io::ErrorKind::PermissionDenied =>
+        {
+            Some(
+                Failure::PermissionDenied {
+                    what: format!("connect to the {bus}"),
+                }
+                .into(),
+            )
+        }
+        zbus::Error::MethodError(name, _, _)
+            if name.as_str() == "org.freedesktop.DBus.Error.AccessDenied" =>
+        {
+            Some(
+                Failure::PermissionDenied {
+                    what: format!("the {bus} refused the call"),
+                }
+                .into(),
+            )
+        }
+        _ => None,
+    }
+}
+
+/// Turns a client-cache error into the CLI's message for it when it has one.
+pub(crate) fn explain(err: client::Error, bus: &Bus, service: &str) -> anyhow::Error {
+    match &err {
+        client::Error::ServiceUnknown(_) => Failure::ServiceAbsent {
+            service: service.to_owned(),
+            bus: bus.to_string(),
+        }
+        .into(),
+        client::Error::DBus(zbus_err) => explain_zbus(zbus_err, bus)
+            .unwrap_or_else(|| anyhow::Error::new(err).context(format!("cannot load {service}"))),
+        client::Error::Remote { name, .. } if name == "org.freedesktop.DBus.Error.AccessDenied" => {
+            Failure::PermissionDenied {
+                what: format!("{service} refused the call"),
+            }
+            .into()
+        }
+        _ => anyhow::Error::new(err).context(format!("cannot load {service}")),
+    }
+}
+
+/// A cached value as a cell: nmcli-like text for people, typed JSON for scripts.
+pub(crate) fn cell(value: &Value) -> Cell {
+    if value.is_unset() {
+        return Cell::Null;
+    }
+    Cell::Typed {
+        text: value.to_string(),
+        json: json(value),
+    }
+}
+
+/// A cached value as JSON: numbers, booleans, strings, arrays; dictionaries with string keys
+/// as objects (others as arrays of `[key, value]`); structs as arrays; variants unwrapped.
+pub(crate) fn json(value: &Value) -> Json {
+    match value {
+        Value::Unset => Json::Null,
+        Value::Bool(value) => Json::Bool(*value),
+        Value::U8(value) => Json::from(*value),
+        Value::I16(value) => Json::from(*value),
+        Value::U16(value) => Json::from(*value),
+        Value::I32(value) => Json::from(*value),
+        Value::U32(value) => Json::from(*value),
+        Value::I64(value) => Json::from(*value),
+        Value::U64(value) => Json::from(*value),
+        Value::F64(value) => serde_json::Number::from_f64(*value).map_or(Json::Null, Json::Number),
+        Value::Str(text) | Value::Path(text) | Value::Signature(text) => {
+            Json::String(text.to_string())
+        }
+        Value::Fd(index) => Json::from(*index),
+        Value::Bytes(bytes) => Json::Array(bytes.iter().map(|byte| Json::from(*byte)).collect()),
+        Value::Strs(items) | Value::Paths(items) => Json::Array(
+            items
+                .iter()
+                .map(|item| Json::String(item.to_string()))
+                .collect(),
+        ),
+        Value::U32s(items) => Json::Array(items.iter().map(|item| Json::from(*item)).collect()),
+        Value::Array(array) => Json::Array(array.items.iter().map(json).collect()),
+        Value::Dict(dict) if dict.entries.iter().all(|(key, _)| key.as_str().is_some()) => {
+            Json::Object(
+                dict.entries
+                    .iter()
+                    .map(|(key, value)| (key.as_str().unwrap_or_default().to_owned(), json(value)))
+                    .collect(),
+            )
+        }
+        Value::Dict(dict) => Json::Array(
+            dict.entries
+                .iter()
+                .map(|(key, value)| Json::Array(vec![json(key), json(value)]))
+                .collect(),
+        ),
+        Value::Struct(fields) => Json::Array(fields.iter().map(json).collect()),
+        Value::Variant(inner) => json(inner),
+        other => Json::String(other.to_string()),
+    }
+}

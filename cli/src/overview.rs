@@ -1,0 +1,166 @@
+//! `netmirror` with no subcommand: an overview of this host.
+//!
+//! Links with their state and addresses, route counts per table and family, the default
+//! routes, and NetworkManager's state and devices when it is on the system bus (when it is
+//! not, one line says so; that is not an error). In JSON it is one object:
+//! `{"links": [...], "routes": [...], "default_routes": [...], "networkmanager": {...} | null}`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::args::{KernelArgs, OutputArgs, usage_error};
+use crate::kernel::{self, LinkNames};
+use crate::names;
+use crate::nm;
+use crate::render::{Cell, Field, Mode, Printer, Table};
+
+/// Columns of the overview's links.
+const LINK_FIELDS: &[Field] = &[
+    Field::common("INDEX", "ifindex"),
+    Field::common("NAME", "ifname"),
+    Field::common("STATE", "operstate"),
+    Field::common("ADDRESSES", "addresses"),
+];
+
+/// Columns of the route counts.
+const COUNT_FIELDS: &[Field] = &[
+    Field::common("TABLE", "table"),
+    Field::common("FAMILY", "family"),
+    Field::common("ROUTES", "routes"),
+];
+
+/// Prints the overview.
+pub(crate) fn run(
+    printer: &mut Printer,
+    output: &OutputArgs,
+    kernel_args: &KernelArgs,
+) -> anyhow::Result<()> {
+    if !output.fields.is_empty() {
+        return Err(
+            usage_error("--fields does not apply to the overview; use a subcommand").into(),
+        );
+    }
+    let platform = kernel::open(kernel_args)?;
+    let links = platform
+        .links()
+        .execute()
+        .map_err(|err| kernel::explain(err, "dump links"))?
+        .items;
+    let names = LinkNames::from_links(&links);
+    let mut addr_query = platform.addresses();
+    let mut route_query = platform.routes();
+    if let Some(family) = kernel::family(kernel_args) {
+        addr_query = addr_query.family(family);
+        route_query = route_query.family(family);
+    }
+    let addresses = addr_query
+        .execute()
+        .map_err(|err| kernel::explain(err, "dump addresses"))?
+        .items;
+    let progress = crate::progress::Progress::start("loading routes");
+    let routes = route_query
+        .execute()
+        .map_err(|err| kernel::explain(err, "dump routes"))?
+        .items;
+    drop(progress);
+
+    let mut link_table = Table::new(LINK_FIELDS);
+    for link in &links {
+        let addrs: Vec<String> = addresses
+            .iter()
+            .filter(|addr| addr.ifindex() == link.ifindex())
+            .map(|addr| format!("{}/{}", addr.local(), addr.prefix_len()))
+            .collect();
+        link_table.push(vec![
+            link.ifindex().into(),
+            link.name().to_owned().into(),
+            names::operstate(link.operstate()).into(),
+            Cell::List(addrs),
+        ]);
+    }
+
+    let mut counts: BTreeMap<(u32, &'static str), usize> = BTreeMap::new();
+    for route in &routes {
+        *counts
+            .entry((route.table(), kernel::family_name(route.family())))
+            .or_default() += 1;
+    }
+    let mut count_table = Table::new(COUNT_FIELDS);
+    for ((table, family), n_routes) in counts {
+        count_table.push(vec![
+            names::table(table).into(),
+            family.into(),
+            n_routes.into(),
+        ]);
+    }
+
+    let mut default_table = Table::new(kernel::ROUTE_FIELDS);
+    for route in routes
+        .iter()
+        .filter(|route| route.dst_len() == 0 && route.kind() == netmirror_platform::RTN_UNICAST)
+    {
+        default_table.push(kernel::route_row(route, &names));
+    }
+
+    // A namespace has no NetworkManager of its own: only the host's overview asks the bus.
+    let networkmanager = if kernel_args.netns.is_none() {
+        Some(nm::overview())
+    } else {
+        None
+    };
+
+    if printer.mode() == Mode::Json {
+        let mut object = Map::new();
+        object.insert("links".to_owned(), printer.table_json(&link_table)?);
+        object.insert("routes".to_owned(), printer.table_json(&count_table)?);
+        object.insert(
+            "default_routes".to_owned(),
+            printer.table_json(&default_table)?,
+        );
+        let nm_value = match &networkmanager {
+            Some(nm::Overview::Running { general, devices }) => {
+                let mut nm_object = Map::new();
+                let general = printer.table_json(general)?;
+                nm_object.insert(
+                    "general".to_owned(),
+                    general.get(0).cloned().unwrap_or(Value::Null),
+                );
+                nm_object.insert("devices".to_owned(), printer.table_json(devices)?);
+                Value::Object(nm_object)
+            }
+            Some(nm::Overview::Absent(_)) | None => Value::Null,
+        };
+        object.insert("networkmanager".to_owned(), nm_value);
+        return printer.json(&Value::Object(object));
+    }
+
+    printer.heading("Links")?;
+    printer.table(&link_table)?;
+    printer.blank()?;
+    printer.heading("Routes per table")?;
+    printer.table(&count_table)?;
+    printer.blank()?;
+    printer.heading("Default routes")?;
+    if default_table.len() == 0 {
+        printer.note("no default route")?;
+    } else {
+        printer.table(&default_table)?;
+    }
+    match networkmanager {
+        Some(nm::Overview::Running { general, devices }) => {
+            printer.blank()?;
+            printer.heading("NetworkManager")?;
+            printer.table(&general)?;
+            printer.blank()?;
+            printer.table(&devices)?;
+        }
+        Some(nm::Overview::Absent(reason)) => {
+            printer.blank()?;
+            printer.heading("NetworkManager")?;
+            printer.note(&reason)?;
+        }
+        None => {}
+    }
+    Ok(())
+}

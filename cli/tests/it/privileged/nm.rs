@@ -1,0 +1,493 @@
+//! `nm ...`, `objects ...` and the overview against the real NetworkManager daemon on a
+//! private bus, compared with `nmcli -t` on the same bus.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use netmirror_client_cache::testing::{NetworkManagerDaemon, PrivateBus, Profile};
+use serde_json::Value;
+
+use crate::support::{Monitor, Run, netmirror, run};
+
+/// How long an event may take to show up.
+const EVENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A daemon with a bond, a bridge and an ethernet profile, and a veth pair to manage.
+fn daemon() -> NetworkManagerDaemon {
+    let nm = NetworkManagerDaemon::builder()
+        .profile(Profile::bond("nmx-bond", "nmxbond0"))
+        .profile(Profile::bridge("nmx-bridge", "nmxbr0"))
+        .profile(Profile::ethernet("nmx-eth", "veth0"))
+        .start()
+        .expect("start NetworkManager");
+    let status = nm
+        .netns_command("ip")
+        .args([
+            "link", "add", "veth0", "type", "veth", "peer", "name", "veth1",
+        ])
+        .status()
+        .expect("ip link add");
+    assert!(status.success());
+    // Wait (bounded) until the daemon has seen the new link, so both tools see the same state.
+    let deadline = std::time::Instant::now() + EVENT_TIMEOUT;
+    while !nmcli_lines(&nm, &["-t", "-f", "DEVICE", "device"]).contains("veth0") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "NetworkManager never saw veth0"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    nm
+}
+
+/// `nmcli ARGS` on the daemon's bus: its lines as a set.
+fn nmcli_lines(nm: &NetworkManagerDaemon, args: &[&str]) -> BTreeSet<String> {
+    let output = nm.nmcli().args(args).output().expect("run nmcli");
+    assert!(
+        output.status.success(),
+        "nmcli {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `netmirror --bus ADDRESS ARGS`.
+fn ours(nm: &NetworkManagerDaemon, args: &[&str]) -> Run {
+    let mut full = vec!["--bus", nm.bus_address()];
+    full.extend_from_slice(args);
+    run(netmirror(&full))
+}
+
+fn lines(text: &str) -> BTreeSet<String> {
+    text.lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn general_matches_nmcli() {
+    let nm = daemon();
+    let terse = ours(
+        &nm,
+        &[
+            "-t",
+            "-f",
+            "STATE,CONNECTIVITY,WIFI,NETWORKING",
+            "nm",
+            "general",
+        ],
+    );
+    assert_eq!(
+        lines(terse.ok()),
+        nmcli_lines(
+            &nm,
+            &["-t", "-f", "STATE,CONNECTIVITY,WIFI,NETWORKING", "general"]
+        )
+    );
+    let json = ours(&nm, &["--json", "nm", "general"]).json();
+    let state = nmcli_lines(&nm, &["-t", "-f", "STATE", "general"]);
+    assert_eq!(
+        json[0]["state"].as_str().map(str::to_owned),
+        state.into_iter().next(),
+        "{json}"
+    );
+    let table = ours(&nm, &["nm", "general"]);
+    assert!(table.ok().starts_with("STATE "), "{table:#?}");
+    assert!(
+        table
+            .stdout
+            .contains("CONNECTIVITY  WIFI-HW  WIFI     WWAN-HW  WWAN"),
+        "{table:#?}"
+    );
+}
+
+#[test]
+fn devices_match_nmcli() {
+    let nm = daemon();
+    let theirs = nmcli_lines(&nm, &["-t", "device"]);
+    assert_eq!(lines(ours(&nm, &["-t", "nm", "device"]).ok()), theirs);
+    // The JSON says the same.
+    let json = ours(&nm, &["--json", "nm", "device"]).json();
+    let from_json: BTreeSet<String> = json
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|device| {
+            ["device", "type", "state", "connection"]
+                .map(|key| device[key].as_str().unwrap_or("").replace(':', "\\:"))
+                .join(":")
+        })
+        .collect();
+    assert_eq!(from_json, theirs);
+    let table = ours(&nm, &["nm", "device"]);
+    assert!(table.ok().starts_with("DEVICE"), "{table:#?}");
+    assert!(
+        table
+            .stdout
+            .lines()
+            .next()
+            .is_some_and(|header| header.contains("TYPE") && header.ends_with("CONNECTION"))
+    );
+}
+
+#[test]
+fn one_device_is_asked_of_the_server() {
+    let nm = daemon();
+    let fields = "GENERAL.DEVICE,GENERAL.TYPE,GENERAL.HWADDR,GENERAL.MTU,GENERAL.STATE";
+    let theirs = nmcli_lines(&nm, &["-t", "-f", fields, "device", "show", "veth0"]);
+    let run = ours(&nm, &["-t", "-f", fields, "nm", "device", "veth0"]);
+    // nmcli prints hardware addresses in upper case.
+    assert_eq!(
+        lines(&run.ok().to_uppercase()),
+        theirs.iter().map(|line| line.to_uppercase()).collect()
+    );
+    let json = ours(&nm, &["--json", "nm", "device", "veth0"]).json();
+    assert_eq!(json["GENERAL.DEVICE"], "veth0", "{json}");
+
+    let stderr = ours(&nm, &["nm", "device", "nope0"]).fails(1).to_owned();
+    assert_eq!(stderr, "netmirror: device 'nope0' not found\n");
+}
+
+#[test]
+fn connections_match_nmcli() {
+    let nm = daemon();
+    let theirs = nmcli_lines(&nm, &["-t", "connection", "show"]);
+    assert_eq!(lines(ours(&nm, &["-t", "nm", "connection"]).ok()), theirs);
+    let json = ours(&nm, &["--json", "nm", "connection"]).json();
+    let names: BTreeSet<&str> = json
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert!(
+        names.is_superset(&["nmx-bond", "nmx-bridge", "nmx-eth"].into()),
+        "{json}"
+    );
+
+    let fields = "connection.id,connection.uuid,connection.type,connection.interface-name";
+    let theirs = nmcli_lines(&nm, &["-t", "-f", fields, "connection", "show", "nmx-bond"]);
+    let run = ours(&nm, &["-t", "-f", fields, "nm", "connection", "nmx-bond"]);
+    assert_eq!(lines(run.ok()), theirs);
+    let uuid = Profile::bond("nmx-bond", "nmxbond0").uuid();
+    let by_uuid = ours(&nm, &["--json", "nm", "connection", &uuid]).json();
+    assert_eq!(by_uuid["connection.id"], "nmx-bond", "{by_uuid}");
+
+    let stderr = ours(&nm, &["nm", "connection", "nope"]).fails(1).to_owned();
+    assert_eq!(stderr, "netmirror: no connection profile 'nope'\n");
+}
+
+#[test]
+fn active_connections_match_nmcli() {
+    let nm = daemon();
+    let theirs = nmcli_lines(
+        &nm,
+        &[
+            "-t",
+            "-f",
+            "NAME,UUID,TYPE,DEVICE",
+            "connection",
+            "show",
+            "--active",
+        ],
+    );
+    let run = ours(&nm, &["-t", "-f", "NAME,UUID,TYPE,DEVICE", "nm", "active"]);
+    assert_eq!(lines(run.ok()), theirs);
+    let json = ours(&nm, &["--json", "nm", "active"]).json();
+    assert_eq!(json.as_array().map(Vec::len), Some(theirs.len()), "{json}");
+}
+
+#[test]
+fn monitor_prints_nmcli_connection_add() {
+    let nm = daemon();
+    let mut command = netmirror(&["--json", "--bus", nm.bus_address(), "nm", "monitor"]);
+    command.env("RUST_LOG", "netmirror::nm=debug");
+    let mut monitor = Monitor::start(command, "monitor ready");
+    let status = nm
+        .nmcli()
+        .args([
+            "connection",
+            "add",
+            "type",
+            "bond",
+            "con-name",
+            "nmx-new",
+            "ifname",
+            "nmxnew0",
+            "autoconnect",
+            "no",
+        ])
+        .status()
+        .expect("nmcli connection add");
+    assert!(status.success());
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| {
+        line.contains("nmx-new") && line.contains("\"added\"")
+    });
+    let event: Value = serde_json::from_str(&line).expect("one JSON object per line");
+    assert_eq!(event["object"], "connection", "{event}");
+    assert_eq!(event["new"]["name"], "nmx-new");
+    assert_eq!(event["new"]["type"], "bond");
+
+    let status = nm
+        .nmcli()
+        .args(["connection", "delete", "nmx-new"])
+        .status()
+        .expect("nmcli connection delete");
+    assert!(status.success());
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| {
+        line.contains("nmx-new") && line.contains("\"removed\"")
+    });
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(event["old"]["name"], "nmx-new");
+}
+
+#[test]
+fn monitor_for_people() {
+    let nm = daemon();
+    let mut command = netmirror(&["--bus", nm.bus_address(), "nm", "monitor"]);
+    command.env("RUST_LOG", "netmirror::nm=debug");
+    let mut monitor = Monitor::start(command, "monitor ready");
+    let status = nm
+        .nmcli()
+        .args([
+            "connection",
+            "add",
+            "type",
+            "bridge",
+            "con-name",
+            "nmx-br2",
+            "ifname",
+            "nmxbr2",
+            "autoconnect",
+            "no",
+        ])
+        .status()
+        .expect("nmcli connection add");
+    assert!(status.success());
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("nmx-br2"));
+    assert!(
+        line.starts_with("[CONNECTION] added name nmx-br2 uuid "),
+        "{line}"
+    );
+}
+
+#[test]
+fn system_bus_address_is_honoured() {
+    let nm = daemon();
+    let mut command = netmirror(&["-t", "-f", "DEVICE", "nm", "device"]);
+    command.env("DBUS_SYSTEM_BUS_ADDRESS", nm.bus_address());
+    assert!(lines(run(command).ok()).contains("veth0"));
+}
+
+#[test]
+fn overview_shows_networkmanager() {
+    let nm = daemon();
+    let mut command = netmirror(&["--json"]);
+    command.env("DBUS_SYSTEM_BUS_ADDRESS", nm.bus_address());
+    let json = run(command).json();
+    let state = nmcli_lines(&nm, &["-t", "-f", "STATE", "general"]);
+    assert_eq!(
+        json["networkmanager"]["general"]["state"]
+            .as_str()
+            .map(str::to_owned),
+        state.into_iter().next()
+    );
+    let devices: BTreeSet<&str> = json["networkmanager"]["devices"]
+        .as_array()
+        .expect("devices")
+        .iter()
+        .filter_map(|device| device["device"].as_str())
+        .collect();
+    assert!(devices.contains("veth0"), "{json}");
+    assert!(
+        json["links"]
+            .as_array()
+            .is_some_and(|links| !links.is_empty())
+    );
+
+    let mut command = netmirror(&[]);
+    command.env("DBUS_SYSTEM_BUS_ADDRESS", nm.bus_address());
+    let run = run(command);
+    let out = run.ok();
+    assert!(
+        out.contains("\nNetworkManager\n") && out.contains("veth0"),
+        "{out}"
+    );
+}
+
+#[test]
+fn overview_without_networkmanager_says_so_in_one_line() {
+    let bus = PrivateBus::start().expect("private bus");
+    let mut command = netmirror(&[]);
+    command.env("DBUS_SYSTEM_BUS_ADDRESS", bus.address());
+    let run = run(command);
+    let out = run.ok();
+    assert!(
+        out.ends_with("\nNetworkManager\nNetworkManager is not running on the system bus\n"),
+        "{out}"
+    );
+    let mut command = netmirror(&["--json"]);
+    command.env("DBUS_SYSTEM_BUS_ADDRESS", bus.address());
+    assert_eq!(
+        crate::support::run(command).json()["networkmanager"],
+        Value::Null
+    );
+}
+
+#[test]
+fn service_absent_is_its_own_error() {
+    let bus = PrivateBus::start().expect("private bus");
+    let stderr = run(netmirror(&["--bus", bus.address(), "nm", "device"]))
+        .fails(1)
+        .to_owned();
+    assert_eq!(
+        stderr,
+        format!(
+            "netmirror: NetworkManager is not running on the bus at {}\n",
+            bus.address()
+        )
+    );
+    let stderr = run(netmirror(&[
+        "--bus",
+        bus.address(),
+        "objects",
+        "--service",
+        "org.example.Nope",
+    ]))
+    .fails(1)
+    .to_owned();
+    assert_eq!(
+        stderr,
+        format!(
+            "netmirror: org.example.Nope is not running on the bus at {}\n",
+            bus.address()
+        )
+    );
+    let stderr = run(netmirror(&[
+        "--bus",
+        "unix:path=/nonexistent/netmirror-test",
+        "nm",
+    ]))
+    .fails(1)
+    .to_owned();
+    assert!(
+        stderr.starts_with(
+            "netmirror: no bus at unix:path=/nonexistent/netmirror-test: nothing listens"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn objects_of_networkmanager_are_typed() {
+    let nm = daemon();
+    let json = ours(
+        &nm,
+        &[
+            "--json",
+            "objects",
+            "--service",
+            "org.freedesktop.NetworkManager",
+            "--interface",
+            "org.freedesktop.NetworkManager.Device",
+        ],
+    )
+    .json();
+    let rows = json.as_array().expect("array");
+    let names: BTreeSet<String> = rows
+        .iter()
+        .filter(|row| row["property"] == "Interface")
+        .filter_map(|row| row["value"].as_str().map(str::to_owned))
+        .collect();
+    let theirs: BTreeSet<String> = nmcli_lines(&nm, &["-t", "-f", "DEVICE", "device"]);
+    assert!(
+        names.is_superset(&theirs),
+        "objects {names:?} vs nmcli {theirs:?}"
+    );
+    // Typed: numbers are JSON numbers, booleans booleans.
+    let mtu = rows
+        .iter()
+        .find(|row| row["property"] == "Mtu")
+        .expect("an Mtu property");
+    assert!(mtu["value"].is_u64(), "{mtu}");
+    let managed = rows
+        .iter()
+        .find(|row| row["property"] == "Managed")
+        .expect("a Managed property");
+    assert!(managed["value"].is_boolean(), "{managed}");
+
+    // One object, asked of the server.
+    let run = ours(
+        &nm,
+        &[
+            "-t",
+            "-f",
+            "PROPERTY,VALUE",
+            "objects",
+            "--service",
+            "org.freedesktop.NetworkManager",
+            "--path",
+            "/org/freedesktop/NetworkManager",
+            "--interface",
+            "org.freedesktop.NetworkManager",
+        ],
+    );
+    let version = nmcli_lines(&nm, &["--version"])
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    let ours_version = run
+        .ok()
+        .lines()
+        .find_map(|line| line.strip_prefix("Version:"))
+        .map(str::to_owned);
+    assert!(
+        ours_version.is_some_and(|ours| version.contains(&ours)),
+        "{run:#?} vs {version}"
+    );
+}
+
+#[test]
+fn objects_monitor_prints_nmcli_connection_add() {
+    let nm = daemon();
+    let mut command = netmirror(&[
+        "--json",
+        "--bus",
+        nm.bus_address(),
+        "objects",
+        "monitor",
+        "--service",
+        "org.freedesktop.NetworkManager",
+    ]);
+    command.env("RUST_LOG", "netmirror::objects=debug");
+    let mut monitor = Monitor::start(command, "monitor ready");
+    let status = nm
+        .nmcli()
+        .args([
+            "connection",
+            "add",
+            "type",
+            "bond",
+            "con-name",
+            "nmx-obj",
+            "ifname",
+            "nmxobj0",
+            "autoconnect",
+            "no",
+        ])
+        .status()
+        .expect("nmcli connection add");
+    assert!(status.success());
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| {
+        line.contains("\"added\"")
+            && line.contains("org.freedesktop.NetworkManager.Settings.Connection")
+    });
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(event["object"], "object");
+    assert!(
+        event["new"]["path"]
+            .as_str()
+            .is_some_and(|path| path.starts_with("/org/freedesktop/NetworkManager/Settings/"))
+    );
+}
