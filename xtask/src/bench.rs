@@ -89,26 +89,28 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let mut criterion_results = Vec::new();
     let mut criterion_command = String::new();
     if options.criterion {
-        let mut bench = cargo();
-        bench.args([
-            "bench",
-            "--workspace",
-            "--exclude",
-            "netmirror",
-            "--bench",
-            "*",
-            "--",
-        ]);
-        bench.args(["--color", "never"]);
-        if options.quick {
-            bench.args(["--warm-up-time", "1", "--measurement-time", "2"]);
-        }
-        criterion_command = shown(&bench);
-        match run_criterion(&mut bench) {
-            Ok(results) => criterion_results = results,
-            Err(err) => {
-                eprintln!("xtask: criterion benches failed: {err:#}");
-                failures.push(format!("criterion benches: {err:#}"));
+        for (package, bench_name) in criterion_benches(root)? {
+            let mut bench = cargo();
+            bench.args(["bench", "-p", &package, "--bench", &bench_name, "--"]);
+            bench.args(["--color", "never"]);
+            if options.quick {
+                bench.args(["--warm-up-time", "1", "--measurement-time", "2"]);
+            }
+            if criterion_command.is_empty() {
+                criterion_command = shown(&bench).replace(
+                    &format!("-p {package} --bench {bench_name}"),
+                    "-p PACKAGE --bench BENCH",
+                );
+            }
+            match run_criterion(&mut bench) {
+                Ok(results) => criterion_results.extend(results.into_iter().map(|mut result| {
+                    result.bench = format!("{package}/{bench_name}");
+                    result
+                })),
+                Err(err) => {
+                    eprintln!("xtask: criterion bench {package}/{bench_name} failed: {err:#}");
+                    failures.push(format!("criterion bench {package}/{bench_name}: {err:#}"));
+                }
             }
         }
     }
@@ -172,10 +174,53 @@ fn cargo() -> Command {
 /// One criterion result as it printed it.
 #[derive(Debug)]
 struct CriterionResult {
+    /// `package/bench`.
+    bench: String,
     id: String,
     /// `[low estimate high]`, as criterion formats them.
     time: String,
     thrpt: Option<String>,
+}
+
+/// The criterion bench targets of the library crates: `(package, bench)` from each
+/// `[[bench]]` of their manifests (criterion benches need one, for `harness = false`).
+fn criterion_benches(root: &Path) -> anyhow::Result<Vec<(String, String)>> {
+    let mut benches = Vec::new();
+    for folder in [
+        "dedup-index",
+        "dbus-meta",
+        "client-cache",
+        "platform",
+        "cli",
+    ] {
+        let manifest = std::fs::read_to_string(root.join(folder).join("Cargo.toml"))?;
+        let mut package = None;
+        let mut section = "";
+        for line in manifest.lines().map(str::trim) {
+            if line.starts_with('[') {
+                section = line;
+                continue;
+            }
+            let Some(value) = line
+                .strip_prefix("name")
+                .and_then(|rest| rest.trim_start().strip_prefix('='))
+                .and_then(|rest| rest.trim().strip_prefix('"'))
+                .and_then(|rest| rest.split('"').next())
+            else {
+                continue;
+            };
+            match section {
+                "[package]" => package = Some(value.to_owned()),
+                // The whole-process comparisons run on their own, below.
+                "[[bench]]" if value != "compare" => {
+                    let package = package.clone().context("a [[bench]] before [package]")?;
+                    benches.push((package, value.to_owned()));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(benches)
 }
 
 /// Runs the criterion benches, echoing their output, and collects each `time:` line.
@@ -204,6 +249,7 @@ fn run_criterion(bench: &mut Command) -> anyhow::Result<Vec<CriterionResult>> {
                 id.to_owned()
             };
             results.push(CriterionResult {
+                bench: String::new(),
                 id,
                 time: rest.trim().to_owned(),
                 thrpt: None,
@@ -394,11 +440,13 @@ fn markdown(w: &Written<'_>) -> String {
              iteration (or of the custom measurement a bench declares, such as bytes).\n\n",
         );
         out.push_str(
-            "| benchmark | time [low estimate high] | throughput |\n| --- | --- | --- |\n",
+            "| bench target | benchmark | time [low estimate high] | throughput |\n\
+             | --- | --- | --- | --- |\n",
         );
         for result in w.criterion {
             out.push_str(&format!(
-                "| `{}` | {} | {} |\n",
+                "| {} | `{}` | {} | {} |\n",
+                result.bench,
                 result.id,
                 result.time,
                 result.thrpt.as_deref().unwrap_or("")

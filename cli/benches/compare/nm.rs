@@ -69,7 +69,7 @@ fn nm(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
          `autoconnect=false`: the seed's 30 bonds `bond-1..30` and their 465 VLANs (bond i \
          carries VLAN ids i..30), padded with 19 bridges and 37 Ethernet profiles. Bond, \
          VLAN and bridge profiles give unrealized devices (514) and the namespace has `lo`: \
-         515 devices."
+         515 devices. `nmcli device` lists the realized ones only (here `lo`)."
     ));
     section.setup(
         "Both tools get the private bus as `DBUS_SYSTEM_BUS_ADDRESS`; output goes to \
@@ -81,8 +81,12 @@ fn nm(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
         format!("{:.1} s", started.elapsed().as_secs_f64()),
     );
     section.fact(
-        "profiles / devices that nmcli lists",
+        "profiles / devices that nmcli lists (it lists realized devices only)",
         format!("{} / {}", last.0, last.1),
+    );
+    section.fact(
+        "devices on D-Bus (`GetAllDevices`, realized and unrealized)",
+        all_devices(&daemon).unwrap_or_else(|err| format!("{err:#}")),
     );
     let address = daemon.bus_address().to_owned();
     let ours = |args: &[&str]| ctx.netmirror(args).env("DBUS_SYSTEM_BUS_ADDRESS", &address);
@@ -116,4 +120,28 @@ fn nm(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
         section.comparisons.push(ctx.compare(case, a, b, || Ok(())));
     }
     Ok(())
+}
+
+/// The number of devices NetworkManager has, realized or not, as `GetAllDevices` says.
+fn all_devices(daemon: &NetworkManagerDaemon) -> anyhow::Result<String> {
+    let out = daemon
+        .bus()
+        .command("busctl")
+        .args([
+            "--system",
+            "call",
+            "org.freedesktop.NetworkManager",
+            "/org/freedesktop/NetworkManager",
+            "org.freedesktop.NetworkManager",
+            "GetAllDevices",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .context("cannot run busctl")?;
+    // `ao N /path ...`
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace()
+        .nth(1)
+        .map(str::to_owned)
+        .with_context(|| format!("unexpected GetAllDevices reply: {}", text.trim()))
 }
