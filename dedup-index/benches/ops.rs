@@ -5,7 +5,8 @@
 //! id in the primary and in the by-interface index type, in random order);
 //! `lookup/get_sequential` (by id, in the order the routes were added); `remove/drain` (remove
 //! everything in random order, per object); `remove_insert/steady` (remove a random entry and
-//! add it back); `iterate/primary` and `iterate/by_ifindex` (a full in-order walk reading each
+//! add it back); `resync/mark_readd_sweep` (mark all, re-add 90% in order, sweep, per object);
+//! `iterate/primary` and `iterate/by_ifindex` (a full in-order walk reading each
 //! object, per object); `baseline/*`, the same on a `HashMap<RouteId, Arc<Route>>` and a
 //! `Vec<Arc<Route>>`. Where a routine handles many objects, criterion's "thrpt" line gives
 //! objects per second.
@@ -41,6 +42,7 @@ fn run<M: Measurement>(mut c: Criterion<M>) {
     insert(c);
     lookup(c);
     remove(c);
+    resync(c);
     iterate(c);
     baseline(c);
 }
@@ -146,6 +148,31 @@ fn remove<M: Measurement>(c: &mut Criterion<M>) {
                 black_box(routes.index.remove(&obj.id()));
                 black_box(routes.index.insert(obj, Placement::Append)).ok();
             });
+        });
+    }
+    group.finish();
+}
+
+/// A resync as the platform cache does it: mark everything, re-add what a fresh dump returns
+/// (every route but one in ten, in the original order), sweep the rest.
+fn resync<M: Measurement>(c: &mut Criterion<M>) {
+    let mut group = c.benchmark_group("resync");
+    for n in SIZES {
+        let dump: Vec<Route> = (0..n).filter(|i| i % 10 != 0).map(route).collect();
+        group.throughput(Throughput::Elements(u64::from(n)));
+        group.bench_function(BenchmarkId::new("mark_readd_sweep", n), |b| {
+            b.iter_batched(
+                || (Routes::filled(Layout::Three, n), dump.clone()),
+                |(mut routes, dump)| {
+                    routes.index.mark_all();
+                    for obj in dump {
+                        black_box(routes.index.insert(obj, Placement::Append)).ok();
+                    }
+                    black_box(routes.index.sweep());
+                    routes
+                },
+                BatchSize::PerIteration,
+            );
         });
     }
     group.finish();
