@@ -537,6 +537,9 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
             }
         }
     };
+    // The initial load's additions are the state, not changes: drop them.
+    let n_initial = nm.cache_mut().take_events().len();
+    tracing::trace!(n_initial, "initial events dropped");
     refresh_all(&nm, &mut known);
     if !nm.is_running() {
         printer.status(

@@ -69,6 +69,7 @@ impl Cell {
             Cell::Text(text) => Cow::Borrowed(text),
             Cell::List(items) if items.is_empty() => Cow::Borrowed("--"),
             Cell::List(items) => Cow::Owned(items.join(",")),
+            Cell::Typed { text, .. } if text.is_empty() => Cow::Borrowed("--"),
             Cell::Typed { text, .. } => Cow::Borrowed(text),
         }
     }
@@ -85,6 +86,7 @@ impl Cell {
     fn terse(&self) -> Cow<'_, str> {
         match self {
             Cell::Null => Cow::Borrowed(""),
+            Cell::Typed { text, .. } => Cow::Borrowed(text),
             Cell::List(items) => Cow::Owned(items.join(",")),
             other => other.text(),
         }
@@ -794,19 +796,22 @@ fn write_event(
 
 /// The text of an event for people: the object's fields, then what changed as `old -> new`.
 fn event_text(event: &Event<'_>, chosen: &[usize]) -> String {
-    let describe = |row: &[Cell]| {
+    let shown =
+        |row: &[Cell], idx: usize| row[idx] != Cell::Null && row[idx] != Cell::List(Vec::new());
+    let describe = |row: &[Cell], skip: &dyn Fn(usize) -> bool| {
         chosen
             .iter()
-            .filter(|&&idx| row[idx] != Cell::Null && row[idx] != Cell::List(Vec::new()))
+            .filter(|&&idx| shown(row, idx) && !skip(idx))
             .map(|&idx| format!("{} {}", event.fields[idx].key, row[idx].text()))
             .collect::<Vec<_>>()
             .join(" ")
     };
     match (&event.old, &event.new) {
         (Some(old), Some(new)) => {
+            let differs = |idx: usize| old[idx] != new[idx];
             let changes: Vec<String> = chosen
                 .iter()
-                .filter(|&&idx| old[idx] != new[idx])
+                .filter(|&&idx| differs(idx))
                 .map(|&idx| {
                     format!(
                         "{} {} \u{2192} {}",
@@ -816,13 +821,15 @@ fn event_text(event: &Event<'_>, chosen: &[usize]) -> String {
                     )
                 })
                 .collect();
-            if changes.is_empty() {
-                describe(new)
-            } else {
-                format!("{}: {}", describe(new), changes.join(", "))
+            // What stayed the same says which object it is; then what changed.
+            let same = describe(new, &differs);
+            match (same.is_empty(), changes.is_empty()) {
+                (_, true) => describe(new, &|_| false),
+                (true, false) => changes.join(", "),
+                (false, false) => format!("{same}: {}", changes.join(", ")),
             }
         }
-        (None, Some(row)) | (Some(row), None) => describe(row),
+        (None, Some(row)) | (Some(row), None) => describe(row, &|_| false),
         (None, None) => String::new(),
     }
 }

@@ -214,8 +214,8 @@ fn events() {
         Mode::Human,
         &changed,
         expect![[r#"
-        [DEVICE] changed device eth0 type ethernet state connected: state disconnected → connected
-    "#]],
+            [DEVICE] changed device eth0 type ethernet: state disconnected → connected
+        "#]],
     );
     check_event(
         Mode::Json,
