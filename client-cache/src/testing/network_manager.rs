@@ -143,7 +143,10 @@ impl NetworkManagerBuilder {
     }
 
     /// Writes the profiles, starts the bus, the sandbox and the daemon, and returns once the
-    /// daemon owns `org.freedesktop.NetworkManager` on the bus.
+    /// daemon serves: it owns `org.freedesktop.NetworkManager` on the bus and has answered a
+    /// call on its main loop. (It takes its name before it loads its profiles and makes their
+    /// devices; the answer means that startup work is done, some seconds for hundreds of
+    /// profiles.)
     pub fn start(self) -> io::Result<NetworkManagerDaemon> {
         NetworkManagerDaemon::start_with(self)
     }
@@ -286,9 +289,11 @@ impl NetworkManagerDaemon {
     }
 
     /// Starts the daemon again after [`stop`](Self::stop) (or a crash), in the same sandbox and
-    /// on the same bus, and waits until it owns its name. Stops it first when it runs.
+    /// on the same bus, and waits until it serves (see [`NetworkManagerBuilder::start`]). Stops
+    /// it first when it runs.
     pub fn start_again(&mut self) -> io::Result<()> {
         self.stop()?;
+        let started = Instant::now();
         let dir = self.dir.path();
         let log = fs::OpenOptions::new()
             .create(true)
@@ -314,25 +319,61 @@ impl NetworkManagerDaemon {
             .daemon
             .insert(Daemon::spawn("NetworkManager", command)?);
         let log_path = dir.join("NetworkManager.log");
-        let appeared =
-            self.bus
-                .wait_for_name(NM_BUS_NAME, true, self.start_timeout, || {
-                    match daemon.exit_status()? {
-                        None => Ok(()),
-                        Some(status) => Err(fail(format!(
-                            "NetworkManager exited ({status}) before it appeared on the bus; \
-                         its log ends with:\n{}",
-                            log_tail(&log_path)
-                        ))),
-                    }
-                });
+        let appeared = self
+            .bus
+            .wait_for_name(NM_BUS_NAME, true, self.start_timeout, || {
+                match daemon.exit_status()? {
+                    None => Ok(()),
+                    Some(status) => Err(fail(format!(
+                        "NetworkManager exited ({status}) before it appeared on the bus"
+                    ))),
+                }
+            })
+            .and_then(|()| self.wait_until_serving(started));
         if let Err(err) = appeared {
+            // Dropping it stops it.
             self.daemon = None;
             return Err(io::Error::new(
                 err.kind(),
                 format!(
                     "{err}\nNetworkManager's log ends with:\n{}",
                     log_tail(&log_path)
+                ),
+            ));
+        }
+        tracing::debug!(elapsed = ?started.elapsed(), "NetworkManager serves");
+        Ok(())
+    }
+
+    /// Waits until the daemon answers a call on its main loop. It claims its name before it
+    /// loads its profiles and makes a device for each, all on its main loop: a call answered
+    /// there means that work is done, and a client sees the whole, settled state.
+    fn wait_until_serving(&self, started: Instant) -> io::Result<()> {
+        let remaining = self
+            .start_timeout
+            .saturating_sub(started.elapsed())
+            .max(Duration::from_secs(1));
+        let output = self
+            .bus
+            .command("busctl")
+            .arg("--system")
+            .arg(format!("--timeout={}", remaining.as_secs().max(1)))
+            .args([
+                "get-property",
+                NM_BUS_NAME,
+                "/org/freedesktop/NetworkManager",
+                "org.freedesktop.NetworkManager",
+                "Version",
+            ])
+            .stdin(Stdio::null())
+            .output()?;
+        if !output.status.success() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "NetworkManager took its name but did not answer within {:?}: {}",
+                    self.start_timeout,
+                    String::from_utf8_lossy(&output.stderr).trim()
                 ),
             ));
         }
