@@ -26,6 +26,9 @@ use crate::kernel;
 use crate::names;
 use crate::render::{Mode, Printer};
 
+/// `EPERM`, the kernel's answer to a change without CAP_NET_ADMIN.
+const EPERM: i32 = 1;
+
 /// `RT_SCOPE_NOWHERE`: in a delete request, any scope matches.
 const RT_SCOPE_NOWHERE: u8 = 255;
 
@@ -143,6 +146,18 @@ pub(crate) fn run(
         }
     }
     let failed = report.failures.len() + n_malformed;
+    let all_refused_for_permission = !report.failures.is_empty()
+        && report
+            .failures
+            .iter()
+            .all(|failure| failure.error.errno == EPERM);
+    if all_refused_for_permission && report.n_ok == 0 {
+        printer.flush()?;
+        return Err(Failure::PermissionDenied {
+            what: "change routes and addresses".to_owned(),
+        }
+        .into());
+    }
     if failed > 0 {
         printer.flush()?;
         return Err(Failure::BatchFailed {

@@ -113,6 +113,14 @@ pub(crate) fn explain(err: platform::Error, doing: &str) -> anyhow::Error {
             }
             .into()
         }
+        platform::Error::Netns { netns, source }
+            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        {
+            Failure::PermissionDenied {
+                what: format!("enter network namespace {netns}"),
+            }
+            .into()
+        }
         _ if crate::failure::is_permission_denied(&err) => Failure::PermissionDenied {
             what: doing.to_owned(),
         }

@@ -334,3 +334,73 @@ fn route_count_matches_ip_per_table() {
         "{out}"
     );
 }
+
+/// A copy of the binary that an unprivileged user may run, in a temp dir of its own.
+fn unprivileged_copy() -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("netmirror-test-bin")
+        .tempdir()
+        .expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod dir");
+    let bin = dir.path().join("netmirror");
+    std::fs::copy(env!("CARGO_BIN_EXE_netmirror"), &bin).expect("copy the binary");
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod binary");
+    (dir, bin)
+}
+
+#[test]
+fn permission_denied_is_its_own_error() {
+    let ns = namespace();
+    let (_dir, bin) = unprivileged_copy();
+    // `setpriv` drops to nobody; with `in_ns` it runs inside the test namespace (entered by
+    // `ip netns exec` as root first), so nothing is ever tried on the host's namespace.
+    let as_nobody = |in_ns: bool, args: &[&str], input: &str| {
+        let mut command = if in_ns {
+            ns.command("setpriv")
+        } else {
+            std::process::Command::new("setpriv")
+        };
+        command
+            .args([
+                "--reuid",
+                "65534",
+                "--regid",
+                "65534",
+                "--clear-groups",
+                "--",
+            ])
+            .arg(&bin)
+            .args(args);
+        command.env("NO_COLOR", "1");
+        crate::support::run_with_input(command, input)
+    };
+    let stderr = as_nobody(false, &["--netns", ns.name(), "link"], "")
+        .fails(1)
+        .to_owned();
+    assert_eq!(
+        stderr,
+        format!(
+            "netmirror: permission denied: enter network namespace {} \
+             (run as root, or with CAP_NET_ADMIN for the kernel)\n",
+            ns.name()
+        )
+    );
+    // Inside the namespace reading works; changing does not.
+    let run = as_nobody(true, &["-t", "-f", "NAME", "link"], "");
+    assert!(run.ok().contains("veth0"), "{run:#?}");
+    let run = as_nobody(
+        true,
+        &["batch", "-"],
+        "route add 198.18.0.0/16 dev veth0 table 4242\n",
+    );
+    assert_eq!(run.code(), 1, "{run:#?}");
+    assert!(
+        run.stderr.ends_with(
+            "netmirror: permission denied: change routes and addresses \
+             (run as root, or with CAP_NET_ADMIN for the kernel)\n"
+        ),
+        "{run:#?}"
+    );
+}
