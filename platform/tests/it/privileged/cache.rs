@@ -41,6 +41,17 @@ fn equals_ip_after_load_and_after_changes() {
             "addr add 192.0.2.10/24 dev nmx0",
             "route add 10.10.0.0/16 via 192.0.2.2 src 192.0.2.10",
             "addr del 192.0.2.10/24 dev nmx0",
+            // A preferred source on another interface: its removal flushes the route too.
+            "addr add 198.18.0.1/24 dev nmx1",
+            "route add 10.12.0.0/16 via 192.0.2.2 dev nmx0 src 198.18.0.1",
+            "addr del 198.18.0.1/24 dev nmx1",
+        ];
+        for line in script {
+            ip(&ns, line);
+        }
+        assert_cache_matches_ip(&mut cache, &ns);
+
+        let script = [
             "-6 route add 2001:db8:4::/64 dev nmx0 metric 7",
             "-6 route replace 2001:db8:4::/64 via 2001:db8:1::3 metric 7",
             "-6 route del 2001:db8:2::/64 table 100",
