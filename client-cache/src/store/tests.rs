@@ -89,7 +89,7 @@ fn cycles_are_ready_and_knocked_out_together() {
 fn placeholders_go_once_nothing_references_them() {
     let mut s = store();
     let a = put(&mut s, "/a", &["/gone", "/gone"]);
-    assert_eq!(s.slot(s.id("/gone").unwrap()).refs_in.get(&a), Some(&2));
+    assert_eq!(s.slot(s.id("/gone").unwrap()).refs_in.count(a), Some(2));
     s.update_readiness();
     s.set_object(a, obj(&[]));
     s.update_readiness();
@@ -110,4 +110,20 @@ fn removing_a_target_knocks_out_its_referrers() {
     s.update_readiness();
     assert!(!ready(&s, "/a"));
     assert_eq!(s.len_present(), 1);
+}
+
+#[test]
+fn a_hub_with_many_referrers_moves_to_a_map_and_back_to_empty() {
+    let mut s = store();
+    let ids: Vec<ObjId> = (0..50)
+        .map(|i| put(&mut s, &format!("/r{i}"), &["/hub"]))
+        .collect();
+    put(&mut s, "/hub", &[]);
+    s.update_readiness();
+    let hub = s.id("/hub").unwrap();
+    assert_eq!(s.slot(hub).refs_in.ids().count(), 50);
+    for id in ids {
+        s.set_object(id, obj(&[]));
+    }
+    assert!(s.slot(hub).refs_in.is_empty());
 }
