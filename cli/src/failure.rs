@@ -4,7 +4,8 @@
 //! a failure, 2 for a usage error. The failures people meet most (a service that is not on the
 //! bus, a permission the kernel or the bus refused, a namespace that does not exist, a batch
 //! line that is malformed or refused) each get a message of their own, built from the library
-//! errors by [`explain`]; everything else prints the whole error chain on one line.
+//! errors by the `explain` functions of `kernel` and `bus`; everything else prints the whole
+//! error chain on one line.
 
 use std::io;
 use std::process::ExitCode;
