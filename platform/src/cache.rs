@@ -444,7 +444,8 @@ impl Cache {
     /// Waits up to `timeout` (`None`: forever) for events, applies what arrived (at most a
     /// bounded number of datagrams) and appends the resulting events to `out`. Also runs a
     /// scheduled resync once the socket is quiet and the back-off has passed. Returns the
-    /// number of events appended; 0 when the timeout expired.
+    /// number of events appended: 0 when the timeout expired, but also when what arrived
+    /// changed nothing (a bridge port message, an update equal to the held object).
     pub fn poll(&mut self, timeout: Option<Duration>, out: &mut Vec<Event>) -> Result<usize> {
         let before = out.len();
         let timeout = match self.resync_deadline() {
