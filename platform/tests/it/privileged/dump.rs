@@ -92,3 +92,71 @@ fn interrupted_address_dumps_are_redone_and_complete() {
         }
     });
 }
+
+#[test]
+fn interrupted_link_dumps_are_redone_and_complete() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        // 400 links: a link dump takes many datagrams.
+        let dir = tempfile::Builder::new()
+            .prefix("netmirror-test-")
+            .tempdir()
+            .unwrap();
+        let path = dir.path().join("links.batch");
+        let lines: String = (0..200)
+            .map(|i| format!("link add nmxa{i} type veth peer name nmxb{i}\n"))
+            .collect();
+        std::fs::write(&path, lines).unwrap();
+        let status = ns.command("ip").arg("-batch").arg(&path).status().unwrap();
+        assert!(status.success());
+        let platform = Platform::open(config(&ns)).unwrap();
+        let stable = platform.links().execute().unwrap().items.len();
+        assert_eq!(stable, 403);
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let churn = {
+            let stop = stop.clone();
+            let name = ns.name().to_owned();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let ip = |args: &[&str]| {
+                        std::process::Command::new("ip")
+                            .args(["-n", &name])
+                            .args(args)
+                            .status()
+                            .unwrap()
+                    };
+                    ip(&[
+                        "link", "add", "nmxc0", "type", "veth", "peer", "name", "nmxc1",
+                    ]);
+                    ip(&["link", "del", "nmxc0"]);
+                }
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut n_interrupted = 0;
+        let mut n_dumps = 0;
+        while n_interrupted == 0 && Instant::now() < deadline {
+            let answer = platform.links().execute().unwrap();
+            n_dumps += 1;
+            n_interrupted += answer.n_interrupted;
+            let names: Vec<&str> = answer.items.iter().map(|link| link.name()).collect();
+            for i in 0..200 {
+                assert!(
+                    names.contains(&format!("nmxa{i}").as_str()),
+                    "nmxa{i} missing"
+                );
+                assert!(
+                    names.contains(&format!("nmxb{i}").as_str()),
+                    "nmxb{i} missing"
+                );
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        churn.join().unwrap();
+        assert!(
+            n_interrupted > 0,
+            "no link dump was interrupted in {n_dumps} dumps"
+        );
+    });
+}
