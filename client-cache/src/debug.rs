@@ -168,3 +168,6 @@ impl Reporter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
