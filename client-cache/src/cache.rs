@@ -108,8 +108,17 @@ impl CacheBuilder {
 ///
 /// It never spawns a task and never calls back: all work happens inside
 /// [`ObjectCache::next_event`] (and [`ObjectCache::load`]), on the caller's task and executor.
-/// The connection's socket is read by zbus's reader task, which only queues raw messages; the
-/// cache decodes and applies them when polled. Between two calls, the cache does not change.
+/// Between two calls, the cache does not change.
+///
+/// The connection's socket is read by zbus's own reader task, which only queues raw messages.
+/// With zbus 6's default runtime (zruntime, the `default-rt` feature, and no `tokio` feature as
+/// in this workspace) that task runs on the thread inside `zbus::block_on`, or on zruntime's
+/// helper thread when the connection is used from another executor (Tokio, async-io/smol):
+/// either way no cache code runs there. The cache reads the connection's single, ordered message
+/// queue (`MessageStream::from(&conn)`, raised to 65536 queued messages so that a pipelined
+/// load does not stall the reader), which keeps signals and method replies in the order they
+/// arrived: the rule for signals that arrive before a load's reply depends on it. A connection
+/// shared with other users works; every message on it passes through the cache's queue.
 pub struct ObjectCache {
     conn: Connection,
     stream: MessageStream,
