@@ -199,6 +199,17 @@ fn error_name(hdr: &Header<'_>) -> String {
     hdr.error_name().map(|e| e.to_string()).unwrap_or_default()
 }
 
+/// Errors a call gets when its destination left the bus.
+fn owner_gone(name: &str) -> bool {
+    matches!(
+        name,
+        "org.freedesktop.DBus.Error.NoReply"
+            | "org.freedesktop.DBus.Error.ServiceUnknown"
+            | "org.freedesktop.DBus.Error.NameHasNoOwner"
+            | "org.freedesktop.DBus.Error.Disconnected"
+    )
+}
+
 fn is_refusal(name: &str) -> bool {
     matches!(
         name,
@@ -576,12 +587,25 @@ impl Core {
                 true
             }
             Call::GetManagedObjects => {
-                if !self.bus || self.sent_by_owner(hdr) {
-                    if is_error {
-                        // Typically the owner went away (NoReply): its NameOwnerChanged follows.
+                // Errors may come from the bus itself (NoReply, ServiceUnknown).
+                let from_bus = is_error && hdr.sender().is_some_and(|s| s.as_str() == BUS);
+                if !self.bus || from_bus || self.sent_by_owner(hdr) {
+                    if is_error && owner_gone(&err_name) {
+                        // The owner went away: its NameOwnerChanged follows and decides.
                         self.rep
                             .trace(format_args!("GetManagedObjects failed: {}", err_text()));
                         self.load = Load::Idle;
+                    } else if is_error {
+                        // The service is there but cannot be loaded (no ObjectManager, access
+                        // denied): say so, and stay consistent (empty) rather than wait forever.
+                        self.rep.warn(
+                            WarningKind::CallFailed,
+                            format_args!("GetManagedObjects failed: {}", err_text()),
+                        );
+                        self.load = Load::Done;
+                        self.loads += 1;
+                        self.batch.loaded = true;
+                        self.batch.dirty = true;
                     } else {
                         self.apply_managed_objects(msg);
                     }

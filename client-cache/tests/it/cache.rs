@@ -505,3 +505,23 @@ fn the_blocking_facade_runs_the_cache_on_its_own_thread() {
         );
     });
 }
+
+#[test_log::test]
+fn a_service_without_an_object_manager_loads_empty_with_a_warning() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let _mock = Mock::start(bus.address(), objects(&[("/a", node("a", None, &[]))]));
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let mut cache = builder()
+                .debug(DebugConfig::tolerant())
+                .manager_path("/nowhere")
+                .build_loaded(&conn)
+                .await
+                .unwrap();
+            assert_eq!(kinds(&cache.take_events()), ["loaded"]);
+            assert!(cache.is_empty());
+            assert_eq!(cache.diagnostics().count(WarningKind::CallFailed), 1);
+        });
+    });
+}

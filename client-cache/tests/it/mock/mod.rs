@@ -222,7 +222,7 @@ async fn serve(conn: Connection, state: Arc<Mutex<State>>, mut stream: MessageSt
         let member = hdr.member().map(|m| m.to_string()).unwrap_or_default();
         let p = hdr.path().map(|p| p.to_string()).unwrap_or_default();
         match member.as_str() {
-            "GetManagedObjects" => {
+            "GetManagedObjects" if p == "/" => {
                 let (objects, vanish) = {
                     let mut st = state.lock().unwrap();
                     st.loads += 1;
