@@ -404,3 +404,23 @@ fn permission_denied_is_its_own_error() {
         "{run:#?}"
     );
 }
+
+#[test]
+fn colour_only_when_asked_or_on_a_terminal() {
+    let ns = NetNs::new().expect("namespace");
+    // Not a terminal: no escapes.
+    let plain = nm(&["--netns", ns.name(), "link"]);
+    assert!(!plain.ok().contains('\u{1b}'), "{plain:#?}");
+    // CLICOLOR_FORCE: a bold header and a coloured state.
+    let mut command = crate::support::netmirror(&["--netns", ns.name(), "link"]);
+    command.env_remove("NO_COLOR").env("CLICOLOR_FORCE", "1");
+    let coloured = crate::support::run(command);
+    assert!(
+        coloured.ok().starts_with("\u{1b}[1mINDEX\u{1b}[0m"),
+        "{coloured:#?}"
+    );
+    // JSON never has colour.
+    let mut command = crate::support::netmirror(&["--json", "--netns", ns.name(), "link"]);
+    command.env_remove("NO_COLOR").env("CLICOLOR_FORCE", "1");
+    assert!(!crate::support::run(command).ok().contains('\u{1b}'));
+}

@@ -218,9 +218,9 @@ fn monitor_prints_nmcli_connection_add() {
             "autoconnect",
             "no",
         ])
-        .status()
+        .output()
         .expect("nmcli connection add");
-    assert!(status.success());
+    assert!(status.status.success(), "{status:?}");
     let line = monitor.expect_line(EVENT_TIMEOUT, |line| {
         line.contains("nmx-new") && line.contains("\"added\"")
     });
@@ -232,9 +232,9 @@ fn monitor_prints_nmcli_connection_add() {
     let status = nm
         .nmcli()
         .args(["connection", "delete", "nmx-new"])
-        .status()
+        .output()
         .expect("nmcli connection delete");
-    assert!(status.success());
+    assert!(status.status.success(), "{status:?}");
     let line = monitor.expect_line(EVENT_TIMEOUT, |line| {
         line.contains("nmx-new") && line.contains("\"removed\"")
     });
@@ -262,9 +262,9 @@ fn monitor_for_people() {
             "autoconnect",
             "no",
         ])
-        .status()
+        .output()
         .expect("nmcli connection add");
-    assert!(status.success());
+    assert!(status.status.success(), "{status:?}");
     let line = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("nmx-br2"));
     assert!(
         line.starts_with("[CONNECTION] added name nmx-br2 uuid "),
@@ -476,9 +476,9 @@ fn objects_monitor_prints_nmcli_connection_add() {
             "autoconnect",
             "no",
         ])
-        .status()
+        .output()
         .expect("nmcli connection add");
-    assert!(status.success());
+    assert!(status.status.success(), "{status:?}");
     let line = monitor.expect_line(EVENT_TIMEOUT, |line| {
         line.contains("\"added\"")
             && line.contains("org.freedesktop.NetworkManager.Settings.Connection")
