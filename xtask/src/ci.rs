@@ -299,20 +299,117 @@ fn fixture_traces() -> anyhow::Result<BTreeSet<String>> {
 }
 
 /// Fails when a namespace, bus, daemon or temp dir made by a test is still there: any trace
-/// that was not there `before` the run (a developer's own sandbox is not the tests' fault).
+/// that was not there `before` the run (a developer's own sandbox is not the tests' fault), and
+/// that no process still running owns (another test run on the same machine is not this one's).
 fn check_no_leftovers(before: &BTreeSet<String>) -> anyhow::Result<()> {
-    let leftovers: Vec<String> = fixture_traces()?.difference(before).cloned().collect();
+    let processes = processes()?;
+    let ancestors = ancestors_of_self(&processes);
+    let (in_use, leftovers): (Vec<String>, Vec<String>) = fixture_traces()?
+        .difference(before)
+        .cloned()
+        .partition(|trace| owned_by_a_running_process(trace, &processes, &ancestors));
     if !leftovers.is_empty() {
         bail!("the tests left these behind:\n  {}", leftovers.join("\n  "));
     }
-    if !before.is_empty() {
-        eprintln!(
-            "xtask: note: {} marked namespaces, processes or dirs were there before the run \
-             and are not checked:\n  {}",
-            before.len(),
-            before.iter().cloned().collect::<Vec<_>>().join("\n  ")
-        );
+    for (what, traces) in [
+        (
+            "were there before the run",
+            before.iter().cloned().collect::<Vec<_>>(),
+        ),
+        ("belong to other processes still running", in_use),
+    ] {
+        if !traces.is_empty() {
+            eprintln!(
+                "xtask: note: not checked, as they {what}:\n  {}",
+                traces.join("\n  ")
+            );
+        }
     }
     eprintln!("xtask: no namespace, bus, daemon or temp dir left behind");
     Ok(())
+}
+
+/// A process: its id, its parent's id and its command line.
+struct Process {
+    pid: u32,
+    ppid: u32,
+    cmdline: String,
+}
+
+/// Every process on the machine.
+fn processes() -> anyhow::Result<Vec<Process>> {
+    let mut processes = Vec::new();
+    for entry in std::fs::read_dir("/proc")?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|pid| pid.parse().ok()) else {
+            continue;
+        };
+        let (Ok(stat), Ok(cmdline)) = (
+            std::fs::read_to_string(entry.path().join("stat")),
+            std::fs::read(entry.path().join("cmdline")),
+        ) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`: comm may hold anything, so split after its last `)`.
+        let Some(ppid) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|ppid| ppid.parse().ok())
+        else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        processes.push(Process { pid, ppid, cmdline });
+    }
+    Ok(processes)
+}
+
+/// This process and its ancestors: where a dead test's orphans are reparented (init, or the
+/// nearest subreaper above it, which is above us too).
+fn ancestors_of_self(processes: &[Process]) -> BTreeSet<u32> {
+    let mut ancestors = BTreeSet::from([1]);
+    let mut pid = std::process::id();
+    while ancestors.insert(pid) {
+        match processes.iter().find(|process| process.pid == pid) {
+            Some(process) => pid = process.ppid,
+            None => break,
+        }
+    }
+    ancestors
+}
+
+/// Whether a trace belongs to a process that still runs (and so not to this run's tests, which
+/// have all exited): a namespace `nmx-<pid>-<n>` of a live pid, a marked process whose parent
+/// is alive and no ancestor of ours (a live test process, not a reaper of orphans), or a temp
+/// dir named on the command line of such a process.
+fn owned_by_a_running_process(
+    trace: &str,
+    processes: &[Process],
+    ancestors: &BTreeSet<u32>,
+) -> bool {
+    let alive = |pid: u32| processes.iter().any(|process| process.pid == pid);
+    let owned_process = |process: &Process| {
+        process.cmdline.contains(FIXTURE_MARKER)
+            && !ancestors.contains(&process.ppid)
+            && alive(process.ppid)
+    };
+    if let Some(name) = trace.strip_prefix("network namespace ") {
+        let name = name.split_whitespace().next().unwrap_or_default();
+        return name
+            .strip_prefix(NETNS_PREFIX)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse().ok())
+            .is_some_and(alive);
+    }
+    if let Some(rest) = trace.strip_prefix("process ") {
+        let pid = rest.split(':').next().and_then(|pid| pid.parse().ok());
+        return processes
+            .iter()
+            .any(|process| Some(process.pid) == pid && owned_process(process));
+    }
+    if let Some(dir) = trace.strip_prefix("temp dir ") {
+        return processes
+            .iter()
+            .any(|process| owned_process(process) && process.cmdline.contains(dir));
+    }
+    false
 }
