@@ -276,8 +276,19 @@ fn a_burst_of_changes_then_removal_yields_one_removal_with_the_last_state() {
             mock.change("/a", NODE, props);
             mock.remove("/a", &[NODE]);
             mock.add("/n", node("n", None, &[]));
-            // Let all of them queue up before the cache looks.
-            std::thread::sleep(Duration::from_millis(300));
+            // Let all of them queue up before the cache looks: a round trip of the mock's
+            // connection proves the bus routed its signals, then zbus's reader needs a moment.
+            mock.conn
+                .call_method(
+                    Some("org.freedesktop.DBus"),
+                    "/org/freedesktop/DBus",
+                    Some("org.freedesktop.DBus"),
+                    "GetId",
+                    &(),
+                )
+                .await
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(500));
             let ev = events_until(&mut cache, |e| e.len() >= 3).await;
             assert_eq!(kinds(&ev), ["removed /a", "changed /b Count", "added /n"]);
             let Event::Removed { object, .. } = &ev[0] else {
