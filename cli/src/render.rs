@@ -74,14 +74,6 @@ impl Cell {
         }
     }
 
-    /// The value as people read it, taking the cell (a name stays borrowed, text moves).
-    fn into_text(self) -> Cow<'static, str> {
-        match self {
-            Cell::Text(text) => text,
-            other => Cow::Owned(other.text().into_owned()),
-        }
-    }
-
     /// The value in terse output: like [`Cell::text`] but empty when missing.
     fn terse(&self) -> Cow<'_, str> {
         match self {
@@ -434,13 +426,13 @@ impl Printer {
         write_table(&mut self.out, self.color, self.mode, table, &chosen, false)
     }
 
-    /// Prints a list whose rows are made one at a time: JSON and terse output are written as
-    /// the rows come, so a million routes never sit in memory as cells; aligned tables keep
-    /// only the texts of the chosen columns.
+    /// Prints a list whose rows are made one at a time, so a million routes never sit in
+    /// memory as cells: JSON and terse output are written as the rows come; an aligned table
+    /// makes the rows twice, once to measure the columns and once to write them.
     pub(crate) fn stream(
         &mut self,
         fields: &'static [Field],
-        rows: impl Iterator<Item = Vec<Cell>>,
+        rows: impl Iterator<Item = Vec<Cell>> + Clone,
     ) -> anyhow::Result<()> {
         let chosen = self.selection.resolve(fields, self.mode == Mode::Json)?;
         match self.mode {
@@ -468,15 +460,19 @@ impl Printer {
             }
             Mode::Human => {
                 let headers: Vec<&str> = chosen.iter().map(|&idx| fields[idx].header).collect();
-                let texts: Vec<Vec<Cow<'static, str>>> = rows
-                    .map(|mut row| {
-                        chosen
-                            .iter()
-                            .map(|&idx| std::mem::replace(&mut row[idx], Cell::Null).into_text())
-                            .collect()
-                    })
-                    .collect();
-                write_aligned_texts(&mut self.out, self.color, &headers, &texts)?;
+                let mut widths: Vec<usize> =
+                    headers.iter().map(|header| width_of(header)).collect();
+                for row in rows.clone() {
+                    for (col, &idx) in chosen.iter().enumerate() {
+                        widths[col] = widths[col].max(width_of(&row[idx].text()));
+                    }
+                }
+                write_header(&mut self.out, self.color, &headers, &widths)?;
+                let mut line = String::new();
+                for row in rows {
+                    let texts = chosen.iter().map(|&idx| row[idx].text());
+                    write_row(&mut self.out, self.color, &mut line, texts, &widths)?;
+                }
             }
         }
         Ok(())
@@ -881,32 +877,64 @@ fn write_aligned_texts(
             widths[col] = widths[col].max(width_of(text.as_ref()));
         }
     }
+    write_header(out, color, headers, &widths)?;
+    let mut line = String::new();
+    for row in texts {
+        write_row(
+            out,
+            color,
+            &mut line,
+            row.iter().map(AsRef::as_ref),
+            &widths,
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes the header line of an aligned table (bold on a terminal).
+fn write_header(
+    out: &mut impl Write,
+    color: bool,
+    headers: &[&str],
+    widths: &[usize],
+) -> anyhow::Result<()> {
     let last = headers.len().saturating_sub(1);
     let header_style = paint(color, Style::new().bold());
     let mut line = String::new();
     for (col, header) in headers.iter().enumerate() {
         line.push_str(&format!("{header_style}{header}{header_style:#}"));
         if col != last {
-            line.push_str(&" ".repeat(widths[col] - width_of(header) + 2));
+            line.extend(std::iter::repeat_n(' ', widths[col] - width_of(header) + 2));
         }
     }
     writeln!(out, "{line}")?;
-    for row in texts {
-        line.clear();
-        for (col, text) in row.iter().enumerate() {
-            let text = text.as_ref();
+    Ok(())
+}
+
+/// Writes one row of an aligned table: columns padded to `widths`, two spaces apart, the last
+/// one not padded; state words coloured on a terminal.
+fn write_row<S: AsRef<str>>(
+    out: &mut impl Write,
+    color: bool,
+    line: &mut String,
+    texts: impl Iterator<Item = S>,
+    widths: &[usize],
+) -> anyhow::Result<()> {
+    let last = widths.len().saturating_sub(1);
+    line.clear();
+    for (col, text) in texts.enumerate() {
+        let text = text.as_ref();
+        if color {
             let style = value_style(color, text);
-            if color {
-                line.push_str(&format!("{style}{text}{style:#}"));
-            } else {
-                line.push_str(text);
-            }
-            if col != last {
-                line.extend(std::iter::repeat_n(' ', widths[col] - width_of(text) + 2));
-            }
+            line.push_str(&format!("{style}{text}{style:#}"));
+        } else {
+            line.push_str(text);
         }
-        writeln!(out, "{}", line.trim_end())?;
+        if col != last {
+            line.extend(std::iter::repeat_n(' ', widths[col] - width_of(text) + 2));
+        }
     }
+    writeln!(out, "{}", line.trim_end())?;
     Ok(())
 }
 
