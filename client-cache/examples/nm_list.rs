@@ -12,7 +12,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let what = std::env::args().nth(1).unwrap_or_else(|| "all".into());
     zbus::block_on(async {
         let conn = match std::env::var("DBUS_SYSTEM_BUS_ADDRESS") {
-            Ok(addr) => zbus::connection::Builder::address(addr.as_str()).build().await?,
+            Ok(addr) => {
+                zbus::connection::Builder::address(addr.as_str())
+                    .build()
+                    .await?
+            }
             Err(_) => zbus::Connection::system().await?,
         };
         let nm = NmClient::new(&conn).await?;
@@ -25,13 +29,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .find(|a| a.connection().is_some_and(|p| p.path() == c.path()))
                     .and_then(|a| a.devices().first().map(|d| d.interface().to_owned()))
                     .unwrap_or_default();
-                writeln!(out, "{}:{}:{}:{}", c.id(), c.uuid(), c.connection_type(), device)?;
+                writeln!(
+                    out,
+                    "{}:{}:{}:{}",
+                    c.id(),
+                    c.uuid(),
+                    c.connection_type(),
+                    device
+                )?;
             }
         }
         if what == "device" || what == "all" {
             for d in nm.devices() {
-                let con = d.active_connection().map(|a| a.id().to_owned()).unwrap_or_default();
-                writeln!(out, "{}:{}:{}:{}", d.interface(), d.type_name(), d.state_name(), con)?;
+                let con = d
+                    .active_connection()
+                    .map(|a| a.id().to_owned())
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "{}:{}:{}:{}",
+                    d.interface(),
+                    d.type_name(),
+                    d.state_name(),
+                    con
+                )?;
             }
         }
         out.flush()?;
