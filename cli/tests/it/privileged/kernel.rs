@@ -424,3 +424,20 @@ fn colour_only_when_asked_or_on_a_terminal() {
     command.env_remove("NO_COLOR").env("CLICOLOR_FORCE", "1");
     assert!(!crate::support::run(command).ok().contains('\u{1b}'));
 }
+
+#[test]
+fn verbose_and_rust_log_go_to_stderr() {
+    let ns = NetNs::new().expect("namespace");
+    let quiet = nm(&["--netns", ns.name(), "route"]);
+    assert!(quiet.stderr.is_empty(), "{quiet:#?}");
+    let verbose = nm(&["-vv", "--netns", ns.name(), "route"]);
+    assert!(verbose.stderr.contains("routes dumped"), "{verbose:#?}");
+    assert!(
+        !verbose.stdout.contains("routes dumped"),
+        "logs stay off stdout: {verbose:#?}"
+    );
+    let mut command = crate::support::netmirror(&["--netns", ns.name(), "route"]);
+    command.env("RUST_LOG", "netmirror::kernel=debug");
+    let logged = crate::support::run(command);
+    assert!(logged.stderr.contains("routes dumped"), "{logged:#?}");
+}
