@@ -7,7 +7,7 @@
 //! - people: columns aligned, separated by two spaces, the header in bold and states in colour
 //!   when stdout is a terminal (`NO_COLOR` and `CLICOLOR_FORCE` are honoured); a missing value
 //!   is `--`, as in nmcli;
-//! - `--json`: an array with one object per row, keys in column order (see `USAGE.md` for the
+//! - `--json`: an array with one object per row, keys in column order (see the README for the
 //!   shape of each command); monitors print one object per line;
 //! - `--terse`: no header, values joined by `:`, with `:` and `\` escaped by `\`, as `nmcli -t`.
 //!
