@@ -368,13 +368,20 @@ view! {
     }
 }
 
-/// nmcli's name of an `NMDeviceType`.
+/// nmcli's name of an `NMDeviceType`: the type description libnm gives the device.
+///
+/// libnm describes a device by its class name without the `NMDevice` prefix, lowercased, so
+/// a veth (`NMDeviceVeth`, a kind of Ethernet device) is `ethernet`, an IP tunnel
+/// (`NMDeviceIPTunnel`) is `iptunnel` and an OLPC mesh (`NMDeviceOlpcMesh`) is `olpcmesh`;
+/// the OVS devices name themselves (`ovs-interface`, ...). A modem says `gsm` or `cdma` by
+/// its capabilities and a generic device says its own `TypeDescription`; this table has only
+/// the type to go by and gives `gsm` and `generic`.
 pub fn device_type_name(t: u32) -> &'static str {
     match t {
-        1 => "ethernet",
+        1 | 20 => "ethernet",
         2 => "wifi",
         5 => "bt",
-        6 => "olpc-mesh",
+        6 => "olpcmesh",
         7 => "wimax",
         8 => "gsm",
         9 => "infiniband",
@@ -385,10 +392,9 @@ pub fn device_type_name(t: u32) -> &'static str {
         14 => "generic",
         15 => "team",
         16 => "tun",
-        17 => "ip-tunnel",
+        17 => "iptunnel",
         18 => "macvlan",
         19 => "vxlan",
-        20 => "veth",
         21 => "macsec",
         22 => "dummy",
         23 => "ppp",
