@@ -207,15 +207,6 @@ fn metered_name(metered: u32) -> &'static str {
     }
 }
 
-/// The device type as nmcli prints it: its type description, which for a veth is that of the
-/// ethernet device it derives from.
-fn device_type(device: &Device<'_>) -> &'static str {
-    match device.type_name() {
-        "veth" => "ethernet",
-        other => other,
-    }
-}
-
 fn enabled(on: bool) -> Cell {
     Cell::from(if on { "enabled" } else { "disabled" })
 }
@@ -259,7 +250,7 @@ fn device_row(device: &Device<'_>) -> Vec<Cell> {
     let active = device.active_connection();
     vec![
         text(device.interface()),
-        device_type(device).into(),
+        device.type_name().into(),
         device.state_name().into(),
         active.map_or(Cell::Null, |active| text(active.id())),
         Cell::Int(device.ifindex().into()),
@@ -291,7 +282,7 @@ fn device_properties(device: &Device<'_>) -> Vec<(String, Cell)> {
     let active = device.active_connection();
     let mut props = vec![
         ("GENERAL.DEVICE".to_owned(), text(device.interface())),
-        ("GENERAL.TYPE".to_owned(), device_type(device).into()),
+        ("GENERAL.TYPE".to_owned(), device.type_name().into()),
         ("GENERAL.HWADDR".to_owned(), text(device.hw_address())),
         ("GENERAL.MTU".to_owned(), device.mtu().into()),
         (
