@@ -69,6 +69,7 @@ mod batch;
 mod cache;
 mod error;
 mod link;
+pub mod names;
 mod netns;
 mod platform;
 mod query;

@@ -1,0 +1,434 @@
+//! The names iproute2 gives the kernel's numbers (routing tables, route protocols, scopes,
+//! route types, operational states, interface flags, hardware types, rule actions), in both
+//! directions, so that a program can print and read them as `ip` does.
+//!
+//! The fixed tables are iproute2 6.1's built-in ones (`lib/rt_names.c`, `ip/ipaddress.c`).
+//! Routing tables can also be named by the administrator: [`RouteTables`] reads
+//! `rt_tables` and `rt_tables.d/*.conf` as iproute2 does, and [`table_name`] and
+//! [`parse_table`] use the system's files, read once. Like `ip`, a number without a name
+//! prints as the number, and a number is accepted wherever a name is.
+//!
+//! ```
+//! use netmirror_platform::names;
+//!
+//! assert_eq!(names::protocol(4), "static");
+//! assert_eq!(names::parse_route_type("blackhole"), Some(6));
+//! assert_eq!(names::link_flags(0x1 | 0x40 | 0x10000), ["UP", "LOWER_UP"]);
+//!
+//! let tables = names::RouteTables::builtin().with_text("100 isp1\n# a comment\n0x65 isp2\n");
+//! assert_eq!(tables.name(101), "isp2");
+//! assert_eq!(tables.id("isp1"), Some(100));
+//! assert_eq!(tables.id("main"), Some(254));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::borrow::Cow;
+use std::io;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Where iproute2 looks for its configuration: the administrator's directory first, then the
+/// distribution's defaults.
+pub const CONFIG_DIRS: &[&str] = &["/etc/iproute2", "/usr/share/iproute2"];
+
+/// Routing tables `ip` names without reading any file.
+const TABLES: &[(u32, &str)] = &[
+    (0, "unspec"),
+    (253, "default"),
+    (254, "main"),
+    (255, "local"),
+];
+
+/// Route protocols (`/etc/iproute2/rt_protos` of iproute2 6.1).
+const PROTOCOLS: &[(u8, &str)] = &[
+    (0, "unspec"),
+    (1, "redirect"),
+    (2, "kernel"),
+    (3, "boot"),
+    (4, "static"),
+    (8, "gated"),
+    (9, "ra"),
+    (10, "mrt"),
+    (11, "zebra"),
+    (12, "bird"),
+    (13, "dnrouted"),
+    (14, "xorp"),
+    (15, "ntk"),
+    (16, "dhcp"),
+    (17, "mrouted"),
+    (18, "keepalived"),
+    (42, "babel"),
+    (99, "openr"),
+    (186, "bgp"),
+    (187, "isis"),
+    (188, "ospf"),
+    (189, "rip"),
+    (192, "eigrp"),
+];
+
+/// Route types (`RTN_*`).
+const ROUTE_TYPES: &[(u8, &str)] = &[
+    (0, "none"),
+    (1, "unicast"),
+    (2, "local"),
+    (3, "broadcast"),
+    (4, "anycast"),
+    (5, "multicast"),
+    (6, "blackhole"),
+    (7, "unreachable"),
+    (8, "prohibit"),
+    (9, "throw"),
+    (10, "nat"),
+    (11, "xresolve"),
+];
+
+/// Scopes (`RT_SCOPE_*`); 0 is `global` as `ip addr` prints it.
+const SCOPES: &[(u8, &str)] = &[
+    (0, "global"),
+    (200, "site"),
+    (253, "link"),
+    (254, "host"),
+    (255, "nowhere"),
+];
+
+/// Operational states (`IF_OPER_*`), as `ip link` prints them.
+const OPERSTATES: &[&str] = &[
+    "UNKNOWN",
+    "NOTPRESENT",
+    "DOWN",
+    "LOWERLAYERDOWN",
+    "TESTING",
+    "DORMANT",
+    "UP",
+];
+
+/// Interface flags in the order `ip link` prints them.
+const LINK_FLAGS: &[(u32, &str)] = &[
+    (0x8, "LOOPBACK"),
+    (0x2, "BROADCAST"),
+    (0x10, "POINTOPOINT"),
+    (0x1000, "MULTICAST"),
+    (0x80, "NOARP"),
+    (0x200, "ALLMULTI"),
+    (0x100, "PROMISC"),
+    (0x400, "MASTER"),
+    (0x800, "SLAVE"),
+    (0x4, "DEBUG"),
+    (0x8000, "DYNAMIC"),
+    (0x4000, "AUTOMEDIA"),
+    (0x2000, "PORTSEL"),
+    (0x20, "NOTRAILERS"),
+    (0x1, "UP"),
+    (0x10000, "LOWER_UP"),
+    (0x20000, "DORMANT"),
+    (0x40000, "ECHO"),
+];
+const IFF_UP: u32 = 0x1;
+const IFF_RUNNING: u32 = 0x40;
+
+/// Hardware types (`ARPHRD_*`) as `ip -j link` names them in `link_type`.
+const LINK_TYPES: &[(u16, &str)] = &[
+    (1, "ether"),
+    (24, "ieee1394"),
+    (32, "infiniband"),
+    (512, "ppp"),
+    (768, "ipip"),
+    (769, "tunnel6"),
+    (772, "loopback"),
+    (776, "sit"),
+    (778, "gre"),
+    (801, "ieee802.11"),
+    (803, "ieee802.11/radiotap"),
+    (823, "gre6"),
+    (65534, "none"),
+    (65535, "void"),
+];
+
+/// Rule actions (`FR_ACT_*`).
+const RULE_ACTIONS: &[(u8, &str)] = &[
+    (1, "lookup"),
+    (2, "goto"),
+    (3, "nop"),
+    (6, "blackhole"),
+    (7, "unreachable"),
+    (8, "prohibit"),
+];
+
+/// Routing table names: iproute2's built-in ones plus those of `rt_tables` files.
+///
+/// A later definition of a number renames it, and a name defined twice means the later
+/// number, as when iproute2 reads the same files in the same order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteTables {
+    /// `(id, name)` in the order they were defined; searched from the end.
+    entries: Vec<(u32, String)>,
+}
+
+impl Default for RouteTables {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
+impl RouteTables {
+    /// Only the names iproute2 knows without files: `unspec`, `default`, `main`, `local`.
+    pub fn builtin() -> Self {
+        RouteTables {
+            entries: TABLES
+                .iter()
+                .map(|&(id, name)| (id, name.to_owned()))
+                .collect(),
+        }
+    }
+
+    /// The built-in names plus the system's files: see [`RouteTables::load_from`] with
+    /// [`CONFIG_DIRS`].
+    pub fn load() -> Self {
+        let dirs: Vec<&Path> = CONFIG_DIRS.iter().map(Path::new).collect();
+        Self::builtin().load_from(&dirs)
+    }
+
+    /// Adds the names of the `rt_tables` files under `dirs` (most important first), as
+    /// iproute2 reads them: the first `rt_tables` that exists, then every
+    /// `rt_tables.d/*.conf` of every directory, the least important directory's first and
+    /// each directory's files in name order.
+    ///
+    /// A file that cannot be read is skipped with a warning (a missing one silently); a line
+    /// that is not `NUMBER NAME` is skipped with a warning.
+    pub fn load_from(mut self, dirs: &[&Path]) -> Self {
+        for dir in dirs {
+            let path = dir.join("rt_tables");
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    self.add_text(&text, &path);
+                    break;
+                }
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                Err(err) => tracing::warn!(path = %path.display(), %err, "cannot read"),
+            }
+        }
+        for dir in dirs.iter().rev() {
+            for path in conf_files(&dir.join("rt_tables.d")) {
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => self.add_text(&text, &path),
+                    Err(err) => tracing::warn!(path = %path.display(), %err, "cannot read"),
+                }
+            }
+        }
+        self
+    }
+
+    /// Adds the names of one `rt_tables` text (`NUMBER NAME` lines, `#` comments).
+    pub fn with_text(mut self, text: &str) -> Self {
+        self.add_text(text, Path::new("-"));
+        self
+    }
+
+    fn add_text(&mut self, text: &str, path: &Path) {
+        for (idx, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut words = line.split_whitespace();
+            let id = words.next().and_then(parse_u32);
+            let name = words.next().filter(|name| !name.starts_with('#'));
+            match (id, name) {
+                (Some(id), Some(name)) => self.entries.push((id, name.to_owned())),
+                _ => tracing::warn!(
+                    path = %path.display(),
+                    line = idx + 1,
+                    text = line,
+                    "not a routing table definition"
+                ),
+            }
+        }
+    }
+
+    /// A table's name, or its number when it has none.
+    pub fn name(&self, id: u32) -> Cow<'_, str> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|(number, _)| *number == id)
+            .map_or_else(
+                || Cow::Owned(id.to_string()),
+                |(_, name)| Cow::Borrowed(name.as_str()),
+            )
+    }
+
+    /// A table from its name or number (decimal or `0x` hex).
+    pub fn id(&self, text: &str) -> Option<u32> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|(_, name)| name == text)
+            .map(|(id, _)| *id)
+            .or_else(|| parse_u32(text))
+    }
+}
+
+/// The system's routing table names, read on first use.
+pub fn route_tables() -> &'static RouteTables {
+    static TABLES: OnceLock<RouteTables> = OnceLock::new();
+    TABLES.get_or_init(RouteTables::load)
+}
+
+/// A routing table's name (`main`, or one from `rt_tables`) or number.
+pub fn table_name(id: u32) -> Cow<'static, str> {
+    route_tables().name(id)
+}
+
+/// A routing table from its name (built-in or from `rt_tables`) or number.
+pub fn parse_table(text: &str) -> Option<u32> {
+    route_tables().id(text)
+}
+
+/// A route protocol's name (`kernel`) or number.
+pub fn protocol(id: u8) -> Cow<'static, str> {
+    name_of(PROTOCOLS, id)
+}
+
+/// A route protocol from its name or number.
+pub fn parse_protocol(text: &str) -> Option<u8> {
+    number_of(PROTOCOLS, text)
+}
+
+/// A route type's name (`unicast`) or number.
+pub fn route_type(id: u8) -> Cow<'static, str> {
+    name_of(ROUTE_TYPES, id)
+}
+
+/// A route type from its name or number.
+pub fn parse_route_type(text: &str) -> Option<u8> {
+    number_of(ROUTE_TYPES, text)
+}
+
+/// A scope's name (`link`) or number.
+pub fn scope(id: u8) -> Cow<'static, str> {
+    name_of(SCOPES, id)
+}
+
+/// A scope from its name (`universe` too, as `ip route` accepts it) or number.
+pub fn parse_scope(text: &str) -> Option<u8> {
+    match text {
+        "universe" => Some(0),
+        text => number_of(SCOPES, text),
+    }
+}
+
+/// An operational state's name (`UP`) or number.
+pub fn operstate(id: u8) -> Cow<'static, str> {
+    OPERSTATES
+        .get(usize::from(id))
+        .map_or_else(|| Cow::Owned(id.to_string()), |name| Cow::Borrowed(*name))
+}
+
+/// A hardware type's name (`ether`) or number.
+pub fn link_type(id: u16) -> Cow<'static, str> {
+    name_of(LINK_TYPES, id)
+}
+
+/// A rule action's name (`lookup`) or number.
+pub fn rule_action(id: u8) -> Cow<'static, str> {
+    name_of(RULE_ACTIONS, id)
+}
+
+/// Interface flags as `ip` lists them: `NO-CARRIER` first when up without carrier, then the
+/// named flags in `ip`'s order, then any unnamed rest in hex.
+pub fn link_flags(flags: u32) -> Vec<String> {
+    let mut names = Vec::new();
+    if flags & IFF_UP != 0 && flags & IFF_RUNNING == 0 {
+        names.push("NO-CARRIER".to_owned());
+    }
+    let mut rest = flags & !IFF_RUNNING;
+    for &(bit, name) in LINK_FLAGS {
+        if flags & bit != 0 {
+            names.push(name.to_owned());
+            rest &= !bit;
+        }
+    }
+    if rest != 0 {
+        names.push(format!("{rest:#x}"));
+    }
+    names
+}
+
+/// A hardware address as colon-separated hex (`02:fc:00:00:00:01`); none when empty.
+pub fn hw_address(bytes: &[u8]) -> Option<String> {
+    if bytes.is_empty() {
+        return None;
+    }
+    Some(
+        bytes
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect::<Vec<_>>()
+            .join(":"),
+    )
+}
+
+/// A prefix as `ip` prints a route's destination: `default` for a zero-length prefix, the bare
+/// address for a host route, `ADDR/LEN` otherwise.
+pub fn route_prefix(addr: IpAddr, len: u8) -> String {
+    let full = if addr.is_ipv4() { 32 } else { 128 };
+    match len {
+        0 => "default".to_owned(),
+        len if len == full => addr.to_string(),
+        len => format!("{addr}/{len}"),
+    }
+}
+
+/// A rule's source or destination as `ip rule` prints it: `all` when absent.
+pub fn rule_prefix(prefix: Option<(IpAddr, u8)>) -> String {
+    match prefix {
+        None => "all".to_owned(),
+        Some((addr, len)) => route_prefix(addr, len).replace("default", "all"),
+    }
+}
+
+fn name_of<T: Copy + PartialEq + ToString>(
+    table: &[(T, &'static str)],
+    value: T,
+) -> Cow<'static, str> {
+    table
+        .iter()
+        .find(|(number, _)| *number == value)
+        .map_or_else(
+            || Cow::Owned(value.to_string()),
+            |(_, name)| Cow::Borrowed(*name),
+        )
+}
+
+fn number_of<T: Copy + std::str::FromStr>(table: &[(T, &str)], text: &str) -> Option<T> {
+    table
+        .iter()
+        .find(|(_, name)| *name == text)
+        .map(|(number, _)| *number)
+        .or_else(|| text.parse().ok())
+}
+
+/// A number as iproute2 reads one in `rt_tables`: decimal or `0x` hex.
+fn parse_u32(text: &str) -> Option<u32> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+/// The `*.conf` files of a directory in name order; none when it cannot be read.
+fn conf_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "conf") && path.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+#[cfg(test)]
+mod tests;

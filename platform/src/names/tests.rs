@@ -1,0 +1,142 @@
+//! Tests of the names `ip` prints, in both directions, and of reading `rt_tables` files.
+
+use std::fs;
+
+use super::*;
+
+#[test]
+fn builtin_tables_and_protocols_both_ways() {
+    let tables = RouteTables::builtin();
+    assert_eq!(tables.name(254), "main");
+    assert_eq!(tables.name(100), "100");
+    assert_eq!(tables.id("local"), Some(255));
+    assert_eq!(tables.id("100"), Some(100));
+    assert_eq!(tables.id("0x64"), Some(100));
+    assert_eq!(tables.id("nope"), None);
+    assert_eq!(protocol(2), "kernel");
+    assert_eq!(parse_protocol("static"), Some(4));
+    assert_eq!(parse_protocol("250"), Some(250));
+    assert_eq!(parse_protocol("nope"), None);
+    assert_eq!(route_type(1), "unicast");
+    assert_eq!(parse_route_type("blackhole"), Some(6));
+    assert_eq!(parse_scope("universe"), Some(0));
+    assert_eq!(parse_scope("link"), Some(253));
+    assert_eq!(parse_scope("7"), Some(7));
+    assert_eq!(parse_scope("far"), None);
+    assert_eq!(rule_action(1), "lookup");
+}
+
+#[test]
+fn system_tables_know_the_builtin_names() {
+    // Whatever the machine's files say, `main` and `local` keep their numbers.
+    assert_eq!(parse_table("main"), Some(254));
+    assert_eq!(table_name(255), "local");
+}
+
+#[test]
+fn rt_tables_text_names_and_renames() {
+    let tables = RouteTables::builtin().with_text(
+        "#\n# reserved values\n#\n255\tlocal\n254 main\n  100   isp1  # trailing comment\n\
+         0x65 isp2\nbogus line\n102\n#103 commented\n200 isp1\n",
+    );
+    assert_eq!(tables.name(100), "isp1");
+    assert_eq!(tables.name(101), "isp2");
+    assert_eq!(
+        tables.name(102),
+        "102",
+        "a number without a name is no definition"
+    );
+    assert_eq!(tables.name(103), "103");
+    assert_eq!(tables.id("isp1"), Some(200), "the later definition wins");
+    assert_eq!(tables.id("isp2"), Some(101));
+    assert_eq!(tables.id("main"), Some(254));
+    assert_eq!(tables.id("bogus"), None);
+}
+
+#[test]
+fn rt_tables_files_are_read_like_iproute2() {
+    let root = tempfile::Builder::new()
+        .prefix("netmirror-test-rt-tables")
+        .tempdir()
+        .unwrap();
+    let etc = root.path().join("etc");
+    let usr = root.path().join("usr");
+    fs::create_dir_all(etc.join("rt_tables.d")).unwrap();
+    fs::create_dir_all(usr.join("rt_tables.d")).unwrap();
+    // The administrator's rt_tables hides the distribution's.
+    fs::write(etc.join("rt_tables"), "100 admin\n").unwrap();
+    fs::write(usr.join("rt_tables"), "101 distro\n").unwrap();
+    // Every rt_tables.d/*.conf counts, the administrator's last.
+    fs::write(
+        usr.join("rt_tables.d/vendor.conf"),
+        "110 vendor\n120 shared\n",
+    )
+    .unwrap();
+    fs::write(etc.join("rt_tables.d/b.conf"), "121 shared\n").unwrap();
+    fs::write(etc.join("rt_tables.d/a.conf"), "130 vpn\n").unwrap();
+    fs::write(etc.join("rt_tables.d/ignored.txt"), "140 ignored\n").unwrap();
+
+    let tables = RouteTables::builtin().load_from(&[&etc, &usr]);
+    assert_eq!(tables.name(100), "admin");
+    assert_eq!(tables.id("distro"), None);
+    assert_eq!(tables.name(110), "vendor");
+    assert_eq!(tables.id("shared"), Some(121));
+    assert_eq!(tables.id("vpn"), Some(130));
+    assert_eq!(tables.id("ignored"), None);
+    assert_eq!(tables.name(254), "main");
+
+    // Without the administrator's file, the distribution's is read.
+    fs::remove_file(etc.join("rt_tables")).unwrap();
+    let tables = RouteTables::builtin().load_from(&[&etc, &usr]);
+    assert_eq!(tables.id("distro"), Some(101));
+    assert_eq!(tables.id("admin"), None);
+
+    // Nothing there at all: the built-in names.
+    let tables = RouteTables::builtin().load_from(&[&root.path().join("none")]);
+    assert_eq!(tables, RouteTables::builtin());
+}
+
+#[test]
+fn link_flags_in_ip_order() {
+    // lo: LOOPBACK|UP|LOWER_UP|RUNNING.
+    assert_eq!(
+        link_flags(0x8 | 0x1 | 0x10000 | 0x40),
+        ["LOOPBACK", "UP", "LOWER_UP"]
+    );
+    // eth0: BROADCAST|MULTICAST|UP|LOWER_UP|RUNNING.
+    assert_eq!(
+        link_flags(0x2 | 0x1000 | 0x1 | 0x10000 | 0x40),
+        ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"]
+    );
+    // Up without carrier.
+    assert_eq!(
+        link_flags(0x2 | 0x1000 | 0x1),
+        ["NO-CARRIER", "BROADCAST", "MULTICAST", "UP"]
+    );
+    assert_eq!(link_flags(0x8000_0000), ["0x80000000"]);
+}
+
+#[test]
+fn prefixes_as_ip_prints_them() {
+    let v4: IpAddr = "10.0.0.0".parse().unwrap();
+    assert_eq!(route_prefix(v4, 0), "default");
+    assert_eq!(route_prefix(v4, 24), "10.0.0.0/24");
+    assert_eq!(route_prefix("10.0.0.1".parse().unwrap(), 32), "10.0.0.1");
+    assert_eq!(route_prefix("fe80::".parse().unwrap(), 64), "fe80::/64");
+    assert_eq!(rule_prefix(None), "all");
+    assert_eq!(rule_prefix(Some((v4, 8))), "10.0.0.0/8");
+}
+
+#[test]
+fn states_and_addresses() {
+    assert_eq!(operstate(6), "UP");
+    assert_eq!(operstate(0), "UNKNOWN");
+    assert_eq!(operstate(42), "42");
+    assert_eq!(link_type(772), "loopback");
+    assert_eq!(
+        hw_address(&[2, 0xfc, 0, 0, 0, 1]).as_deref(),
+        Some("02:fc:00:00:00:01")
+    );
+    assert_eq!(hw_address(&[]), None);
+    assert_eq!(scope(253), "link");
+}
