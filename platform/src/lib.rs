@@ -11,6 +11,9 @@
 //! - The object types [`Link`], [`Address`], [`Route`] and [`Rule`], parsed straight from the
 //!   wire (a common IPv4 route is 40 bytes).
 //!
+//! Beside them, [`names`] has iproute2's names for the kernel's numbers (routing tables also
+//! from `rt_tables`) and [`ipbatch`] reads `ip -batch` lines into batch [`Item`]s.
+//!
 //! # Design
 //!
 //! The API is synchronous and caller-driven, so it fits both a routing daemon's own event loop
@@ -68,6 +71,7 @@ mod addr;
 mod batch;
 mod cache;
 mod error;
+pub mod ipbatch;
 mod link;
 pub mod names;
 mod netns;

@@ -1,0 +1,371 @@
+//! `ip -batch` lines read into [`Item`]s, for programs that take changes in iproute2's words.
+//!
+//! Each line is an `ip` command line without the `ip` (`route add 10.1.0.0/16 via 192.0.2.1`,
+//! `addr del 192.0.2.7/24 dev eth0`). [`parse_line`] reads one with the names `ip` accepts
+//! (tables, also from `rt_tables`; protocols; route types; scopes) and fills in what `ip` would
+//! choose when a word is left out: table `main` (`local` for local and broadcast routes),
+//! protocol `boot`, and the scope that fits the route. A delete leaves the protocol, scope and
+//! type it is not given as wildcards, as `ip route del` does. [`parse`] reads a whole file,
+//! skipping blank lines and `#` comments and numbering the rest.
+//!
+//! Only `route` and `addr` with `add`, `del` and `replace` are understood: the changes a
+//! [`Batch`](crate::Batch) can send. Anything else is a [`ParseError`] naming the offending
+//! word, never a panic.
+//!
+//! ```
+//! use netmirror_platform::{Item, Op, ipbatch};
+//!
+//! // Device names are resolved by the caller, from a link dump for example.
+//! let ifindex = |name: &str| (name == "eth0").then_some(2);
+//! let Item::Route(op, route) = ipbatch::parse_line("route add 10.1.0.0/16 dev eth0 metric 7", &ifindex)?
+//! else {
+//!     panic!("a route line is a route");
+//! };
+//! assert_eq!(op, Op::Add);
+//! assert_eq!((route.oif(), route.priority()), (Some(2), 7));
+//!
+//! let err = ipbatch::parse_line("route add 10.1.0.0/16 dev eth9", &ifindex).unwrap_err();
+//! assert_eq!(err.token(), Some("eth9"));
+//! assert_eq!(err.to_string(), "cannot find device \"eth9\"");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::net::IpAddr;
+
+use crate::addr::Address;
+use crate::batch::{Item, Op};
+use crate::names;
+use crate::route::{
+    RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RTN_LOCAL, RTN_UNICAST, Route, TABLE_LOCAL,
+};
+
+/// Route type `RTN_BROADCAST`.
+const RTN_BROADCAST: u8 = 3;
+/// Route type `RTN_MULTICAST`, the last type `ip` gives link scope.
+const RTN_MULTICAST: u8 = 5;
+/// Scope `RT_SCOPE_NOWHERE`: in a delete request, any scope matches.
+const RT_SCOPE_NOWHERE: u8 = 255;
+
+/// Why a line is not a change `ip` would make; carries the offending word when there is one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// The line has no words.
+    #[error("empty line")]
+    Empty,
+    /// The object is not followed by a command.
+    #[error("missing command (add, del or replace)")]
+    MissingCommand,
+    /// The command is not `add`, `del` or `replace`.
+    #[error("unknown command `{0}` (expected add, del or replace)")]
+    UnknownCommand(String),
+    /// The object is not `route` or `addr`.
+    #[error("unknown object `{0}` (expected route or addr)")]
+    UnknownObject(String),
+    /// A route line ends before its prefix.
+    #[error("missing the route's prefix")]
+    MissingPrefix,
+    /// An address line ends before its address.
+    #[error("missing the address")]
+    MissingAddress,
+    /// A keyword is the last word of the line.
+    #[error("`{0}` needs a value")]
+    MissingValue(String),
+    /// A keyword `route` does not know (or does not support here).
+    #[error("unknown route keyword `{0}`")]
+    UnknownRouteKeyword(String),
+    /// A keyword `addr` does not know (or does not support here).
+    #[error("unknown address keyword `{0}`")]
+    UnknownAddressKeyword(String),
+    /// Not an IPv4 or IPv6 address.
+    #[error("`{0}` is not an IP address")]
+    BadAddress(String),
+    /// The prefix length is not a number up to the family's address length.
+    #[error("bad prefix length in `{0}`")]
+    BadPrefixLength(String),
+    /// The device resolver does not know this name.
+    #[error("cannot find device \"{0}\"")]
+    UnknownDevice(String),
+    /// Neither a routing table's name nor a number.
+    #[error("unknown table `{0}`")]
+    UnknownTable(String),
+    /// Neither a route protocol's name nor a number.
+    #[error("unknown protocol `{0}`")]
+    UnknownProtocol(String),
+    /// Neither a scope's name nor a number.
+    #[error("unknown scope `{0}`")]
+    UnknownScope(String),
+    /// The metric is not a 32-bit number.
+    #[error("bad metric `{0}`")]
+    BadMetric(String),
+    /// The broadcast address of an IPv6 address.
+    #[error("broadcast is IPv4 only")]
+    BroadcastNotIpv4(String),
+    /// The gateway's family is not the prefix's.
+    #[error("the gateway's family differs from the prefix's")]
+    GatewayFamily(String),
+    /// A unicast route to add names neither a gateway nor a device.
+    #[error("a unicast route needs `via GATEWAY` or `dev DEVICE`")]
+    NoNextHop,
+    /// An address without its device.
+    #[error("an address needs `dev DEVICE`")]
+    NoDevice,
+}
+
+impl ParseError {
+    /// The word of the line that is wrong, when one is.
+    pub fn token(&self) -> Option<&str> {
+        match self {
+            ParseError::UnknownCommand(token)
+            | ParseError::UnknownObject(token)
+            | ParseError::MissingValue(token)
+            | ParseError::UnknownRouteKeyword(token)
+            | ParseError::UnknownAddressKeyword(token)
+            | ParseError::BadAddress(token)
+            | ParseError::BadPrefixLength(token)
+            | ParseError::UnknownDevice(token)
+            | ParseError::UnknownTable(token)
+            | ParseError::UnknownProtocol(token)
+            | ParseError::UnknownScope(token)
+            | ParseError::BadMetric(token)
+            | ParseError::BroadcastNotIpv4(token)
+            | ParseError::GatewayFamily(token) => Some(token),
+            ParseError::Empty
+            | ParseError::MissingCommand
+            | ParseError::MissingPrefix
+            | ParseError::MissingAddress
+            | ParseError::NoNextHop
+            | ParseError::NoDevice => None,
+        }
+    }
+}
+
+/// One line of a batch file that is not blank or a comment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line<'a> {
+    /// The line number, from 1.
+    pub number: usize,
+    /// The line as written, without surrounding white space.
+    pub text: &'a str,
+    /// What it asks for, or why it cannot be done.
+    pub item: Result<Item, ParseError>,
+}
+
+/// Reads every line of a batch file: blank lines and `#` comments are skipped, the others
+/// come out numbered and parsed with [`parse_line`].
+pub fn parse<'a>(
+    text: &'a str,
+    ifindex: &'a dyn Fn(&str) -> Option<u32>,
+) -> impl Iterator<Item = Line<'a>> + 'a {
+    text.lines().enumerate().filter_map(move |(idx, raw)| {
+        let text = raw.trim();
+        if text.is_empty() || text.starts_with('#') {
+            return None;
+        }
+        Some(Line {
+            number: idx + 1,
+            text,
+            item: parse_line(text, ifindex),
+        })
+    })
+}
+
+/// Reads one `ip` command line (`route add ...`, `addr del ...`) into a batch item;
+/// `ifindex` resolves device names.
+///
+/// A `-4` or `-6` option anywhere is accepted and ignored: the addresses say the family.
+pub fn parse_line(line: &str, ifindex: &dyn Fn(&str) -> Option<u32>) -> Result<Item, ParseError> {
+    let mut words: Vec<&str> = line.split_whitespace().collect();
+    words.retain(|word| !matches!(*word, "-4" | "-6"));
+    let (object, rest) = words.split_first().ok_or(ParseError::Empty)?;
+    let (verb, args) = rest.split_first().ok_or(ParseError::MissingCommand)?;
+    let op = match *verb {
+        "add" => Op::Add,
+        "del" | "delete" => Op::Delete,
+        "replace" => Op::Replace,
+        other => return Err(ParseError::UnknownCommand(other.to_owned())),
+    };
+    match *object {
+        "route" | "r" | "ro" => parse_route(op, args, ifindex).map(|route| Item::Route(op, route)),
+        "addr" | "address" | "a" => parse_addr(args, ifindex).map(|addr| Item::Address(op, addr)),
+        other => Err(ParseError::UnknownObject(other.to_owned())),
+    }
+}
+
+/// `[TYPE] PREFIX|default [via GW] [dev DEV] [table T] [metric N] [proto P] [scope S]
+/// [src A]`.
+fn parse_route(
+    op: Op,
+    args: &[&str],
+    ifindex: &dyn Fn(&str) -> Option<u32>,
+) -> Result<Route, ParseError> {
+    let delete = op == Op::Delete;
+    let mut words = args.iter().copied().peekable();
+    let mut kind = None;
+    // A route type comes before the prefix, by name only.
+    if let Some(word) = words.peek()
+        && let Some(id) = names::parse_route_type(word).filter(|_| word.parse::<u8>().is_err())
+    {
+        kind = Some(id);
+        words.next();
+    }
+    let prefix = words.next().ok_or(ParseError::MissingPrefix)?;
+    let mut gateway = None;
+    let mut dev = None;
+    let mut table = None;
+    let mut metric = None;
+    let mut proto = None;
+    let mut scope = None;
+    let mut prefsrc = None;
+    while let Some(keyword) = words.next() {
+        let value = words
+            .next()
+            .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
+        match keyword {
+            "via" => gateway = Some(parse_addr_value(value)?),
+            "dev" | "oif" => dev = Some(resolve(ifindex, value)?),
+            "table" => {
+                table = Some(
+                    names::parse_table(value)
+                        .ok_or_else(|| ParseError::UnknownTable(value.to_owned()))?,
+                )
+            }
+            "metric" | "priority" | "preference" => {
+                metric = Some(
+                    value
+                        .parse::<u32>()
+                        .map_err(|_| ParseError::BadMetric(value.to_owned()))?,
+                )
+            }
+            "proto" | "protocol" => {
+                proto = Some(
+                    names::parse_protocol(value)
+                        .ok_or_else(|| ParseError::UnknownProtocol(value.to_owned()))?,
+                )
+            }
+            "scope" => {
+                scope = Some(
+                    names::parse_scope(value)
+                        .ok_or_else(|| ParseError::UnknownScope(value.to_owned()))?,
+                )
+            }
+            "src" => prefsrc = Some(parse_addr_value(value)?),
+            other => return Err(ParseError::UnknownRouteKeyword(other.to_owned())),
+        }
+    }
+    let is_v6 = prefix.contains(':') || gateway.is_some_and(|gw: IpAddr| gw.is_ipv6());
+    let (dst, dst_len) = match prefix {
+        "default" | "all" | "any" => (
+            if is_v6 {
+                IpAddr::from([0u16; 8])
+            } else {
+                IpAddr::from([0u8; 4])
+            },
+            0,
+        ),
+        prefix => parse_prefix(prefix)?,
+    };
+    let explicit_kind = kind.is_some();
+    let kind = kind.unwrap_or(RTN_UNICAST);
+    let mut route =
+        Route::new(dst, dst_len).with_kind(if delete && !explicit_kind { 0 } else { kind });
+    if let Some(gateway) = gateway {
+        if gateway.is_ipv6() != dst.is_ipv6() {
+            return Err(ParseError::GatewayFamily(gateway.to_string()));
+        }
+        route = route.with_gateway(gateway);
+    }
+    if let Some(dev) = dev {
+        route = route.with_oif(dev);
+    }
+    if let Some(table) = table {
+        route = route.with_table(table);
+    } else if kind == RTN_LOCAL || kind == RTN_BROADCAST {
+        // `ip` puts local and broadcast routes in the local table.
+        route = route.with_table(TABLE_LOCAL);
+    }
+    if let Some(metric) = metric {
+        route = route.with_priority(metric);
+    }
+    match proto {
+        Some(proto) => route = route.with_protocol(proto),
+        None if delete => route = route.with_protocol(0),
+        None => {}
+    }
+    // The scope `ip` chooses: host for local routes, link for broadcast, anycast and
+    // multicast ones and for unicast routes without a gateway, universe otherwise.
+    let scope = scope.unwrap_or(match kind {
+        _ if delete => RT_SCOPE_NOWHERE,
+        RTN_LOCAL => RT_SCOPE_HOST,
+        RTN_BROADCAST..=RTN_MULTICAST => RT_SCOPE_LINK,
+        RTN_UNICAST if gateway.is_none() && dev.is_some() => RT_SCOPE_LINK,
+        _ => RT_SCOPE_UNIVERSE,
+    });
+    route = route.with_scope(scope);
+    if let Some(prefsrc) = prefsrc {
+        route = route.with_prefsrc(prefsrc);
+    }
+    if !delete && kind == RTN_UNICAST && gateway.is_none() && dev.is_none() {
+        return Err(ParseError::NoNextHop);
+    }
+    Ok(route)
+}
+
+/// `PREFIX dev DEV [broadcast ADDR]`.
+fn parse_addr(args: &[&str], ifindex: &dyn Fn(&str) -> Option<u32>) -> Result<Address, ParseError> {
+    let mut words = args.iter().copied();
+    let prefix = words.next().ok_or(ParseError::MissingAddress)?;
+    let (addr, prefix_len) = parse_prefix(prefix)?;
+    let mut dev = None;
+    let mut broadcast = None;
+    while let Some(keyword) = words.next() {
+        let value = words
+            .next()
+            .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
+        match keyword {
+            "dev" => dev = Some(resolve(ifindex, value)?),
+            "broadcast" | "brd" => match parse_addr_value(value)? {
+                IpAddr::V4(v4) => broadcast = Some(v4),
+                IpAddr::V6(_) => return Err(ParseError::BroadcastNotIpv4(value.to_owned())),
+            },
+            other => return Err(ParseError::UnknownAddressKeyword(other.to_owned())),
+        }
+    }
+    let dev = dev.ok_or(ParseError::NoDevice)?;
+    let mut address = Address::new(dev, addr, prefix_len);
+    if let Some(broadcast) = broadcast {
+        address = address.with_broadcast(broadcast);
+    }
+    Ok(address)
+}
+
+fn resolve(ifindex: &dyn Fn(&str) -> Option<u32>, name: &str) -> Result<u32, ParseError> {
+    ifindex(name).ok_or_else(|| ParseError::UnknownDevice(name.to_owned()))
+}
+
+/// `ADDR/LEN`, or a bare address (a host prefix).
+fn parse_prefix(text: &str) -> Result<(IpAddr, u8), ParseError> {
+    let (addr, len) = match text.split_once('/') {
+        Some((addr, len)) => (addr, Some(len)),
+        None => (text, None),
+    };
+    let addr = parse_addr_value(addr)?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let len = match len {
+        Some(len) => len
+            .parse::<u8>()
+            .ok()
+            .filter(|len| *len <= max)
+            .ok_or_else(|| ParseError::BadPrefixLength(text.to_owned()))?,
+        None => max,
+    };
+    Ok((addr, len))
+}
+
+fn parse_addr_value(text: &str) -> Result<IpAddr, ParseError> {
+    text.parse()
+        .map_err(|_| ParseError::BadAddress(text.to_owned()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,248 @@
+//! Tests of the batch line grammar: what `ip` accepts, the defaults `ip` picks, the errors.
+
+use super::*;
+use crate::route::{Family, RTN_BLACKHOLE, RTPROT_BOOT, RTPROT_STATIC, TABLE_MAIN};
+
+fn resolve(name: &str) -> Option<u32> {
+    match name {
+        "eth0" => Some(2),
+        "veth1" => Some(7),
+        _ => None,
+    }
+}
+
+fn parse_route_line(line: &str) -> (Op, Route) {
+    match parse_line(line, &resolve) {
+        Ok(Item::Route(op, route)) => (op, route),
+        other => panic!("{line}: {other:?}"),
+    }
+}
+
+#[test]
+fn route_add_with_every_keyword() {
+    let (op, route) = parse_route_line(
+        "route add 10.1.0.0/16 via 192.0.2.1 dev eth0 table 100 metric 7 proto static src 192.0.2.9",
+    );
+    assert_eq!(op, Op::Add);
+    assert_eq!(route.dst(), "10.1.0.0".parse::<IpAddr>().unwrap());
+    assert_eq!(route.dst_len(), 16);
+    assert_eq!(route.gateway(), Some("192.0.2.1".parse().unwrap()));
+    assert_eq!(route.oif(), Some(2));
+    assert_eq!(route.table(), 100);
+    assert_eq!(route.priority(), 7);
+    assert_eq!(route.protocol(), RTPROT_STATIC);
+    assert_eq!(route.scope(), RT_SCOPE_UNIVERSE);
+    assert_eq!(route.prefsrc(), Some("192.0.2.9".parse().unwrap()));
+}
+
+#[test]
+fn route_defaults_are_ips() {
+    let (_, route) = parse_route_line("route add 10.1.0.0/16 dev eth0");
+    assert_eq!(route.table(), TABLE_MAIN);
+    assert_eq!(route.protocol(), RTPROT_BOOT);
+    assert_eq!(route.scope(), RT_SCOPE_LINK, "no gateway: link scope");
+    assert_eq!(route.kind(), RTN_UNICAST);
+
+    let (_, route) = parse_route_line("route add blackhole 10.9.0.0/16");
+    assert_eq!(route.kind(), RTN_BLACKHOLE);
+    assert_eq!(route.scope(), RT_SCOPE_UNIVERSE);
+
+    let (_, route) = parse_route_line("route add local 192.0.2.5 dev eth0");
+    assert_eq!(route.table(), TABLE_LOCAL);
+    assert_eq!(route.scope(), RT_SCOPE_HOST);
+    assert_eq!(route.dst_len(), 32);
+
+    let (_, route) = parse_route_line("route add broadcast 192.0.2.255 dev eth0");
+    assert_eq!(route.table(), TABLE_LOCAL);
+    assert_eq!(route.scope(), RT_SCOPE_LINK);
+
+    let (_, route) = parse_route_line("-6 route replace default via 2001:db8::1 dev eth0");
+    assert_eq!(route.family(), Family::V6);
+    assert_eq!(route.dst_len(), 0);
+
+    let (_, route) =
+        parse_route_line("route add 10.2.0.0/16 via 192.0.2.1 table main scope link proto 250");
+    assert_eq!(route.table(), TABLE_MAIN);
+    assert_eq!(route.scope(), RT_SCOPE_LINK);
+    assert_eq!(route.protocol(), 250);
+}
+
+#[test]
+fn route_delete_leaves_wildcards() {
+    let (op, route) = parse_route_line("route del 10.1.0.0/16 dev eth0");
+    assert_eq!(op, Op::Delete);
+    assert_eq!(route.protocol(), 0);
+    assert_eq!(route.scope(), RT_SCOPE_NOWHERE);
+    assert_eq!(route.kind(), 0);
+    let (_, route) = parse_route_line("route delete 10.1.0.0/16");
+    assert_eq!(route.oif(), None);
+}
+
+#[test]
+fn addresses() {
+    let Ok(Item::Address(op, addr)) = parse_line(
+        "addr add 192.0.2.7/24 dev veth1 broadcast 192.0.2.255",
+        &resolve,
+    ) else {
+        panic!("not an address");
+    };
+    assert_eq!(op, Op::Add);
+    assert_eq!(addr.ifindex(), 7);
+    assert_eq!(addr.prefix_len(), 24);
+    assert_eq!(addr.broadcast(), Some("192.0.2.255".parse().unwrap()));
+    assert!(matches!(
+        parse_line("address del 2001:db8::7/64 dev eth0", &resolve),
+        Ok(Item::Address(Op::Delete, _))
+    ));
+}
+
+#[test]
+fn a_file_is_numbered_without_blanks_and_comments() {
+    let text = "# routes for the lab\n\n  route add 10.1.0.0/16 dev eth0  \nroute add x\n";
+    let lines: Vec<Line<'_>> = parse(text, &resolve).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(
+        (lines[0].number, lines[0].text),
+        (3, "route add 10.1.0.0/16 dev eth0")
+    );
+    assert!(matches!(lines[0].item, Ok(Item::Route(Op::Add, _))));
+    assert_eq!(lines[1].number, 4);
+    assert_eq!(lines[1].item, Err(ParseError::BadAddress("x".to_owned())));
+}
+
+/// Checks the error's message and the word it blames.
+#[track_caller]
+fn check_error(line: &str, expected: &str, token: Option<&str>) {
+    let err = parse_line(line, &resolve).expect_err(line);
+    assert_eq!(err.to_string(), expected, "{line}");
+    assert_eq!(err.token(), token, "{line}");
+}
+
+#[test]
+fn malformed_lines() {
+    check_error("", "empty line", None);
+    check_error("-6", "empty line", None);
+    check_error("route", "missing command (add, del or replace)", None);
+    check_error(
+        "route flush all",
+        "unknown command `flush` (expected add, del or replace)",
+        Some("flush"),
+    );
+    check_error(
+        "link add x type dummy",
+        "unknown object `link` (expected route or addr)",
+        Some("link"),
+    );
+    check_error("route add", "missing the route's prefix", None);
+    check_error("route add local", "missing the route's prefix", None);
+    check_error(
+        "route add 10.0.0.0/33 dev eth0",
+        "bad prefix length in `10.0.0.0/33`",
+        Some("10.0.0.0/33"),
+    );
+    check_error(
+        "route add 10.0.0.0/x dev eth0",
+        "bad prefix length in `10.0.0.0/x`",
+        Some("10.0.0.0/x"),
+    );
+    check_error(
+        "route add 10.0.0.300/24 dev eth0",
+        "`10.0.0.300` is not an IP address",
+        Some("10.0.0.300"),
+    );
+    check_error(
+        "route add 10.0.0.0/24 dev nope0",
+        "cannot find device \"nope0\"",
+        Some("nope0"),
+    );
+    check_error(
+        "route add 10.0.0.0/24 dev",
+        "`dev` needs a value",
+        Some("dev"),
+    );
+    check_error(
+        "route add 10.0.0.0/24 mtu 1400 dev eth0",
+        "unknown route keyword `mtu`",
+        Some("mtu"),
+    );
+    check_error(
+        "route add 10.0.0.0/24",
+        "a unicast route needs `via GATEWAY` or `dev DEVICE`",
+        None,
+    );
+    check_error(
+        "route add 10.0.0.0/24 via 2001:db8::1",
+        "the gateway's family differs from the prefix's",
+        Some("2001:db8::1"),
+    );
+    check_error(
+        "route add 10.0.0.0/24 dev eth0 table nosuch",
+        "unknown table `nosuch`",
+        Some("nosuch"),
+    );
+    check_error(
+        "route add 10.0.0.0/24 dev eth0 metric -1",
+        "bad metric `-1`",
+        Some("-1"),
+    );
+    check_error(
+        "route add 10.0.0.0/24 dev eth0 proto nosuch",
+        "unknown protocol `nosuch`",
+        Some("nosuch"),
+    );
+    check_error(
+        "route add 10.0.0.0/24 dev eth0 scope far",
+        "unknown scope `far`",
+        Some("far"),
+    );
+    check_error("addr add", "missing the address", None);
+    check_error(
+        "addr add 192.0.2.7/24",
+        "an address needs `dev DEVICE`",
+        None,
+    );
+    check_error(
+        "addr add 192.0.2.7/24 dev eth0 brd ff02::1",
+        "broadcast is IPv4 only",
+        Some("ff02::1"),
+    );
+    check_error(
+        "addr add 192.0.2.7/24 dev eth0 label eth0:1",
+        "unknown address keyword `label`",
+        Some("label"),
+    );
+}
+
+#[test]
+fn any_words_give_an_answer_not_a_panic() {
+    let words = [
+        "route",
+        "addr",
+        "add",
+        "del",
+        "replace",
+        "default",
+        "via",
+        "dev",
+        "eth0",
+        "table",
+        "local",
+        "10.0.0.0/8",
+        "::/0",
+        "2001:db8::1",
+        "metric",
+        "scope",
+        "-4",
+        "/",
+        "",
+    ];
+    for a in words {
+        for b in words {
+            for c in words {
+                for d in words {
+                    let _ = parse_line(&format!("{a} {b} {c} {d}"), &resolve);
+                }
+            }
+        }
+    }
+}
