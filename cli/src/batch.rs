@@ -1,9 +1,8 @@
 //! `batch FILE|-`: `ip -batch`-like lines applied through the platform's pipelined batch.
 //!
-//! Each line is an `ip` command line (`route add ...`, `addr del ...`), so reading it is the
-//! same job as reading the command line: [`parse_line`] turns one into a platform
-//! [`Item`], with the names `ip` accepts (tables, protocols, route types) and the scope `ip`
-//! would choose. The platform sends the items many per `sendmsg` and reports each refusal.
+//! The platform reads the lines ([`platform::ipbatch::parse`]) into batch items, with the names
+//! `ip` accepts and the defaults `ip` picks, and sends them many per `sendmsg`, reporting each
+//! refusal. This module resolves device names from a link dump and reports.
 //!
 //! Without `--continue` every line is read first and a malformed one stops everything before
 //! anything is sent; then the lines go one per send so that the batch stops exactly at the
@@ -13,24 +12,19 @@
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::net::IpAddr;
 use std::path::Path;
 
 use anyhow::Context;
-use netmirror_platform::{self as platform, Address, Item, Op, Route};
+use netmirror_platform::{self as platform, Item};
 use serde_json::{Map, Value};
 
 use crate::args::{BatchArgs, KernelArgs};
 use crate::failure::Failure;
 use crate::kernel;
-use crate::names;
 use crate::render::{Mode, Printer};
 
 /// `EPERM`, the kernel's answer to a change without CAP_NET_ADMIN.
 const EPERM: i32 = 1;
-
-/// `RT_SCOPE_NOWHERE`: in a delete request, any scope matches.
-const RT_SCOPE_NOWHERE: u8 = 255;
 
 /// A line of the batch file that becomes an item.
 #[derive(Debug)]
@@ -64,13 +58,9 @@ pub(crate) fn run(
 
     let mut lines = Vec::new();
     let mut n_malformed = 0;
-    for (idx, raw) in text.lines().enumerate() {
-        let number = idx + 1;
-        let trimmed = raw.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        match parse_line(trimmed, &resolve) {
+    for line in platform::ipbatch::parse(&text, &resolve) {
+        let (number, trimmed) = (line.number, line.text);
+        match line.item {
             Ok(item) => lines.push(Line {
                 number,
                 text: trimmed.to_owned(),
@@ -81,7 +71,7 @@ pub(crate) fn run(
                     file: file_name,
                     line: number,
                     text: trimmed.to_owned(),
-                    reason,
+                    reason: reason.to_string(),
                 }
                 .into());
             }
@@ -182,217 +172,3 @@ fn read_input(path: &Path) -> anyhow::Result<(String, String)> {
         .with_context(|| format!("cannot read batch file {}", path.display()))?;
     Ok((path.display().to_string(), text))
 }
-
-/// Reads one `ip` command line into a batch item; `ifindex` resolves device names.
-pub(crate) fn parse_line(
-    line: &str,
-    ifindex: &dyn Fn(&str) -> Option<u32>,
-) -> Result<Item, String> {
-    let mut words: Vec<&str> = line.split_whitespace().collect();
-    // `ip -batch` lines may carry a family option; the prefix says the family anyway.
-    words.retain(|word| !matches!(*word, "-4" | "-6"));
-    let (object, rest) = words.split_first().ok_or("empty line")?;
-    let (verb, args) = rest
-        .split_first()
-        .ok_or("missing command (add, del or replace)")?;
-    let op = match *verb {
-        "add" => Op::Add,
-        "del" | "delete" => Op::Delete,
-        "replace" => Op::Replace,
-        other => {
-            return Err(format!(
-                "unknown command `{other}` (expected add, del or replace)"
-            ));
-        }
-    };
-    match *object {
-        "route" | "r" | "ro" => parse_route(op, args, ifindex).map(|route| Item::Route(op, route)),
-        "addr" | "address" | "a" => parse_addr(args, ifindex).map(|addr| Item::Address(op, addr)),
-        other => Err(format!("unknown object `{other}` (expected route or addr)")),
-    }
-}
-
-/// `PREFIX|default [via GW] [dev DEV] [table T] [metric N] [proto P] [scope S] [src A]`, with
-/// an optional route type before the prefix. A delete leaves protocol, scope and type as
-/// wildcards unless given, as `ip route del` does.
-fn parse_route(
-    op: Op,
-    args: &[&str],
-    ifindex: &dyn Fn(&str) -> Option<u32>,
-) -> Result<Route, String> {
-    let delete = op == Op::Delete;
-    let mut words = args.iter().copied().peekable();
-    let mut kind = None;
-    if let Some(word) = words.peek()
-        && let Some(id) = names::parse_route_type(word).filter(|_| word.parse::<u8>().is_err())
-    {
-        kind = Some(id);
-        words.next();
-    }
-    let prefix = words.next().ok_or("missing the route's prefix")?;
-    let mut gateway = None;
-    let mut dev = None;
-    let mut table = None;
-    let mut metric = None;
-    let mut proto = None;
-    let mut scope = None;
-    let mut prefsrc = None;
-    while let Some(keyword) = words.next() {
-        let value = words
-            .next()
-            .ok_or_else(|| format!("`{keyword}` needs a value"))?;
-        match keyword {
-            "via" => gateway = Some(parse_addr_value(value)?),
-            "dev" | "oif" => {
-                dev = Some(ifindex(value).ok_or_else(|| format!("cannot find device \"{value}\""))?)
-            }
-            "table" => {
-                table = Some(
-                    names::parse_table(value).ok_or_else(|| format!("unknown table `{value}`"))?,
-                )
-            }
-            "metric" | "priority" | "preference" => {
-                metric = Some(
-                    value
-                        .parse::<u32>()
-                        .map_err(|_| format!("bad metric `{value}`"))?,
-                )
-            }
-            "proto" | "protocol" => {
-                proto = Some(
-                    names::parse_protocol(value)
-                        .ok_or_else(|| format!("unknown protocol `{value}`"))?,
-                )
-            }
-            "scope" => scope = Some(parse_scope(value)?),
-            "src" => prefsrc = Some(parse_addr_value(value)?),
-            other => return Err(format!("unknown route keyword `{other}`")),
-        }
-    }
-    let is_v6 = prefix.contains(':') || gateway.is_some_and(|gw: IpAddr| gw.is_ipv6());
-    let (dst, dst_len) = match prefix {
-        "default" | "all" | "any" => (
-            if is_v6 {
-                IpAddr::from([0u16; 8])
-            } else {
-                IpAddr::from([0u8; 4])
-            },
-            0,
-        ),
-        prefix => parse_prefix(prefix)?,
-    };
-    let explicit_kind = kind.is_some();
-    let kind = kind.unwrap_or(platform::RTN_UNICAST);
-    let mut route =
-        Route::new(dst, dst_len).with_kind(if delete && !explicit_kind { 0 } else { kind });
-    if let Some(gateway) = gateway {
-        if gateway.is_ipv6() != dst.is_ipv6() {
-            return Err("the gateway's family differs from the prefix's".to_owned());
-        }
-        route = route.with_gateway(gateway);
-    }
-    if let Some(dev) = dev {
-        route = route.with_oif(dev);
-    }
-    if let Some(table) = table {
-        route = route.with_table(table);
-    } else if kind == platform::RTN_LOCAL || kind == 3 {
-        // `ip` puts local and broadcast routes in the local table.
-        route = route.with_table(platform::TABLE_LOCAL);
-    }
-    if let Some(metric) = metric {
-        route = route.with_priority(metric);
-    }
-    match proto {
-        Some(proto) => route = route.with_protocol(proto),
-        None if delete => route = route.with_protocol(0),
-        None => {}
-    }
-    // The scope `ip` chooses: host for local routes, link for broadcast ones and for
-    // unicast routes without a gateway, universe otherwise.
-    let scope = scope.unwrap_or(match kind {
-        _ if delete => RT_SCOPE_NOWHERE,
-        platform::RTN_LOCAL => platform::RT_SCOPE_HOST,
-        3..=5 => platform::RT_SCOPE_LINK,
-        platform::RTN_UNICAST if gateway.is_none() && dev.is_some() => platform::RT_SCOPE_LINK,
-        _ => platform::RT_SCOPE_UNIVERSE,
-    });
-    route = route.with_scope(scope);
-    if let Some(prefsrc) = prefsrc {
-        route = route.with_prefsrc(prefsrc);
-    }
-    if !delete && kind == platform::RTN_UNICAST && gateway.is_none() && dev.is_none() {
-        return Err("a unicast route needs `via GATEWAY` or `dev DEVICE`".to_owned());
-    }
-    Ok(route)
-}
-
-/// `PREFIX dev DEV [broadcast ADDR]`.
-fn parse_addr(args: &[&str], ifindex: &dyn Fn(&str) -> Option<u32>) -> Result<Address, String> {
-    let mut words = args.iter().copied();
-    let prefix = words.next().ok_or("missing the address")?;
-    let (addr, prefix_len) = parse_prefix(prefix)?;
-    let mut dev = None;
-    let mut broadcast = None;
-    while let Some(keyword) = words.next() {
-        let value = words
-            .next()
-            .ok_or_else(|| format!("`{keyword}` needs a value"))?;
-        match keyword {
-            "dev" => {
-                dev = Some(ifindex(value).ok_or_else(|| format!("cannot find device \"{value}\""))?)
-            }
-            "broadcast" | "brd" => match parse_addr_value(value)? {
-                IpAddr::V4(v4) => broadcast = Some(v4),
-                IpAddr::V6(_) => return Err("broadcast is IPv4 only".to_owned()),
-            },
-            other => return Err(format!("unknown address keyword `{other}`")),
-        }
-    }
-    let dev = dev.ok_or("an address needs `dev DEVICE`")?;
-    let mut address = Address::new(dev, addr, prefix_len);
-    if let Some(broadcast) = broadcast {
-        address = address.with_broadcast(broadcast);
-    }
-    Ok(address)
-}
-
-/// `ADDR/LEN`, or a bare address (a host prefix).
-fn parse_prefix(text: &str) -> Result<(IpAddr, u8), String> {
-    let (addr, len) = match text.split_once('/') {
-        Some((addr, len)) => (addr, Some(len)),
-        None => (text, None),
-    };
-    let addr = parse_addr_value(addr)?;
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let len = match len {
-        Some(len) => len
-            .parse::<u8>()
-            .ok()
-            .filter(|len| *len <= max)
-            .ok_or_else(|| format!("bad prefix length in `{text}`"))?,
-        None => max,
-    };
-    Ok((addr, len))
-}
-
-fn parse_addr_value(text: &str) -> Result<IpAddr, String> {
-    text.parse()
-        .map_err(|_| format!("`{text}` is not an IP address"))
-}
-
-fn parse_scope(text: &str) -> Result<u8, String> {
-    match text {
-        "global" | "universe" => Ok(platform::RT_SCOPE_UNIVERSE),
-        "site" => Ok(200),
-        "link" => Ok(platform::RT_SCOPE_LINK),
-        "host" => Ok(platform::RT_SCOPE_HOST),
-        "nowhere" => Ok(RT_SCOPE_NOWHERE),
-        number => number
-            .parse()
-            .map_err(|_| format!("unknown scope `{text}`")),
-    }
-}
-
-#[cfg(test)]
-mod tests;
