@@ -7,11 +7,12 @@
 use std::collections::HashMap;
 
 use anyhow::Context;
-use netmirror_platform::{self as platform, Address, Config, Link, Netns, Platform, Route, Rule};
+use netmirror_platform::{
+    self as platform, Address, Config, Link, Netns, Platform, Route, Rule, names,
+};
 
 use crate::args::{self, Family, KernelArgs, RouteSelector};
 use crate::failure::Failure;
-use crate::names;
 use crate::render::{Cell, Field, Printer, Table};
 
 /// Columns of `link`.
@@ -247,7 +248,7 @@ pub(crate) fn route_row(route: &Route, names: &LinkNames) -> Vec<Cell> {
         names::route_prefix(route.dst(), route.dst_len()).into(),
         Cell::opt_text(route.gateway()),
         Cell::opt_text(route.oif().map(|ifindex| names.name(ifindex))),
-        names::table(route.table()).into(),
+        names::table_name(route.table()).into(),
         names::protocol(route.protocol()).into(),
         names::scope(route.scope()).into(),
         route.priority().into(),
@@ -274,7 +275,7 @@ pub(crate) fn rule_row(rule: &Rule) -> Vec<Cell> {
         })),
         names::rule_action(rule.action()).into(),
         if looks_up {
-            names::table(rule.table()).into()
+            names::table_name(rule.table()).into()
         } else {
             Cell::Null
         },
@@ -444,7 +445,7 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
     let mut table = Table::new(COUNT_FIELDS);
     for ((id, family), n_routes) in &counts {
         table.push(vec![
-            names::table(*id).into(),
+            names::table_name(*id).into(),
             (*family).into(),
             (*n_routes).into(),
         ]);

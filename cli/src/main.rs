@@ -11,7 +11,6 @@ mod failure;
 mod heap;
 mod kernel;
 mod monitor;
-mod names;
 mod nm;
 mod objects;
 mod overview;

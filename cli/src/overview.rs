@@ -7,11 +7,11 @@
 
 use std::collections::BTreeMap;
 
+use netmirror_platform::names;
 use serde_json::{Map, Value};
 
 use crate::args::{KernelArgs, OutputArgs, usage_error};
 use crate::kernel::{self, LinkNames};
-use crate::names;
 use crate::nm;
 use crate::render::{Cell, Field, Mode, Printer, Table};
 
@@ -89,7 +89,7 @@ pub(crate) fn run(
     let mut count_table = Table::new(COUNT_FIELDS);
     for ((table, family), n_routes) in counts {
         count_table.push(vec![
-            names::table(table).into(),
+            names::table_name(table).into(),
             family.into(),
             n_routes.into(),
         ]);
