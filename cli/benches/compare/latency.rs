@@ -164,7 +164,7 @@ fn latency(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
     let version_lat = Latency::of(&version_cmd.label, t_version);
 
     let ratio = |a: &Latency, b: &Latency| super::measure::ratio(a.p50_us, b.p50_us);
-    section.fact(
+    section.headline(
         "p50 ratio: netmirror's path / minimal client (sd-bus-like)",
         ratio(&stream_lat, &raw_lat),
     );
@@ -172,7 +172,7 @@ fn latency(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
         "p50 ratio: plain zbus call_method / minimal client",
         ratio(&call_lat, &raw_lat),
     );
-    section.fact(
+    section.headline(
         "p50 ratio: netmirror's path / raw socket floor",
         ratio(&stream_lat, &floor_lat),
     );
@@ -221,7 +221,7 @@ fn where_time_goes(
     }
     let decode_us = started.elapsed().as_secs_f64() * 1e6 / n as f64;
     let extra = ours.p50_us - raw.p50_us;
-    section.fact(
+    section.headline(
         "where netmirror's extra time goes (p50 over the minimal client)",
         format!(
             "{extra:.1} µs more per call: building and serialising the call {build_us:.1} µs, \

@@ -292,11 +292,11 @@ fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
         "`ip -batch` of the burst",
         format!("{n} routes in {took:.2} s"),
     );
-    section.fact(
+    section.headline(
         "netmirror: route-added events for the burst (expected)",
         format!("{} ({n})", seen.added),
     );
-    section.fact(
+    section.headline(
         "netmirror: overrun / resync lines, other events, unparsed lines",
         format!(
             "{} / {}, {}, {}",
@@ -305,7 +305,7 @@ fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
     );
     let missing = fresh.difference(&seen.set).count();
     let extra = seen.set.difference(&fresh).count();
-    section.fact(
+    section.headline(
         "netmirror: routes from its events vs a fresh `ip -j route show`",
         if missing == 0 && extra == 0 {
             format!("equal ({} routes)", fresh.len())
@@ -328,7 +328,7 @@ fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
             measure::last_lines(&ours_stderr, 2),
         );
     }
-    section.fact(
+    section.headline(
         "ip monitor route: burst routes printed (expected)",
         format!(
             "{ip_seen} ({n}){}",

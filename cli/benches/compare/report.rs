@@ -43,6 +43,8 @@ pub(crate) struct Section {
     pub(crate) setup: Vec<String>,
     pub(crate) comparisons: Vec<Comparison>,
     pub(crate) facts: Vec<(String, String)>,
+    /// Facts also shown in the summary.
+    pub(crate) headlines: Vec<(String, String)>,
     pub(crate) latencies: Vec<Latency>,
     /// Why the whole scenario did not run, if it did not.
     pub(crate) skipped: Option<String>,
@@ -62,6 +64,13 @@ impl Section {
 
     pub(crate) fn fact(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.facts.push((key.into(), value.into()));
+    }
+
+    /// A fact that the summary shows too.
+    pub(crate) fn headline(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        let (key, value) = (key.into(), value.into());
+        self.headlines.push((key.clone(), value.clone()));
+        self.facts.push((key, value));
     }
 }
 
@@ -100,6 +109,23 @@ impl Report {
             }
         }
         out.push('\n');
+        if self.sections.iter().any(|s| !s.headlines.is_empty()) {
+            let _ = writeln!(out, "### Other headline figures\n");
+            let _ = writeln!(out, "| scenario | figure | value |");
+            let _ = writeln!(out, "| --- | --- | --- |");
+            for section in &self.sections {
+                for (key, value) in &section.headlines {
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | {} |",
+                        section.title,
+                        escape(key),
+                        escape(value)
+                    );
+                }
+            }
+            out.push('\n');
+        }
         for section in &self.sections {
             section.write(&mut out);
         }

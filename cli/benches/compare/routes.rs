@@ -247,18 +247,21 @@ fn load_v4(ctx: &Ctx, load: &mut Section, mut filter: Option<&mut Section>) -> a
             .push(ctx.compare(&case("show --json"), &json, &ip_json, no_setup));
         let count = ours(ctx, &ns, &["route", "count"]);
         let count_cmp = ctx.compare(&case("count"), &count, &ip_show, no_setup);
-        load.fact(
+        load.headline(
             case("cache memory (RSS delta)"),
             bytes_per_route(&count_cmp, baseline, size),
         );
         if let Some(says) = count_says(ctx, &ns) {
-            load.fact(case("`route count` says"), says);
+            if let Some(memory) = says.split(" ⏎ ").find(|line| line.contains("bytes")) {
+                load.headline(case("`route count` says"), memory.to_owned());
+            }
+            load.fact(case("`route count` prints"), says);
         }
         load.comparisons.push(count_cmp);
-        if size == ctx.plan.filter_main_routes {
-            if let Some(filter) = filter.take() {
-                run_filter(ctx, &ns, size, filter)?;
-            }
+        if size == ctx.plan.filter_main_routes
+            && let Some(filter) = filter.take()
+        {
+            run_filter(ctx, &ns, size, filter)?;
         }
     }
     if let Some(filter) = filter {
@@ -307,6 +310,11 @@ fn load_v6(ctx: &Ctx, load: &mut Section) -> anyhow::Result<()> {
     let count = ours(ctx, &ns, &["route", "count"]);
     load.comparisons
         .push(ctx.compare(&case("count"), &count, &ip_show, no_setup));
+    if let Some(says) = count_says(ctx, &ns)
+        && let Some(memory) = says.split(" ⏎ ").find(|line| line.contains("bytes"))
+    {
+        load.headline(case("`route count` says"), memory.to_owned());
+    }
     Ok(())
 }
 
@@ -466,7 +474,7 @@ fn batch(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
     let case = |what: &str| format!("{} routes {what}", human(size));
     section
         .comparisons
-        .push(ctx.compare(&case("add"), &ours_add_shown, &ip_add, || flush()));
+        .push(ctx.compare(&case("add"), &ours_add_shown, &ip_add, &flush));
     let fill = || -> anyhow::Result<()> {
         flush()?;
         ip_batch(&ns, &add).map(drop)
@@ -480,9 +488,9 @@ fn batch(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
 
 /// `100k`, `1M`.
 pub(crate) fn human(n: usize) -> String {
-    if n >= 1_000_000 && n % 1_000_000 == 0 {
+    if n >= 1_000_000 && n.is_multiple_of(1_000_000) {
         format!("{}M", n / 1_000_000)
-    } else if n >= 1_000 && n % 1_000 == 0 {
+    } else if n >= 1_000 && n.is_multiple_of(1_000) {
         format!("{}k", n / 1_000)
     } else {
         n.to_string()

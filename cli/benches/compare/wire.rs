@@ -153,7 +153,7 @@ fn put_string(out: &mut Vec<u8>, text: &str) {
 }
 
 fn pad(out: &mut Vec<u8>, align: usize) {
-    while out.len() % align != 0 {
+    while !out.len().is_multiple_of(align) {
         out.push(0);
     }
 }
