@@ -1,7 +1,8 @@
 //! Time per operation of a dedup index of route-like objects with three index types (id, by
 //! interface, default routes), at 1k, 100k and 1M objects.
 //!
-//! Groups: `insert/fill` (build from empty, per object); `lookup/get` and `lookup/get_in` (by
+//! Groups: `insert/fill` (build from empty with `insert`, per object); `insert/append_all` (the
+//! same with the bulk `append_all`); `lookup/get` and `lookup/get_in` (by
 //! id in the primary and in the by-interface index type, in random order);
 //! `lookup/get_sequential` (by id, in the order the routes were added); `remove/drain` (remove
 //! everything in random order, per object); `remove_insert/steady` (remove a random entry and
@@ -49,6 +50,9 @@ fn run<M: Measurement>(mut c: Criterion<M>) {
 
 /// Wall time by default; the benchmark thread's CPU time with `NETMIRROR_BENCH_CPU_TIME=1`.
 fn main() {
+    // A program that ever started a thread has glibc's malloc take its arena lock (an atomic
+    // operation) on every allocation; the platform cache is such a program. Measure that case.
+    std::thread::spawn(|| {}).join().ok();
     if std::env::var_os("NETMIRROR_BENCH_CPU_TIME").is_some_and(|value| value == "1") {
         run(config()
             .with_measurement(ThreadCpuTime)
@@ -72,6 +76,24 @@ fn insert<M: Measurement>(c: &mut Criterion<M>) {
                     for obj in fresh {
                         black_box(routes.index.insert(obj, Placement::Append)).ok();
                     }
+                    routes
+                },
+                BatchSize::PerIteration,
+            );
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("insert/append_all");
+    for n in SIZES {
+        let fresh: Vec<Route> = (0..n).map(route).collect();
+        group.throughput(Throughput::Elements(u64::from(n)));
+        group.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter_batched(
+                || fresh.clone(),
+                |fresh| {
+                    let mut routes = Routes::new(Layout::Three);
+                    black_box(routes.index.append_all(fresh)).ok();
                     routes
                 },
                 BatchSize::PerIteration,

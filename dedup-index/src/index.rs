@@ -27,6 +27,35 @@ use crate::view::{CursorMut, Entries, Entry, Iter, PartitionIter, PartitionRef, 
 #[cfg(test)]
 mod tests;
 
+/// How many objects [`DedupIndex::append_all`] looks up before it adds them.
+const APPEND_BATCH: usize = 32;
+const _: () = assert!(APPEND_BATCH <= 64, "the found bits are one u64");
+
+/// An object [`DedupIndex::append_all`] adds: already in its `Arc` if it was new when looked
+/// up, else still owned (an equal one is then dropped without an allocation).
+enum Incoming<T> {
+    Owned(T),
+    Shared(Arc<T>),
+}
+
+impl<T> Incoming<T> {
+    #[inline]
+    fn get(&self) -> &T {
+        match self {
+            Incoming::Owned(obj) => obj,
+            Incoming::Shared(obj) => obj,
+        }
+    }
+
+    #[inline]
+    fn into_arc(self) -> Arc<T> {
+        match self {
+            Incoming::Owned(obj) => Arc::new(obj),
+            Incoming::Shared(obj) => obj,
+        }
+    }
+}
+
 /// Gives each dedup index its own tag, so handles of one index find nothing in another.
 static NEXT_TAG: AtomicU32 = AtomicU32::new(1);
 
@@ -418,6 +447,107 @@ impl<T: Object> DedupIndex<T> {
         }
     }
 
+    /// Appends every object of `objs` in order, as [`insert`](Self::insert) with
+    /// [`Placement::Append`] would, without handing back what each insert did. Returns how
+    /// many entries were added or replaced.
+    ///
+    /// This is the fast path for loading a dump. Objects arrive by value: one equal to the
+    /// held object only clears the entry's dirty mark and is dropped without ever being put
+    /// in an `Arc`, and a new one is moved into its `Arc` and slot without a second handle
+    /// (an `Arc` clone and drop are atomic operations, which stall each insert until its
+    /// cache misses are served; without them the processor overlaps the misses of successive
+    /// objects). Room for the objects the iterator announces (its lower size hint, minus the
+    /// entries already held) is reserved first.
+    ///
+    /// Fails with [`Error::CapacityExceeded`] when the index is full; the objects before the
+    /// one that failed stay added.
+    pub fn append_all<I: IntoIterator<Item = T>>(&mut self, objs: I) -> Result<usize> {
+        let mut objs = objs.into_iter();
+        let (lower, _) = objs.size_hint();
+        self.reserve(lower.saturating_sub(self.len));
+        let mut n_changed = 0;
+        let mut looked_up: Vec<(T, T::Id, u64)> = Vec::with_capacity(APPEND_BATCH);
+        let mut batch: Vec<(Incoming<T>, T::Id, u64)> = Vec::with_capacity(APPEND_BATCH);
+        loop {
+            // First look every id of a batch up (loads only, so the processor overlaps the
+            // cache misses of the whole batch), then put the objects not found in their
+            // `Arc`s, then add them. The allocator's lock is an atomic operation, which waits
+            // for every outstanding miss: taken between lookups it would serialise them.
+            looked_up.extend(objs.by_ref().take(APPEND_BATCH).map(|obj| {
+                let id = obj.id();
+                let hash = self.hasher.hash_one(&id);
+                (obj, id, hash)
+            }));
+            // A loop of lookups alone: short, so many of them fit in the processor's window.
+            let mut found = 0u64;
+            let objs_now = &self.objs;
+            for (i, (_, id, hash)) in looked_up.iter().enumerate() {
+                if self
+                    .ids
+                    .find(*hash, |&slot| slot_has_id(objs_now, slot, id))
+                    .is_some()
+                {
+                    found |= 1 << i;
+                }
+            }
+            batch.extend(looked_up.drain(..).enumerate().map(|(i, (obj, id, hash))| {
+                let obj = if found & (1 << i) != 0 {
+                    Incoming::Owned(obj)
+                } else {
+                    Incoming::Shared(Arc::new(obj))
+                };
+                (obj, id, hash)
+            }));
+            if batch.is_empty() {
+                return Ok(n_changed);
+            }
+            for (obj, id, hash) in batch.drain(..) {
+                n_changed += usize::from(self.append_owned(obj, id, hash)?);
+            }
+        }
+    }
+
+    /// One object of [`append_all`](Self::append_all), with its id and the hash of its id;
+    /// true if it was added or replaced.
+    #[inline]
+    fn append_owned(&mut self, obj: Incoming<T>, id: T::Id, hash: u64) -> Result<bool> {
+        if self.ids.len() == self.ids.capacity() {
+            self.grow_ids();
+        }
+        let objs = &self.objs;
+        let hasher = &self.hasher;
+        let entry = self.ids.entry(
+            hash,
+            |&slot| slot_has_id(objs, slot, &id),
+            |&slot| slot_hash(objs, hasher, slot),
+        );
+        match entry {
+            TableEntry::Occupied(entry) => {
+                let slot = *entry.get();
+                if matches!(self.objs.get(slot as usize), Some(Some(held)) if **held == *obj.get())
+                {
+                    self.set_dirty(slot, false);
+                    return Ok(false);
+                }
+                let change = self.update(slot, obj.into_arc(), &Placement::Append, None);
+                Ok(change.is_changed())
+            }
+            TableEntry::Vacant(entry) => {
+                let slot = if self.free != NIL {
+                    self.free
+                } else if self.objs.len() < MAX_SLOTS {
+                    self.objs.len() as u32
+                } else {
+                    return Err(Error::CapacityExceeded { max: MAX_SLOTS });
+                };
+                entry.insert(slot);
+                self.alloc_slot(slot, obj.into_arc());
+                self.link_back(slot);
+                Ok(true)
+            }
+        }
+    }
+
     /// Replaces the object of the entry with the same id as `obj`, keeping its position in
     /// every list (unless the new object falls in another partition of some index type, where
     /// it goes to the end). Returns [`Change::Replaced`] with the old object, or
@@ -781,6 +911,26 @@ impl<T: Object> DedupIndex<T> {
     fn anchor_in(&self, lane: usize, p: u32, anchor: Option<u32>, slot: u32) -> Option<u32> {
         let anchor = anchor.filter(|&anchor| anchor != slot)?;
         (self.partition_number(lane, anchor) == Some(p)).then_some(anchor)
+    }
+
+    /// Links slot `slot` (untracked everywhere) at the end of its list in every lane, reading
+    /// its object from the slot.
+    #[inline]
+    fn link_back(&mut self, slot: u32) {
+        let Some(Some(obj)) = self.objs.get(slot as usize) else {
+            return;
+        };
+        for (lane_idx, table) in self.tables.iter_mut().enumerate() {
+            let Some(p) = table.locate_or_insert(obj) else {
+                continue;
+            };
+            let lane = Lane {
+                base: lane_idx * self.lane_len,
+            };
+            if let Some(head) = table.heads_mut().get_mut(p as usize) {
+                list::push_back(&mut self.links, lane, head, slot);
+            }
+        }
     }
 
     /// Links slot `slot` (untracked everywhere) holding `obj` into every lane.

@@ -937,3 +937,45 @@ mod random {
         }
     }
 }
+
+#[test]
+fn append_all_adds_re_adds_and_replaces_like_append() {
+    let mut fx = Fixture::with(&[r(1, 1), d(2, 2), r(3, 1)]);
+    let held = Arc::clone(fx.index.get(&1).unwrap());
+    fx.index.remove(&3);
+    fx.index.mark_all();
+    // 1 is equal (kept, unmarked), 2 changes partition (replaced), 4 and 5 are new (4 takes
+    // the free slot of 3), and 2 again is equal to what was just put in.
+    let changed = fx.index.append_all([
+        r(1, 1),
+        R { v: 1, ..d(2, 1) },
+        r(4, 2),
+        d(5, 0),
+        R { v: 1, ..d(2, 1) },
+    ]);
+    assert_eq!(changed, Ok(3));
+    assert!(Arc::ptr_eq(fx.index.get(&1).unwrap(), &held));
+    check(
+        &fx,
+        expect![[r#"
+            all: 1 2' 4 5
+            part 1: 1 2'
+            part 2: 4
+            defaults: 2' 5
+        "#]],
+    );
+    assert_eq!(fx.index.append_all(Vec::new()), Ok(0));
+}
+
+#[test]
+fn append_all_grows_from_empty_past_reserved_room() {
+    let mut fx = Fixture::new();
+    // The size hint is only 1: the rest grows the slots and the id table as it goes.
+    let objs = (0..1000).map(|i| r(i, i % 7)).filter(|obj| obj.id != 500);
+    assert_eq!(fx.index.append_all(objs), Ok(999));
+    fx.index.validate().unwrap();
+    assert_eq!(fx.index.len(), 999);
+    let on_3: Vec<u32> = ids(fx.index.partition(fx.by_part, &3).unwrap().iter());
+    let expected: Vec<u32> = (0..1000).filter(|i| i % 7 == 3 && *i != 500).collect();
+    assert_eq!(on_3, expected);
+}

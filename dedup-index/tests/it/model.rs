@@ -277,6 +277,8 @@ impl Model {
 #[derive(Debug, Clone)]
 enum Op {
     Insert(Obj, Placement<u8>),
+    /// `append_all` of these objects: each as an insert with `Placement::Append`.
+    AppendAll(Vec<Obj>),
     Replace(Obj),
     Remove(u8),
     Move(usize, u8, Position<u8>),
@@ -323,6 +325,7 @@ fn position() -> impl Strategy<Value = Position<u8>> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (obj(), placement()).prop_map(|(obj, placement)| Op::Insert(obj, placement)),
+        2 => proptest::collection::vec(obj(), 0..6).prop_map(Op::AppendAll),
         2 => obj().prop_map(Op::Replace),
         3 => (0..N_IDS + 1).prop_map(Op::Remove),
         3 => (0..N_LANES, 0..N_IDS, position()).prop_map(|(lane, id, to)| Op::Move(lane, id, to)),
@@ -371,6 +374,18 @@ impl Real {
             Op::Insert(obj, placement) => {
                 let real = index.insert(obj.clone(), placement).map(outcome);
                 prop_assert_eq!(real, model.insert(obj, placement));
+            }
+            Op::AppendAll(objs) => {
+                let real = index.append_all(objs.iter().cloned());
+                let mut n_changed = 0;
+                for obj in objs {
+                    if let Ok(Outcome::Added(_) | Outcome::Replaced(..)) =
+                        model.insert(obj, Placement::Append)
+                    {
+                        n_changed += 1;
+                    }
+                }
+                prop_assert_eq!(real, Ok(n_changed));
             }
             Op::Replace(obj) => {
                 let real = index.replace(obj.clone()).map(outcome);
