@@ -49,6 +49,10 @@ pub(crate) struct TypedTable<X, P> {
     heads: Vec<Head>,
     table: HashTable<u32>,
     hasher: DefaultHashBuilder,
+    /// The partition [`find_or_insert_key`](Self::find_or_insert_key) found last: objects
+    /// arriving in kernel order often fall in the same partition as the one before (always,
+    /// for an index type with a single list), and comparing one key is cheaper than hashing.
+    last: u32,
 }
 
 impl<X, P: Hash + Eq> TypedTable<X, P> {
@@ -59,11 +63,15 @@ impl<X, P: Hash + Eq> TypedTable<X, P> {
             heads: Vec::new(),
             table: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
+            last: 0,
         }
     }
 
     /// The partition number of `key`.
     pub(crate) fn find_key(&self, key: &P) -> Option<u32> {
+        if self.keys.get(self.last as usize) == Some(key) {
+            return Some(self.last);
+        }
         let hash = self.hasher.hash_one(key);
         let keys = &self.keys;
         self.table
@@ -79,7 +87,17 @@ impl<X, P: Hash + Eq> TypedTable<X, P> {
         &self.heads
     }
 
+    #[inline]
     fn find_or_insert_key(&mut self, key: P) -> u32 {
+        if self.keys.get(self.last as usize) == Some(&key) {
+            return self.last;
+        }
+        let p = self.find_or_insert_key_hashed(key);
+        self.last = p;
+        p
+    }
+
+    fn find_or_insert_key_hashed(&mut self, key: P) -> u32 {
         let hash = self.hasher.hash_one(&key);
         let keys = &self.keys;
         let hasher = &self.hasher;
