@@ -373,11 +373,38 @@ pub fn hw_address(bytes: &[u8]) -> Option<String> {
 /// address for a host route, `ADDR/LEN` otherwise.
 pub fn route_prefix(addr: IpAddr, len: u8) -> String {
     let full = if addr.is_ipv4() { 32 } else { 128 };
-    match len {
-        0 => "default".to_owned(),
-        len if len == full => addr.to_string(),
-        len => format!("{addr}/{len}"),
+    match (addr, len) {
+        (_, 0) => "default".to_owned(),
+        // The common case, written by hand: `Display` through `format!` costs several times
+        // more, which shows when `ip route show` prints a million routes.
+        (IpAddr::V4(v4), len) => {
+            let mut text = String::with_capacity(18);
+            for (idx, octet) in v4.octets().into_iter().enumerate() {
+                if idx > 0 {
+                    text.push('.');
+                }
+                push_decimal(&mut text, octet);
+            }
+            if len != full {
+                text.push('/');
+                push_decimal(&mut text, len);
+            }
+            text
+        }
+        (addr, len) if len == full => addr.to_string(),
+        (addr, len) => format!("{addr}/{len}"),
     }
+}
+
+/// Appends a byte in decimal.
+fn push_decimal(text: &mut String, value: u8) {
+    if value >= 100 {
+        text.push(char::from(b'0' + value / 100));
+    }
+    if value >= 10 {
+        text.push(char::from(b'0' + value / 10 % 10));
+    }
+    text.push(char::from(b'0' + value % 10));
 }
 
 /// A rule's source or destination as `ip rule` prints it: `all` when absent.

@@ -128,6 +128,24 @@ fn prefixes_as_ip_prints_them() {
 }
 
 #[test]
+fn ipv4_prefixes_written_by_hand_match_display() {
+    // Every octet value in every position, with every prefix length.
+    for value in 0..=255u8 {
+        for octets in [[value, 0, 0, 0], [1, value, 2, 3], [9, 99, value, 199], [0, 0, 0, value]] {
+            let addr = IpAddr::from(octets);
+            for len in 1..=33u8 {
+                let expected = if len == 32 {
+                    addr.to_string()
+                } else {
+                    format!("{addr}/{len}")
+                };
+                assert_eq!(route_prefix(addr, len), expected);
+            }
+        }
+    }
+}
+
+#[test]
 fn states_and_addresses() {
     assert_eq!(operstate(6), "UP");
     assert_eq!(operstate(0), "UNKNOWN");
