@@ -5,6 +5,8 @@
 //! as a [`Table`]. The columns and JSON keys are those of `ip -j` where `ip` has them.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
 
 use anyhow::Context;
 use netmirror_platform::{
@@ -146,8 +148,9 @@ pub(crate) fn family_name(family: platform::Family) -> &'static str {
     }
 }
 
-/// Interface names by index, to print `dev eth0` instead of an index.
-pub(crate) struct LinkNames(HashMap<u32, String>);
+/// Interface names by index, to print `dev eth0` instead of an index (shared, so a row naming
+/// a link costs no allocation).
+pub(crate) struct LinkNames(HashMap<u32, Arc<str>>);
 
 impl LinkNames {
     /// Every link's name.
@@ -164,7 +167,7 @@ impl LinkNames {
         LinkNames(
             links
                 .iter()
-                .map(|link| (link.ifindex(), link.name().to_owned()))
+                .map(|link| (link.ifindex(), Arc::from(link.name())))
                 .collect(),
         )
     }
@@ -173,22 +176,29 @@ impl LinkNames {
     pub(crate) fn name(&self, ifindex: u32) -> String {
         self.0
             .get(&ifindex)
-            .cloned()
-            .unwrap_or_else(|| format!("if{ifindex}"))
+            .map_or_else(|| format!("if{ifindex}"), |name| name.to_string())
+    }
+
+    /// The name of `ifindex` as a cell (`if<N>` for a link that vanished).
+    pub(crate) fn cell(&self, ifindex: u32) -> Cell {
+        self.0.get(&ifindex).map_or_else(
+            || format!("if{ifindex}").into(),
+            |name| Cell::Shared(name.clone()),
+        )
     }
 
     /// The index of the link named `name`; not finding it is an error, as in `ip`.
     pub(crate) fn index(&self, name: &str) -> anyhow::Result<u32> {
         self.0
             .iter()
-            .find(|(_, link_name)| *link_name == name)
+            .find(|(_, link_name)| &***link_name == name)
             .map(|(ifindex, _)| *ifindex)
             .with_context(|| format!("cannot find device \"{name}\""))
     }
 
     /// Inserts or renames a link (monitors keep the map current).
     pub(crate) fn insert(&mut self, ifindex: u32, name: &str) {
-        self.0.insert(ifindex, name.to_owned());
+        self.0.insert(ifindex, Arc::from(name));
     }
 }
 
@@ -234,6 +244,13 @@ pub(crate) fn addr_row(addr: &Address, names: &LinkNames) -> Vec<Cell> {
 
 /// A route's row.
 pub(crate) fn route_row(route: &Route, names: &LinkNames) -> Vec<Cell> {
+    let mut row = Vec::with_capacity(ROUTE_FIELDS.len());
+    route_cells(route, names, &mut row);
+    row
+}
+
+/// Pushes a route's cells (those of [`route_row`]) into `row`.
+pub(crate) fn route_cells(route: &Route, names: &LinkNames, row: &mut Vec<Cell>) {
     let nexthops: Vec<String> = route
         .multipath()
         .iter()
@@ -242,12 +259,16 @@ pub(crate) fn route_row(route: &Route, names: &LinkNames) -> Vec<Cell> {
             None => format!("dev {}", names.name(hop.ifindex)),
         })
         .collect();
-    vec![
+    row.extend([
         family_name(route.family()).into(),
         names::route_type(route.kind()).into(),
         names::route_prefix(route.dst(), route.dst_len()).into(),
-        Cell::opt_text(route.gateway()),
-        Cell::opt_text(route.oif().map(|ifindex| names.name(ifindex))),
+        route
+            .gateway()
+            .map_or(Cell::Null, |gateway| address(gateway).into()),
+        route
+            .oif()
+            .map_or(Cell::Null, |ifindex| names.cell(ifindex)),
         names::table_name(route.table()).into(),
         names::protocol(route.protocol()).into(),
         names::scope(route.scope()).into(),
@@ -256,7 +277,13 @@ pub(crate) fn route_row(route: &Route, names: &LinkNames) -> Vec<Cell> {
         Cell::opt_text(route.src().map(|(addr, len)| format!("{addr}/{len}"))),
         route.tos().into(),
         Cell::List(nexthops),
-    ]
+    ]);
+}
+
+/// An address as `ip` prints it: a prefix of full length prints as the bare address.
+fn address(addr: IpAddr) -> String {
+    let full = if addr.is_ipv4() { 32 } else { 128 };
+    names::route_prefix(addr, full)
 }
 
 /// A rule's row.
@@ -405,10 +432,9 @@ pub(crate) fn route_show(
     let answer = query.execute().map_err(|err| explain(err, "dump routes"))?;
     drop(progress);
     tracing::debug!(n_routes = answer.items.len(), filter = ?answer.filter, "routes dumped");
-    printer.stream(
-        ROUTE_FIELDS,
-        answer.items.iter().map(|route| route_row(route, &names)),
-    )
+    printer.stream(ROUTE_FIELDS, &answer.items, |route, row| {
+        route_cells(route, &names, row);
+    })
 }
 
 /// Columns of `route count`.

@@ -14,7 +14,9 @@
 //! `--fields` picks columns by name (case-insensitive), `all` or `common`.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use std::io::{BufWriter, IsTerminal};
 
@@ -35,6 +37,8 @@ pub(crate) enum Cell {
     Int(i64),
     /// Text (a borrowed name such as `main` costs no allocation).
     Text(Cow<'static, str>),
+    /// Text shared by many rows, such as an interface name (a clone costs no allocation).
+    Shared(Arc<str>),
     /// Several values: joined by `,` in text, an array in JSON.
     List(Vec<String>),
     /// A value with its own text and JSON (a D-Bus value: `yes` and `true`).
@@ -67,10 +71,48 @@ impl Cell {
             Cell::Bool(false) => Cow::Borrowed("no"),
             Cell::Int(value) => Cow::Owned(value.to_string()),
             Cell::Text(text) => Cow::Borrowed(text),
+            Cell::Shared(text) => Cow::Borrowed(text),
             Cell::List(items) if items.is_empty() => Cow::Borrowed("--"),
             Cell::List(items) => Cow::Owned(items.join(",")),
             Cell::Typed { text, .. } if text.is_empty() => Cow::Borrowed("--"),
             Cell::Typed { text, .. } => Cow::Borrowed(text),
+        }
+    }
+
+    /// Appends [`Cell::text`] to `line` without allocating for numbers and lists.
+    fn push_text(&self, line: &mut String) {
+        match self {
+            Cell::Int(value) => {
+                // Writing to a `String` cannot fail.
+                let _ = write!(line, "{value}");
+            }
+            Cell::List(items) if !items.is_empty() => {
+                for (idx, item) in items.iter().enumerate() {
+                    if idx > 0 {
+                        line.push(',');
+                    }
+                    line.push_str(item);
+                }
+            }
+            other => line.push_str(&other.text()),
+        }
+    }
+
+    /// The width of [`Cell::text`] on a terminal, without allocating.
+    fn text_width(&self) -> usize {
+        match self {
+            Cell::Int(value) => {
+                let sign = usize::from(*value < 0);
+                let digits = value
+                    .unsigned_abs()
+                    .checked_ilog10()
+                    .map_or(1, |log| log + 1);
+                sign + digits as usize
+            }
+            Cell::List(items) if !items.is_empty() => {
+                items.iter().map(|item| width_of(item)).sum::<usize>() + items.len() - 1
+            }
+            other => width_of(&other.text()),
         }
     }
 
@@ -91,6 +133,7 @@ impl Cell {
             Cell::Bool(value) => Value::Bool(*value),
             Cell::Int(value) => Value::from(*value),
             Cell::Text(text) => Value::String(text.to_string()),
+            Cell::Shared(text) => Value::String(text.to_string()),
             Cell::List(items) => Value::Array(items.iter().cloned().map(Value::String).collect()),
             Cell::Typed { json, .. } => json.clone(),
         }
@@ -239,24 +282,26 @@ impl Serialize for TableView<'_> {
     }
 }
 
-/// Rows made on the fly as a JSON array, serialized as they come.
-struct StreamView<'a, I> {
+/// Rows made on the fly (in one reused buffer) as a JSON array, serialized as they come.
+struct StreamView<'a, T, F> {
     fields: &'a [Field],
     chosen: &'a [usize],
-    rows: std::cell::RefCell<Option<I>>,
+    items: &'a [T],
+    fill: &'a F,
 }
 
-impl<I: Iterator<Item = Vec<Cell>>> Serialize for StreamView<'_, I> {
+impl<T, F: Fn(&T, &mut Vec<Cell>)> Serialize for StreamView<'_, T, F> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(None)?;
-        if let Some(rows) = self.rows.borrow_mut().take() {
-            for row in rows {
-                seq.serialize_element(&RowView {
-                    fields: self.fields,
-                    row: &row,
-                    chosen: self.chosen,
-                })?;
-            }
+        let mut seq = serializer.serialize_seq(Some(self.items.len()))?;
+        let mut row = Vec::with_capacity(self.fields.len());
+        for item in self.items {
+            row.clear();
+            (self.fill)(item, &mut row);
+            seq.serialize_element(&RowView {
+                fields: self.fields,
+                row: &row,
+                chosen: self.chosen,
+            })?;
         }
         seq.end()
     }
@@ -286,6 +331,7 @@ impl Serialize for Cell {
             Cell::Bool(value) => serializer.serialize_bool(*value),
             Cell::Int(value) => serializer.serialize_i64(*value),
             Cell::Text(text) => serializer.serialize_str(text),
+            Cell::Shared(text) => serializer.serialize_str(text),
             Cell::List(items) => items.serialize(serializer),
             Cell::Typed { json, .. } => json.serialize(serializer),
         }
@@ -426,56 +472,26 @@ impl Printer {
         write_table(&mut self.out, self.color, self.mode, table, &chosen, false)
     }
 
-    /// Prints a list whose rows are made one at a time, so a million routes never sit in
-    /// memory as cells: JSON and terse output are written as the rows come; an aligned table
-    /// makes the rows twice, once to measure the columns and once to write them.
-    pub(crate) fn stream(
+    /// Prints a list whose rows are made one at a time, `fill` pushing an item's cells (one
+    /// per field) into a reused row, so a million routes never sit in memory as cells: JSON
+    /// and terse output are written as the rows come; an aligned table makes the rows twice,
+    /// once to measure the columns and once to write them.
+    pub(crate) fn stream<T>(
         &mut self,
         fields: &'static [Field],
-        rows: impl Iterator<Item = Vec<Cell>> + Clone,
+        items: &[T],
+        fill: impl Fn(&T, &mut Vec<Cell>),
     ) -> anyhow::Result<()> {
         let chosen = self.selection.resolve(fields, self.mode == Mode::Json)?;
-        match self.mode {
-            Mode::Json => {
-                let view = StreamView {
-                    fields,
-                    chosen: &chosen,
-                    rows: std::cell::RefCell::new(Some(rows)),
-                };
-                serde_json::to_writer_pretty(&mut self.out, &view)?;
-                writeln!(self.out)?;
-            }
-            Mode::Terse => {
-                let mut line = String::new();
-                for row in rows {
-                    line.clear();
-                    for (col, &idx) in chosen.iter().enumerate() {
-                        if col > 0 {
-                            line.push(':');
-                        }
-                        line.push_str(&escape_terse(&row[idx].terse()));
-                    }
-                    writeln!(self.out, "{line}")?;
-                }
-            }
-            Mode::Human => {
-                let headers: Vec<&str> = chosen.iter().map(|&idx| fields[idx].header).collect();
-                let mut widths: Vec<usize> =
-                    headers.iter().map(|header| width_of(header)).collect();
-                for row in rows.clone() {
-                    for (col, &idx) in chosen.iter().enumerate() {
-                        widths[col] = widths[col].max(width_of(&row[idx].text()));
-                    }
-                }
-                write_header(&mut self.out, self.color, &headers, &widths)?;
-                let mut line = String::new();
-                for row in rows {
-                    let texts = chosen.iter().map(|&idx| row[idx].text());
-                    write_row(&mut self.out, self.color, &mut line, texts, &widths)?;
-                }
-            }
-        }
-        Ok(())
+        write_stream(
+            &mut self.out,
+            self.color,
+            self.mode,
+            fields,
+            &chosen,
+            items,
+            fill,
+        )
     }
 
     /// Prints one object's properties, one per line, as `nmcli device show` and `nmcli
@@ -677,6 +693,83 @@ fn write_table(
         }
         Mode::Human if !details => write_aligned(out, color, table, chosen)?,
         Mode::Terse | Mode::Human => write_details(out, color, mode == Mode::Terse, table, chosen)?,
+    }
+    Ok(())
+}
+
+/// Writes the rows `fill` makes of `items` in `mode`, as [`write_table`] would write a table
+/// of them, without keeping the rows: see [`Printer::stream`].
+fn write_stream<T>(
+    out: &mut impl Write,
+    color: bool,
+    mode: Mode,
+    fields: &[Field],
+    chosen: &[usize],
+    items: &[T],
+    fill: impl Fn(&T, &mut Vec<Cell>),
+) -> anyhow::Result<()> {
+    if mode == Mode::Json {
+        let view = StreamView {
+            fields,
+            chosen,
+            items,
+            fill: &fill,
+        };
+        serde_json::to_writer_pretty(&mut *out, &view)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let mut row = Vec::with_capacity(fields.len());
+    let make = |item: &T, row: &mut Vec<Cell>| {
+        row.clear();
+        fill(item, row);
+        debug_assert_eq!(row.len(), fields.len(), "one cell per field");
+    };
+    let mut line = String::new();
+    if mode == Mode::Terse {
+        for item in items {
+            make(item, &mut row);
+            line.clear();
+            for (col, &idx) in chosen.iter().enumerate() {
+                if col > 0 {
+                    line.push(':');
+                }
+                line.push_str(&escape_terse(&row[idx].terse()));
+            }
+            writeln!(out, "{line}")?;
+        }
+        return Ok(());
+    }
+    let headers: Vec<&str> = chosen.iter().map(|&idx| fields[idx].header).collect();
+    let mut widths: Vec<usize> = headers.iter().map(|header| width_of(header)).collect();
+    for item in items {
+        make(item, &mut row);
+        for (col, &idx) in chosen.iter().enumerate() {
+            widths[col] = widths[col].max(row[idx].text_width());
+        }
+    }
+    write_header(&mut *out, color, &headers, &widths)?;
+    let last = chosen.len().saturating_sub(1);
+    for item in items {
+        make(item, &mut row);
+        if color {
+            let texts = chosen.iter().map(|&idx| row[idx].text());
+            write_row(&mut *out, color, &mut line, texts, &widths)?;
+            continue;
+        }
+        line.clear();
+        for (col, &idx) in chosen.iter().enumerate() {
+            let start = line.len();
+            row[idx].push_text(&mut line);
+            if col != last {
+                let width = width_of(&line[start..]);
+                line.extend(std::iter::repeat_n(
+                    ' ',
+                    widths[col].saturating_sub(width) + 2,
+                ));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
 }

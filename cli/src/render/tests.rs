@@ -245,3 +245,89 @@ fn terse_escape() {
     assert_eq!(escape_terse(r"a:b\c"), r"a\:b\\c");
     assert_eq!(escape_terse("plain"), "plain");
 }
+
+/// Rows with every kind of cell: numbers of every width and sign, shared and non-ASCII text,
+/// lists, nulls, booleans and typed values.
+fn varied_rows() -> Vec<Vec<Cell>> {
+    let shared: std::sync::Arc<str> = std::sync::Arc::from("veth-ü0");
+    [0i64, 7, -7, 10, 99, 100, -1000, i64::MAX, i64::MIN]
+        .into_iter()
+        .enumerate()
+        .map(|(idx, number)| {
+            vec![
+                Cell::Shared(shared.clone()),
+                Cell::Int(number),
+                if idx % 2 == 0 {
+                    Cell::Null
+                } else {
+                    Cell::Bool(idx % 3 == 0)
+                },
+                match idx % 3 {
+                    0 => Cell::List(Vec::new()),
+                    1 => Cell::List(vec!["a:b".into()]),
+                    _ => Cell::List(vec!["10.0.0.1/24".into(), "fe80::1/64".into()]),
+                },
+            ]
+        })
+        .chain([vec![
+            "connected".into(),
+            Cell::Typed {
+                text: String::new(),
+                json: Value::Null,
+            },
+            Cell::Typed {
+                text: "yes".into(),
+                json: Value::Bool(true),
+            },
+            "x\\y".into(),
+        ]])
+        .collect()
+}
+
+#[test]
+fn stream_writes_what_a_table_would() {
+    let rows = varied_rows();
+    let mut table = Table::new(FIELDS);
+    for row in &rows {
+        table.push(row.clone());
+    }
+    for mode in [Mode::Human, Mode::Terse, Mode::Json] {
+        for color in [false, true] {
+            for fields in [&[][..], &["all"][..], &["addresses", "TYPE"][..]] {
+                let selection =
+                    Selection::from_args(&fields.iter().map(|f| f.to_string()).collect::<Vec<_>>());
+                let chosen = selection.resolve(FIELDS, mode == Mode::Json).unwrap();
+                let mut expected = Vec::new();
+                write_table(&mut expected, color, mode, &table, &chosen, false).unwrap();
+                let mut streamed = Vec::new();
+                write_stream(
+                    &mut streamed,
+                    color,
+                    mode,
+                    FIELDS,
+                    &chosen,
+                    &rows,
+                    |row, cells| {
+                        cells.extend(row.iter().cloned());
+                    },
+                )
+                .unwrap();
+                assert_eq!(
+                    String::from_utf8(streamed).unwrap(),
+                    String::from_utf8(expected).unwrap(),
+                    "{mode:?} color={color} fields={fields:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn width_and_pushed_text_agree_with_text() {
+    for cell in varied_rows().into_iter().flatten() {
+        let mut pushed = String::from(">");
+        cell.push_text(&mut pushed);
+        assert_eq!(pushed[1..], *cell.text(), "{cell:?}");
+        assert_eq!(cell.text_width(), width_of(&cell.text()), "{cell:?}");
+    }
+}
