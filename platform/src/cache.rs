@@ -869,10 +869,9 @@ fn sync_index<T: Object, X: IndexType<T>>(
     }
     index.reserve(objs.len().saturating_sub(index.len()));
     let Some(out) = out else {
-        for obj in objs {
-            if let Err(err) = index.insert(obj, Placement::Append) {
-                tracing::warn!(%err, "cannot insert into the cache");
-            }
+        // Nothing to report: the bulk path, which makes no handle per object.
+        if let Err(err) = index.append_all(objs) {
+            tracing::warn!(%err, "cannot insert into the cache");
         }
         match &partition {
             Some((handle, key)) => drop(index.sweep_partition(*handle, key)),
