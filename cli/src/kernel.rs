@@ -4,7 +4,6 @@
 //! `netmirror-platform` (whose filters the kernel applies where it can) and renders the answer
 //! as a [`Table`]. The columns and JSON keys are those of `ip -j` where `ip` has them.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -149,8 +148,9 @@ pub(crate) fn family_name(family: platform::Family) -> &'static str {
 }
 
 /// Interface names by index, to print `dev eth0` instead of an index (shared, so a row naming
-/// a link costs no allocation).
-pub(crate) struct LinkNames(HashMap<u32, Arc<str>>);
+/// a link costs no allocation). Kept sorted by index: a binary search is cheaper than hashing
+/// for the few links a host has, and route show looks up two per route.
+pub(crate) struct LinkNames(Vec<(u32, Arc<str>)>);
 
 impl LinkNames {
     /// Every link's name.
@@ -164,24 +164,30 @@ impl LinkNames {
 
     /// Names of these links.
     pub(crate) fn from_links(links: &[Link]) -> LinkNames {
-        LinkNames(
-            links
-                .iter()
-                .map(|link| (link.ifindex(), Arc::from(link.name())))
-                .collect(),
-        )
+        let mut names = LinkNames(Vec::with_capacity(links.len()));
+        for link in links {
+            names.insert(link.ifindex(), link.name());
+        }
+        names
+    }
+
+    /// The shared name of `ifindex`, if known.
+    fn get(&self, ifindex: u32) -> Option<&Arc<str>> {
+        self.0
+            .binary_search_by_key(&ifindex, |(index, _)| *index)
+            .ok()
+            .map(|at| &self.0[at].1)
     }
 
     /// The name of `ifindex`, or `if<N>` for a link that vanished.
     pub(crate) fn name(&self, ifindex: u32) -> String {
-        self.0
-            .get(&ifindex)
+        self.get(ifindex)
             .map_or_else(|| format!("if{ifindex}"), |name| name.to_string())
     }
 
     /// The name of `ifindex` as a cell (`if<N>` for a link that vanished).
     pub(crate) fn cell(&self, ifindex: u32) -> Cell {
-        self.0.get(&ifindex).map_or_else(
+        self.get(ifindex).map_or_else(
             || format!("if{ifindex}").into(),
             |name| Cell::Shared(name.clone()),
         )
@@ -191,14 +197,17 @@ impl LinkNames {
     pub(crate) fn index(&self, name: &str) -> anyhow::Result<u32> {
         self.0
             .iter()
-            .find(|(_, link_name)| &***link_name == name)
+            .find(|(_, link_name)| &**link_name == name)
             .map(|(ifindex, _)| *ifindex)
             .with_context(|| format!("cannot find device \"{name}\""))
     }
 
     /// Inserts or renames a link (monitors keep the map current).
     pub(crate) fn insert(&mut self, ifindex: u32, name: &str) {
-        self.0.insert(ifindex, Arc::from(name));
+        match self.0.binary_search_by_key(&ifindex, |(index, _)| *index) {
+            Ok(at) => self.0[at].1 = Arc::from(name),
+            Err(at) => self.0.insert(at, (ifindex, Arc::from(name))),
+        }
     }
 }
 
@@ -259,25 +268,35 @@ pub(crate) fn route_cells(route: &Route, names: &LinkNames, row: &mut Vec<Cell>)
             None => format!("dev {}", names.name(hop.ifindex)),
         })
         .collect();
-    row.extend([
-        family_name(route.family()).into(),
-        names::route_type(route.kind()).into(),
-        names::route_prefix(route.dst(), route.dst_len()).into(),
+    // One push per cell: a cell is written in place, where extending from an array would
+    // build the row on the stack first and copy it.
+    row.push(family_name(route.family()).into());
+    row.push(names::route_type(route.kind()).into());
+    row.push(names::route_prefix(route.dst(), route.dst_len()).into());
+    row.push(
         route
             .gateway()
             .map_or(Cell::Null, |gateway| address(gateway).into()),
+    );
+    row.push(
         route
             .oif()
             .map_or(Cell::Null, |ifindex| names.cell(ifindex)),
-        names::table_name(route.table()).into(),
-        names::protocol(route.protocol()).into(),
-        names::scope(route.scope()).into(),
-        route.priority().into(),
-        Cell::opt_text(route.prefsrc()),
-        Cell::opt_text(route.src().map(|(addr, len)| format!("{addr}/{len}"))),
-        route.tos().into(),
-        Cell::List(nexthops),
-    ]);
+    );
+    row.push(names::table_name(route.table()).into());
+    row.push(names::protocol(route.protocol()).into());
+    row.push(names::scope(route.scope()).into());
+    row.push(route.priority().into());
+    row.push(
+        route
+            .prefsrc()
+            .map_or(Cell::Null, |prefsrc| address(prefsrc).into()),
+    );
+    row.push(Cell::opt_text(
+        route.src().map(|(addr, len)| format!("{addr}/{len}")),
+    ));
+    row.push(route.tos().into());
+    row.push(Cell::List(nexthops));
 }
 
 /// An address as `ip` prints it: a prefix of full length prints as the bare address.

@@ -14,7 +14,6 @@
 //! `--fields` picks columns by name (case-insensitive), `all` or `common`.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::sync::Arc;
 
@@ -82,10 +81,7 @@ impl Cell {
     /// Appends [`Cell::text`] to `line` without allocating for numbers and lists.
     fn push_text(&self, line: &mut String) {
         match self {
-            Cell::Int(value) => {
-                // Writing to a `String` cannot fail.
-                let _ = write!(line, "{value}");
-            }
+            Cell::Int(value) => push_int(line, *value),
             Cell::List(items) if !items.is_empty() => {
                 for (idx, item) in items.iter().enumerate() {
                     if idx > 0 {
@@ -763,13 +759,12 @@ fn write_stream<T>(
             row[idx].push_text(&mut line);
             if col != last {
                 let width = width_of(&line[start..]);
-                line.extend(std::iter::repeat_n(
-                    ' ',
-                    widths[col].saturating_sub(width) + 2,
-                ));
+                push_spaces(&mut line, widths[col].saturating_sub(width) + 2);
             }
         }
-        writeln!(out, "{}", line.trim_end())?;
+        line.truncate(line.trim_end().len());
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
     }
     Ok(())
 }
@@ -935,10 +930,47 @@ pub(crate) fn escape_terse(text: &str) -> String {
     escaped
 }
 
+/// Appends a number in decimal (as `Display` writes it, without the formatting machinery).
+fn push_int(line: &mut String, value: i64) {
+    if value < 0 {
+        line.push('-');
+    }
+    let mut rest = value.unsigned_abs();
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        // `rest % 10` is below 10, so the cast keeps it whole.
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &digit in &digits[start..] {
+        line.push(char::from(digit));
+    }
+}
+
+/// Appends `count` spaces.
+fn push_spaces(line: &mut String, count: usize) {
+    const SPACES: &str = "                                                                ";
+    let mut rest = count;
+    while rest > 0 {
+        let chunk = rest.min(SPACES.len());
+        line.push_str(&SPACES[..chunk]);
+        rest -= chunk;
+    }
+}
+
 /// The width of text on a terminal, counting characters (the values printed are ASCII or
 /// names in which a character is one column).
 fn width_of(text: &str) -> usize {
-    text.chars().count()
+    if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().count()
+    }
 }
 
 /// Writes a table with aligned columns separated by two spaces; the last column is not padded.
