@@ -131,7 +131,12 @@ fn prefixes_as_ip_prints_them() {
 fn ipv4_prefixes_written_by_hand_match_display() {
     // Every octet value in every position, with every prefix length.
     for value in 0..=255u8 {
-        for octets in [[value, 0, 0, 0], [1, value, 2, 3], [9, 99, value, 199], [0, 0, 0, value]] {
+        for octets in [
+            [value, 0, 0, 0],
+            [1, value, 2, 3],
+            [9, 99, value, 199],
+            [0, 0, 0, value],
+        ] {
             let addr = IpAddr::from(octets);
             for len in 1..=33u8 {
                 let expected = if len == 32 {
