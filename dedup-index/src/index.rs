@@ -441,7 +441,12 @@ impl<T: Object> DedupIndex<T> {
                 let held = Arc::clone(&obj);
                 entry.insert(slot);
                 self.alloc_slot(slot, held);
-                self.link_new(slot, &obj, &placement, anchor);
+                if matches!(placement, Placement::Append | Placement::AppendForce) {
+                    // Appending a new entry needs no anchor: the direct path.
+                    self.link_back(slot);
+                } else {
+                    self.link_new(slot, &obj, &placement, anchor);
+                }
                 Ok(Change::Added(obj))
             }
         }
