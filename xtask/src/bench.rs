@@ -91,6 +91,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let mut failures = Vec::new();
 
     let mut criterion_results = Vec::new();
+    let mut criterion_other: Vec<(String, Vec<String>)> = Vec::new();
     let mut criterion_command = String::new();
     if options.criterion {
         for (package, bench_name) in criterion_benches(root)? {
@@ -107,10 +108,15 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
                 );
             }
             match run_criterion(&mut bench) {
-                Ok(results) => criterion_results.extend(results.into_iter().map(|mut result| {
-                    result.bench = format!("{package}/{bench_name}");
-                    result
-                })),
+                Ok((results, other)) => {
+                    criterion_results.extend(results.into_iter().map(|mut result| {
+                        result.bench = format!("{package}/{bench_name}");
+                        result
+                    }));
+                    if !other.is_empty() {
+                        criterion_other.push((format!("{package}/{bench_name}"), other));
+                    }
+                }
                 Err(err) => {
                     eprintln!("xtask: criterion bench {package}/{bench_name} failed: {err:#}");
                     failures.push(format!("criterion bench {package}/{bench_name}: {err:#}"));
@@ -155,6 +161,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         elapsed_s: started.elapsed().as_secs_f64(),
         criterion_command: &criterion_command,
         criterion: &criterion_results,
+        criterion_other: &criterion_other,
         compare_command: &compare_command,
         compare: compare_text.as_deref(),
         failures: &failures,
@@ -229,7 +236,7 @@ fn criterion_benches(root: &Path) -> anyhow::Result<Vec<(String, String)>> {
 }
 
 /// Runs the criterion benches, echoing their output, and collects each `time:` line.
-fn run_criterion(bench: &mut Command) -> anyhow::Result<Vec<CriterionResult>> {
+fn run_criterion(bench: &mut Command) -> anyhow::Result<(Vec<CriterionResult>, Vec<String>)> {
     let command_line = shown(bench);
     eprintln!("$ {command_line}");
     let started = Instant::now();
@@ -243,6 +250,8 @@ fn run_criterion(bench: &mut Command) -> anyhow::Result<Vec<CriterionResult>> {
         .context("criterion's stdout is not piped")?;
     let mut results: Vec<CriterionResult> = Vec::new();
     let mut pending_id: Option<String> = None;
+    // Lines of the bench's own (a table it prints), kept verbatim.
+    let mut other = Vec::new();
     // After `change:`, the `time:` and `thrpt:` lines compare with the last saved run: not ours.
     let mut in_change = false;
     for line in BufReader::new(stdout).lines() {
@@ -276,7 +285,8 @@ fn run_criterion(bench: &mut Command) -> anyhow::Result<Vec<CriterionResult>> {
             && !is_criterion_chatter(&line)
         {
             in_change = false;
-            pending_id = Some(line.trim().to_owned());
+            // A line that no `time:` followed was not a benchmark's name.
+            other.extend(pending_id.replace(line.trim_end().to_owned()));
         }
     }
     let status = child.wait()?;
@@ -284,7 +294,8 @@ fn run_criterion(bench: &mut Command) -> anyhow::Result<Vec<CriterionResult>> {
     if !status.success() {
         bail!("`{command_line}` failed: {status}");
     }
-    Ok(results)
+    other.extend(pending_id);
+    Ok((results, other))
 }
 
 /// Lines criterion prints that are not a benchmark's name.
@@ -365,6 +376,8 @@ struct Written<'a> {
     elapsed_s: f64,
     criterion_command: &'a str,
     criterion: &'a [CriterionResult],
+    /// What bench targets printed besides criterion's lines (e.g. a memory table).
+    criterion_other: &'a [(String, Vec<String>)],
     compare_command: &'a str,
     compare: Option<&'a str>,
     failures: &'a [String],
@@ -476,6 +489,14 @@ fn markdown(w: &Written<'_>) -> String {
             ));
         }
         out.push('\n');
+    }
+    for (bench, lines) in w.criterion_other {
+        out.push_str(&format!("Printed by `{bench}`:\n\n```text\n"));
+        for line in lines {
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push_str("```\n\n");
     }
     if !w.failures.is_empty() {
         out.push_str("## Failures\n\n");
