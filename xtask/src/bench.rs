@@ -72,6 +72,7 @@ fn parse(root: &Path, args: &[String]) -> anyhow::Result<Options> {
 pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let options = parse(root, args)?;
     let started = Instant::now();
+    let load_at_start = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let is_root = system::is_root();
     if !is_root {
         eprintln!(
@@ -156,6 +157,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
 
     let text = markdown(&Written {
         args,
+        load_at_start: &load_at_start,
         options: &options,
         is_root,
         elapsed_s: started.elapsed().as_secs_f64(),
@@ -371,6 +373,8 @@ fn proc_field(path: &str, key: &str) -> String {
 /// Everything the report is made of.
 struct Written<'a> {
     args: &'a [String],
+    /// `/proc/loadavg` when the run started: how busy the shared machine was.
+    load_at_start: &'a str,
     options: &'a Options,
     is_root: bool,
     elapsed_s: f64,
@@ -428,10 +432,18 @@ fn markdown(w: &Written<'_>) -> String {
         ("dbus-daemon", version("dbus-daemon", &["--version"])),
         ("busctl", version("busctl", &["--version"])),
         ("rustc", version("rustc", &["-V"])),
+        ("load average at the start", w.load_at_start.to_owned()),
+        (
+            "load average at the end",
+            std::fs::read_to_string("/proc/loadavg").unwrap_or_default(),
+        ),
     ];
     out.push_str("| what | value |\n| --- | --- |\n");
     for (key, value) in rows {
-        out.push_str(&format!("| {key} | {} |\n", value.replace('|', "\\|")));
+        out.push_str(&format!(
+            "| {key} | {} |\n",
+            value.trim().replace('|', "\\|")
+        ));
     }
     out.push_str(
         "\nThe machine is shared and not tuned (no CPU pinning, frequency scaling as it is): \
