@@ -249,24 +249,22 @@ impl Value {
 
 const VAR_DICT_SIGNATURE: Signature = Signature::static_dict(&Signature::Str, &Signature::Variant);
 
-/// A `a{sv}` dictionary: entries sorted by key for lookup, values as owned zvariant values.
-#[derive(Debug, PartialEq, Default)]
-pub struct VarDict {
-    entries: Box<[(Box<str>, OwnedValue)]>,
+/// Entries sorted by key for lookup by binary search; if a key repeats, the first entry wins.
+#[derive(Debug, PartialEq)]
+struct SortedEntries<V> {
+    entries: Box<[(Box<str>, V)]>,
 }
 
-impl VarDict {
-    /// Builds a dictionary from its entries; if a key repeats, the first entry wins.
-    pub fn new(mut entries: Vec<(Box<str>, OwnedValue)>) -> VarDict {
+impl<V> SortedEntries<V> {
+    fn new(mut entries: Vec<(Box<str>, V)>) -> SortedEntries<V> {
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         entries.dedup_by(|later, earlier| later.0 == earlier.0);
-        VarDict {
+        SortedEntries {
             entries: entries.into_boxed_slice(),
         }
     }
 
-    /// The value of `key`.
-    pub fn get(&self, key: &str) -> Option<&OwnedValue> {
+    fn get(&self, key: &str) -> Option<&V> {
         let idx = self
             .entries
             .binary_search_by(|(k, _)| (**k).cmp(key))
@@ -274,9 +272,45 @@ impl VarDict {
         Some(&self.entries[idx].1)
     }
 
+    fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &V)> {
+        self.entries.iter().map(|(k, v)| (&**k, v))
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+impl<V> Default for SortedEntries<V> {
+    fn default() -> SortedEntries<V> {
+        SortedEntries {
+            entries: Box::default(),
+        }
+    }
+}
+
+/// A `a{sv}` dictionary: entries sorted by key for lookup, values as owned zvariant values.
+#[derive(Debug, PartialEq, Default)]
+pub struct VarDict {
+    entries: SortedEntries<OwnedValue>,
+}
+
+impl VarDict {
+    /// Builds a dictionary from its entries; if a key repeats, the first entry wins.
+    pub fn new(entries: Vec<(Box<str>, OwnedValue)>) -> VarDict {
+        VarDict {
+            entries: SortedEntries::new(entries),
+        }
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&OwnedValue> {
+        self.entries.get(key)
+    }
+
     /// The entries, sorted by key.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &OwnedValue)> {
-        self.entries.iter().map(|(k, v)| (&**k, v))
+        self.entries.iter()
     }
 
     /// The number of entries.
@@ -286,7 +320,7 @@ impl VarDict {
 
     /// Whether there are no entries.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.len() == 0
     }
 
     /// A copy as a zvariant dictionary.
@@ -321,31 +355,25 @@ impl Serialize for VarDict {
 /// lookup, each with its [`VarDict`].
 #[derive(Debug, PartialEq, Default)]
 pub struct SettingsDict {
-    entries: Box<[(Box<str>, VarDict)]>,
+    entries: SortedEntries<VarDict>,
 }
 
 impl SettingsDict {
     /// Builds a dictionary from its entries; if a name repeats, the first entry wins.
-    pub fn new(mut entries: Vec<(Box<str>, VarDict)>) -> SettingsDict {
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        entries.dedup_by(|later, earlier| later.0 == earlier.0);
+    pub fn new(entries: Vec<(Box<str>, VarDict)>) -> SettingsDict {
         SettingsDict {
-            entries: entries.into_boxed_slice(),
+            entries: SortedEntries::new(entries),
         }
     }
 
     /// The setting called `name`.
     pub fn get(&self, name: &str) -> Option<&VarDict> {
-        let idx = self
-            .entries
-            .binary_search_by(|(k, _)| (**k).cmp(name))
-            .ok()?;
-        Some(&self.entries[idx].1)
+        self.entries.get(name)
     }
 
     /// The settings, sorted by name.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &VarDict)> {
-        self.entries.iter().map(|(k, v)| (&**k, v))
+        self.entries.iter()
     }
 
     /// The number of settings.
@@ -355,7 +383,7 @@ impl SettingsDict {
 
     /// Whether there are no settings.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.len() == 0
     }
 }
 
