@@ -321,6 +321,26 @@ impl Core {
         self.call_bus("GetNameOwner", &service, Call::GetNameOwner);
     }
 
+    /// Replaces the current match rules with `rules` (added only on a bus; a p2p peer has none).
+    fn resubscribe(&mut self, rules: Vec<String>) {
+        for rule in std::mem::take(&mut self.rules) {
+            self.call_bus("RemoveMatch", &rule, Call::RemoveMatch);
+        }
+        if self.bus {
+            for rule in &rules {
+                self.call_bus("AddMatch", rule, Call::AddMatch);
+            }
+            self.rules = rules;
+        }
+    }
+
+    /// Ends the current load: the batch reports it once the cache is consistent.
+    fn mark_load_done(&mut self) {
+        self.load = Load::Done;
+        self.batch.loaded = true;
+        self.batch.dirty = true;
+    }
+
     fn owner_rules(&self, owner: &str) -> Vec<String> {
         let om = &self.cfg.manager_path;
         let mut rules = Vec::new();
@@ -459,21 +479,13 @@ impl Core {
             },
             Scope::All => LocalFilter::None,
         };
-        if let Some(Owner::Present(owner)) = Some(self.owner.clone()) {
+        if let Owner::Present(owner) = self.owner.clone() {
             // The narrow path rules do not see the other objects: subscribe broadly.
             let mut scope = Scope::All;
             std::mem::swap(&mut scope, &mut self.cfg.scope);
             let rules = self.owner_rules(&owner);
             self.cfg.scope = scope;
-            for rule in std::mem::take(&mut self.rules) {
-                self.call_bus("RemoveMatch", &rule, Call::RemoveMatch);
-            }
-            if self.bus {
-                for rule in &rules {
-                    self.call_bus("AddMatch", rule, Call::AddMatch);
-                }
-                self.rules = rules;
-            }
+            self.resubscribe(rules);
         }
         self.load_full();
     }
@@ -602,10 +614,8 @@ impl Core {
                             WarningKind::CallFailed,
                             format_args!("GetManagedObjects failed: {}", err_text()),
                         );
-                        self.load = Load::Done;
                         self.loads += 1;
-                        self.batch.loaded = true;
-                        self.batch.dirty = true;
+                        self.mark_load_done();
                     } else {
                         self.apply_managed_objects(msg);
                     }
@@ -620,9 +630,7 @@ impl Core {
                         // The service knows the method, and says there is no such object.
                         self.rep
                             .trace(format_args!("lookup found nothing: {}", err_text()));
-                        self.load = Load::Done;
-                        self.batch.loaded = true;
-                        self.batch.dirty = true;
+                        self.mark_load_done();
                     }
                     return false;
                 }
@@ -643,16 +651,8 @@ impl Core {
                         if let Owner::Present(owner) = self.owner.clone()
                             && self.bus
                         {
-                            {
-                                for rule in std::mem::take(&mut self.rules) {
-                                    self.call_bus("RemoveMatch", &rule, Call::RemoveMatch);
-                                }
-                                let rules = self.owner_rules(&owner);
-                                for rule in &rules {
-                                    self.call_bus("AddMatch", rule, Call::AddMatch);
-                                }
-                                self.rules = rules;
-                            }
+                            let rules = self.owner_rules(&owner);
+                            self.resubscribe(rules);
                         }
                     }
                     Err(e) => {
@@ -670,9 +670,7 @@ impl Core {
                     } else {
                         self.rep
                             .trace(format_args!("no object {path}: {}", err_text()));
-                        self.load = Load::Done;
-                        self.batch.loaded = true;
-                        self.batch.dirty = true;
+                        self.mark_load_done();
                     }
                     return false;
                 }
@@ -686,9 +684,7 @@ impl Core {
                     .map(str::to_owned)
                     .collect();
                 if ifaces.is_empty() {
-                    self.load = Load::Done;
-                    self.batch.loaded = true;
-                    self.batch.dirty = true;
+                    self.mark_load_done();
                     return false;
                 }
                 let dest = self.service_dest();
@@ -767,10 +763,8 @@ impl Core {
             }
         }
         if let Some((deferred, got)) = finished {
-            self.load = Load::Done;
             self.loads += 1;
-            self.batch.loaded = true;
-            self.batch.dirty = true;
+            self.mark_load_done();
             for m in deferred {
                 let hdr = m.header();
                 // A PropertiesChanged that arrived before its interface's GetAll reply is in it.
@@ -1045,10 +1039,8 @@ impl Core {
         for id in stale {
             self.remove_object(id);
         }
-        self.load = Load::Done;
         self.loads += 1;
-        self.batch.loaded = true;
-        self.batch.dirty = true;
+        self.mark_load_done();
     }
 
     /// Set the interfaces of object `id`: replace all of them (`replace`) or merge.
