@@ -24,6 +24,9 @@ use crate::rule::Rule;
 use crate::socket::{NlSocket, RcvbufOutcome};
 use crate::wire::{self, Msg, MsgWriter, Msgs};
 
+/// `NLM_F_APPEND` on an `RTM_NEWROUTE` event: the route went after its peers.
+const NLM_F_APPEND: u16 = 0x800;
+
 const RTNLGRP_LINK: u32 = 1;
 const RTNLGRP_IPV4_IFADDR: u32 = 5;
 const RTNLGRP_IPV4_ROUTE: u32 = 7;
@@ -780,24 +783,55 @@ impl Cache {
         Ok(())
     }
 
+    /// Applies an `RTM_NEWROUTE` event where the kernel put the route. Among routes with the
+    /// same prefix key (weak id) order is meaning: the kernel's flags say where the new route
+    /// went, as NetworkManager's platform cache reads them: `NLM_F_REPLACE` took the first
+    /// peer's place, `NLM_F_APPEND` (and `NLM_F_EXCL`, which IPv6 lets through with a
+    /// different next hop) went after the last peer, and `NLM_F_CREATE` alone (`ip route
+    /// prepend`) before the first. A route the cache already holds is updated where it is; an
+    /// IPv6 sibling added to a held multipath route is merged into it in the kernel's order.
     fn apply_new_route(&mut self, route: Route, flags: u16, out: &mut Vec<Event>) {
         let id = route.id();
-        if flags & wire::NLM_F_REPLACE != 0 && !self.routes.contains(&id) {
-            // The kernel replaced the first route with the same prefix key.
+        if let Some(held) = self.routes.get(&id) {
+            if flags & wire::NLM_F_REPLACE == 0
+                && route.family() == Family::V6
+                && !route.multipath().is_empty()
+            {
+                let merged = held.with_siblings_of(&route);
+                if let Some(event) = upsert(&mut self.routes, merged, Event::Route) {
+                    out.push(event);
+                }
+                return;
+            }
+        } else {
             let weak = route.weak_id();
-            let victim = self
+            let mut peers = self
                 .routes
                 .partition(self.routes_by_weak_id, &weak_bucket(&weak))
                 .into_iter()
                 .flatten()
-                .find(|held| held.weak_id() == weak)
+                .filter(|held| held.weak_id() == weak)
                 .map(|held| Route::id(held));
-            if let Some(victim) = victim {
-                let placed = self.routes.insert(route, Placement::Before(victim));
-                if let (Ok(dedup::Change::Added(new)), Some(old)) =
-                    (placed, self.routes.remove(&victim))
-                {
-                    out.push(Event::Route(Change::Replaced { old, new }));
+            let first = peers.next();
+            let last = peers.next_back().or(first);
+            if let (Some(first), Some(last)) = (first, last) {
+                if flags & wire::NLM_F_REPLACE != 0 {
+                    let placed = self.routes.insert(route, Placement::Before(first));
+                    if let (Ok(dedup::Change::Added(new)), Some(old)) =
+                        (placed, self.routes.remove(&first))
+                    {
+                        out.push(Event::Route(Change::Replaced { old, new }));
+                    }
+                    return;
+                }
+                let placement = if flags & (NLM_F_APPEND | wire::NLM_F_EXCL) != 0 {
+                    Placement::After(last)
+                } else {
+                    Placement::Before(first)
+                };
+                match self.routes.insert(route, placement) {
+                    Ok(change) => out.extend(Change::from_dedup(change).map(Event::Route)),
+                    Err(err) => tracing::warn!(%err, "cannot insert into the cache"),
                 }
                 return;
             }

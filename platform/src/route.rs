@@ -683,6 +683,43 @@ impl Route {
         Some(route)
     }
 
+    /// The IPv6 multipath route `event` announces after the kernel added a sibling to this
+    /// held route (plain or multipath), with its hops in the kernel's order: the
+    /// announcement lists the new hop first, but the kernel keeps existing siblings in their
+    /// order and adds new ones at the end.
+    pub(crate) fn with_siblings_of(&self, event: &Route) -> Route {
+        let same = |a: &NextHop, b: &NextHop| a.gateway == b.gateway && a.ifindex == b.ifindex;
+        let plain;
+        let held = match self.multipath() {
+            [] => {
+                plain = [NextHop {
+                    ifindex: self.oif().unwrap_or(0),
+                    gateway: self.gateway(),
+                    flags: 0,
+                    hops: 0,
+                }];
+                &plain[..]
+            }
+            hops => hops,
+        };
+        let announced = event.multipath();
+        let mut hops: Vec<NextHop> = held
+            .iter()
+            .filter_map(|hop| announced.iter().find(|new| same(new, hop)).cloned())
+            .collect();
+        hops.extend(
+            announced
+                .iter()
+                .filter(|new| !held.iter().any(|hop| same(hop, new)))
+                .cloned(),
+        );
+        let mut route = event.clone();
+        if let Some(extra) = route.extra.as_mut() {
+            extra.rare_mut().multipath = hops;
+        }
+        route
+    }
+
     /// Parses an `RTM_NEWROUTE`/`RTM_DELROUTE` payload (after the netlink header).
     /// Returns `Ok(None)` for families other than IPv4 and IPv6 (e.g. multicast routes).
     pub fn parse(payload: &[u8]) -> Result<Option<Self>> {

@@ -6,6 +6,7 @@ mod cache;
 mod dump;
 mod netns;
 mod open;
+mod order;
 mod query;
 mod security;
 mod snapshot;
