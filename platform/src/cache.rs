@@ -8,6 +8,7 @@
 //! buffer overflows (ENOBUFS), the cache resyncs by mark, dump and sweep once the storm has
 //! calmed, and reports the differences as ordinary changes.
 
+use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -729,6 +730,12 @@ impl Cache {
                             .map(|a| Event::Address(Change::Removed(a))),
                     );
                 }
+                // IPv4 multipath routes with any hop on it die with it, also silently.
+                for id in self.multipath_through(ifindex) {
+                    if let Some(old) = self.routes.remove(&id) {
+                        out.push(Event::Route(Change::Removed(old)));
+                    }
+                }
                 if let Some(old) = self.links.remove(&ifindex) {
                     out.push(Event::Link(Change::Removed(old)));
                 }
@@ -873,6 +880,56 @@ impl Cache {
         ifindexes.dedup();
         for ifindex in ifindexes {
             self.load(Kind::Routes, Some(ifindex), Some(&mut *out))?;
+            self.refresh_multipath_through(ifindex, out)?;
+        }
+        Ok(())
+    }
+
+    /// The IPv4 multipath routes with a next hop on `ifindex` other than the first (those
+    /// are in the interface's partition already). A walk over all routes: this runs only
+    /// when a link goes down or away.
+    fn multipath_through(&self, ifindex: u32) -> Vec<RouteId> {
+        self.routes
+            .iter()
+            .filter(|route| route.family() == Family::V4)
+            .filter(|route| match route.multipath() {
+                [first, rest @ ..] => {
+                    first.ifindex != ifindex && rest.iter().any(|hop| hop.ifindex == ifindex)
+                }
+                [] => false,
+            })
+            .map(|route| Route::id(route))
+            .collect()
+    }
+
+    /// Asks the kernel again for the IPv4 multipath routes with a later next hop on
+    /// `ifindex`: taking a link down marks such hops dead (or kills the route when no hop
+    /// is left) without a notification.
+    fn refresh_multipath_through(&mut self, ifindex: u32, out: &mut Vec<Event>) -> Result<()> {
+        let held = self.multipath_through(ifindex);
+        if held.is_empty() {
+            return Ok(());
+        }
+        let answer = self
+            .platform
+            .routes()
+            .family(Family::V4)
+            .dev(ifindex)
+            .execute()?;
+        let mut fresh: HashMap<RouteId, Route> = answer
+            .items
+            .into_iter()
+            .map(|route| (route.id(), route))
+            .collect();
+        for id in held {
+            match fresh.remove(&id) {
+                Some(route) => out.extend(upsert(&mut self.routes, route, Event::Route)),
+                None => out.extend(
+                    self.routes
+                        .remove(&id)
+                        .map(|old| Event::Route(Change::Removed(old))),
+                ),
+            }
         }
         Ok(())
     }

@@ -4,6 +4,7 @@ mod batch;
 mod burst;
 mod cache;
 mod dump;
+mod multipath;
 mod netns;
 mod open;
 mod order;
