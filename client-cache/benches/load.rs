@@ -2,6 +2,9 @@
 //! mock objects (declared interface, one reference each, plus an undeclared interface), to
 //! show that the cost per object stays flat. Throughput is reported per object; serializing
 //! the reply and dropping the cache are outside the timed part.
+//!
+//! With `NETMIRROR_BENCH_QUICK=1` (set by `cargo xtask bench --quick`) the sizes are 1k and 10k
+//! objects, to keep a quick run short.
 
 use std::{collections::HashMap, hint::black_box};
 
@@ -49,10 +52,20 @@ fn registry() -> Registry {
     ))
 }
 
+/// Whether `cargo xtask bench --quick` asked for smaller sizes.
+fn quick() -> bool {
+    std::env::var_os("NETMIRROR_BENCH_QUICK").is_some_and(|value| value == "1")
+}
+
 fn load(c: &mut Criterion) {
     let mut group = c.benchmark_group("load/get_managed_objects");
     group.sample_size(10);
-    for n in [10_000usize, 100_000] {
+    let sizes: &[usize] = if quick() {
+        &[1_000, 10_000]
+    } else {
+        &[10_000, 100_000]
+    };
+    for &n in sizes {
         let body = (objects(n),);
         let check = PreparedLoad::new(registry(), &body).expect("reply").apply();
         assert_eq!(check.visible(), n, "a ring of references: all visible");

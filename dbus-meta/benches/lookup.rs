@@ -1,6 +1,9 @@
 //! Lookups and decoding: interface by name in the NetworkManager registry, property by name,
 //! checking and decoding single values, and decoding a `GetManagedObjects`-sized reply straight
 //! from wire data into typed values (compared with zvariant's own owned-value tree).
+//!
+//! With `NETMIRROR_BENCH_QUICK=1` (set by `cargo xtask bench --quick`) the large reply has 100
+//! objects instead of NetworkManager's 1066, to keep a quick run short.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hint::black_box;
@@ -116,9 +119,15 @@ fn device_props(idx: usize) -> HashMap<&'static str, zvariant::Value<'static>> {
     ])
 }
 
+/// Whether `cargo xtask bench --quick` asked for smaller sizes.
+fn quick() -> bool {
+    std::env::var_os("NETMIRROR_BENCH_QUICK").is_some_and(|value| value == "1")
+}
+
 fn managed_objects(c: &mut Criterion) {
     let mut group = c.benchmark_group("decode_managed_objects");
-    for n_objects in [10_usize, 1066] {
+    let large = if quick() { 100 } else { 1066 };
+    for n_objects in [10_usize, large] {
         let objects: HashMap<OwnedObjectPath, HashMap<&str, HashMap<&str, zvariant::Value<'_>>>> =
             (0..n_objects)
                 .map(|idx| {
