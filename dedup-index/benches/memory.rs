@@ -1,7 +1,8 @@
 //! Heap bytes per object of a dedup index of route-like objects (40 bytes each), measured with a
 //! counting global allocator, for 1, 3 and 4 index types.
 //!
-//! Run with `cargo bench -p netmirror-dedup-index --bench memory` (1M routes); under
+//! Run with `cargo bench -p netmirror-dedup-index --bench memory` (1M routes; 100k with
+//! `NETMIRROR_BENCH_QUICK=1`, as `cargo xtask bench --quick` sets); under
 //! `cargo test --benches` it runs with 10k routes so that it stays quick. It prints the bytes
 //! the allocator was asked for, an estimate of what glibc's malloc really uses for them
 //! (16-byte granules, 8 bytes of header, 32 bytes at least), the peak while filling (a growing
@@ -75,7 +76,11 @@ fn live() -> (usize, usize) {
 
 fn main() -> std::io::Result<()> {
     let full = std::env::args().any(|arg| arg == "--bench");
-    let n: u32 = if full { 1_000_000 } else { 10_000 };
+    let n: u32 = match (full, support::quick()) {
+        (true, false) => 1_000_000,
+        (true, true) => 100_000,
+        (false, _) => 10_000,
+    };
     let route_size = size_of::<support::Route>();
     let mut out = std::io::stdout().lock();
     writeln!(

@@ -12,6 +12,8 @@
 //! `Vec<Arc<Route>>`. Where a routine handles many objects, criterion's "thrpt" line gives
 //! objects per second.
 //!
+//! `NETMIRROR_BENCH_QUICK=1` leaves out the 1M size (for `cargo xtask bench --quick`).
+//!
 //! Criterion measures wall time. With `NETMIRROR_BENCH_CPU_TIME=1` it measures the benchmark
 //! thread's CPU time instead (`CLOCK_THREAD_CPUTIME_ID`), which a machine busy with other work
 //! disturbs much less (it still shares caches and memory bandwidth with that work).
@@ -29,7 +31,15 @@ use netmirror_dedup_index::{Object, Placement};
 use support::cpu_time::ThreadCpuTime;
 use support::{Layout, Route, RouteId, Routes, route, shuffled};
 
-const SIZES: [u32; 3] = [1_000, 100_000, 1_000_000];
+/// The sizes: 1k, 100k and 1M objects; with `NETMIRROR_BENCH_QUICK=1` (as
+/// `cargo xtask bench --quick` sets), 1k and 100k only.
+fn sizes() -> &'static [u32] {
+    if support::quick() {
+        &[1_000, 100_000]
+    } else {
+        &[1_000, 100_000, 1_000_000]
+    }
+}
 
 fn config() -> Criterion {
     Criterion::default()
@@ -65,7 +75,7 @@ fn main() {
 
 fn insert<M: Measurement>(c: &mut Criterion<M>) {
     let mut group = c.benchmark_group("insert/fill");
-    for n in SIZES {
+    for &n in sizes() {
         let fresh: Vec<Route> = (0..n).map(route).collect();
         group.throughput(Throughput::Elements(u64::from(n)));
         group.bench_function(BenchmarkId::from_parameter(n), |b| {
@@ -85,7 +95,7 @@ fn insert<M: Measurement>(c: &mut Criterion<M>) {
     group.finish();
 
     let mut group = c.benchmark_group("insert/append_all");
-    for n in SIZES {
+    for &n in sizes() {
         let fresh: Vec<Route> = (0..n).map(route).collect();
         group.throughput(Throughput::Elements(u64::from(n)));
         group.bench_function(BenchmarkId::from_parameter(n), |b| {
@@ -105,7 +115,7 @@ fn insert<M: Measurement>(c: &mut Criterion<M>) {
 
 fn lookup<M: Measurement>(c: &mut Criterion<M>) {
     let mut group = c.benchmark_group("lookup");
-    for n in SIZES {
+    for &n in sizes() {
         let routes = Routes::filled(Layout::Three, n);
         let ids: Vec<_> = shuffled(n).into_iter().map(|i| route(i).id()).collect();
         let mut next = 0;
@@ -140,7 +150,7 @@ fn lookup<M: Measurement>(c: &mut Criterion<M>) {
 
 fn remove<M: Measurement>(c: &mut Criterion<M>) {
     let mut group = c.benchmark_group("remove");
-    for n in SIZES {
+    for &n in sizes() {
         let ids: Vec<_> = shuffled(n).into_iter().map(|i| route(i).id()).collect();
         group.throughput(Throughput::Elements(u64::from(n)));
         group.bench_function(BenchmarkId::new("drain", n), |b| {
@@ -159,7 +169,7 @@ fn remove<M: Measurement>(c: &mut Criterion<M>) {
     group.finish();
 
     let mut group = c.benchmark_group("remove_insert");
-    for n in SIZES {
+    for &n in sizes() {
         let mut routes = Routes::filled(Layout::Three, n);
         let order = shuffled(n);
         let mut next = 0;
@@ -179,7 +189,7 @@ fn remove<M: Measurement>(c: &mut Criterion<M>) {
 /// (every route but one in ten, in the original order), sweep the rest.
 fn resync<M: Measurement>(c: &mut Criterion<M>) {
     let mut group = c.benchmark_group("resync");
-    for n in SIZES {
+    for &n in sizes() {
         let dump: Vec<Route> = (0..n).filter(|i| i % 10 != 0).map(route).collect();
         group.throughput(Throughput::Elements(u64::from(n)));
         group.bench_function(BenchmarkId::new("mark_readd_sweep", n), |b| {
@@ -202,7 +212,7 @@ fn resync<M: Measurement>(c: &mut Criterion<M>) {
 
 fn iterate<M: Measurement>(c: &mut Criterion<M>) {
     let mut group = c.benchmark_group("iterate");
-    for n in SIZES {
+    for &n in sizes() {
         let routes = Routes::filled(Layout::Three, n);
         group.throughput(Throughput::Elements(u64::from(n)));
         group.bench_function(BenchmarkId::new("primary", n), |b| {
@@ -234,7 +244,7 @@ fn iterate<M: Measurement>(c: &mut Criterion<M>) {
 /// each key inline, at about three times the memory of the dedup index's id table).
 fn baseline<M: Measurement>(c: &mut Criterion<M>) {
     let mut group = c.benchmark_group("baseline");
-    for n in SIZES {
+    for &n in sizes() {
         let map: HashMap<RouteId, Arc<Route>> = (0..n)
             .map(|i| (route(i).id(), Arc::new(route(i))))
             .collect();

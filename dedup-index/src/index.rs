@@ -4,9 +4,9 @@
 //! Memory layout, per slot: the object's `Arc` (8 bytes, `None` for a free slot), one
 //! [`Link`] (two `u32`) per index type, and one dirty bit. The links live in one flat array,
 //! lane-major: each index type ("lane") has a region as long as the slot array's capacity, so
-//! a list walk steps through one dense region and finds a link by an addition. The id table stores
-//! `u32` slot numbers and recomputes hashes from the objects when it grows, so it costs about
-//! 5 bytes per bucket. Partitions are found again from the object (index types are pure
+//! a list walk steps through one dense region and finds a link by an addition. The id table
+//! ([`IdTable`]) stores `u32` slot numbers beside 16-bit hash tags, ten to a cache line, and
+//! recomputes hashes from the objects when it grows, so it costs 6.4 bytes per entry of room. Partitions are found again from the object (index types are pure
 //! functions of immutable objects), so slots do not store them. Removed slots go on a free
 //! list threaded through the first lane's links.
 
@@ -15,13 +15,13 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use hashbrown::hash_table::Entry as TableEntry;
-use hashbrown::{DefaultHashBuilder, HashTable};
+use hashbrown::DefaultHashBuilder;
 
 use crate::error::{Error, Result};
 use crate::list::{self, Head, Lane, Link, MAX_SLOTS, NIL};
 use crate::object::{IndexHandle, IndexType, Object, Primary};
 use crate::partitions::{Located, PartitionTable, TypedTable};
+use crate::table::{IdTable, Pos, Probe};
 use crate::view::{CursorMut, Entries, Entry, Iter, PartitionIter, PartitionRef, RawIter};
 
 #[cfg(test)]
@@ -167,7 +167,7 @@ pub struct DedupIndex<T: Object> {
     /// One dirty bit per slot.
     pub(crate) dirty: Vec<u64>,
     /// Slot numbers, hashed by the id of their object.
-    ids: HashTable<u32>,
+    ids: IdTable,
     hasher: DefaultHashBuilder,
     /// One partition table per lane; lane 0 is [`Primary`].
     pub(crate) tables: Vec<Box<dyn PartitionTable<T>>>,
@@ -195,14 +195,6 @@ fn slot_has_id<T: Object>(objs: &[Option<Arc<T>>], slot: u32, id: &T::Id) -> boo
 }
 
 #[inline]
-fn slot_hash<T: Object>(objs: &[Option<Arc<T>>], hasher: &DefaultHashBuilder, slot: u32) -> u64 {
-    match objs.get(slot as usize) {
-        Some(Some(obj)) => hasher.hash_one(obj.id()),
-        _ => 0,
-    }
-}
-
-#[inline]
 fn bit_of(slot: u32) -> (usize, u64) {
     ((slot / 64) as usize, 1u64 << (slot % 64))
 }
@@ -224,7 +216,7 @@ impl<T: Object> DedupIndex<T> {
             links: vec![Link::UNTRACKED; capacity],
             lane_len: capacity,
             dirty: Vec::with_capacity(capacity.div_ceil(64)),
-            ids: HashTable::with_capacity(capacity),
+            ids: IdTable::with_capacity(capacity),
             hasher: DefaultHashBuilder::default(),
             tables,
             free: NIL,
@@ -413,33 +405,22 @@ impl<T: Object> DedupIndex<T> {
         };
         let id = obj.id();
         let hash = self.hasher.hash_one(&id);
-        if self.ids.len() == self.ids.capacity() {
+        if self.ids.room() == 0 {
             self.grow_ids();
         }
         let objs = &self.objs;
-        let hasher = &self.hasher;
-        let entry = self.ids.entry(
-            hash,
-            |&slot| slot_has_id(objs, slot, &id),
-            |&slot| slot_hash(objs, hasher, slot),
-        );
-        match entry {
-            TableEntry::Occupied(entry) => {
-                let slot = *entry.get();
-                Ok(self.update(slot, obj, &placement, anchor))
-            }
-            TableEntry::Vacant(entry) => {
-                let slot = if self.free != NIL {
-                    self.free
-                } else if self.objs.len() < MAX_SLOTS {
-                    self.objs.len() as u32
-                } else {
-                    return Err(Error::CapacityExceeded { max: MAX_SLOTS });
-                };
+        match self
+            .ids
+            .find_or_free(hash, |slot| slot_has_id(objs, slot, &id))
+        {
+            Probe::Found(_, slot) => Ok(self.update(slot, obj, &placement, anchor)),
+            Probe::Vacant(pos) => {
+                let slot = self.next_slot()?;
+                let pos = self.vacant(pos, hash)?;
                 // Clone before writing the table: the atomic increment waits for earlier
-                // stores, and the table's bucket is usually not in cache.
+                // stores.
                 let held = Arc::clone(&obj);
-                entry.insert(slot);
+                self.ids.insert_at(pos, hash, slot);
                 self.alloc_slot(slot, held);
                 if matches!(placement, Placement::Append | Placement::AppendForce) {
                     // Appending a new entry needs no anchor: the direct path.
@@ -489,7 +470,7 @@ impl<T: Object> DedupIndex<T> {
             for (i, (_, id, hash)) in looked_up.iter().enumerate() {
                 if self
                     .ids
-                    .find(*hash, |&slot| slot_has_id(objs_now, slot, id))
+                    .find(*hash, |slot| slot_has_id(objs_now, slot, id))
                     .is_some()
                 {
                     found |= 1 << i;
@@ -516,19 +497,15 @@ impl<T: Object> DedupIndex<T> {
     /// true if it was added or replaced.
     #[inline]
     fn append_owned(&mut self, obj: Incoming<T>, id: T::Id, hash: u64) -> Result<bool> {
-        if self.ids.len() == self.ids.capacity() {
+        if self.ids.room() == 0 {
             self.grow_ids();
         }
         let objs = &self.objs;
-        let hasher = &self.hasher;
-        let entry = self.ids.entry(
-            hash,
-            |&slot| slot_has_id(objs, slot, &id),
-            |&slot| slot_hash(objs, hasher, slot),
-        );
-        match entry {
-            TableEntry::Occupied(entry) => {
-                let slot = *entry.get();
+        match self
+            .ids
+            .find_or_free(hash, |slot| slot_has_id(objs, slot, &id))
+        {
+            Probe::Found(_, slot) => {
                 if matches!(self.objs.get(slot as usize), Some(Some(held)) if **held == *obj.get())
                 {
                     self.set_dirty(slot, false);
@@ -537,15 +514,10 @@ impl<T: Object> DedupIndex<T> {
                 let change = self.update(slot, obj.into_arc(), &Placement::Append, None);
                 Ok(change.is_changed())
             }
-            TableEntry::Vacant(entry) => {
-                let slot = if self.free != NIL {
-                    self.free
-                } else if self.objs.len() < MAX_SLOTS {
-                    self.objs.len() as u32
-                } else {
-                    return Err(Error::CapacityExceeded { max: MAX_SLOTS });
-                };
-                entry.insert(slot);
+            Probe::Vacant(pos) => {
+                let slot = self.next_slot()?;
+                let pos = self.vacant(pos, hash)?;
+                self.ids.insert_at(pos, hash, slot);
                 self.alloc_slot(slot, obj.into_arc());
                 self.link_back(slot);
                 Ok(true)
@@ -568,11 +540,8 @@ impl<T: Object> DedupIndex<T> {
     pub fn remove(&mut self, id: &T::Id) -> Option<Arc<T>> {
         let hash = self.hasher.hash_one(id);
         let objs = &self.objs;
-        let entry = self
-            .ids
-            .find_entry(hash, |&slot| slot_has_id(objs, slot, id))
-            .ok()?;
-        let (slot, _) = entry.remove();
+        let (pos, slot) = self.ids.find(hash, |slot| slot_has_id(objs, slot, id))?;
+        self.ids.remove_at(pos);
         let obj = self.objs.get_mut(slot as usize)?.take()?;
         self.unlink_all(slot, &obj);
         self.free_slot(slot);
@@ -602,7 +571,7 @@ impl<T: Object> DedupIndex<T> {
             self.relayout_links();
             self.dirty.reserve(more.div_ceil(64));
         }
-        if self.ids.capacity() - self.ids.len() < additional {
+        if self.ids.room() < additional {
             self.rebuild_ids(self.len + additional);
         }
     }
@@ -816,23 +785,54 @@ impl<T: Object> DedupIndex<T> {
     /// reads the objects as they lie in memory.
     #[cold]
     fn grow_ids(&mut self) {
-        self.rebuild_ids((self.len * 2).max(16));
+        // A table at most half full has no room only because of tombstones: rebuild it at
+        // the same size.
+        let capacity = self.ids.capacity();
+        if capacity >= 16 && self.len * 2 <= capacity {
+            self.rebuild_ids(capacity);
+        } else {
+            self.rebuild_ids((self.len * 2).max(16));
+        }
     }
 
     /// Rebuilds the id table with room for `capacity` entries (at least the current ones).
     fn rebuild_ids(&mut self, capacity: usize) {
-        self.ids = HashTable::new();
-        let mut ids = HashTable::with_capacity(capacity.max(self.len));
-        let objs = &self.objs;
-        let hasher = &self.hasher;
-        for (slot, obj) in objs.iter().enumerate() {
+        self.ids = IdTable::new();
+        let mut ids = IdTable::with_capacity(capacity.max(self.len));
+        for (slot, obj) in self.objs.iter().enumerate() {
             if let Some(obj) = obj {
-                ids.insert_unique(hasher.hash_one(obj.id()), slot as u32, |&slot| {
-                    slot_hash(objs, hasher, slot)
-                });
+                ids.insert_unique(self.hasher.hash_one(obj.id()), slot as u32);
             }
         }
         self.ids = ids;
+    }
+
+    /// The slot a new entry takes: the first free one, or the next new one.
+    #[inline]
+    fn next_slot(&self) -> Result<u32> {
+        if self.free != NIL {
+            Ok(self.free)
+        } else if self.objs.len() < MAX_SLOTS {
+            Ok(self.objs.len() as u32)
+        } else {
+            Err(Error::CapacityExceeded { max: MAX_SLOTS })
+        }
+    }
+
+    /// The position of the id table a new entry with `hash` takes, given what the probe found
+    /// (`None`: no room, then the table grows first).
+    #[inline]
+    fn vacant(&mut self, pos: Option<Pos>, hash: u64) -> Result<Pos> {
+        if let Some(pos) = pos {
+            return Ok(pos);
+        }
+        self.grow_ids();
+        match self.ids.find_or_free(hash, |_| false) {
+            Probe::Vacant(Some(pos)) => Ok(pos),
+            Probe::Vacant(None) | Probe::Found(..) => {
+                Err(Error::CapacityExceeded { max: MAX_SLOTS })
+            }
+        }
     }
 
     #[inline]
@@ -840,8 +840,8 @@ impl<T: Object> DedupIndex<T> {
         let hash = self.hasher.hash_one(id);
         let objs = &self.objs;
         self.ids
-            .find(hash, |&slot| slot_has_id(objs, slot, id))
-            .copied()
+            .find(hash, |slot| slot_has_id(objs, slot, id))
+            .map(|(_, slot)| slot)
     }
 
     pub(crate) fn entry_at(&self, slot: u32) -> Option<Entry<'_, T>> {
@@ -1075,8 +1075,8 @@ impl<T: Object> DedupIndex<T> {
     pub(crate) fn remove_slot(&mut self, slot: u32) -> Option<Arc<T>> {
         let obj = self.objs.get_mut(slot as usize)?.take()?;
         let hash = self.hasher.hash_one(obj.id());
-        if let Ok(entry) = self.ids.find_entry(hash, |&s| s == slot) {
-            entry.remove();
+        if let Some((pos, _)) = self.ids.find(hash, |s| s == slot) {
+            self.ids.remove_at(pos);
         }
         self.unlink_all(slot, &obj);
         self.free_slot(slot);

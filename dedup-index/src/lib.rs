@@ -89,6 +89,7 @@ mod index;
 mod list;
 mod object;
 mod partitions;
+mod table;
 mod view;
 
 pub use crate::error::{Error, Result};

@@ -182,6 +182,11 @@ impl Routes {
     }
 }
 
+/// Whether `NETMIRROR_BENCH_QUICK=1` asks for smaller sizes (`cargo xtask bench --quick`).
+pub fn quick() -> bool {
+    std::env::var_os("NETMIRROR_BENCH_QUICK").is_some_and(|value| value == "1")
+}
+
 /// `0..n` in a fixed pseudo-random order (xorshift, Fisher-Yates).
 pub fn shuffled(n: u32) -> Vec<u32> {
     let mut order: Vec<u32> = (0..n).collect();

@@ -1,0 +1,268 @@
+//! The id table: slot numbers found by the hash of their object's id, in cache-line groups.
+//!
+//! An open-addressing table of `u32` slot numbers, in groups of [`GROUP`] entries that fill one
+//! 64-byte cache line: the entries' 16-bit hash tags first, then their slot numbers. A probe
+//! reads one line to learn both which entries may match and their slot numbers, and an insert
+//! writes the line it has just read. (A table with its control bytes apart from its entries,
+//! as `hashbrown`'s, touches two lines per probe; at a million entries both miss the cache.)
+//!
+//! The table stores no full hash: growing it rehashes the ids, which the caller does by walking
+//! its slots in memory order ([`IdTable::insert_unique`]). Probing is linear over groups and
+//! stops at the first group with an empty entry, as in a Swiss table; a removal leaves a
+//! tombstone only in a group without an empty entry, so no probe ever stops too early.
+
+/// Entries per group: ten tags (20 bytes) and ten slot numbers (40 bytes) in 64 bytes.
+pub(crate) const GROUP: usize = 10;
+
+/// The tag of an entry never used since the last rebuild: a probe stops at its group.
+const EMPTY: u16 = 0;
+/// The tag of a removed entry: free for an insert, but a probe goes past its group.
+const DELETED: u16 = 1;
+
+/// One cache line of the table.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+struct Group {
+    tags: [u16; GROUP],
+    slots: [u32; GROUP],
+}
+
+const _: () = assert!(size_of::<Group>() == 64, "one group is one cache line");
+
+#[cfg(test)]
+mod tests;
+
+impl Group {
+    const EMPTY: Group = Group {
+        tags: [EMPTY; GROUP],
+        slots: [0; GROUP],
+    };
+
+    /// The entries whose tag is `tag`, one bit each.
+    #[inline]
+    fn matching(&self, tag: u16) -> u32 {
+        let mut bits = 0;
+        for (i, &t) in self.tags.iter().enumerate() {
+            bits |= u32::from(t == tag) << i;
+        }
+        bits
+    }
+
+    #[inline]
+    fn has_empty(&self) -> bool {
+        self.matching(EMPTY) != 0
+    }
+
+    /// The first entry that is empty or deleted.
+    #[inline]
+    fn first_free(&self) -> Option<usize> {
+        self.tags.iter().position(|&t| t == EMPTY || t == DELETED)
+    }
+}
+
+/// The tag stored for `hash`: its top 16 bits, moved off the two reserved values.
+#[inline]
+fn tag_of(hash: u64) -> u16 {
+    ((hash >> 48) as u16).max(2)
+}
+
+/// Where an entry is (or goes): group and entry within it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pos {
+    group: usize,
+    entry: usize,
+}
+
+/// What [`IdTable::find_or_free`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Probe {
+    /// An entry matched; its position and slot number.
+    Found(Pos, u32),
+    /// No entry matched; where [`IdTable::insert_at`] should put a new one (`None` when the
+    /// table has no room and must grow first).
+    Vacant(Option<Pos>),
+}
+
+/// Slot numbers by the hash of their id.
+#[derive(Debug, Clone)]
+pub(crate) struct IdTable {
+    groups: Vec<Group>,
+    /// `groups.len() - 1` (the number of groups is a power of two), or 0 without groups.
+    mask: usize,
+    items: usize,
+    /// How many more entries may take an empty entry before the table must be rebuilt, so
+    /// that at least one entry in eight stays empty and every probe ends.
+    growth_left: usize,
+}
+
+/// The number of entries a table of `n_groups` groups may hold: seven in eight.
+fn capacity_of(n_groups: usize) -> usize {
+    n_groups * GROUP / 8 * 7
+}
+
+impl IdTable {
+    /// An empty table with no memory.
+    pub(crate) fn new() -> Self {
+        Self {
+            groups: Vec::new(),
+            mask: 0,
+            items: 0,
+            growth_left: 0,
+        }
+    }
+
+    /// An empty table with room for at least `capacity` entries.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        if capacity == 0 {
+            return Self::new();
+        }
+        let mut n_groups = 1;
+        while capacity_of(n_groups) < capacity {
+            n_groups *= 2;
+        }
+        Self {
+            groups: vec![Group::EMPTY; n_groups],
+            mask: n_groups - 1,
+            items: 0,
+            growth_left: capacity_of(n_groups),
+        }
+    }
+
+    /// The number of entries.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.items
+    }
+
+    /// How many more entries fit before the table must be rebuilt.
+    pub(crate) fn room(&self) -> usize {
+        self.growth_left
+    }
+
+    /// The number of entries the table holds at most (without tombstones).
+    pub(crate) fn capacity(&self) -> usize {
+        capacity_of(self.groups.len())
+    }
+
+    /// Removes every entry, keeping the memory.
+    pub(crate) fn clear(&mut self) {
+        self.groups.fill(Group::EMPTY);
+        self.items = 0;
+        self.growth_left = capacity_of(self.groups.len());
+    }
+
+    /// The positions a probe for `hash` visits: its home group, then the next ones.
+    #[inline]
+    fn probe_seq(&self, hash: u64) -> impl Iterator<Item = usize> + use<> {
+        let mask = self.mask;
+        let home = hash as usize & mask;
+        (0..self.groups.len()).map(move |i| (home + i) & mask)
+    }
+
+    /// Finds the entry whose tag matches `hash` and whose slot satisfies `eq`.
+    #[inline]
+    pub(crate) fn find(&self, hash: u64, mut eq: impl FnMut(u32) -> bool) -> Option<(Pos, u32)> {
+        let tag = tag_of(hash);
+        for g in self.probe_seq(hash) {
+            let group = self.groups.get(g)?;
+            let mut bits = group.matching(tag);
+            while bits != 0 {
+                let entry = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let slot = group.slots[entry];
+                if eq(slot) {
+                    return Some((Pos { group: g, entry }, slot));
+                }
+            }
+            if group.has_empty() {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// Finds the entry like [`find`](Self::find), or else where a new entry with this hash
+    /// goes: the first free entry of the probe.
+    #[inline]
+    pub(crate) fn find_or_free(&self, hash: u64, mut eq: impl FnMut(u32) -> bool) -> Probe {
+        let tag = tag_of(hash);
+        let mut free = None;
+        for g in self.probe_seq(hash) {
+            let Some(group) = self.groups.get(g) else {
+                break;
+            };
+            let mut bits = group.matching(tag);
+            while bits != 0 {
+                let entry = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let slot = group.slots[entry];
+                if eq(slot) {
+                    return Probe::Found(Pos { group: g, entry }, slot);
+                }
+            }
+            if free.is_none() {
+                free = group.first_free().map(|entry| Pos { group: g, entry });
+            }
+            if group.has_empty() {
+                break;
+            }
+        }
+        // Taking an empty entry needs room; a deleted one is always free to take.
+        match free {
+            Some(pos) if self.growth_left > 0 || self.tag_at(pos) == DELETED => {
+                Probe::Vacant(Some(pos))
+            }
+            _ => Probe::Vacant(None),
+        }
+    }
+
+    fn tag_at(&self, pos: Pos) -> u16 {
+        self.groups
+            .get(pos.group)
+            .map_or(EMPTY, |g| g.tags[pos.entry])
+    }
+
+    /// Puts `slot` with `hash` at `pos`, a vacant position [`find_or_free`](Self::find_or_free)
+    /// returned for the same hash, with no change to the table in between.
+    #[inline]
+    pub(crate) fn insert_at(&mut self, pos: Pos, hash: u64, slot: u32) {
+        let Some(group) = self.groups.get_mut(pos.group) else {
+            return;
+        };
+        if group.tags[pos.entry] == EMPTY {
+            self.growth_left = self.growth_left.saturating_sub(1);
+        }
+        group.tags[pos.entry] = tag_of(hash);
+        group.slots[pos.entry] = slot;
+        self.items += 1;
+    }
+
+    /// Adds `slot` with `hash`, known not to be in the table, without comparing it with any
+    /// entry: for rebuilding a table made with room for every entry. Without room (a sizing
+    /// mistake) the entry is not added.
+    pub(crate) fn insert_unique(&mut self, hash: u64, slot: u32) {
+        if let Probe::Vacant(Some(pos)) = self.find_or_free(hash, |_| false) {
+            self.insert_at(pos, hash, slot);
+        }
+    }
+
+    /// Removes the entry at `pos`.
+    #[inline]
+    pub(crate) fn remove_at(&mut self, pos: Pos) {
+        let Some(group) = self.groups.get_mut(pos.group) else {
+            return;
+        };
+        if group.tags[pos.entry] < 2 {
+            return;
+        }
+        // A probe passes this group only if it had no empty entry; if it has one now, it had
+        // one since the last rebuild, so no probe passes it and the entry can become empty.
+        if group.has_empty() {
+            group.tags[pos.entry] = EMPTY;
+            self.growth_left += 1;
+        } else {
+            group.tags[pos.entry] = DELETED;
+        }
+        self.items -= 1;
+    }
+}
