@@ -16,7 +16,7 @@ use std::error::Error;
 use std::fs::File;
 use std::net::{IpAddr, Ipv4Addr};
 use std::os::fd::AsFd;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use netlink_sys::{Socket, protocols::NETLINK_ROUTE};
 use netmirror_platform::{Cache, Config, Netns, Platform, Route};
@@ -31,6 +31,33 @@ fn rss_kib() -> u64 {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kib| kib.parse().ok())
         .unwrap_or(0)
+}
+
+/// CPU time of the calling thread, from `/proc/thread-self/schedstat` (nanoseconds).
+fn thread_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let ns = stat
+        .split_whitespace()
+        .next()
+        .and_then(|ns| ns.parse().ok())
+        .unwrap_or(0);
+    Duration::from_nanos(ns)
+}
+
+/// CPU time (user and system) of the whole process, every thread that ever ran included,
+/// from `/proc/self/stat` (in clock ticks of 10 ms).
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which is in parentheses): utime and stime are the
+    // 12th and 13th.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|t| t.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
 }
 
 /// The floor: dump all IPv4 and IPv6 routes with one 32 KiB buffer and parse nothing.
@@ -80,13 +107,16 @@ fn main() -> Result<(), Box<dyn Error>> {
         "raw" => raw_dump(netns)?,
         "cache" => {
             let before = rss_kib();
+            let (cpu0, thread0) = (process_cpu(), thread_cpu());
             let start = Instant::now();
             let cache = Cache::open(config())?;
             let elapsed = start.elapsed();
+            let (cpu, thread) = (process_cpu() - cpu0, thread_cpu() - thread0);
             let grown = rss_kib().saturating_sub(before);
             let n_routes = cache.routes().count().max(1);
             eprintln!(
-                "cache: {n_routes} routes loaded in {elapsed:?}; RSS +{grown} KiB = {:.1} bytes/route",
+                "cache: {n_routes} routes loaded in {elapsed:?} (CPU {cpu:?}, this thread \
+                 {thread:?}); RSS +{grown} KiB = {:.1} bytes/route",
                 grown as f64 * 1024.0 / n_routes as f64
             );
         }

@@ -19,7 +19,7 @@ use netmirror_dedup_index as dedup;
 use crate::addr::{Address, AddressId};
 use crate::error::{Error, Result};
 use crate::link::{IFF_UP, Link};
-use crate::platform::{Config, DumpReport, Platform, Step};
+use crate::platform::{Chunk, Config, DumpReport, FibCounters, Platform};
 use crate::route::{Family, Route, RouteId, RouteWeakId};
 use crate::rule::Rule;
 use crate::socket::{NlSocket, RcvbufOutcome};
@@ -266,6 +266,8 @@ pub struct Cache {
     /// Interfaces whose routes the kernel may have flushed without telling (link down,
     /// address removed): their routes are dumped again at the end of the poll.
     suspect_ifindexes: Vec<u32>,
+    /// The kernel's route counters, to size the route index before a large initial dump.
+    fib: FibCounters,
     stats: Stats,
 }
 
@@ -287,7 +289,9 @@ impl Cache {
     /// [`Cache::poll`].
     #[tracing::instrument(level = "debug", skip_all)]
     pub fn open(config: Config) -> Result<Self> {
-        let events = config.netns.run_in(NlSocket::open)?;
+        let (events, fib) = config
+            .netns
+            .run_in(|| Ok((NlSocket::open()?, FibCounters::open())))?;
         let rcvbuf = events.set_rcvbuf(config.rcvbuf);
         for group in [
             RTNLGRP_LINK,
@@ -329,6 +333,7 @@ impl Cache {
                 initial_backoff: backoff,
             },
             suspect_ifindexes: Vec::new(),
+            fib,
             stats: Stats::default(),
         };
         // The initial load reports nothing: the user reads the cache.
@@ -569,91 +574,48 @@ impl Cache {
     }
 
     /// Dump, mark, insert, sweep for one kind of object; for routes optionally only those of
-    /// one interface (a filtered dump when the kernel allows it). The dump is collected first
-    /// so the index can reserve room once and the mark covers exactly the insertion.
+    /// one interface (a filtered dump when the kernel allows it).
     fn load(
         &mut self,
         kind: Kind,
         ifindex: Option<u32>,
         out: Option<&mut Vec<Event>>,
     ) -> Result<()> {
+        let whole = None::<(IndexHandle<Primary>, ())>;
+        let platform = &self.platform;
+        let stats = &mut self.stats;
         match kind {
             Kind::Links => {
-                let links = self.dump_kind(kind, None, Link::parse)?;
-                sync_index(
-                    &mut self.links,
-                    None::<(IndexHandle<Primary>, ())>,
-                    links,
-                    Event::Link,
-                    out,
-                );
+                let parse = Link::parse;
+                let dump = Dump::new(platform, stats, kind, None, &parse);
+                dump.into_index(&mut self.links, whole, Event::Link, out)
             }
             Kind::Addresses => {
-                let addrs = self.dump_kind(kind, None, Address::parse)?;
-                sync_index(
-                    &mut self.addresses,
-                    None::<(IndexHandle<Primary>, ())>,
-                    addrs,
-                    Event::Address,
-                    out,
-                );
+                let parse = Address::parse;
+                let dump = Dump::new(platform, stats, kind, None, &parse);
+                dump.into_index(&mut self.addresses, whole, Event::Address, out)
             }
             Kind::Routes => {
-                let routes = self.dump_kind(kind, ifindex, |payload| {
+                let parse = |payload: &[u8]| {
                     Ok(Route::parse(payload)?
                         .filter(|route| route.flags() & RTM_F_CLONED == 0)
                         .filter(|route| {
                             ifindex.is_none_or(|i| route.ifindexes().next() == Some(i))
                         }))
-                })?;
+                };
                 let partition = ifindex.map(|ifindex| (self.routes_by_ifindex, ifindex));
-                sync_index(&mut self.routes, partition, routes, Event::Route, out);
+                let mut dump = Dump::new(platform, stats, kind, ifindex, &parse);
+                if ifindex.is_none() && out.is_none() {
+                    dump = dump.sized_by(&self.fib);
+                }
+                dump.into_index(&mut self.routes, partition, Event::Route, out)
             }
             Kind::Rules => {
-                let rules = self.dump_kind(kind, None, Rule::parse)?;
-                sync_index(
-                    &mut self.rules,
-                    None::<(IndexHandle<Primary>, ())>,
-                    rules,
-                    Event::Rule,
-                    out,
-                );
+                let parse = Rule::parse;
+                let dump = Dump::new(platform, stats, kind, None, &parse);
+                dump.into_index(&mut self.rules, whole, Event::Rule, out)
             }
         }
-        Ok(())
-    }
-
-    /// Dumps one kind of object into a `Vec`, in kernel order, redoing interrupted dumps.
-    /// Malformed messages are traced, counted and skipped.
-    fn dump_kind<T>(
-        &mut self,
-        kind: Kind,
-        ifindex: Option<u32>,
-        parse: impl Fn(&[u8]) -> Result<Option<T>>,
-    ) -> Result<Vec<T>> {
-        let strict = self.platform.strict_check();
-        let mut objs = Vec::new();
-        let mut n_malformed = 0u64;
-        let report: DumpReport = self.platform.dump_retry(
-            |buf, seq| emit_dump(buf, seq, kind, ifindex, strict),
-            |step| {
-                match step {
-                    Step::Restart => objs.clear(),
-                    Step::Msg(msg) => match parse(msg.payload) {
-                        Ok(Some(obj)) => objs.push(obj),
-                        Ok(None) => {}
-                        Err(err) => {
-                            n_malformed += 1;
-                            tracing::warn!(%err, ?kind, "skipped a malformed dump message");
-                        }
-                    },
-                }
-                Ok(())
-            },
-        )?;
-        self.stats.n_malformed += n_malformed;
-        self.stats.n_dump_retries += u64::from(report.n_interrupted);
-        Ok(objs)
     }
 
     pub(crate) fn apply_datagram(&mut self, datagram: &[u8], out: &mut Vec<Event>) {
@@ -940,6 +902,149 @@ impl AsFd for Cache {
     /// loop (e.g. tokio's `AsyncFd`) and call `poll` with a zero timeout when it is readable.
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.events.as_fd()
+    }
+}
+
+/// One dump of one kind of object, received and parsed on a second thread
+/// ([`Platform::dump_retry_parallel`]) while the calling thread fills an index.
+struct Dump<'a, T> {
+    platform: &'a Platform,
+    stats: &'a mut Stats,
+    kind: Kind,
+    ifindex: Option<u32>,
+    parse: &'a (dyn Fn(&[u8]) -> Result<Option<T>> + Sync),
+    /// For a full route dump: the counters to size the index by.
+    fib: Option<&'a FibCounters>,
+}
+
+impl<'a, T: Object + Send> Dump<'a, T> {
+    fn new(
+        platform: &'a Platform,
+        stats: &'a mut Stats,
+        kind: Kind,
+        ifindex: Option<u32>,
+        parse: &'a (dyn Fn(&[u8]) -> Result<Option<T>> + Sync),
+    ) -> Self {
+        Dump {
+            platform,
+            stats,
+            kind,
+            ifindex,
+            parse,
+            fib: None,
+        }
+    }
+
+    /// Sizes the index by the kernel's counters while the dump runs (see [`FibCounters`]).
+    fn sized_by(mut self, fib: &'a FibCounters) -> Self {
+        self.fib = Some(fib);
+        self
+    }
+
+    /// Makes `index` (or one partition of it) hold exactly what the kernel dumps: mark,
+    /// insert, sweep, redoing interrupted dumps. Malformed messages are traced, counted and
+    /// skipped.
+    ///
+    /// Without `out` (nothing to report: the initial load) the objects go into the index by
+    /// the bulk path as they arrive, so inserting overlaps the kernel's dumping; an
+    /// interrupted attempt marks everything again and the next one re-adds. With `out` the
+    /// dump is collected first and [`sync_index`] reports each change.
+    fn into_index<X: IndexType<T>>(
+        self,
+        index: &mut DedupIndex<T>,
+        partition: Option<(IndexHandle<X>, X::Partition)>,
+        wrap: fn(Change<T>) -> Event,
+        out: Option<&mut Vec<Event>>,
+    ) -> Result<()> {
+        let Dump {
+            platform,
+            stats,
+            kind,
+            ifindex,
+            parse,
+            fib,
+        } = self;
+        let strict = platform.strict_check();
+        let build = |buf: &mut Vec<u8>, seq| emit_dump(buf, seq, kind, ifindex, strict);
+        let mut n_malformed = 0u64;
+        let on_malformed = |err: Error| {
+            n_malformed += 1;
+            tracing::warn!(%err, ?kind, "skipped a malformed dump message");
+        };
+        let mark = |index: &mut DedupIndex<T>| match &partition {
+            Some((handle, key)) => drop(index.mark_partition(*handle, key)),
+            None => index.mark_all(),
+        };
+        let report = match out {
+            None => {
+                mark(index);
+                let report = std::thread::scope(|scope| {
+                    // The kernel's count of what is coming, read on a third thread (for IPv4
+                    // the kernel walks its tries to count) and applied between two chunks.
+                    let (size_tx, size_rx) = std::sync::mpsc::sync_channel::<usize>(1);
+                    if let Some(fib) = fib {
+                        let counting = std::thread::Builder::new()
+                            .name("netmirror-count".into())
+                            .spawn_scoped(scope, move || {
+                                if let Some(n) = fib.estimate_routes() {
+                                    let _ = size_tx.send(n);
+                                }
+                            });
+                        if let Err(err) = counting {
+                            tracing::debug!(%err, "cannot count routes ahead of the dump");
+                        }
+                    }
+                    platform.dump_retry_parallel(
+                        build,
+                        parse,
+                        |chunk| match chunk {
+                            Chunk::Objs(objs) => {
+                                if let Ok(expected) = size_rx.try_recv() {
+                                    // A little over the count: routes come while dumping.
+                                    let want = expected + expected / 64 + 64;
+                                    index.reserve(want.saturating_sub(index.len()));
+                                }
+                                if let Err(err) = index.append_all(objs.drain(..)) {
+                                    tracing::warn!(%err, "cannot insert into the cache");
+                                }
+                            }
+                            Chunk::Restart => mark(index),
+                        },
+                        on_malformed,
+                    )
+                });
+                if report.is_err() {
+                    // Keep what was added, forget the marks: nothing is swept by mistake.
+                    index.unmark_all();
+                } else {
+                    match &partition {
+                        Some((handle, key)) => drop(index.sweep_partition(*handle, key)),
+                        None => drop(index.sweep()),
+                    }
+                }
+                report
+            }
+            Some(out) => {
+                let mut objs = Vec::new();
+                let report = platform.dump_retry_parallel(
+                    build,
+                    parse,
+                    |chunk| match chunk {
+                        Chunk::Objs(chunk) => objs.append(chunk),
+                        Chunk::Restart => objs.clear(),
+                    },
+                    on_malformed,
+                );
+                if report.is_ok() {
+                    sync_index(index, partition, objs, wrap, Some(out));
+                }
+                report
+            }
+        };
+        stats.n_malformed += n_malformed;
+        let report: DumpReport = report?;
+        stats.n_dump_retries += u64::from(report.n_interrupted);
+        Ok(())
     }
 }
 

@@ -1,6 +1,8 @@
 //! [`Platform`]: a handle on one network namespace's rtnetlink, for dumps, filtered queries
 //! and batches. [`Config`] is its builder-lite configuration.
 
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -101,6 +103,14 @@ pub(crate) enum Step<'m, 'b> {
     Restart,
 }
 
+/// What [`Platform::dump_retry_parallel`] hands to its sink.
+pub(crate) enum Chunk<'a, T> {
+    /// Parsed objects, in kernel order; the sink may take them (the vector is reused).
+    Objs(&'a mut Vec<T>),
+    /// The attempt was interrupted: forget what it delivered, a new attempt follows.
+    Restart,
+}
+
 /// What a dump with retries did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DumpReport {
@@ -184,6 +194,44 @@ impl Platform {
         })
     }
 
+    /// [`Platform::dump_retry`] with [`NlSocket::dump_parallel`]: the dump is received and
+    /// parsed on a scoped second thread while `sink` consumes the objects in chunks on this
+    /// one. When an attempt comes back interrupted, `sink` gets [`Chunk::Restart`] and the
+    /// dump is done again, up to the configured number of attempts.
+    pub(crate) fn dump_retry_parallel<T: Send>(
+        &self,
+        build: impl Fn(&mut Vec<u8>, u32),
+        parse: &(dyn Fn(&[u8]) -> Result<Option<T>> + Sync),
+        mut sink: impl FnMut(Chunk<'_, T>),
+        mut on_malformed: impl FnMut(Error),
+    ) -> Result<DumpReport> {
+        let mut sock = self.lock();
+        let mut report = DumpReport::default();
+        let mut request = Vec::with_capacity(64);
+        for attempt in 1..=self.config.dump_attempts {
+            let seq = sock.next_seq();
+            request.clear();
+            build(&mut request, seq);
+            let outcome = sock.dump_parallel(
+                &request,
+                seq,
+                parse,
+                &mut |objs| sink(Chunk::Objs(objs)),
+                &mut on_malformed,
+            )?;
+            report.filtered_by_kernel |= outcome.filtered;
+            if !outcome.interrupted {
+                return Ok(report);
+            }
+            report.n_interrupted += 1;
+            tracing::debug!(attempt, "dump interrupted by concurrent changes, retrying");
+            sink(Chunk::Restart);
+        }
+        Err(Error::DumpInterrupted {
+            attempts: self.config.dump_attempts,
+        })
+    }
+
     /// Sends the single (non-dump) request built by `build`, asking for an ack, and feeds
     /// the answer's object messages to `on_msg` until the ack.
     pub(crate) fn request(
@@ -203,3 +251,87 @@ impl Platform {
         self.lock().set_rcvbuf(bytes)
     }
 }
+
+/// The kernel's own route counters for one namespace, read to size the cache's route index
+/// before a large dump has arrived (growing the index as routes come costs a rehash of every
+/// held route at each doubling). `/proc/net/fib_triestat` gives the IPv4 prefixes per table
+/// (the kernel walks its tries to answer: about 50 ms at 600k routes, so the cache asks on a
+/// thread of its own while the dump runs); `/proc/net/rt6_stats` counts IPv6 routes.
+///
+/// The files are opened inside the namespace (a proc file keeps answering for the namespace
+/// it was opened in). An estimate only sizes memory: a wrong one costs speed or memory,
+/// never correctness.
+#[derive(Debug, Default)]
+pub(crate) struct FibCounters {
+    v4: Option<File>,
+    v6: Option<File>,
+}
+
+impl FibCounters {
+    /// Opens the counters of the calling thread's namespace; a file that cannot be opened is
+    /// left out.
+    pub(crate) fn open() -> Self {
+        let open = |name: &str| File::open(format!("/proc/thread-self/net/{name}")).ok();
+        FibCounters {
+            v4: open("fib_triestat"),
+            v6: open("rt6_stats"),
+        }
+    }
+
+    /// About how many routes (IPv4 and IPv6, every table) a full route dump returns, or
+    /// `None` when neither counter can be read.
+    pub(crate) fn estimate_routes(&self) -> Option<usize> {
+        let read = |file: Option<&File>| -> Option<String> {
+            let mut file = file?;
+            file.seek(SeekFrom::Start(0)).ok()?;
+            let mut text = String::new();
+            file.read_to_string(&mut text).ok()?;
+            Some(text)
+        };
+        let v4 = read(self.v4.as_ref()).map(|text| triestat_prefixes(&text));
+        let v6 = read(self.v6.as_ref()).and_then(|text| rt6_entries(&text));
+        match (v4, v6) {
+            (None, None) => None,
+            (v4, v6) => Some(v4.unwrap_or(0) + v6.unwrap_or(0)),
+        }
+    }
+}
+
+/// The number of IPv4 prefixes (routes) of every table in `/proc/net/fib_triestat`. A table
+/// that shares its trie with another one shows the same statistics (the local and main
+/// tables are merged until a rule needs them apart) and is counted once.
+pub(crate) fn triestat_prefixes(text: &str) -> usize {
+    let is_header = |line: &str| {
+        line == "Main:" || line == "Local:" || (line.starts_with("Id ") && line.ends_with(':'))
+    };
+    let mut blocks: Vec<Vec<&str>> = Vec::new();
+    for line in text.lines() {
+        if is_header(line) {
+            blocks.push(Vec::new());
+        } else if let Some(block) = blocks.last_mut() {
+            block.push(line);
+        }
+    }
+    let mut total = 0;
+    for (i, block) in blocks.iter().enumerate() {
+        if blocks[..i].contains(block) {
+            continue;
+        }
+        total += block
+            .iter()
+            .find_map(|line| line.trim().strip_prefix("Prefixes:"))
+            .and_then(|n| n.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+    }
+    total
+}
+
+/// The number of IPv6 routes in `/proc/net/rt6_stats` (its fourth field, `fib_rt_entries`, in
+/// hexadecimal).
+pub(crate) fn rt6_entries(text: &str) -> Option<usize> {
+    let field = text.split_whitespace().nth(3)?;
+    usize::from_str_radix(field, 16).ok()
+}
+
+#[cfg(test)]
+mod tests;

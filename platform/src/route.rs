@@ -258,10 +258,10 @@ impl std::fmt::Debug for Route {
 /// hop and type, so those are part of the id; IPv6 merges next hops of one prefix and metric
 /// into one multipath route, so they are not. It is small and cheap to compute: the cache
 /// computes it on every lookup.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RouteId(IdInner);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum IdInner {
     V4 {
         table: u32,
@@ -282,6 +282,54 @@ enum IdInner {
         /// Prefix length, source prefix length, type, and whether it qualifies for ECMP.
         small: [u8; 4],
     },
+}
+
+impl std::hash::Hash for RouteId {
+    /// Whole words rather than field by field (a derived hash feeds each array as a slice,
+    /// length first): the cache hashes an id for every route it loads.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let word = |hi: u32, lo: u32| (u64::from(hi) << 32) | u64::from(lo);
+        let half = |bytes: [u8; 4]| u32::from_ne_bytes(bytes);
+        let wide = |bytes: &[u8; 16]| {
+            let [a, b] = [&bytes[..8], &bytes[8..]].map(|half| {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(half);
+                u64::from_ne_bytes(word)
+            });
+            (a, b)
+        };
+        match &self.0 {
+            IdInner::V4 {
+                table,
+                priority,
+                oif,
+                dst,
+                gateway,
+                small,
+            } => {
+                state.write_u64(word(*table, *priority));
+                state.write_u64(word(*oif, half(*dst)));
+                state.write_u64(word(half(*gateway), half(*small)));
+            }
+            IdInner::V6 {
+                table,
+                priority,
+                oif,
+                dst,
+                src,
+                gateway,
+                small,
+            } => {
+                state.write_u64(word(*table, *priority));
+                state.write_u64(word(*oif, half(*small)));
+                for addr in [dst, src, gateway] {
+                    let (a, b) = wide(addr);
+                    state.write_u64(a);
+                    state.write_u64(b);
+                }
+            }
+        }
+    }
 }
 
 /// A route's "weak id": the prefix key the kernel replaces on `NLM_F_REPLACE` (table,
@@ -563,6 +611,22 @@ impl Route {
 
     /// The kernel's identity of this route.
     pub fn id(&self) -> RouteId {
+        if self.extra.is_none() && self.bits & V6 == 0 {
+            // The common IPv4 route (no multipath, nothing rare): straight from the fields.
+            let has_gateway = self.bits & HAS_GATEWAY != 0;
+            return RouteId(IdInner::V4 {
+                table: self.table,
+                priority: self.priority,
+                oif: if self.bits & HAS_OIF != 0 {
+                    self.oif
+                } else {
+                    0
+                },
+                dst: self.v4[0],
+                gateway: if has_gateway { self.v4[1] } else { [0; 4] },
+                small: [self.dst_len, self.tos, self.kind, u8::from(has_gateway)],
+            });
+        }
         let first_hop = match &self.extra {
             Some(extra) if self.bits & (HAS_OIF | HAS_GATEWAY) != (HAS_OIF | HAS_GATEWAY) => {
                 extra.rare().multipath.first()

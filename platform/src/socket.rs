@@ -263,6 +263,97 @@ impl NlSocket {
     }
 }
 
+/// How many parsed objects the receiving thread of [`NlSocket::dump_parallel`] hands over at
+/// once: about one datagram of IPv4 routes.
+const CHUNK_LEN: usize = 512;
+
+/// How many chunks may wait between the receiving thread and the consumer. With the chunk
+/// being filled and the one being consumed, at most `CHUNKS_IN_FLIGHT + 2` chunks exist: the
+/// memory between socket and consumer stays bounded whatever the consumer's pace.
+const CHUNKS_IN_FLIGHT: usize = 4;
+
+/// What the receiving thread of [`NlSocket::dump_parallel`] hands to the consumer.
+enum Handed<T> {
+    /// Parsed objects, in kernel order.
+    Objs(Vec<T>),
+    /// A message that could not be parsed (the consumer traces and counts it).
+    Malformed(Error),
+}
+
+impl NlSocket {
+    /// Like [`NlSocket::dump`], on two threads: a scoped receiving thread receives the
+    /// datagrams (the kernel builds each one inside that `recvmsg`) and parses their messages
+    /// with `parse`, while the calling thread hands the parsed objects to `sink` in chunks, in
+    /// kernel order. The kernel's work and the consumer's overlap on two cores.
+    ///
+    /// The threads meet through a bounded channel of chunks whose vectors are sent back for
+    /// reuse, so memory stays bounded. Messages `parse` refuses go to `on_malformed` (on the
+    /// calling thread); they do not stop the dump. Receive semantics are those of
+    /// [`NlSocket::recv`]: sizes peeked, foreign senders dropped.
+    pub(crate) fn dump_parallel<T: Send>(
+        &mut self,
+        request: &[u8],
+        seq: u32,
+        parse: &(dyn Fn(&[u8]) -> Result<Option<T>> + Sync),
+        sink: &mut dyn FnMut(&mut Vec<T>),
+        on_malformed: &mut dyn FnMut(Error),
+    ) -> Result<DumpOutcome> {
+        let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Handed<T>>(CHUNKS_IN_FLIGHT);
+        let (empty_tx, empty_rx) = std::sync::mpsc::sync_channel::<Vec<T>>(CHUNKS_IN_FLIGHT + 2);
+        std::thread::scope(|scope| {
+            let receiver = std::thread::Builder::new()
+                .name("netmirror-dump".into())
+                .spawn_scoped(scope, move || {
+                    let mut chunk: Vec<T> = Vec::with_capacity(CHUNK_LEN);
+                    let outcome = self.dump(request, seq, |msg| {
+                        match parse(msg.payload) {
+                            Ok(Some(obj)) => chunk.push(obj),
+                            Ok(None) => {}
+                            Err(err) => {
+                                // A gone consumer only means nobody counts it.
+                                let _ = full_tx.send(Handed::Malformed(err));
+                            }
+                        }
+                        if chunk.len() >= CHUNK_LEN {
+                            let next = empty_rx
+                                .try_recv()
+                                .unwrap_or_else(|_| Vec::with_capacity(CHUNK_LEN));
+                            let full = std::mem::replace(&mut chunk, next);
+                            if full_tx.send(Handed::Objs(full)).is_err() {
+                                return Err(Error::socket(
+                                    "dump",
+                                    io::Error::other("the dump's consumer is gone"),
+                                ));
+                            }
+                        }
+                        Ok(())
+                    });
+                    if !chunk.is_empty() {
+                        let _ = full_tx.send(Handed::Objs(chunk));
+                    }
+                    outcome
+                })
+                .map_err(|e| Error::socket("spawn the dump's receiving thread", e))?;
+            for handed in full_rx.iter() {
+                match handed {
+                    Handed::Objs(mut objs) => {
+                        sink(&mut objs);
+                        objs.clear();
+                        let _ = empty_tx.try_send(objs);
+                    }
+                    Handed::Malformed(err) => on_malformed(err),
+                }
+            }
+            receiver.join().unwrap_or_else(|_| {
+                Err(Error::socket(
+                    "dump",
+                    io::Error::other("the dump's receiving thread panicked"),
+                ))
+            })
+        })
+    }
+}
+
 impl NlSocket {
     /// Sends a single request carrying `NLM_F_ACK` and reads its answer up to the ack.
     pub(crate) fn request(
