@@ -4,12 +4,23 @@
 //! turn, inside the call), each asks for an acknowledgement, and acks are matched back to
 //! their items by sequence number. A failure names the item and carries the kernel's errno
 //! and extended-ack message.
+//!
+//! The kernel goes on with the next message of a send after a refused one. To stop exactly at
+//! the first failure while still packing many requests per send, a batch can undo what the
+//! kernel applied after the failing item in the same send ([`Batch::undo_past_failure`]): an
+//! added route is deleted again, a deleted IPv4 route added back as the kernel echoed it
+//! (`NLM_F_ECHO`). Items that cannot be undone exactly (replaces, addresses, IPv6 deletes)
+//! only ever start a send.
 
 use crate::addr::Address;
 use crate::error::{Error, KernelError, Result};
 use crate::platform::Platform;
-use crate::route::Route;
+use crate::route::{Family, Route};
+use crate::socket::NlSocket;
 use crate::wire::{self, Msgs};
+
+/// `NLM_F_ECHO`: the kernel also sends the requester its notification of the change.
+const NLM_F_ECHO: u16 = 0x8;
 
 /// What to do with an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -51,16 +62,21 @@ pub struct Report {
     pub n_ok: usize,
     /// Items the kernel refused, in batch order.
     pub failures: Vec<Failure>,
-    /// Items never sent because the batch stopped at a failure.
+    /// Items not applied because the batch stopped at a failure: never sent, or (with
+    /// [`Batch::undo_past_failure`]) applied and then undone.
     pub n_skipped: usize,
-    /// Number of `sendmsg` calls.
+    /// Of [`Report::n_skipped`], the items the kernel had applied and that were undone.
+    pub n_undone: usize,
+    /// Undo requests the kernel refused (the item stays applied), with the batch's item.
+    pub undo_failures: Vec<Failure>,
+    /// Number of `sendmsg` calls (undo sends included).
     pub n_sends: usize,
 }
 
 impl Report {
     /// True when every item was applied.
     pub fn is_success(&self) -> bool {
-        self.failures.is_empty() && self.n_skipped == 0
+        self.failures.is_empty() && self.n_skipped == 0 && self.undo_failures.is_empty()
     }
 }
 
@@ -71,6 +87,7 @@ pub struct Batch<'a> {
     platform: &'a Platform,
     items: Vec<Item>,
     stop_on_error: bool,
+    undo: bool,
     per_send: usize,
 }
 
@@ -81,6 +98,7 @@ impl Platform {
             platform: self,
             items: Vec::new(),
             stop_on_error: false,
+            undo: false,
             per_send: 256,
         }
     }
@@ -139,6 +157,21 @@ impl Batch<'_> {
         self
     }
 
+    /// With [`Batch::stop_on_error`]: stop exactly at the first failure, as if every item
+    /// had its own send, yet still pack many per send. What the kernel applied after the
+    /// failing item in the same send is undone (an added route deleted, a deleted IPv4 route
+    /// added back from the kernel's echo of it), in reverse order, and counted in
+    /// [`Report::n_undone`]; an undo the kernel refuses is in [`Report::undo_failures`].
+    /// Failures after the first one in its send are not reported (those items count as not
+    /// applied). Other processes may see the undone changes come and go.
+    ///
+    /// Replaces, address changes and IPv6 route deletes cannot be undone exactly: each of
+    /// them starts a new send, so nothing before it in a send can fail after it was applied.
+    pub fn undo_past_failure(mut self, undo: bool) -> Self {
+        self.undo = undo;
+        self
+    }
+
     /// How many requests go in one `sendmsg` (default 256; 100 to 1000 is the sweet spot).
     pub fn per_send(mut self, n: usize) -> Self {
         self.per_send = n.max(1);
@@ -153,69 +186,196 @@ impl Batch<'_> {
     #[tracing::instrument(level = "debug", skip(self), fields(n_items = self.items.len()))]
     pub fn execute(self) -> Result<Report> {
         let mut report = Report::default();
-        // Each ack takes about 1 KiB of receive buffer until read: never send more requests
-        // at once than the buffer holds acks for.
-        let fits = (self.platform.rcvbuf().effective / 1024).max(1);
+        let undo = self.undo && self.stop_on_error;
+        // Each answer takes about 1 KiB of receive buffer until read (an undoable delete has
+        // two: the echo and the ack): never send more requests at once than the buffer holds.
+        let fits = (self.platform.rcvbuf().effective / 1024 / if undo { 2 } else { 1 }).max(1);
         let per_send = self.per_send.min(fits);
         let mut sock = self.platform.lock();
         let mut buf = Vec::with_capacity(per_send * 96);
+        let mut answers = Vec::with_capacity(per_send);
         let mut index = 0;
         while index < self.items.len() {
-            let chunk_end = (index + per_send).min(self.items.len());
+            let mut chunk_end = (index + per_send).min(self.items.len());
+            if undo {
+                // What cannot be undone only starts a send.
+                chunk_end = (index + 1..chunk_end)
+                    .find(|&i| !undoable(&self.items[i]))
+                    .unwrap_or(chunk_end);
+            }
+            let chunk = &self.items[index..chunk_end];
             let base = sock.next_seq();
             buf.clear();
-            for (offset, item) in self.items[index..chunk_end].iter().enumerate() {
+            for (offset, item) in chunk.iter().enumerate() {
                 let seq = base.wrapping_add(offset as u32);
-                emit_item(item, &mut buf, seq);
+                let echo = undo && matches!(item, Item::Route(Op::Delete, _)) && undoable(item);
+                emit_item(item, &mut buf, seq, if echo { NLM_F_ECHO } else { 0 });
             }
             // Keep later sequence numbers clear of this chunk's.
-            sock.skip_seq((chunk_end - index) as u32);
+            sock.skip_seq(chunk.len() as u32);
             sock.send(&buf)?;
             report.n_sends += 1;
-            let mut pending = chunk_end - index;
-            let mut failed_here = false;
-            while pending > 0 {
-                let Some(datagram) = sock.recv(false)? else {
-                    return Err(Error::Timeout);
-                };
-                for msg in Msgs::new(datagram) {
-                    let msg = msg?;
-                    if msg.kind != wire::NLMSG_ERROR {
-                        continue;
+            answers.clear();
+            answers.resize_with(chunk.len(), Answer::default);
+            collect_answers(&mut sock, base, &mut answers)?;
+
+            // The first refused item of the send, when the batch stops there.
+            let cut = if self.stop_on_error {
+                answers
+                    .iter()
+                    .position(|a| matches!(a.outcome, Some(Err(_))))
+            } else {
+                None
+            };
+            let counted = cut.filter(|_| undo).map_or(chunk.len(), |cut| cut + 1);
+            for (offset, answer) in answers.iter_mut().enumerate().take(counted) {
+                match answer.outcome.take() {
+                    Some(Ok(())) => report.n_ok += 1,
+                    Some(Err(error)) => {
+                        let item_index = index + offset;
+                        tracing::debug!(item_index, %error, "batch item refused");
+                        report.failures.push(Failure {
+                            index: item_index,
+                            item: self.items[item_index].clone(),
+                            error,
+                        });
                     }
-                    let offset = msg.seq.wrapping_sub(base) as usize;
-                    if offset >= chunk_end - index {
-                        tracing::trace!(seq = msg.seq, "ack of another request");
-                        continue;
-                    }
-                    pending -= 1;
-                    match wire::parse_error(&msg)? {
-                        None => report.n_ok += 1,
-                        Some(error) => {
-                            failed_here = true;
-                            let item_index = index + offset;
-                            tracing::debug!(item_index, %error, "batch item refused");
-                            report.failures.push(Failure {
-                                index: item_index,
-                                item: self.items[item_index].clone(),
-                                error,
-                            });
-                        }
-                    }
+                    None => {}
                 }
             }
-            index = chunk_end;
-            if failed_here && self.stop_on_error {
+            if let Some(cut) = cut {
+                if undo {
+                    self.undo_after(&mut sock, &mut buf, index, cut, &mut answers, &mut report)?;
+                    index += cut + 1;
+                } else {
+                    index = chunk_end;
+                }
                 report.n_skipped = self.items.len() - index;
                 break;
             }
+            index = chunk_end;
         }
         report.failures.sort_by_key(|failure| failure.index);
         Ok(report)
     }
+
+    /// Undoes, in reverse order, what the kernel applied of the send starting at item `index`
+    /// after its item `index + cut`.
+    fn undo_after(
+        &self,
+        sock: &mut NlSocket,
+        buf: &mut Vec<u8>,
+        index: usize,
+        cut: usize,
+        answers: &mut [Answer],
+        report: &mut Report,
+    ) -> Result<()> {
+        let mut undone = Vec::new();
+        buf.clear();
+        let base = sock.next_seq();
+        for offset in (cut + 1..answers.len()).rev() {
+            let answer = &mut answers[offset];
+            if !matches!(answer.outcome, Some(Ok(()))) {
+                continue;
+            }
+            let seq = base.wrapping_add(undone.len() as u32);
+            match (&self.items[index + offset], answer.echo.take()) {
+                (Item::Route(Op::Add, route), _) => {
+                    emit_item(&Item::Route(Op::Delete, route.clone()), buf, seq, 0);
+                }
+                (Item::Route(Op::Delete, _), Some(deleted)) => {
+                    emit_item(&Item::Route(Op::Add, deleted), buf, seq, 0);
+                }
+                (item, _) => {
+                    // Only undoable items follow another in a send, and a delete's echo
+                    // comes before its ack: the kernel broke the protocol.
+                    return Err(Error::malformed(format!(
+                        "cannot undo batch item {}: {item:?} (no echo of the deleted route)",
+                        index + offset
+                    )));
+                }
+            }
+            undone.push(index + offset);
+        }
+        if undone.is_empty() {
+            return Ok(());
+        }
+        tracing::debug!(n = undone.len(), "undoing what followed the failing item");
+        sock.skip_seq(undone.len() as u32);
+        sock.send(buf)?;
+        report.n_sends += 1;
+        let mut undo_answers = Vec::new();
+        undo_answers.resize_with(undone.len(), Answer::default);
+        collect_answers(sock, base, &mut undo_answers)?;
+        for (answer, item_index) in undo_answers.into_iter().zip(undone) {
+            match answer.outcome {
+                Some(Err(error)) => {
+                    tracing::warn!(item_index, %error, "undo of a batch item refused");
+                    report.undo_failures.push(Failure {
+                        index: item_index,
+                        item: self.items[item_index].clone(),
+                        error,
+                    });
+                }
+                _ => report.n_undone += 1,
+            }
+        }
+        report.undo_failures.sort_by_key(|failure| failure.index);
+        Ok(())
+    }
 }
 
-fn emit_item(item: &Item, buf: &mut Vec<u8>, seq: u32) {
+/// The kernel's answers to one request of a send.
+#[derive(Debug, Default)]
+struct Answer {
+    /// The ack: `None` until it arrives.
+    outcome: Option<std::result::Result<(), KernelError>>,
+    /// The deleted route, when a delete asked for an echo.
+    echo: Option<Route>,
+}
+
+/// Reads until every request of the send whose first sequence number is `base` is acked.
+fn collect_answers(sock: &mut NlSocket, base: u32, answers: &mut [Answer]) -> Result<()> {
+    let mut pending = answers.len();
+    while pending > 0 {
+        let Some(datagram) = sock.recv(false)? else {
+            return Err(Error::Timeout);
+        };
+        for msg in Msgs::new(datagram) {
+            let msg = msg?;
+            let offset = msg.seq.wrapping_sub(base) as usize;
+            let Some(answer) = answers.get_mut(offset) else {
+                tracing::trace!(seq = msg.seq, "answer to another request");
+                continue;
+            };
+            match msg.kind {
+                wire::NLMSG_ERROR if answer.outcome.is_none() => {
+                    pending -= 1;
+                    answer.outcome = Some(match wire::parse_error(&msg)? {
+                        None => Ok(()),
+                        Some(error) => Err(error),
+                    });
+                }
+                wire::RTM_DELROUTE => answer.echo = Route::parse(msg.payload)?,
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether an applied item can be undone exactly: an exclusive route add (the route did not
+/// exist, so deleting the same route removes exactly it) and an IPv4 route delete (added
+/// back from the kernel's echo; IPv6 may echo a multipath delete hop by hop).
+fn undoable(item: &Item) -> bool {
+    match item {
+        Item::Route(Op::Add, _) => true,
+        Item::Route(Op::Delete, route) => route.family() == Family::V4,
+        _ => false,
+    }
+}
+
+fn emit_item(item: &Item, buf: &mut Vec<u8>, seq: u32, extra_flags: u16) {
     let flags = |op: Op| match op {
         Op::Add => wire::NLM_F_REQUEST | wire::NLM_F_ACK | wire::NLM_F_CREATE | wire::NLM_F_EXCL,
         Op::Replace => {
@@ -229,14 +389,14 @@ fn emit_item(item: &Item, buf: &mut Vec<u8>, seq: u32) {
                 Op::Delete => wire::RTM_DELROUTE,
                 _ => wire::RTM_NEWROUTE,
             };
-            route.emit(buf, kind, flags(*op), seq);
+            route.emit(buf, kind, flags(*op) | extra_flags, seq);
         }
         Item::Address(op, addr) => {
             let kind = match op {
                 Op::Delete => wire::RTM_DELADDR,
                 _ => wire::RTM_NEWADDR,
             };
-            addr.emit(buf, kind, flags(*op), seq);
+            addr.emit(buf, kind, flags(*op) | extra_flags, seq);
         }
     }
 }

@@ -91,3 +91,93 @@ fn one_bad_item_is_reported_and_the_rest_applied() {
         assert!(addrs.items.iter().any(|held| held.id() == addr.id()));
     });
 }
+
+/// The routes of table main on `ifindex` that `route` makes (/24 via a gateway), sorted.
+fn held(platform: &Platform, ifindex: u32) -> Vec<Route> {
+    let mut routes: Vec<Route> = platform
+        .routes()
+        .table(254)
+        .dev(ifindex)
+        .execute()
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|r| r.dst_len() == 24 && r.gateway().is_some())
+        .collect();
+    routes.sort_by_key(|r| r.dst());
+    routes
+}
+
+#[test]
+fn undo_past_failure_stops_exactly_at_the_first_failure() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let platform = Platform::open(config(&ns)).unwrap();
+        let ifindex = platform.links().name("nmx0").execute().unwrap().items[0].ifindex();
+        let bad = Route::new("10.200.0.0".parse().unwrap(), 16)
+            .with_gateway("198.51.100.1".parse().unwrap())
+            .with_oif(ifindex);
+
+        // Adds: everything in one send; what followed the refused item is deleted again.
+        let report = platform
+            .batch()
+            .stop_on_error(true)
+            .undo_past_failure(true)
+            .add_route(route(0, ifindex))
+            .add_route(route(1, ifindex))
+            .add_route(bad.clone())
+            .add_route(route(2, ifindex))
+            .add_route(route(3, ifindex))
+            .add_route(route(0, ifindex))
+            .execute()
+            .unwrap();
+        assert_eq!(report.n_ok, 2, "{report:?}");
+        assert_eq!(report.failures.len(), 1, "{report:?}");
+        assert_eq!(report.failures[0].index, 2);
+        assert_eq!(report.failures[0].error.errno, libc::ENETUNREACH);
+        // Routes 2 and 3 were applied and undone; the repeated route 0 failed (EEXIST), which
+        // is not reported since the batch stopped before it.
+        assert_eq!(report.n_undone, 2, "{report:?}");
+        assert_eq!(report.n_skipped, 3, "{report:?}");
+        assert!(report.undo_failures.is_empty(), "{report:?}");
+        assert_eq!(report.n_sends, 2, "one send, one undo send: {report:?}");
+        let before = held(&platform, ifindex);
+        let dsts: Vec<Route> = (0..2).map(|i| route(i, ifindex)).collect();
+        assert_eq!(
+            before.iter().map(Route::dst).collect::<Vec<_>>(),
+            dsts.iter().map(Route::dst).collect::<Vec<_>>()
+        );
+
+        // Deletes: route 1's delete follows the refused one, so it comes back as it was.
+        let report = platform
+            .batch()
+            .stop_on_error(true)
+            .undo_past_failure(true)
+            .delete_route(route(5, ifindex))
+            .delete_route(route(1, ifindex))
+            .execute()
+            .unwrap();
+        assert_eq!(report.n_ok, 0, "{report:?}");
+        assert_eq!(report.failures[0].index, 0);
+        assert_eq!(report.failures[0].error.errno, libc::ESRCH);
+        assert_eq!(report.n_undone, 1, "{report:?}");
+        assert_eq!(
+            held(&platform, ifindex),
+            before,
+            "route 1 added back as it was"
+        );
+
+        // A replace cannot be undone: it starts a send of its own.
+        let report = platform
+            .batch()
+            .stop_on_error(true)
+            .undo_past_failure(true)
+            .add_route(route(7, ifindex))
+            .replace_route(route(8, ifindex))
+            .add_route(route(9, ifindex))
+            .execute()
+            .unwrap();
+        assert!(report.is_success(), "{report:?}");
+        assert_eq!(report.n_sends, 2, "{report:?}");
+    });
+}
