@@ -5,10 +5,11 @@
 //! refusal. This module resolves device names from a link dump and reports.
 //!
 //! Without `--continue` every line is read first and a malformed one stops everything before
-//! anything is sent; then the lines go one per send so that the batch stops exactly at the
-//! first line the kernel refuses, as `ip -batch` does. With `--continue` the malformed lines
-//! are reported and skipped, and the rest is pipelined (256 per send) with every refusal
-//! reported.
+//! anything is sent; then the batch stops exactly at the first line the kernel refuses, as
+//! `ip -batch` does, yet the lines are still pipelined (256 per send): what the kernel applied
+//! after the refused line in the same send is undone ([`platform::Batch::undo_past_failure`]).
+//! With `--continue` the malformed lines are reported and skipped, and the rest is pipelined
+//! with every refusal reported.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -88,7 +89,7 @@ pub(crate) fn run(
         .batch()
         .extend(lines.iter().map(|line| line.item.clone()));
     if !args.keep_going {
-        batch = batch.stop_on_error(true).per_send(1);
+        batch = batch.stop_on_error(true).undo_past_failure(true);
     }
     let progress = crate::progress::Progress::start("applying batch");
     let report = batch
@@ -111,6 +112,16 @@ pub(crate) fn run(
         object.insert("error".to_owned(), Value::from(failure.error.to_string()));
         failures.push(Value::Object(object));
     }
+    for failure in &report.undo_failures {
+        let Some(line) = lines.get(failure.index) else {
+            continue;
+        };
+        eprintln!(
+            "netmirror: {file_name}:{}: `{}`: applied after the first failure, and undoing it \
+             failed: {}",
+            line.number, line.text, failure.error
+        );
+    }
     match printer.mode() {
         Mode::Json => {
             let mut object = Map::new();
@@ -128,14 +139,14 @@ pub(crate) fn run(
             );
             if report.n_skipped > 0 {
                 summary.push_str(&format!(
-                    ", {} not sent after the first failure",
+                    ", {} not applied after the first failure",
                     report.n_skipped
                 ));
             }
             printer.note(&summary)?;
         }
     }
-    let failed = report.failures.len() + n_malformed;
+    let failed = report.failures.len() + report.undo_failures.len() + n_malformed;
     let all_refused_for_permission = !report.failures.is_empty()
         && report
             .failures
