@@ -1,5 +1,8 @@
 //! Parsing route messages from the wire, and inserting the routes into the cache's indexes:
 //! the two costs of loading a routing table beside the kernel's own dump.
+//!
+//! With `NETMIRROR_BENCH_QUICK=1` (set by `cargo xtask bench --quick`) the largest size is 10k
+//! routes instead of 100k, to keep a quick run short.
 
 use std::hint::black_box;
 
@@ -33,6 +36,16 @@ fn dump_bytes(n: u32) -> Vec<u8> {
     buf
 }
 
+/// Whether `cargo xtask bench --quick` asked for smaller sizes.
+fn quick() -> bool {
+    std::env::var_os("NETMIRROR_BENCH_QUICK").is_some_and(|value| value == "1")
+}
+
+/// The route counts measured.
+fn sizes() -> [u32; 3] {
+    [10, 1_000, if quick() { 10_000 } else { 100_000 }]
+}
+
 /// Splits `buf` into messages and parses each as a route.
 fn parse_all(buf: &[u8]) -> Vec<Route> {
     let mut routes = Vec::new();
@@ -49,7 +62,7 @@ fn parse_all(buf: &[u8]) -> Vec<Route> {
 
 fn bench_parse(c: &mut Criterion) {
     let mut group = c.benchmark_group("parse/route_v4");
-    for n in [10u32, 1_000, 100_000] {
+    for n in sizes() {
         let buf = dump_bytes(n);
         group.throughput(Throughput::Elements(u64::from(n)));
         group.bench_with_input(BenchmarkId::from_parameter(n), &buf, |b, buf| {
@@ -62,7 +75,7 @@ fn bench_parse(c: &mut Criterion) {
 fn bench_insert(c: &mut Criterion) {
     let mut group = c.benchmark_group("cache/insert_routes");
     group.sample_size(10);
-    for n in [10u32, 1_000, 100_000] {
+    for n in sizes() {
         let routes = parse_all(&dump_bytes(n));
         group.throughput(Throughput::Elements(u64::from(n)));
         group.bench_with_input(BenchmarkId::from_parameter(n), &routes, |b, routes| {
@@ -81,5 +94,29 @@ fn bench_insert(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_parse, bench_insert);
+/// The initial load's path: chunks of 512 routes (what the receiving thread hands over)
+/// appended in bulk to an index sized once, as when the kernel's counters are known.
+fn bench_append(c: &mut Criterion) {
+    let mut group = c.benchmark_group("cache/append_routes");
+    group.sample_size(10);
+    for n in sizes() {
+        let routes = parse_all(&dump_bytes(n));
+        group.throughput(Throughput::Elements(u64::from(n)));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &routes, |b, routes| {
+            b.iter(|| {
+                let mut index = DedupIndex::with_capacity(routes.len());
+                index.add_index(RoutesByIfindex);
+                index.add_index(DefaultRoutes);
+                index.add_index(RoutesByWeakId);
+                for chunk in routes.chunks(512) {
+                    let _ = index.append_all(chunk.iter().cloned());
+                }
+                index
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_parse, bench_insert, bench_append);
 criterion_main!(benches);
