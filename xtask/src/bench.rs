@@ -30,6 +30,20 @@ usage: cargo xtask bench [--quick] [--only N,...] [--no-criterion] [--out PATH]
 Run as root: the comparisons make network namespaces and sandbox NetworkManager.
 ";
 
+/// Criterion's options for `--quick` (with `NETMIRROR_BENCH_QUICK=1`, for smaller sizes):
+/// short warm-up and measurement, fewer bootstrap resamples for the confidence intervals.
+const QUICK_CRITERION: &[&str] = &[
+    "--warm-up-time",
+    "0.5",
+    "--measurement-time",
+    "1",
+    "--nresamples",
+    "10000",
+];
+
+/// Criterion's options for `--quick-criterion`: full sizes, shorter measurements.
+const SHORT_CRITERION: &[&str] = &["--warm-up-time", "1", "--measurement-time", "2"];
+
 /// What the command line asked for.
 #[derive(Debug)]
 struct Options {
@@ -90,39 +104,65 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         );
     }
     let mut failures = Vec::new();
+    let mut timings: Vec<(String, f64)> = Vec::new();
 
     let mut criterion_results = Vec::new();
     let mut criterion_other: Vec<(String, Vec<String>)> = Vec::new();
     let mut criterion_command = String::new();
+    let mut build_commands = Vec::new();
     if options.criterion {
-        for (package, bench_name) in criterion_benches(root)? {
-            let mut bench = cargo();
-            bench.args(["bench", "-p", &package, "--bench", &bench_name, "--"]);
-            bench.args(["--color", "never"]);
-            if options.quick || options.quick_criterion {
-                bench.args(["--warm-up-time", "1", "--measurement-time", "2"]);
+        let targets = criterion_benches(root)?;
+        let build_started = Instant::now();
+        let (built, build_failures) = build_benches(&targets, &mut build_commands);
+        timings.push((
+            "building the criterion benches".to_owned(),
+            build_started.elapsed().as_secs_f64(),
+        ));
+        failures.extend(build_failures);
+        for target in &built {
+            let mut bench = Command::new(&target.exe);
+            bench
+                .current_dir(root.join(&target.folder))
+                .env("CRITERION_HOME", target_dir(&target.exe).join("criterion"))
+                .args(["--bench", "--color", "never"]);
+            if options.quick {
+                bench.env("NETMIRROR_BENCH_QUICK", "1");
+                bench.args(QUICK_CRITERION);
+            } else if options.quick_criterion {
+                bench.args(SHORT_CRITERION);
             }
             if criterion_command.is_empty() {
-                criterion_command = shown(&bench).replace(
-                    &format!("-p {package} --bench {bench_name}"),
-                    "-p PACKAGE --bench BENCH",
+                criterion_command = format!(
+                    "{}{}",
+                    if options.quick {
+                        "NETMIRROR_BENCH_QUICK=1 "
+                    } else {
+                        ""
+                    },
+                    shown(&bench).replace(&target.exe.display().to_string(), "BENCH_EXE"),
                 );
             }
+            let label = format!("{}/{}", target.package, target.name);
+            let started = Instant::now();
             match run_criterion(&mut bench) {
                 Ok((results, other)) => {
                     criterion_results.extend(results.into_iter().map(|mut result| {
-                        result.bench = format!("{package}/{bench_name}");
+                        result.bench.clone_from(&label);
                         result
                     }));
                     if !other.is_empty() {
-                        criterion_other.push((format!("{package}/{bench_name}"), other));
+                        criterion_other.push((label.clone(), other));
                     }
                 }
                 Err(err) => {
-                    eprintln!("xtask: criterion bench {package}/{bench_name} failed: {err:#}");
-                    failures.push(format!("criterion bench {package}/{bench_name}: {err:#}"));
+                    eprintln!("xtask: criterion bench {label} failed: {err:#}");
+                    failures.push(format!("criterion bench {label}: {err:#}"));
                 }
             }
+            timings.push((
+                format!("criterion `{label}`"),
+                started.elapsed().as_secs_f64(),
+            ));
         }
     }
 
@@ -131,27 +171,51 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let mut compare_command = String::new();
     if options.compare {
         let _ = std::fs::remove_file(&report_path);
-        let mut bench = cargo();
-        bench.args(["bench", "-p", "netmirror", "--bench", "compare", "--"]);
-        if options.quick {
-            bench.arg("--quick");
-        }
-        if let Some(only) = &options.only {
-            bench.args(["--only", only]);
-        }
-        bench.env("NETMIRROR_BENCH_REPORT", &report_path);
-        compare_command = shown(&bench);
-        match cmd::run(&mut bench) {
-            Ok(()) => {
-                compare_text = Some(
-                    std::fs::read_to_string(&report_path)
-                        .with_context(|| format!("cannot read {}", report_path.display()))?,
-                );
+        let target = [BenchTarget {
+            package: "netmirror".to_owned(),
+            folder: PathBuf::from("cli"),
+            name: "compare".to_owned(),
+        }];
+        let build_started = Instant::now();
+        let (built, build_failures) = build_benches(&target, &mut build_commands);
+        timings.push((
+            "building the comparisons (and the `bench`-profile netmirror binary)".to_owned(),
+            build_started.elapsed().as_secs_f64(),
+        ));
+        failures.extend(build_failures);
+        if let Some(compare) = built.first() {
+            let mut bench = Command::new(&compare.exe);
+            bench.current_dir(root.join(&compare.folder)).arg("--bench");
+            if options.quick {
+                bench.arg("--quick");
             }
-            Err(err) => {
-                eprintln!("xtask: comparisons failed: {err:#}");
-                failures.push(format!("comparisons: {err:#}"));
+            if let Some(only) = &options.only {
+                bench.args(["--only", only]);
             }
+            bench.env("NETMIRROR_BENCH_REPORT", &report_path);
+            let exe = compare.exe.display().to_string();
+            let args = shown(&bench).replacen(&format!("{exe} --bench"), "", 1);
+            compare_command = format!(
+                "`{}`, i.e. `cargo bench -p netmirror --bench compare --{args}`",
+                shown(&bench).replacen(&exe, "COMPARE_EXE", 1),
+            );
+            let started = Instant::now();
+            match cmd::run(&mut bench) {
+                Ok(()) => {
+                    compare_text = Some(
+                        std::fs::read_to_string(&report_path)
+                            .with_context(|| format!("cannot read {}", report_path.display()))?,
+                    );
+                }
+                Err(err) => {
+                    eprintln!("xtask: comparisons failed: {err:#}");
+                    failures.push(format!("comparisons: {err:#}"));
+                }
+            }
+            timings.push((
+                "the whole-process comparisons".to_owned(),
+                started.elapsed().as_secs_f64(),
+            ));
         }
     }
 
@@ -161,6 +225,8 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         options: &options,
         is_root,
         elapsed_s: started.elapsed().as_secs_f64(),
+        timings: &timings,
+        build_commands: &build_commands,
         criterion_command: &criterion_command,
         criterion: &criterion_results,
         criterion_other: &criterion_other,
@@ -196,9 +262,27 @@ struct CriterionResult {
     thrpt: Option<String>,
 }
 
-/// The criterion bench targets of the library crates: `(package, bench)` from each
-/// `[[bench]]` of their manifests (criterion benches need one, for `harness = false`).
-fn criterion_benches(root: &Path) -> anyhow::Result<Vec<(String, String)>> {
+/// A `[[bench]]` target of a workspace crate.
+#[derive(Debug, Clone)]
+struct BenchTarget {
+    package: String,
+    /// The crate's folder, relative to the root: cargo runs benches there.
+    folder: PathBuf,
+    name: String,
+}
+
+/// A bench target and its executable.
+#[derive(Debug)]
+struct BuiltBench {
+    package: String,
+    folder: PathBuf,
+    name: String,
+    exe: PathBuf,
+}
+
+/// The criterion bench targets of the library crates: each `[[bench]]` of their manifests
+/// (criterion benches need one, for `harness = false`).
+fn criterion_benches(root: &Path) -> anyhow::Result<Vec<BenchTarget>> {
     let mut benches = Vec::new();
     for folder in [
         "dedup-index",
@@ -228,13 +312,131 @@ fn criterion_benches(root: &Path) -> anyhow::Result<Vec<(String, String)>> {
                 // The whole-process comparisons run on their own, below.
                 "[[bench]]" if value != "compare" => {
                     let package = package.clone().context("a [[bench]] before [package]")?;
-                    benches.push((package, value.to_owned()));
+                    benches.push(BenchTarget {
+                        package,
+                        folder: PathBuf::from(folder),
+                        name: value.to_owned(),
+                    });
                 }
                 _ => {}
             }
         }
     }
     Ok(benches)
+}
+
+/// Builds `targets` with one `cargo bench --no-run` (both cores, shared dependencies built
+/// once) and returns their executables. When that build fails, builds each target on its own,
+/// so one crate whose benches do not build does not hide the figures of the others; each
+/// failure is returned as a line for the report.
+fn build_benches(
+    targets: &[BenchTarget],
+    commands: &mut Vec<String>,
+) -> (Vec<BuiltBench>, Vec<String>) {
+    if targets.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let mut build = no_run(targets);
+    commands.push(shown(&build));
+    if let Ok(built) = built_benches(&mut build, targets) {
+        return (built, Vec::new());
+    }
+    eprintln!("xtask: building every bench at once failed; building each on its own");
+    let mut all = Vec::new();
+    let mut failures = Vec::new();
+    for target in targets {
+        let one = std::slice::from_ref(target);
+        match built_benches(&mut no_run(one), one) {
+            Ok(built) => all.extend(built),
+            Err(err) => {
+                let label = format!("{}/{}", target.package, target.name);
+                eprintln!("xtask: bench {label} does not build: {err:#}");
+                failures.push(format!("building bench {label}: {err:#}"));
+            }
+        }
+    }
+    (all, failures)
+}
+
+/// `cargo bench --no-run` for `targets`, with JSON messages on stdout.
+fn no_run(targets: &[BenchTarget]) -> Command {
+    let mut build = cargo();
+    build.args([
+        "bench",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ]);
+    let mut packages: Vec<&str> = targets.iter().map(|t| t.package.as_str()).collect();
+    packages.dedup();
+    for package in packages {
+        build.args(["-p", package]);
+    }
+    for target in targets {
+        build.args(["--bench", &target.name]);
+    }
+    build
+}
+
+/// Runs a `cargo bench --no-run` and finds each target's executable in its JSON messages.
+fn built_benches(build: &mut Command, targets: &[BenchTarget]) -> anyhow::Result<Vec<BuiltBench>> {
+    let shown = shown(build);
+    eprintln!("$ {shown}");
+    let started = Instant::now();
+    let out = build
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("cannot start `{shown}`"))?;
+    eprintln!("  ({:.1} s)", started.elapsed().as_secs_f64());
+    if !out.status.success() {
+        bail!("`{shown}` failed: {}", out.status);
+    }
+    let messages = String::from_utf8_lossy(&out.stdout);
+    targets
+        .iter()
+        .map(|target| {
+            // The manifest's path, as cargo spells it (the root may be reached by a link).
+            let manifest = format!("/{}/Cargo.toml", target.folder.display());
+            messages
+                .lines()
+                .filter(|line| line.contains(r#""reason":"compiler-artifact""#))
+                .filter(|line| {
+                    json_str(line, "manifest_path").is_some_and(|path| path.ends_with(&manifest))
+                })
+                .filter(|line| line.contains(r#""kind":["bench"]"#))
+                .find(|line| {
+                    line.split_once(r#""target":"#)
+                        .and_then(|(_, rest)| json_str(rest, "name"))
+                        == Some(target.name.as_str())
+                })
+                .and_then(|line| json_str(line, "executable"))
+                .map(|exe| BuiltBench {
+                    package: target.package.clone(),
+                    folder: target.folder.clone(),
+                    name: target.name.clone(),
+                    exe: PathBuf::from(exe),
+                })
+                .with_context(|| {
+                    format!(
+                        "`{shown}` named no executable for bench {}/{}",
+                        target.package, target.name
+                    )
+                })
+        })
+        .collect()
+}
+
+/// The string value of the first `"key":"..."` in a line of cargo's JSON messages (paths and
+/// names here hold no quotes or backslashes to unescape).
+fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let (_, rest) = line.split_once(&format!("\"{key}\":\""))?;
+    rest.split('"').next()
+}
+
+/// The target directory an executable in `TARGET/PROFILE/deps/` was built in.
+fn target_dir(exe: &Path) -> PathBuf {
+    exe.ancestors()
+        .nth(3)
+        .map_or_else(|| PathBuf::from("target"), Path::to_path_buf)
 }
 
 /// Runs the criterion benches, echoing their output, and collects each `time:` line.
@@ -378,6 +580,10 @@ struct Written<'a> {
     options: &'a Options,
     is_root: bool,
     elapsed_s: f64,
+    /// How long each part of the run took, in seconds.
+    timings: &'a [(String, f64)],
+    /// The `cargo bench --no-run` commands that built the benches.
+    build_commands: &'a [String],
     criterion_command: &'a str,
     criterion: &'a [CriterionResult],
     /// What bench targets printed besides criterion's lines (e.g. a memory table).
@@ -409,12 +615,24 @@ fn markdown(w: &Written<'_>) -> String {
     ));
     out.push_str(
         "`--quick` runs smaller sizes (100k IPv4 routes, 20k IPv6, 20k-route bursts and \
-         batches, 2k D-Bus calls) with 3 runs per command, and criterion with 1 s warm-up and \
-         2 s measurement (`--quick-criterion` shortens only criterion); the full run uses \
+         batches, 2k D-Bus calls) with 3 runs per command, and the criterion benches with \
+         `NETMIRROR_BENCH_QUICK=1` (smaller sizes, where a bench has them), 0.5 s warm-up, 1 s \
+         measurement and 10k bootstrap resamples; `--quick-criterion` keeps the full sizes and \
+         shortens only criterion (1 s warm-up, 2 s measurement). The full run uses \
          100k/600k/1M IPv4 and 100k IPv6 routes, 100k-route bursts and batches, 20k D-Bus \
-         calls, 5 runs per command, and criterion's defaults (3 s warm-up, 5 s measurement). \
-         The time each part took is in the log of the command.\n\n",
+         calls, 5 runs per command, and criterion's defaults (3 s warm-up, 5 s measurement, \
+         100k resamples). How long each part of this run took is under [Run time](#run-time); \
+         `cargo xtask bench --help` gives the typical durations.\n\n",
     );
+    if !w.is_root {
+        out.push_str(
+            "**Not run as root:** scenarios 1-5 of the comparisons (NetworkManager, route \
+             loads, the filtered query, the monitor burst, batches) were not run, since they \
+             need network namespaces and the NetworkManager sandbox; only the criterion \
+             benches and the D-Bus round trip (scenario 6) ran. Run `cargo xtask bench` as \
+             root for all of them.\n\n",
+        );
+    }
     out.push_str("## Machine\n\n");
     let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
     let rows = [
@@ -460,11 +678,18 @@ fn markdown(w: &Written<'_>) -> String {
          build (release optimisations, with debug info). A netmirror command that fails on its \
          unmeasured run is shown as `not available`, without numbers.\n\n",
     );
+    for build in w.build_commands {
+        out.push_str(&format!("Build: `{build}`\n\n"));
+    }
     if !w.compare_command.is_empty() {
-        out.push_str(&format!("Comparisons: `{}`\n\n", w.compare_command));
+        out.push_str(&format!("Comparisons: {}\n\n", w.compare_command));
     }
     if !w.criterion_command.is_empty() {
-        out.push_str(&format!("Criterion: `{}`\n\n", w.criterion_command));
+        out.push_str(&format!(
+            "Criterion: `{}`, for each bench executable that the build made, run in its \
+             crate's folder (the same as `cargo bench -p PACKAGE --bench BENCH -- ...`)\n\n",
+            w.criterion_command
+        ));
     }
 
     out.push_str("## Whole-process comparisons\n\n");
@@ -510,6 +735,16 @@ fn markdown(w: &Written<'_>) -> String {
         }
         out.push_str("```\n\n");
     }
+    out.push_str("## Run time\n\n");
+    out.push_str("| part | seconds |\n| --- | ---: |\n");
+    for (part, seconds) in w.timings {
+        out.push_str(&format!("| {part} | {seconds:.0} |\n"));
+    }
+    out.push_str(&format!(
+        "| **the whole run** | **{:.0}** ({:.1} min) |\n\n",
+        w.elapsed_s,
+        w.elapsed_s / 60.0
+    ));
     if !w.failures.is_empty() {
         out.push_str("## Failures\n\n");
         for failure in w.failures {
