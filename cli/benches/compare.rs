@@ -16,6 +16,7 @@ mod compare {
     pub(crate) mod nm;
     pub(crate) mod report;
     pub(crate) mod routes;
+    pub(crate) mod sdbus;
     pub(crate) mod wire;
 }
 
@@ -265,6 +266,7 @@ fn run(args: &[OsString]) -> anyhow::Result<()> {
         );
         section
     };
+    let mut durations = Vec::new();
     for scenario in SCENARIOS.iter().filter(|n| only.contains(n)) {
         let section_started = Instant::now();
         let sections = match scenario {
@@ -283,17 +285,17 @@ fn run(args: &[OsString]) -> anyhow::Result<()> {
             6 => vec![latency::run(&ctx)],
             _ => Vec::new(),
         };
-        progress(&format!(
-            "scenario {scenario} took {:.0} s",
-            section_started.elapsed().as_secs_f64()
-        ));
+        let took = section_started.elapsed().as_secs_f64();
+        progress(&format!("scenario {scenario} took {took:.0} s"));
+        durations.push(format!("{scenario}: {took:.0} s"));
         report.sections.extend(sections);
     }
     report.sections.sort_by_key(|section| section.title.clone());
     let mut text = report.markdown();
     text.push_str(&format!(
-        "The comparisons took {:.0} s.\n",
-        started.elapsed().as_secs_f64()
+        "The comparisons took {:.0} s (by scenario: {}).\n",
+        started.elapsed().as_secs_f64(),
+        durations.join(", ")
     ));
     match std::env::var_os("NETMIRROR_BENCH_REPORT") {
         Some(path) => write_report(Path::new(&path), &text)?,
