@@ -3,12 +3,31 @@
 //!
 //! ```text
 //! cargo run --release -p netmirror-platform --example measure -- raw NETNS
-//! cargo run --release -p netmirror-platform --example measure -- cache NETNS
+//! cargo run --release -p netmirror-platform --example measure -- cache NETNS [EMPTY_NETNS]
 //! cargo run --release -p netmirror-platform --example measure -- query NETNS
 //! cargo run --release -p netmirror-platform --example measure -- resync NETNS
 //! cargo run --release -p netmirror-platform --example measure -- table NETNS 100
 //! cargo run --release -p netmirror-platform --example measure -- batch NETNS DEV GATEWAY N
 //! ```
+//!
+//! `cache` reports the memory the way issue #6 defines it: RSS after the load minus the RSS of
+//! an empty cache, divided by the number of routes. With `EMPTY_NETNS` (a namespace without
+//! routes) the empty cache is a real one, opened there and kept open during the load; without
+//! it, the RSS before the load stands in for it.
+//!
+//! With the `testing` feature, `compare` does the whole comparison in namespaces it makes
+//! (`nmx-` names, deleted at the end) and prints medians:
+//!
+//! ```text
+//! cargo run --release -p netmirror-platform --features testing --example measure -- \
+//!     compare v4|v6 N [RUNS]
+//! ```
+//!
+//! It fills a namespace with N routes (IPv4 `/28`s via 192.0.2.2, or IPv6 `/64`s via
+//! 2001:db8:ffff::2) by a batch, then runs RUNS rounds (default 5) of separate processes, in
+//! alternating order: `raw` (the floor: dump, nothing parsed), `cache` (with an empty
+//! namespace for the memory baseline), `resync` (load, then a full resync) and
+//! `ip route show >/dev/null`.
 //!
 //! Compare with `time ip -n NETNS route show >/dev/null` and `time ip -n NETNS -batch FILE`.
 
@@ -60,6 +79,11 @@ fn process_cpu() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
+/// A duration in milliseconds, as the lines printed here show it.
+fn ms(duration: Duration) -> String {
+    format!("{:.1} ms", duration.as_secs_f64() * 1e3)
+}
+
 /// The floor: dump all IPv4 and IPv6 routes with one 32 KiB buffer and parse nothing.
 fn raw_dump(netns: &str) -> Result<(), Box<dyn Error>> {
     let file = File::open(format!("/run/netns/{netns}"))?;
@@ -93,19 +117,35 @@ fn raw_dump(netns: &str) -> Result<(), Box<dyn Error>> {
             }
         }
     }
-    eprintln!("raw: {total} bytes in {:?}", start.elapsed());
+    eprintln!("raw: {total} bytes in {}", ms(start.elapsed()));
     Ok(())
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(mode), Some(netns)) = (args.first(), args.get(1)) else {
-        return Err("usage: measure raw|cache|query|resync|table|batch NETNS [ARGS]".into());
+        return Err(
+            "usage: measure raw|cache|query|resync|table|batch NETNS [ARGS] \
+             | compare v4|v6 N [RUNS]"
+                .into(),
+        );
     };
     let config = || Config::new().with_netns(Netns::name(netns.as_str()));
     match mode.as_str() {
         "raw" => raw_dump(netns)?,
         "cache" => {
+            // The baseline: an empty cache (kept open), or nothing.
+            let empty = match args.get(2) {
+                Some(empty) => Some(Cache::open(
+                    Config::new().with_netns(Netns::name(empty.as_str())),
+                )?),
+                None => None,
+            };
+            let baseline = if empty.is_some() {
+                "an empty cache"
+            } else {
+                "the start"
+            };
             let before = rss_kib();
             let (cpu0, thread0) = (process_cpu(), thread_cpu());
             let start = Instant::now();
@@ -115,10 +155,14 @@ fn main() -> Result<(), Box<dyn Error>> {
             let grown = rss_kib().saturating_sub(before);
             let n_routes = cache.routes().count().max(1);
             eprintln!(
-                "cache: {n_routes} routes loaded in {elapsed:?} (CPU {cpu:?}, this thread \
-                 {thread:?}); RSS +{grown} KiB = {:.1} bytes/route",
+                "cache: {n_routes} routes loaded in {} (CPU {}, calling thread {}); \
+                 RSS +{grown} KiB over {baseline} = {:.1} bytes/route",
+                ms(elapsed),
+                ms(cpu),
+                ms(thread),
                 grown as f64 * 1024.0 / n_routes as f64
             );
+            drop(empty);
         }
         "query" => {
             let platform = Platform::open(config())?;
@@ -131,17 +175,22 @@ fn main() -> Result<(), Box<dyn Error>> {
             );
         }
         "resync" => {
+            let start = Instant::now();
             let mut cache = Cache::open(config())?;
+            let load = start.elapsed();
             let mut events = Vec::new();
             let start = Instant::now();
             cache.resync(&mut events)?;
             eprintln!(
-                "resync: {} routes in {:?}, {} events",
+                "resync: {} routes in {} (load {}), {} events",
                 cache.routes().count(),
-                start.elapsed(),
+                ms(start.elapsed()),
+                ms(load),
                 events.len()
             );
         }
+        #[cfg(feature = "testing")]
+        "compare" => compare::run(&args[1..])?,
         "table" => {
             let table: u32 = args.get(2).ok_or("table number missing")?.parse()?;
             let platform = Platform::open(config())?;
@@ -182,4 +231,186 @@ fn main() -> Result<(), Box<dyn Error>> {
         other => return Err(format!("unknown mode {other}").into()),
     }
     Ok(())
+}
+
+/// `compare`: namespaces made here, separate processes in alternating order, medians.
+#[cfg(feature = "testing")]
+mod compare {
+    use std::error::Error;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+
+    use netmirror_platform::testing::{NetNs, Veth};
+    use netmirror_platform::{Config, Netns, Platform, Route};
+
+    /// Routes added per batch while filling the namespace.
+    const FILL_BATCH: u32 = 50_000;
+
+    pub(super) fn run(args: &[String]) -> Result<(), Box<dyn Error>> {
+        let v6 = match args.first().map(String::as_str) {
+            Some("v4") => false,
+            Some("v6") => true,
+            _ => return Err("usage: measure compare v4|v6 N [RUNS]".into()),
+        };
+        let n: u32 = args.get(1).ok_or("route count missing")?.parse()?;
+        let runs: usize = match args.get(2) {
+            Some(runs) => runs.parse()?,
+            None => 5,
+        };
+        let full = NetNs::builder()
+            .veth(
+                Veth::new("nmx0", "nmx1")
+                    .address("192.0.2.1/24")
+                    .address("2001:db8:ffff::1/64"),
+            )
+            .start()?;
+        let empty = NetNs::new()?;
+        fill(&full, n, v6)?;
+        let me = std::env::current_exe()?;
+        let ip_args: Vec<&str> = if v6 {
+            vec!["-n", full.name(), "-6", "route", "show"]
+        } else {
+            vec!["-n", full.name(), "route", "show"]
+        };
+        let mut raw = Vec::new();
+        let mut cache = Vec::new();
+        let mut bytes = Vec::new();
+        let mut resync = Vec::new();
+        let mut resync_load = Vec::new();
+        let mut ip = Vec::new();
+        eprintln!(
+            "{runs} rounds in {} ({n} IPv{} routes), load average {}",
+            full.name(),
+            if v6 { 6 } else { 4 },
+            load_average()
+        );
+        for round in 0..runs {
+            let mut steps = [0, 1, 2, 3];
+            if round % 2 == 1 {
+                steps.reverse();
+            }
+            for step in steps {
+                match step {
+                    0 => {
+                        let line = child(&me, &["raw", full.name()])?;
+                        raw.push(number_before(&line, " ms")?);
+                    }
+                    1 => {
+                        let line = child(&me, &["cache", full.name(), empty.name()])?;
+                        cache.push(number_before(&line, " ms")?);
+                        bytes.push(number_before(&line, " bytes/route")?);
+                    }
+                    2 => {
+                        let line = child(&me, &["resync", full.name()])?;
+                        resync.push(number_before(&line, " ms")?);
+                        let load = line.split("(load ").nth(1).unwrap_or_default();
+                        resync_load.push(number_before(load, " ms")?);
+                    }
+                    _ => {
+                        let start = Instant::now();
+                        let status = Command::new("ip")
+                            .args(&ip_args)
+                            .stdout(Stdio::null())
+                            .status()?;
+                        if !status.success() {
+                            return Err(format!("ip {ip_args:?}: {status}").into());
+                        }
+                        ip.push(start.elapsed().as_secs_f64() * 1e3);
+                    }
+                }
+            }
+        }
+        let (raw, cache, ip) = (median(&raw), median(&cache), median(&ip));
+        let ratios: Vec<f64> = resync
+            .iter()
+            .zip(&resync_load)
+            .map(|(r, l)| r / l)
+            .collect();
+        eprintln!(
+            "median of {runs}: raw {raw:.1} ms, cache {cache:.1} ms = {:.2}x raw, \
+             ip route show {ip:.1} ms = {:.2}x raw (cache = {:.2}x ip); \
+             {:.1} bytes/route over an empty cache; resync {:.1} ms = {:.2}x its load; \
+             load average {}",
+            cache / raw,
+            ip / raw,
+            cache / ip,
+            median(&bytes),
+            median(&resync),
+            median(&ratios),
+            load_average()
+        );
+        Ok(())
+    }
+
+    /// Adds `n` routes to `ns` by batches.
+    fn fill(ns: &NetNs, n: u32, v6: bool) -> Result<(), Box<dyn Error>> {
+        let platform = Platform::open(Config::new().with_netns(Netns::name(ns.name())))?;
+        let start = Instant::now();
+        let mut i = 0;
+        while i < n {
+            let mut batch = platform.batch();
+            for i in i..n.min(i + FILL_BATCH) {
+                let route = if v6 {
+                    let dst = Ipv6Addr::new(0x2001, 0xdb8, (i >> 16) as u16, i as u16, 0, 0, 0, 0);
+                    Route::new(dst.into(), 64).with_gateway(IpAddr::V6("2001:db8:ffff::2".parse()?))
+                } else {
+                    let dst = Ipv4Addr::from(0x0a00_0000 + (i << 4));
+                    Route::new(dst.into(), 28).with_gateway(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)))
+                };
+                batch = batch.add_route(route);
+            }
+            let report = batch.execute()?;
+            if let Some(failure) = report.failures.first() {
+                return Err(format!("filling {}: {failure:?}", ns.name()).into());
+            }
+            i = n.min(i + FILL_BATCH);
+        }
+        eprintln!(
+            "filled {} with {n} routes in {:.1} s",
+            ns.name(),
+            start.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+
+    /// Runs this program with `args`; returns the last line it printed to stderr.
+    fn child(me: &std::path::Path, args: &[&str]) -> Result<String, Box<dyn Error>> {
+        let output = Command::new(me).args(args).stdout(Stdio::null()).output()?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() {
+            return Err(format!("measure {args:?}: {}: {stderr}", output.status).into());
+        }
+        let line = stderr.lines().last().unwrap_or_default().to_owned();
+        eprintln!("  {line}");
+        Ok(line)
+    }
+
+    /// The number just before the first `unit` in `line`.
+    fn number_before(line: &str, unit: &str) -> Result<f64, Box<dyn Error>> {
+        let head = line.split(unit).next().unwrap_or_default();
+        let number = head.rsplit(' ').next().unwrap_or_default();
+        Ok(number
+            .parse()
+            .map_err(|_| format!("no number before {unit:?} in {line:?}"))?)
+    }
+
+    fn median(values: &[f64]) -> f64 {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        match sorted.len() {
+            0 => f64::NAN,
+            len if len % 2 == 1 => sorted[len / 2],
+            len => (sorted[len / 2 - 1] + sorted[len / 2]) / 2.0,
+        }
+    }
+
+    fn load_average() -> String {
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
 }
