@@ -9,7 +9,8 @@
 //! add it back); `resync/mark_readd_sweep` (mark all, re-add 90% in order, sweep, per object);
 //! `iterate/primary` and `iterate/by_ifindex` (a full in-order walk reading each
 //! object, per object); `baseline/*`, the same on a `HashMap<RouteId, Arc<Route>>` and a
-//! `Vec<Arc<Route>>`. Where a routine handles many objects, criterion's "thrpt" line gives
+//! `Vec<Arc<Route>>` (`hashmap_insert` fills a map from empty, an `Arc` per object;
+//! `hashmap_drain` removes in random order and frees each object, as `remove/drain` does). Where a routine handles many objects, criterion's "thrpt" line gives
 //! objects per second.
 //!
 //! `NETMIRROR_BENCH_QUICK=1` leaves out the 1M size (for `cargo xtask bench --quick`).
@@ -262,14 +263,34 @@ fn baseline<M: Measurement>(c: &mut Criterion<M>) {
                 black_box(map.get(&ids[next]).map(|route| route.ifindex))
             });
         });
-        let objs: Vec<Arc<Route>> = (0..n).map(|i| Arc::new(route(i))).collect();
         group.throughput(Throughput::Elements(u64::from(n)));
+        let fresh: Vec<Route> = (0..n).map(route).collect();
+        group.bench_function(BenchmarkId::new("hashmap_insert", n), |b| {
+            b.iter_batched(
+                || fresh.clone(),
+                |fresh| {
+                    let mut map = HashMap::new();
+                    for obj in fresh {
+                        black_box(map.insert(obj.id(), Arc::new(obj)));
+                    }
+                    map
+                },
+                BatchSize::PerIteration,
+            );
+        });
+        let objs: Vec<Arc<Route>> = (0..n).map(|i| Arc::new(route(i))).collect();
         group.bench_function(BenchmarkId::new("vec_iterate", n), |b| {
             b.iter(|| objs.iter().map(|obj| u64::from(obj.ifindex)).sum::<u64>());
         });
+        // The map owns the only handle of each object, so every removal frees its object,
+        // as in `remove/drain`.
         group.bench_function(BenchmarkId::new("hashmap_drain", n), |b| {
             b.iter_batched(
-                || map.clone(),
+                || {
+                    (0..n)
+                        .map(|i| (route(i).id(), Arc::new(route(i))))
+                        .collect::<HashMap<RouteId, Arc<Route>>>()
+                },
                 |mut map| {
                     for id in &ids {
                         black_box(map.remove(id));

@@ -1,7 +1,8 @@
 //! The id table: slot numbers found by the hash of their object's id, in cache-line groups.
 //!
 //! An open-addressing table of `u32` slot numbers, in groups of [`GROUP`] entries that fill one
-//! 64-byte cache line: the entries' 16-bit hash tags first, then their slot numbers. A probe
+//! 64-byte cache line: the entries' 8-bit hash tags first, then their slot numbers. The tags of
+//! a group are compared all at once, as one `u128` (SWAR: SIMD within a register). A probe
 //! reads one line to learn both which entries may match and their slot numbers, and an insert
 //! writes the line it has just read. (A table with its control bytes apart from its entries,
 //! as `hashbrown`'s, touches two lines per probe; at a million entries both miss the cache.)
@@ -11,19 +12,26 @@
 //! stops at the first group with an empty entry, as in a Swiss table; a removal leaves a
 //! tombstone only in a group without an empty entry, so no probe ever stops too early.
 
-/// Entries per group: ten tags (20 bytes) and ten slot numbers (40 bytes) in 64 bytes.
-pub(crate) const GROUP: usize = 10;
+/// Entries per group: twelve tags (in 16 bytes) and twelve slot numbers (48 bytes).
+pub(crate) const GROUP: usize = 12;
 
 /// The tag of an entry never used since the last rebuild: a probe stops at its group.
-const EMPTY: u16 = 0;
+const EMPTY: u8 = 0;
 /// The tag of a removed entry: free for an insert, but a probe goes past its group.
-const DELETED: u16 = 1;
+const DELETED: u8 = 1;
 
-/// One cache line of the table.
+/// The lowest bit of every byte.
+const LSB: u128 = u128::MAX / 0xff;
+/// The low seven bits of every byte.
+const LOW7: u128 = LSB * 0x7f;
+/// The high bit of every byte that holds a tag (the first [`GROUP`] bytes).
+const HIGH: u128 = (LSB * 0x80) & ((1 << (8 * GROUP)) - 1);
+
+/// One cache line of the table; tag bytes past [`GROUP`] are unused.
 #[derive(Debug, Clone, Copy)]
 #[repr(C, align(64))]
 struct Group {
-    tags: [u16; GROUP],
+    tags: [u8; 16],
     slots: [u32; GROUP],
 }
 
@@ -34,36 +42,48 @@ mod tests;
 
 impl Group {
     const EMPTY: Group = Group {
-        tags: [EMPTY; GROUP],
+        tags: [EMPTY; 16],
         slots: [0; GROUP],
     };
 
-    /// The entries whose tag is `tag`, one bit each.
+    /// The entries whose tag is `tag`: the high bit of their byte set, nothing else.
+    ///
+    /// A byte of `x` is zero exactly when adding 0x7f to its low seven bits leaves its high
+    /// bit clear and its own high bit is clear; no carry crosses bytes.
     #[inline]
-    fn matching(&self, tag: u16) -> u32 {
-        let mut bits = 0;
-        for (i, &t) in self.tags.iter().enumerate() {
-            bits |= u32::from(t == tag) << i;
-        }
-        bits
+    fn matching(&self, tag: u8) -> Matches {
+        let x = u128::from_le_bytes(self.tags) ^ (LSB * u128::from(tag));
+        Matches(!(((x & LOW7) + LOW7) | x) & HIGH)
     }
 
     #[inline]
     fn has_empty(&self) -> bool {
-        self.matching(EMPTY) != 0
-    }
-
-    /// The first entry that is empty or deleted.
-    #[inline]
-    fn first_free(&self) -> Option<usize> {
-        self.tags.iter().position(|&t| t == EMPTY || t == DELETED)
+        self.matching(EMPTY).0 != 0
     }
 }
 
-/// The tag stored for `hash`: its top 16 bits, moved off the two reserved values.
+/// Entries of one group, as the high bits of their tag bytes.
+#[derive(Debug, Clone, Copy)]
+struct Matches(u128);
+
+impl Iterator for Matches {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.0 == 0 {
+            return None;
+        }
+        let entry = self.0.trailing_zeros() as usize / 8;
+        self.0 &= self.0 - 1;
+        Some(entry)
+    }
+}
+
+/// The tag stored for `hash`: its top 8 bits, moved off the two reserved values.
 #[inline]
-fn tag_of(hash: u64) -> u16 {
-    ((hash >> 48) as u16).max(2)
+fn tag_of(hash: u64) -> u8 {
+    ((hash >> 56) as u8).max(2)
 }
 
 /// Where an entry is (or goes): group and entry within it.
@@ -165,11 +185,10 @@ impl IdTable {
         let tag = tag_of(hash);
         for g in self.probe_seq(hash) {
             let group = self.groups.get(g)?;
-            let mut bits = group.matching(tag);
-            while bits != 0 {
-                let entry = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let slot = group.slots[entry];
+            for entry in group.matching(tag) {
+                let Some(&slot) = group.slots.get(entry) else {
+                    continue;
+                };
                 if eq(slot) {
                     return Some((Pos { group: g, entry }, slot));
                 }
@@ -191,19 +210,21 @@ impl IdTable {
             let Some(group) = self.groups.get(g) else {
                 break;
             };
-            let mut bits = group.matching(tag);
-            while bits != 0 {
-                let entry = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let slot = group.slots[entry];
+            for entry in group.matching(tag) {
+                let Some(&slot) = group.slots.get(entry) else {
+                    continue;
+                };
                 if eq(slot) {
                     return Probe::Found(Pos { group: g, entry }, slot);
                 }
             }
+            let empty = group.matching(EMPTY);
             if free.is_none() {
-                free = group.first_free().map(|entry| Pos { group: g, entry });
+                free = Matches(empty.0 | group.matching(DELETED).0)
+                    .next()
+                    .map(|entry| Pos { group: g, entry });
             }
-            if group.has_empty() {
+            if empty.0 != 0 {
                 break;
             }
         }
@@ -216,7 +237,7 @@ impl IdTable {
         }
     }
 
-    fn tag_at(&self, pos: Pos) -> u16 {
+    fn tag_at(&self, pos: Pos) -> u8 {
         self.groups
             .get(pos.group)
             .map_or(EMPTY, |g| g.tags[pos.entry])
@@ -238,11 +259,25 @@ impl IdTable {
     }
 
     /// Adds `slot` with `hash`, known not to be in the table, without comparing it with any
-    /// entry: for rebuilding a table made with room for every entry. Without room (a sizing
-    /// mistake) the entry is not added.
+    /// entry: for filling a new table (from [`with_capacity`](Self::with_capacity), with room
+    /// for every entry and no tombstones). Without room (a sizing mistake) nothing is added.
     pub(crate) fn insert_unique(&mut self, hash: u64, slot: u32) {
-        if let Probe::Vacant(Some(pos)) = self.find_or_free(hash, |_| false) {
-            self.insert_at(pos, hash, slot);
+        if self.growth_left == 0 {
+            return;
+        }
+        let tag = tag_of(hash);
+        for g in self.probe_seq(hash) {
+            let Some(group) = self.groups.get_mut(g) else {
+                return;
+            };
+            // Only called on a table without tombstones: the first empty entry is the place.
+            if let Some(entry) = group.matching(EMPTY).next() {
+                group.tags[entry] = tag;
+                group.slots[entry] = slot;
+                self.growth_left -= 1;
+                self.items += 1;
+                return;
+            }
         }
     }
 

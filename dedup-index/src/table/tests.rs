@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use proptest::prelude::*;
 
-use super::{GROUP, IdTable, Probe};
+use super::{GROUP, Group, IdTable, Probe};
 
 /// A table of keys: the slot number of key `k` is its position in `keys`.
 struct Harness {
@@ -119,6 +119,14 @@ fn check(ops: &[(bool, u64)], hash: fn(u64) -> u64, capacity: usize) {
 }
 
 proptest! {
+    #[test]
+    fn matching_finds_exactly_the_equal_tags(tags in prop::array::uniform16(any::<u8>()), tag: u8) {
+        let group = Group { tags, slots: [0; GROUP] };
+        let found: Vec<usize> = group.matching(tag).collect();
+        let expected: Vec<usize> = (0..GROUP).filter(|&i| tags[i] == tag).collect();
+        prop_assert_eq!(found, expected);
+    }
+
     #[test]
     fn matches_a_hash_map(ops in prop::collection::vec((any::<bool>(), 0u64..64), 0..400)) {
         check(&ops, good_hash, 0);
