@@ -1,9 +1,12 @@
 //! Batch programming: many route and address changes in one pipelined stream.
 //!
-//! Requests are packed many per `sendmsg` (the kernel handles each message of a send in
-//! turn, inside the call), each asks for an acknowledgement, and acks are matched back to
-//! their items by sequence number. A failure names the item and carries the kernel's errno
-//! and extended-ack message.
+//! Requests are packed many per `sendmsg`: the kernel handles each message of a send in
+//! turn, inside the call, and answers a refused one with an error (errno and extended-ack
+//! message) whatever its flags. So the requests ask for no acknowledgement of their own: the
+//! send ends with an `NLMSG_NOOP` that does (`NLM_F_ACK`), and when its ack arrives every
+//! error of the send has arrived before it, matched back to its item by sequence number; the
+//! other items were applied. One read per send instead of one per item, and no ack for the
+//! kernel to build per item.
 //!
 //! The kernel goes on with the next message of a send after a refused one. To stop exactly at
 //! the first failure while still packing many requests per send, a batch can undo what the
@@ -187,8 +190,9 @@ impl Batch<'_> {
     pub fn execute(self) -> Result<Report> {
         let mut report = Report::default();
         let undo = self.undo && self.stop_on_error;
-        // Each answer takes about 1 KiB of receive buffer until read (an undoable delete has
-        // two: the echo and the ack): never send more requests at once than the buffer holds.
+        // An answer (an error; an echo for an undoable delete, which can also fail) takes
+        // about 1 KiB of receive buffer until read: never send more requests at once than
+        // the buffer holds answers for.
         let fits = (self.platform.rcvbuf().effective / 1024 / if undo { 2 } else { 1 }).max(1);
         let per_send = self.per_send.min(fits);
         let mut sock = self.platform.lock();
@@ -211,8 +215,9 @@ impl Batch<'_> {
                 let echo = undo && matches!(item, Item::Route(Op::Delete, _)) && undoable(item);
                 emit_item(item, &mut buf, seq, if echo { NLM_F_ECHO } else { 0 });
             }
-            // Keep later sequence numbers clear of this chunk's.
-            sock.skip_seq(chunk.len() as u32);
+            emit_end(&mut buf, base.wrapping_add(chunk.len() as u32));
+            // Keep later sequence numbers clear of this chunk's (and its end marker's).
+            sock.skip_seq(chunk.len() as u32 + 1);
             sock.send(&buf)?;
             report.n_sends += 1;
             answers.clear();
@@ -301,7 +306,8 @@ impl Batch<'_> {
             return Ok(());
         }
         tracing::debug!(n = undone.len(), "undoing what followed the failing item");
-        sock.skip_seq(undone.len() as u32);
+        emit_end(buf, base.wrapping_add(undone.len() as u32));
+        sock.skip_seq(undone.len() as u32 + 1);
         sock.send(buf)?;
         report.n_sends += 1;
         let mut undo_answers = Vec::new();
@@ -334,23 +340,75 @@ struct Answer {
     echo: Option<Route>,
 }
 
-/// Reads until every request of the send whose first sequence number is `base` is acked.
-fn collect_answers(sock: &mut NlSocket, base: u32, answers: &mut [Answer]) -> Result<()> {
-    let mut pending = answers.len();
-    while pending > 0 {
-        let Some(datagram) = sock.recv(false)? else {
-            return Err(Error::Timeout);
+/// The buffer acks and echoes are read into: each is a datagram of its own, of a few hundred
+/// bytes (acks are capped, `NETLINK_CAP_ACK`), so one read each is enough, without the peek
+/// for the size that general receives make ([`NlSocket::recv`]); a larger datagram is
+/// detected (`MSG_TRUNC`) and fails the batch.
+const ACK_BUF: usize = 32 * 1024;
+
+/// Reads one answer datagram into `buf` with a single `recvfrom`; returns its length.
+/// Datagrams not sent by the kernel are dropped and counted, as [`NlSocket::recv`] does.
+fn recv_answer(sock: &mut NlSocket, buf: &mut [u8]) -> Result<usize> {
+    use rustix::net::netlink::SocketAddrNetlink;
+    use rustix::net::{RecvFlags, recvfrom};
+    loop {
+        let (_, len, from) = match recvfrom(&*sock, &mut *buf, RecvFlags::TRUNC) {
+            Ok(it) => it,
+            Err(rustix::io::Errno::INTR) => continue,
+            // The socket's receive timeout expired.
+            Err(rustix::io::Errno::AGAIN) => return Err(Error::Timeout),
+            Err(rustix::io::Errno::NOBUFS) => return Err(Error::Overrun),
+            Err(err) => return Err(Error::socket("recv", err.into())),
         };
-        for msg in Msgs::new(datagram) {
+        let sender = from
+            .and_then(|addr| SocketAddrNetlink::try_from(addr).ok())
+            .map(|addr| addr.pid());
+        if sender != Some(0) {
+            sock.n_foreign += 1;
+            tracing::warn!(
+                ?sender,
+                len,
+                "dropped a netlink message not sent by the kernel"
+            );
+            continue;
+        }
+        if len > buf.len() {
+            return Err(Error::malformed(format!(
+                "batch answer of {len} bytes truncated to {}",
+                buf.len()
+            )));
+        }
+        return Ok(len);
+    }
+}
+
+/// Reads the answers to the send whose first sequence number is `base` (errors, echoes) up
+/// to the ack of its end marker (sequence number `base + answers.len()`); then every request
+/// without an error was applied.
+fn collect_answers(sock: &mut NlSocket, base: u32, answers: &mut [Answer]) -> Result<()> {
+    let end = answers.len();
+    let mut buf = vec![0u8; ACK_BUF];
+    loop {
+        let len = recv_answer(sock, &mut buf)?;
+        for msg in Msgs::new(&buf[..len]) {
             let msg = msg?;
             let offset = msg.seq.wrapping_sub(base) as usize;
+            if offset == end && msg.kind == wire::NLMSG_ERROR {
+                if let Some(error) = wire::parse_error(&msg)? {
+                    // A NOOP cannot fail: the kernel did not take the send as built.
+                    return Err(Error::Kernel(error));
+                }
+                for answer in answers.iter_mut() {
+                    answer.outcome.get_or_insert(Ok(()));
+                }
+                return Ok(());
+            }
             let Some(answer) = answers.get_mut(offset) else {
                 tracing::trace!(seq = msg.seq, "answer to another request");
                 continue;
             };
             match msg.kind {
-                wire::NLMSG_ERROR if answer.outcome.is_none() => {
-                    pending -= 1;
+                wire::NLMSG_ERROR => {
                     answer.outcome = Some(match wire::parse_error(&msg)? {
                         None => Ok(()),
                         Some(error) => Err(error),
@@ -361,7 +419,18 @@ fn collect_answers(sock: &mut NlSocket, base: u32, answers: &mut [Answer]) -> Re
             }
         }
     }
-    Ok(())
+}
+
+/// Ends a send with an `NLMSG_NOOP` asking for an ack: the kernel handles a send's messages
+/// in order, so its ack comes after every answer to the requests before it.
+fn emit_end(buf: &mut Vec<u8>, seq: u32) {
+    wire::MsgWriter::new(
+        buf,
+        wire::NLMSG_NOOP,
+        wire::NLM_F_REQUEST | wire::NLM_F_ACK,
+        seq,
+    )
+    .finish();
 }
 
 /// Whether an applied item can be undone exactly: an exclusive route add (the route did not
@@ -377,11 +446,9 @@ fn undoable(item: &Item) -> bool {
 
 fn emit_item(item: &Item, buf: &mut Vec<u8>, seq: u32, extra_flags: u16) {
     let flags = |op: Op| match op {
-        Op::Add => wire::NLM_F_REQUEST | wire::NLM_F_ACK | wire::NLM_F_CREATE | wire::NLM_F_EXCL,
-        Op::Replace => {
-            wire::NLM_F_REQUEST | wire::NLM_F_ACK | wire::NLM_F_CREATE | wire::NLM_F_REPLACE
-        }
-        Op::Delete => wire::NLM_F_REQUEST | wire::NLM_F_ACK,
+        Op::Add => wire::NLM_F_REQUEST | wire::NLM_F_CREATE | wire::NLM_F_EXCL,
+        Op::Replace => wire::NLM_F_REQUEST | wire::NLM_F_CREATE | wire::NLM_F_REPLACE,
+        Op::Delete => wire::NLM_F_REQUEST,
     };
     match item {
         Item::Route(op, route) => {
