@@ -71,6 +71,7 @@ mod addr;
 mod batch;
 mod cache;
 mod error;
+pub mod fuzzing;
 pub mod ipbatch;
 mod link;
 pub mod names;

@@ -1,0 +1,79 @@
+//! Entry points for the cargo-fuzz targets in `platform/fuzz` (feature `fuzzing`): the
+//! receive path fed with arbitrary bytes. Not part of the API: hidden from the docs, and
+//! free to change with the fuzz targets.
+#![cfg(feature = "fuzzing")]
+#![doc(hidden)]
+
+use crate::wire::{self, Msgs};
+use crate::{Address, Cache, Config, Event, Link, Result, Route, Rule};
+
+/// Splits `datagram` into netlink messages as the receive path does, parses every message as
+/// each kind of object and as an error, and checks that a parsed route or address survives a
+/// round trip through the encoder with the same identity. Panics only on a broken invariant.
+pub fn parse_datagram(datagram: &[u8]) {
+    for msg in Msgs::new(datagram) {
+        let Ok(msg) = msg else { break };
+        if let Ok(Some(route)) = Route::parse(msg.payload) {
+            let _ = (route.weak_id(), route.metrics(), route.ifindexes().count());
+            let mut buf = Vec::new();
+            route.emit(&mut buf, wire::RTM_NEWROUTE, 0, 1);
+            let again = reparse(&buf, Route::parse);
+            assert_eq!(
+                again.as_ref().map(Route::id),
+                Some(route.id()),
+                "{route:?} re-encoded as {again:?}"
+            );
+        }
+        if let Ok(Some(addr)) = Address::parse(msg.payload) {
+            let mut buf = Vec::new();
+            addr.emit(&mut buf, wire::RTM_NEWADDR, 0, 1);
+            let again = reparse(&buf, Address::parse);
+            assert_eq!(
+                again.as_ref().map(Address::id),
+                Some(addr.id()),
+                "{addr:?} re-encoded as {again:?}"
+            );
+        }
+        let _ = Rule::parse(msg.payload);
+        let _ = Link::parse(msg.payload);
+        let _ = wire::parse_error(&msg);
+    }
+}
+
+/// The one message in `buf` (written by an encoder), parsed by `parse`.
+fn reparse<T>(buf: &[u8], parse: fn(&[u8]) -> Result<Option<T>>) -> Option<T> {
+    let msg = Msgs::new(buf).next()?.ok()?;
+    parse(msg.payload).ok().flatten()
+}
+
+/// A real [`Cache`] opened in the caller's namespace (read-only: it subscribes and dumps,
+/// changes nothing), into which datagrams are applied as if the event socket had read them.
+#[derive(Debug)]
+pub struct Receiver {
+    cache: Cache,
+    events: Vec<Event>,
+}
+
+impl Receiver {
+    /// Opens the cache with a small receive buffer (nothing is ever read from its socket).
+    pub fn open() -> Result<Self> {
+        let cache = Cache::open(Config::new().with_rcvbuf(64 << 10))?;
+        Ok(Receiver {
+            cache,
+            events: Vec::new(),
+        })
+    }
+
+    /// Applies `datagram` to the cache's indexes as the event socket's receive path does and
+    /// returns the number of events it made; then resyncs, so each input starts from the
+    /// namespace's real state and a crash reproduces from its input alone.
+    pub fn receive(&mut self, datagram: &[u8]) -> Result<usize> {
+        self.events.clear();
+        self.cache.apply_datagram(datagram, &mut self.events);
+        let n = self.events.len();
+        self.events.clear();
+        self.cache.resync(&mut self.events)?;
+        self.events.clear();
+        Ok(n)
+    }
+}
