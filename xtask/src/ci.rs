@@ -106,6 +106,8 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     step("leftovers", || check_no_leftovers(&traces_before))?;
     test_result?;
 
+    step("fuzz", || fuzz(root))?;
+
     step("bench build", || {
         cmd::run(cargo().args(["test", "--workspace", "--benches", "--no-run", "--locked"]))
     })?;
@@ -132,6 +134,55 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         "xtask: ci passed in {:.0} s",
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// The cargo-fuzz package of the platform crate and its targets (the receive path).
+const FUZZ_DIR: &str = "platform/fuzz";
+const FUZZ_TARGETS: &[&str] = &["parse", "receive"];
+/// How long each fuzz target runs, in seconds: a fixed, short time per CI run.
+const FUZZ_SECONDS: u32 = 20;
+
+/// Builds the fuzz targets and runs each for [`FUZZ_SECONDS`], starting from the committed
+/// seeds (real captured messages); a crash fails the step, and libFuzzer leaves the input in
+/// `platform/fuzz/artifacts/TARGET/`. cargo-fuzz needs a nightly feature gate: on stable it
+/// runs with `RUSTC_BOOTSTRAP=1`. Its build lives in `target/fuzz`, apart from CI's.
+fn fuzz(root: &Path) -> anyhow::Result<()> {
+    if !system::has_cargo_fuzz() {
+        bail!("cargo-fuzz is missing: `cargo xtask setup` installs it");
+    }
+    let target_dir = root.join("target/fuzz");
+    let fuzz = || {
+        let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cargo
+            .current_dir(root.join(FUZZ_DIR))
+            .env("RUSTC_BOOTSTRAP", "1")
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_TARGET_DIR")
+            .args(["fuzz"]);
+        cargo
+    };
+    // Safe Rust throughout: panics are what is looked for, so no sanitizer (faster builds and
+    // runs); debug assertions stay on, so arithmetic overflows panic too.
+    let options = ["-O", "--sanitizer", "none", "--target-dir"];
+    cmd::run(fuzz().arg("build").args(options).arg(&target_dir))?;
+    for target in FUZZ_TARGETS {
+        let corpus = target_dir.join("corpus").join(target);
+        std::fs::create_dir_all(&corpus)?;
+        cmd::run(
+            fuzz()
+                .arg("run")
+                .args(options)
+                .arg(&target_dir)
+                .arg(target)
+                .arg(&corpus)
+                .arg("seeds")
+                .arg("--")
+                .arg(format!("-max_total_time={FUZZ_SECONDS}"))
+                .arg("-timeout=10"),
+        )
+        .with_context(|| format!("fuzz target `{target}` found a crash (or failed to run)"))?;
+    }
     Ok(())
 }
 

@@ -19,7 +19,8 @@ commands:
                          tests in throwaway namespaces when root), benches compiled, docs,
                          tidy, `cargo package` for each library crate; warnings are errors
   tidy                   `//!` headers on every .rs file, the crate layering of DESIGN.md
-  setup                  install (as root) or name (otherwise) the system packages tests need
+  setup                  install (as root) or name (otherwise) the system packages tests need,
+                         and install cargo-fuzz when missing
   bench [--quick] [ARGS] criterion benches of every crate, then the side-by-side comparisons
 ";
 
@@ -34,7 +35,7 @@ fn main() -> anyhow::Result<()> {
     match command.as_str() {
         "ci" => ci::run(&root, rest),
         "tidy" => tidy::run(&root),
-        "setup" => system::ensure_packages(),
+        "setup" => system::ensure_packages().and_then(|()| system::ensure_cargo_fuzz()),
         "bench" => bench::run(&root, rest),
         "-h" | "--help" | "help" => {
             eprint!("{USAGE}");

@@ -60,3 +60,27 @@ pub(crate) fn ensure_packages() -> anyhow::Result<()> {
     )?;
     Ok(())
 }
+
+/// Whether `cargo fuzz` runs here.
+pub(crate) fn has_cargo_fuzz() -> bool {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["fuzz", "--version"])
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+/// Installs cargo-fuzz (for the fuzz step of `cargo xtask ci`) when it is missing: a crates.io
+/// build into cargo's bin folder, about a minute on two cores. It needs no root.
+pub(crate) fn ensure_cargo_fuzz() -> anyhow::Result<()> {
+    if has_cargo_fuzz() {
+        eprintln!("xtask: cargo-fuzz present");
+        return Ok(());
+    }
+    cmd::run(
+        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())).args([
+            "install",
+            "cargo-fuzz",
+            "--locked",
+        ]),
+    )
+}
