@@ -7,6 +7,12 @@
 //! socket's own receive buffer, so memory stays bounded whatever the user's pace; when that
 //! buffer overflows (ENOBUFS), the cache resyncs by mark, dump and sweep once the storm has
 //! calmed, and reports the differences as ordinary changes.
+//!
+//! A dump (the initial load, a resync) is received and parsed on a scoped second thread that
+//! ends with it, while the calling thread fills the indexes: the kernel builds each datagram
+//! inside `recvmsg`, so its work and ours overlap. The threads meet through a bounded channel
+//! of chunks. For the initial route load a third short-lived thread reads the kernel's route
+//! counters, so the route index is sized once instead of growing by rehashing doublings.
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd};
