@@ -27,8 +27,23 @@ usage: cargo xtask bench [--quick] [--only N,...] [--no-criterion] [--out PATH]
   --no-compare     skip the whole-process comparisons
   --out PATH       write the report there instead of BENCHMARKS.md
 
-Run as root: the comparisons make network namespaces and sandbox NetworkManager.
+Run as root: the comparisons make network namespaces and sandbox NetworkManager. As a
+regular user only the criterion benches and the D-Bus round trip (scenario 6) run; the
+report says which scenarios were not run.
+
+How long it takes on a 2-core machine (measured 2026-11-30, with other builds running):
+  --quick  about 6 min: 3 min of incremental builds (one `cargo bench --no-run` for the
+           criterion benches, one for the comparisons; more from an empty target dir),
+           1.7 min of criterion, 1 min of comparisons
+  full     about 20 min (estimated from per-bench times): criterion's defaults about
+           12 min (dedup-index ops most of it), comparisons 4 min, builds 3 min
 ";
+
+/// What the report says about the durations `--help` gives (`USAGE` above).
+const TYPICAL_DURATIONS: &str = "On the project's 2-core machine a `--quick` run takes about \
+     6 min (half of it the two incremental builds) and a full run about 20 min (criterion's \
+     defaults about 12 of them); those are typical durations, not this run's, which are under \
+     [Run time](#run-time).";
 
 /// Criterion's options for `--quick` (with `NETMIRROR_BENCH_QUICK=1`, for smaller sizes):
 /// short warm-up and measurement, fewer bootstrap resamples for the confidence intervals.
@@ -621,9 +636,10 @@ fn markdown(w: &Written<'_>) -> String {
          shortens only criterion (1 s warm-up, 2 s measurement). The full run uses \
          100k/600k/1M IPv4 and 100k IPv6 routes, 100k-route bursts and batches, 20k D-Bus \
          calls, 5 runs per command, and criterion's defaults (3 s warm-up, 5 s measurement, \
-         100k resamples). How long each part of this run took is under [Run time](#run-time); \
-         `cargo xtask bench --help` gives the typical durations.\n\n",
+         100k resamples). ",
     );
+    out.push_str(TYPICAL_DURATIONS);
+    out.push_str("\n\n");
     if !w.is_root {
         out.push_str(
             "**Not run as root:** scenarios 1-5 of the comparisons (NetworkManager, route \
