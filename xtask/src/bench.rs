@@ -211,7 +211,8 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             let exe = compare.exe.display().to_string();
             let args = shown(&bench).replacen(&format!("{exe} --bench"), "", 1);
             compare_command = format!(
-                "`{}`, i.e. `cargo bench -p netmirror --bench compare --{args}`",
+                "`{}` (COMPARE_EXE: the executable that the second build made), i.e. \
+                 `cargo bench -p netmirror --bench compare --{args}`",
                 shown(&bench).replacen(&exe, "COMPARE_EXE", 1),
             );
             let started = Instant::now();
