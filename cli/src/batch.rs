@@ -121,6 +121,12 @@ pub(crate) fn run(
              failed: {}",
             line.number, line.text, failure.error
         );
+        let mut object = Map::new();
+        object.insert("line".to_owned(), Value::from(line.number));
+        object.insert("text".to_owned(), Value::from(line.text.as_str()));
+        object.insert("error".to_owned(), Value::from(failure.error.to_string()));
+        object.insert("undo".to_owned(), Value::from(true));
+        failures.push(Value::Object(object));
     }
     match printer.mode() {
         Mode::Json => {

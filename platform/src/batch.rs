@@ -154,7 +154,8 @@ impl Batch<'_> {
     ///
     /// The kernel applies every message of one send, so the items packed in the same send
     /// as the failing one are still applied; no further send is made, and the items not
-    /// sent are counted in [`Report::n_skipped`]. Use `per_send(1)` for an exact stop.
+    /// sent are counted in [`Report::n_skipped`]. For an exact stop, add
+    /// [`Batch::undo_past_failure`] (or send one item per send with `per_send(1)`, slower).
     pub fn stop_on_error(mut self, stop: bool) -> Self {
         self.stop_on_error = stop;
         self
