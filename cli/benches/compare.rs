@@ -208,6 +208,9 @@ fn main() -> ExitCode {
     if args.get(1).is_some_and(|arg| arg == measure::RUNNER_ARG) {
         return measure::runner_main(&args[2..]);
     }
+    if args.get(1).is_some_and(|arg| arg == latency::PROFILE_ARG) {
+        return latency::profile_main(&args[2..]);
+    }
     match run(&args[1..]) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -6,9 +6,14 @@
 //! `busctl` (sd-bus, one process per call, so startup included), and the floor of a raw
 //! UNIX-socket ping-pong of the same sizes.
 //!
+//! Where valgrind is installed, callgrind also counts the instructions per call of netmirror's
+//! path and of sd-bus, split by function ([`PROFILE_ARG`] runs one client on its own).
+//!
 //! The property is the bus daemon's own `org.freedesktop.DBus.Features`, so the daemon both
 //! routes and answers: one hop each way, like the ping-pong.
 
+use std::ffi::OsString;
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -65,11 +70,19 @@ async fn stream_get(conn: &Connection, stream: &mut MessageStream) -> anyhow::Re
             if header.message_type() != Type::MethodReturn {
                 bail!("Get failed: {reply:?}");
             }
-            let _value: zbus::OwnedVariant = reply.body().deserialize()?;
+            decode_reply(&reply)?;
             return Ok(started.elapsed());
         }
     }
     bail!("the connection closed")
+}
+
+/// Decodes a `Get` reply's variant, as the cache decodes every value it gets. Not inlined, so
+/// that callgrind can tell its instructions apart.
+#[inline(never)]
+fn decode_reply(reply: &Message) -> anyhow::Result<()> {
+    let _value: zbus::OwnedVariant = reply.body().deserialize()?;
+    Ok(())
 }
 
 /// Plain zbus: `Connection::call_method`.
@@ -164,6 +177,13 @@ fn latency(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
          time: one `sd_bus_call_method` per call (it builds, sends, waits, and parses the \
          reply's header) and `sd_bus_message_skip(\"v\")` over the reply's body.",
     );
+    section.setup(format!(
+        "Where valgrind is installed, callgrind counts the instructions of netmirror's path \
+         and of sd-bus: this binary makes {PROFILE_SHORT} and, in a second run, {PROFILE_LONG} calls with \
+         one client under `valgrind --tool=callgrind`, and the difference, per call, leaves \
+         start-up and connecting out; `callgrind_annotate --inclusive=yes` splits it by \
+         function."
+    ));
     progress(&format!("{n} D-Bus round trips per client"));
 
     let mut raw = RawBus::connect(bus.address())?;
@@ -349,6 +369,22 @@ fn latency(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
         (reference, reference_cost, reference_name),
         n,
     )?;
+    progress("counting instructions per call with callgrind");
+    match instructions(ctx, bus.address()) {
+        Ok(facts) => {
+            for (key, value, headline) in facts {
+                if headline {
+                    section.headline(key, value);
+                } else {
+                    section.fact(key, value);
+                }
+            }
+        }
+        Err(err) => section.fact(
+            "instructions per call (callgrind)",
+            format!("not measured: {err:#}"),
+        ),
+    }
     section.latencies = [
         Some(stream_lat),
         Some(call_lat),
@@ -423,4 +459,169 @@ fn where_time_goes(
         section.fact(key, value);
     }
     Ok(())
+}
+
+/// The first argument that makes this binary make D-Bus calls for callgrind to count:
+/// `PROFILE_ARG ADDRESS zbus|sd-bus CALLS`.
+pub(crate) const PROFILE_ARG: &str = "__netmirror_bench_dbus_profile";
+
+/// Connects to the bus at ADDRESS and makes CALLS `Properties.Get` calls with one client, untimed.
+pub(crate) fn profile_main(args: &[OsString]) -> ExitCode {
+    let run = || -> anyhow::Result<()> {
+        let [address, client, calls] = args else {
+            bail!("expected ADDRESS zbus|sd-bus CALLS");
+        };
+        let address = address.to_string_lossy();
+        let calls: usize = calls.to_string_lossy().parse()?;
+        match client.to_string_lossy().as_ref() {
+            "zbus" => zbus::block_on(async {
+                let conn = zbus::connection::Builder::address(&*address)
+                    .build()
+                    .await?;
+                let mut stream = MessageStream::from(&conn);
+                for _ in 0..calls {
+                    stream_get(&conn, &mut stream).await?;
+                }
+                anyhow::Ok(())
+            }),
+            "sd-bus" => {
+                let mut sd = SdBus::connect(&address)?;
+                for _ in 0..calls {
+                    sd_get(&mut sd)?;
+                }
+                Ok(())
+            }
+            other => bail!("unknown client {other}"),
+        }
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("compare: profile: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Calls of the short and the long callgrind run: their difference, divided by
+/// `PROFILE_LONG - PROFILE_SHORT`, is the cost of one call without the start-up.
+const PROFILE_SHORT: usize = 500;
+const PROFILE_LONG: usize = 2_500;
+
+/// Instructions per call, counted by callgrind over this binary in [`PROFILE_ARG`] mode: for
+/// netmirror's path (with what building the call, decoding the reply, sending and zbus's
+/// socket-reader task take of them) and for sd-bus (`sd_bus_call_method`,
+/// `sd_bus_message_skip`). Each client runs twice, with [`PROFILE_SHORT`] and
+/// [`PROFILE_LONG`] calls; only the difference counts, so connecting and starting up do not.
+/// Returns `(key, value, headline)` facts.
+fn instructions(ctx: &Ctx, address: &str) -> anyhow::Result<Vec<(String, String, bool)>> {
+    let exe = std::env::current_exe()?;
+    let count = |client: &str, calls: usize| -> anyhow::Result<String> {
+        let out_file = ctx.scratch_file(&format!("callgrind-{client}-{calls}.out"));
+        let status = Command::new("valgrind")
+            .arg("--tool=callgrind")
+            .arg(format!("--callgrind-out-file={}", out_file.display()))
+            .arg(&exe)
+            .args([PROFILE_ARG, address, client, &calls.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .context("cannot run valgrind (is it installed?)")?;
+        if !status.success() {
+            bail!("valgrind --tool=callgrind ({client}, {calls} calls) failed: {status}");
+        }
+        let out = Command::new("callgrind_annotate")
+            .args(["--inclusive=yes", "--threshold=100", "--auto=no"])
+            .arg(&out_file)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .context("cannot run callgrind_annotate")?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let per_call = |client: &str, functions: &[&str]| -> anyhow::Result<(f64, Vec<f64>)> {
+        let short = count(client, PROFILE_SHORT)?;
+        let long = count(client, PROFILE_LONG)?;
+        let calls = (PROFILE_LONG - PROFILE_SHORT) as f64;
+        let diff = |function: &str| {
+            (inclusive(&long, function) - inclusive(&short, function)) as f64 / calls
+        };
+        let total = diff("PROGRAM TOTALS");
+        Ok((total, functions.iter().map(|f| diff(f)).collect()))
+    };
+    let k = |instructions: f64| format!("{:.1}k", instructions / 1000.0);
+    let (zbus_total, zbus_parts) = per_call(
+        "zbus",
+        &[
+            "zbus::message::builder::Builder::build",
+            "compare::compare::latency::decode_reply",
+            "zbus::connection::Connection::send::{{closure}}",
+            "zbus::connection::socket_reader::SocketReader::receive_msg::{{closure}}",
+        ],
+    )?;
+    let (sd_total, sd_parts) = per_call("sd-bus", &["sd_bus_call_method", "sd_bus_message_skip"])?;
+    let zbus_rest = zbus_total - zbus_parts.iter().sum::<f64>();
+    let sd_rest = sd_total - sd_parts.iter().sum::<f64>();
+    let context = format!(
+        "instructions per call, user space of the calling process (callgrind, {} calls less {})",
+        PROFILE_LONG, PROFILE_SHORT
+    );
+    Ok(vec![
+        (
+            format!("{context}: netmirror's path"),
+            format!(
+                "{}: building the call (`Builder::build`) {}, decoding the reply \
+                 (into an `OwnedVariant`) {}, `Connection::send` {}, zbus's socket-reader task \
+                 (`SocketReader::receive_msg`) {}, the rest (the runtime, the stream, the \
+                 caller) {}",
+                k(zbus_total),
+                k(zbus_parts[0]),
+                k(zbus_parts[1]),
+                k(zbus_parts[2]),
+                k(zbus_parts[3]),
+                k(zbus_rest)
+            ),
+            false,
+        ),
+        (
+            format!("{context}: sd-bus"),
+            format!(
+                "{}: `sd_bus_call_method` {}, `sd_bus_message_skip` {}, the rest {}",
+                k(sd_total),
+                k(sd_parts[0]),
+                k(sd_parts[1]),
+                k(sd_rest)
+            ),
+            false,
+        ),
+        (
+            format!("{context}: netmirror's path ÷ sd-bus"),
+            super::measure::ratio(zbus_total, sd_total),
+            true,
+        ),
+    ])
+}
+
+/// The largest inclusive count that `callgrind_annotate --inclusive=yes` shows for
+/// `function` (a function inlined in several places has a line for each), or for the
+/// `PROGRAM TOTALS` line; 0 when absent.
+fn inclusive(annotated: &str, function: &str) -> u64 {
+    annotated
+        .lines()
+        .filter(|line| {
+            if function == "PROGRAM TOTALS" {
+                line.trim_end().ends_with("PROGRAM TOTALS")
+            } else {
+                // `COUNT (PERCENT)  FILE:FUNCTION [OBJECT]`
+                line.contains(&format!(":{function} ["))
+            }
+        })
+        .filter_map(|line| {
+            line.split_whitespace()
+                .next()
+                .and_then(|count| count.replace(',', "").parse::<u64>().ok())
+        })
+        .max()
+        .unwrap_or(0)
 }
