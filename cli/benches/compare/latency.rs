@@ -179,10 +179,10 @@ fn latency(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
     );
     section.setup(format!(
         "Where valgrind is installed, callgrind counts the instructions of netmirror's path \
-         and of sd-bus: this binary makes {PROFILE_SHORT} and, in a second run, {PROFILE_LONG} calls with \
-         one client under `valgrind --tool=callgrind`, and the difference, per call, leaves \
-         start-up and connecting out; `callgrind_annotate --inclusive=yes` splits it by \
-         function."
+         and of sd-bus: this binary makes {PROFILE_SHORT} and, in a second run, \
+         {PROFILE_LONG} calls with one client under `valgrind --tool=callgrind`, and the \
+         difference, per call, leaves start-up and connecting out; \
+         `callgrind_annotate --inclusive=yes` splits it by function."
     ));
     progress(&format!("{n} D-Bus round trips per client"));
 
