@@ -1,7 +1,9 @@
 //! The netlink socket: receive buffers sized from each datagram (peek, then read), a large
 //! receive buffer, extended acks, sender checks, and dumps with `NLM_F_DUMP_INTR` detection.
 
+use std::collections::VecDeque;
 use std::io;
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
@@ -269,8 +271,14 @@ const CHUNK_LEN: usize = 512;
 
 /// How many chunks may wait between the receiving thread and the consumer. With the chunk
 /// being filled and the one being consumed, at most `CHUNKS_IN_FLIGHT + 2` chunks exist: the
-/// memory between socket and consumer stays bounded whatever the consumer's pace.
-const CHUNKS_IN_FLIGHT: usize = 4;
+/// memory between socket and consumer stays bounded whatever the consumer's pace (16 chunks
+/// of IPv4 routes are about 330 KB).
+const CHUNKS_IN_FLIGHT: usize = 16;
+
+/// A thread that had to wait is woken only once half the queue is free (the receiver) or
+/// filled (the consumer), not at every chunk: each wake-up is a futex call and, on a busy
+/// machine, a wait for a processor.
+const WAKE_AT: usize = CHUNKS_IN_FLIGHT / 2;
 
 /// What the receiving thread of [`NlSocket::dump_parallel`] hands to the consumer.
 enum Handed<T> {
@@ -280,15 +288,137 @@ enum Handed<T> {
     Malformed(Error),
 }
 
+/// The bounded queue between the two threads of a dump, with emptied vectors coming back.
+struct Handoff<T> {
+    state: Mutex<HandoffState<T>>,
+    /// Signalled when the queue has room again (or the consumer left).
+    room: Condvar,
+    /// Signalled when the queue has chunks again (or the receiver finished).
+    ready: Condvar,
+}
+
+struct HandoffState<T> {
+    queue: VecDeque<Handed<T>>,
+    /// Emptied vectors for the receiver to fill again.
+    spare: Vec<Vec<T>>,
+    receiver_waits: bool,
+    consumer_waits: bool,
+    /// The receiver is done: nothing more will come.
+    done: bool,
+    /// The consumer is gone (it panicked): nothing is taken any more.
+    gone: bool,
+}
+
+impl<T> Handoff<T> {
+    fn new() -> Self {
+        Handoff {
+            state: Mutex::new(HandoffState {
+                queue: VecDeque::with_capacity(CHUNKS_IN_FLIGHT + 1),
+                spare: Vec::new(),
+                receiver_waits: false,
+                consumer_waits: false,
+                done: false,
+                gone: false,
+            }),
+            room: Condvar::new(),
+            ready: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HandoffState<T>> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Queues `item`, waiting while the queue is full. False when the consumer is gone.
+    fn push(&self, item: Handed<T>) -> bool {
+        let mut state = self.lock();
+        while state.queue.len() >= CHUNKS_IN_FLIGHT && !state.gone {
+            state.receiver_waits = true;
+            state = self
+                .room
+                .wait(state)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        if state.gone {
+            return false;
+        }
+        state.queue.push_back(item);
+        if state.consumer_waits && state.queue.len() >= WAKE_AT {
+            state.consumer_waits = false;
+            self.ready.notify_one();
+        }
+        true
+    }
+
+    /// An emptied vector to fill, or a new one.
+    fn spare(&self) -> Vec<T> {
+        self.lock()
+            .spare
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(CHUNK_LEN))
+    }
+
+    /// The next item, waiting while the queue is empty; `None` once the receiver is done and
+    /// everything was taken. `emptied` (a consumed vector) is kept for reuse.
+    fn pop(&self, emptied: Option<Vec<T>>) -> Option<Handed<T>> {
+        let mut state = self.lock();
+        if let Some(emptied) = emptied
+            && state.spare.len() < 2
+        {
+            state.spare.push(emptied);
+        }
+        loop {
+            if let Some(item) = state.queue.pop_front() {
+                if state.receiver_waits && state.queue.len() <= WAKE_AT {
+                    state.receiver_waits = false;
+                    self.room.notify_one();
+                }
+                return Some(item);
+            }
+            if state.done {
+                return None;
+            }
+            state.consumer_waits = true;
+            state = self
+                .ready
+                .wait(state)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+
+    /// The receiver is done (also when it failed or panicked): wake the consumer.
+    fn finish(&self) {
+        self.lock().done = true;
+        self.ready.notify_one();
+    }
+
+    /// The consumer is gone: wake the receiver, which drains the dump without queuing.
+    fn leave(&self) {
+        self.lock().gone = true;
+        self.room.notify_one();
+    }
+}
+
+/// Calls `f` when dropped, also while unwinding.
+struct OnDrop<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
 impl NlSocket {
     /// Like [`NlSocket::dump`], on two threads: a scoped receiving thread receives the
     /// datagrams (the kernel builds each one inside that `recvmsg`) and parses their messages
     /// with `parse`, while the calling thread hands the parsed objects to `sink` in chunks, in
     /// kernel order. The kernel's work and the consumer's overlap on two cores.
     ///
-    /// The threads meet through a bounded channel of chunks whose vectors are sent back for
-    /// reuse, so memory stays bounded. Messages `parse` refuses go to `on_malformed` (on the
-    /// calling thread); they do not stop the dump. Receive semantics are those of
+    /// The threads meet through a bounded queue of chunks whose vectors come back for reuse,
+    /// so memory stays bounded. Messages `parse` refuses go to `on_malformed` (on the calling
+    /// thread); they do not stop the dump. Receive semantics are those of
     /// [`NlSocket::recv`]: sizes peeked, foreign senders dropped.
     pub(crate) fn dump_parallel<T: Send>(
         &mut self,
@@ -298,28 +428,24 @@ impl NlSocket {
         sink: &mut dyn FnMut(&mut Vec<T>),
         on_malformed: &mut dyn FnMut(Error),
     ) -> Result<DumpOutcome> {
-        let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Handed<T>>(CHUNKS_IN_FLIGHT);
-        let (empty_tx, empty_rx) = std::sync::mpsc::sync_channel::<Vec<T>>(CHUNKS_IN_FLIGHT + 2);
+        let handoff = Handoff::new();
+        let handoff = &handoff;
         std::thread::scope(|scope| {
             let receiver = std::thread::Builder::new()
                 .name("netmirror-dump".into())
                 .spawn_scoped(scope, move || {
+                    let _finish = OnDrop(|| handoff.finish());
                     let mut chunk: Vec<T> = Vec::with_capacity(CHUNK_LEN);
                     let outcome = self.dump(request, seq, |msg| {
                         match parse(msg.payload) {
                             Ok(Some(obj)) => chunk.push(obj),
                             Ok(None) => {}
-                            Err(err) => {
-                                // A gone consumer only means nobody counts it.
-                                let _ = full_tx.send(Handed::Malformed(err));
-                            }
+                            // A gone consumer only means nobody counts it.
+                            Err(err) => drop(handoff.push(Handed::Malformed(err))),
                         }
                         if chunk.len() >= CHUNK_LEN {
-                            let next = empty_rx
-                                .try_recv()
-                                .unwrap_or_else(|_| Vec::with_capacity(CHUNK_LEN));
-                            let full = std::mem::replace(&mut chunk, next);
-                            if full_tx.send(Handed::Objs(full)).is_err() {
+                            let full = std::mem::replace(&mut chunk, handoff.spare());
+                            if !handoff.push(Handed::Objs(full)) {
                                 return Err(Error::socket(
                                     "dump",
                                     io::Error::other("the dump's consumer is gone"),
@@ -329,19 +455,23 @@ impl NlSocket {
                         Ok(())
                     });
                     if !chunk.is_empty() {
-                        let _ = full_tx.send(Handed::Objs(chunk));
+                        handoff.push(Handed::Objs(chunk));
                     }
                     outcome
                 })
                 .map_err(|e| Error::socket("spawn the dump's receiving thread", e))?;
-            for handed in full_rx.iter() {
-                match handed {
-                    Handed::Objs(mut objs) => {
-                        sink(&mut objs);
-                        objs.clear();
-                        let _ = empty_tx.try_send(objs);
+            {
+                let _leave = OnDrop(|| handoff.leave());
+                let mut emptied = None;
+                while let Some(handed) = handoff.pop(emptied.take()) {
+                    match handed {
+                        Handed::Objs(mut objs) => {
+                            sink(&mut objs);
+                            objs.clear();
+                            emptied = Some(objs);
+                        }
+                        Handed::Malformed(err) => on_malformed(err),
                     }
-                    Handed::Malformed(err) => on_malformed(err),
                 }
             }
             receiver.join().unwrap_or_else(|_| {
