@@ -32,16 +32,17 @@ regular user only the criterion benches and the D-Bus round trip (scenario 6) ru
 report says which scenarios were not run.
 
 How long it takes on a 2-core machine (measured 2026-11-30, with other builds running):
-  --quick  about 6 min: 3 min of incremental builds (one `cargo bench --no-run` for the
-           criterion benches, one for the comparisons; more from an empty target dir),
-           1.7 min of criterion, 1 min of comparisons
+  --quick  6-7 min: 2.6 min measuring (criterion 1.7, comparisons 1), plus 3-4.5 min of
+           incremental builds when sources changed (one `cargo bench --no-run` for the
+           criterion benches, one for the comparisons; seconds when nothing changed, more
+           from an empty target dir)
   full     about 20 min (estimated from per-bench times): criterion's defaults about
            12 min (dedup-index ops most of it), comparisons 4 min, builds 3 min
 ";
 
 /// What the report says about the durations `--help` gives (`USAGE` above).
-const TYPICAL_DURATIONS: &str = "On the project's 2-core machine a `--quick` run takes about \
-     6 min (half of it the two incremental builds) and a full run about 20 min (criterion's \
+const TYPICAL_DURATIONS: &str = "On the project's 2-core machine a `--quick` run takes 6-7 \
+     min (2.6 of them measuring, the rest building what changed) and a full run about 20 min (criterion's \
      defaults about 12 of them); those are typical durations, not this run's, which are under \
      [Run time](#run-time).";
 
