@@ -111,7 +111,10 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
              reported as `not run`; run `cargo xtask bench` as root for all of them"
         );
     }
-    let missing = system::missing_packages();
+    if is_root {
+        system::ensure_bench_packages()?;
+    }
+    let missing = system::missing_bench_packages();
     if !missing.is_empty() {
         eprintln!(
             "xtask: missing system packages: {} (the comparisons that need them fail; as root, \

@@ -148,9 +148,9 @@ const FUZZ_SECONDS: u32 = 20;
 /// `platform/fuzz/artifacts/TARGET/`. cargo-fuzz needs a nightly feature gate: on stable it
 /// runs with `RUSTC_BOOTSTRAP=1`. Its build lives in `target/fuzz`, apart from CI's.
 fn fuzz(root: &Path) -> anyhow::Result<()> {
-    if !system::has_cargo_fuzz() {
-        bail!("cargo-fuzz is missing: `cargo xtask setup` installs it");
-    }
+    // Like the system packages, cargo-fuzz is set up here when missing (a crates.io build,
+    // no root needed), so `cargo xtask ci` alone does all set-up.
+    system::ensure_cargo_fuzz()?;
     let target_dir = root.join("target/fuzz");
     let fuzz = || {
         let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));

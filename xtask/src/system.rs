@@ -14,6 +14,10 @@ const PACKAGES: &[(&str, &str)] = &[
     ("systemd", "/usr/bin/busctl"),
 ];
 
+/// What `cargo xtask bench` needs beyond the tests' packages: valgrind counts instructions
+/// per D-Bus call in scenario 6 (without it the report says "not measured").
+const BENCH_PACKAGES: &[(&str, &str)] = &[("valgrind", "/usr/bin/valgrind")];
+
 /// Whether this process runs as root (and so may make network namespaces).
 pub(crate) fn is_root() -> bool {
     // The effective uid is the third field of the `Uid:` line.
@@ -39,7 +43,27 @@ pub(crate) fn missing_packages() -> Vec<&'static str> {
 
 /// Installs the missing packages as root; otherwise names them and fails.
 pub(crate) fn ensure_packages() -> anyhow::Result<()> {
-    let missing = missing_packages();
+    install_missing(missing_packages())
+}
+
+/// The packages `cargo xtask bench` needs, the tests' and its own, whose marker is missing.
+pub(crate) fn missing_bench_packages() -> Vec<&'static str> {
+    let mut missing = missing_packages();
+    missing.extend(
+        BENCH_PACKAGES
+            .iter()
+            .filter(|(_, marker)| !Path::new(marker).exists())
+            .map(|(name, _)| *name),
+    );
+    missing
+}
+
+/// Installs what `cargo xtask bench` needs as root; otherwise names it and fails.
+pub(crate) fn ensure_bench_packages() -> anyhow::Result<()> {
+    install_missing(missing_bench_packages())
+}
+
+fn install_missing(missing: Vec<&'static str>) -> anyhow::Result<()> {
     if missing.is_empty() {
         eprintln!("xtask: system packages present");
         return Ok(());
