@@ -1,7 +1,7 @@
 //! Golden-byte tests: real messages captured from the kernel (Linux 6.18, in a test
 //! namespace, cross-checked with `ip -d -j`), annotated field by field, parsed by the same
-//! code as the receive path. Then a bounded fuzz test of that path (proptest): cargo-fuzz
-//! needs a nightly toolchain, which this project does not use.
+//! code as the receive path. Then a bounded fuzz test of that path (proptest), beside the
+//! cargo-fuzz targets in `platform/fuzz` that `cargo xtask ci` runs for a fixed time.
 
 use std::net::IpAddr;
 

@@ -1,4 +1,6 @@
 //! Running the binary with a time limit, feeding it stdin, and reading a monitor's lines.
+// The monitor and JSON helpers serve the privileged tests only.
+#![cfg_attr(not(feature = "privileged"), allow(dead_code))]
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
