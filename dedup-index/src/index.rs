@@ -5,7 +5,7 @@
 //! [`Link`] (two `u32`) per index type, and one dirty bit. The links live in one flat array,
 //! lane-major: each index type ("lane") has a region as long as the slot array's capacity, so
 //! a list walk steps through one dense region and finds a link by an addition. The id table
-//! ([`IdTable`]) stores `u32` slot numbers beside 8-bit hash tags, twelve to a cache line, and
+//! ([`IdTable`]) stores `u32` slot numbers beside 8-bit hash tags, six to half a cache line, and
 //! recomputes hashes from the objects when it grows, so it costs 5.3 bytes per entry of room. Partitions are found again from the object (index types are pure
 //! functions of immutable objects), so slots do not store them. Removed slots go on a free
 //! list threaded through the first lane's links.

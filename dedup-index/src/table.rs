@@ -1,8 +1,8 @@
 //! The id table: slot numbers found by the hash of their object's id, in cache-line groups.
 //!
-//! An open-addressing table of `u32` slot numbers, in groups of [`GROUP`] entries that fill one
-//! 64-byte cache line: the entries' 8-bit hash tags first, then their slot numbers. The tags of
-//! a group are compared all at once, as one `u128` (SWAR: SIMD within a register). A probe
+//! An open-addressing table of `u32` slot numbers, in groups of [`GROUP`] entries that fill half
+//! a 64-byte cache line: the entries' 8-bit hash tags first, then their slot numbers. The tags
+//! of a group are compared all at once, as one `u64` (SWAR: SIMD within a register). A probe
 //! reads one line to learn both which entries may match and their slot numbers, and an insert
 //! writes the line it has just read. (A table with its control bytes apart from its entries,
 //! as `hashbrown`'s, touches two lines per probe; at a million entries both miss the cache.)
@@ -12,8 +12,8 @@
 //! stops at the first group with an empty entry, as in a Swiss table; a removal leaves a
 //! tombstone only in a group without an empty entry, so no probe ever stops too early.
 
-/// Entries per group: twelve tags (in 16 bytes) and twelve slot numbers (48 bytes).
-pub(crate) const GROUP: usize = 12;
+/// Entries per group: six tags (in 8 bytes) and six slot numbers (24 bytes).
+pub(crate) const GROUP: usize = 6;
 
 /// The tag of an entry never used since the last rebuild: a probe stops at its group.
 const EMPTY: u8 = 0;
@@ -21,28 +21,28 @@ const EMPTY: u8 = 0;
 const DELETED: u8 = 1;
 
 /// The lowest bit of every byte.
-const LSB: u128 = u128::MAX / 0xff;
+const LSB: u64 = u64::MAX / 0xff;
 /// The low seven bits of every byte.
-const LOW7: u128 = LSB * 0x7f;
+const LOW7: u64 = LSB * 0x7f;
 /// The high bit of every byte that holds a tag (the first [`GROUP`] bytes).
-const HIGH: u128 = (LSB * 0x80) & ((1 << (8 * GROUP)) - 1);
+const HIGH: u64 = (LSB * 0x80) & ((1 << (8 * GROUP)) - 1);
 
-/// One cache line of the table; tag bytes past [`GROUP`] are unused.
+/// Half a cache line of the table; tag bytes past [`GROUP`] are unused.
 #[derive(Debug, Clone, Copy)]
-#[repr(C, align(64))]
+#[repr(C, align(32))]
 struct Group {
-    tags: [u8; 16],
+    tags: [u8; 8],
     slots: [u32; GROUP],
 }
 
-const _: () = assert!(size_of::<Group>() == 64, "one group is one cache line");
+const _: () = assert!(size_of::<Group>() == 32, "two groups to a cache line");
 
 #[cfg(test)]
 mod tests;
 
 impl Group {
     const EMPTY: Group = Group {
-        tags: [EMPTY; 16],
+        tags: [EMPTY; 8],
         slots: [0; GROUP],
     };
 
@@ -52,7 +52,7 @@ impl Group {
     /// bit clear and its own high bit is clear; no carry crosses bytes.
     #[inline]
     fn matching(&self, tag: u8) -> Matches {
-        let x = u128::from_le_bytes(self.tags) ^ (LSB * u128::from(tag));
+        let x = u64::from_le_bytes(self.tags) ^ (LSB * u64::from(tag));
         Matches(!(((x & LOW7) + LOW7) | x) & HIGH)
     }
 
@@ -64,7 +64,7 @@ impl Group {
 
 /// Entries of one group, as the high bits of their tag bytes.
 #[derive(Debug, Clone, Copy)]
-struct Matches(u128);
+struct Matches(u64);
 
 impl Iterator for Matches {
     type Item = usize;
