@@ -13,7 +13,8 @@
 //! with a fresh dump of its source.
 //!
 //! Memory is a design goal: an entry costs its object, one pointer, two `u32` links per index
-//! type, one bit and its share of a hash table of `u32` (see the crate's README for figures).
+//! type, one bit and its share of an id table of `u32` slot numbers with 8-bit hash tags (see
+//! the crate's README for figures).
 //!
 //! Minimum supported Rust version: 1.90. The crate has no feature flags and no `unsafe` code.
 //!
