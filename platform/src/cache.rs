@@ -983,6 +983,9 @@ impl<'a, T: Object + Send> Dump<'a, T> {
         };
         let report = match out {
             None => {
+                // Into an empty index (the initial load) nothing can go stale, so the sweep
+                // (a walk of every entry) is needed only after an interrupted attempt.
+                let mut must_sweep = !index.is_empty();
                 mark(index);
                 let report = std::thread::scope(|scope| {
                     // The kernel's count of what is coming, read on a third thread (for IPv4
@@ -1014,7 +1017,10 @@ impl<'a, T: Object + Send> Dump<'a, T> {
                                     tracing::warn!(%err, "cannot insert into the cache");
                                 }
                             }
-                            Chunk::Restart => mark(index),
+                            Chunk::Restart => {
+                                must_sweep = true;
+                                mark(index);
+                            }
                         },
                         on_malformed,
                     )
@@ -1022,7 +1028,7 @@ impl<'a, T: Object + Send> Dump<'a, T> {
                 if report.is_err() {
                     // Keep what was added, forget the marks: nothing is swept by mistake.
                     index.unmark_all();
-                } else {
+                } else if must_sweep {
                     match &partition {
                         Some((handle, key)) => drop(index.sweep_partition(*handle, key)),
                         None => drop(index.sweep()),
