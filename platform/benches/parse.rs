@@ -72,6 +72,15 @@ fn bench_parse(c: &mut Criterion) {
     group.finish();
 }
 
+/// An empty index with the cache's route index types, room for `capacity` routes.
+fn route_index(capacity: usize) -> DedupIndex<Route> {
+    let mut index = DedupIndex::with_capacity(capacity);
+    index.add_index(RoutesByIfindex);
+    index.add_index(DefaultRoutes);
+    index.add_index(RoutesByWeakId);
+    index
+}
+
 fn bench_insert(c: &mut Criterion) {
     let mut group = c.benchmark_group("cache/insert_routes");
     group.sample_size(10);
@@ -80,10 +89,7 @@ fn bench_insert(c: &mut Criterion) {
         group.throughput(Throughput::Elements(u64::from(n)));
         group.bench_with_input(BenchmarkId::from_parameter(n), &routes, |b, routes| {
             b.iter(|| {
-                let mut index = DedupIndex::with_capacity(routes.len());
-                index.add_index(RoutesByIfindex);
-                index.add_index(DefaultRoutes);
-                index.add_index(RoutesByWeakId);
+                let mut index = route_index(routes.len());
                 for route in routes.iter().cloned() {
                     let _ = index.insert(route, Placement::Append);
                 }
@@ -104,10 +110,7 @@ fn bench_append(c: &mut Criterion) {
         group.throughput(Throughput::Elements(u64::from(n)));
         group.bench_with_input(BenchmarkId::from_parameter(n), &routes, |b, routes| {
             b.iter(|| {
-                let mut index = DedupIndex::with_capacity(routes.len());
-                index.add_index(RoutesByIfindex);
-                index.add_index(DefaultRoutes);
-                index.add_index(RoutesByWeakId);
+                let mut index = route_index(routes.len());
                 for chunk in routes.chunks(512) {
                     let _ = index.append_all(chunk.iter().cloned());
                 }

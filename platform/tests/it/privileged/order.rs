@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use netmirror_platform::testing::NetNs;
 use netmirror_platform::{Cache, Family, Route};
 use serde_json::Value;
 
@@ -14,7 +15,7 @@ use crate::support::bounded;
 const LIMIT: Duration = Duration::from_secs(120);
 
 /// `dst metric gateway` of each route of `dst` in table main, in kernel order.
-fn ip_order(ns: &netmirror_platform::testing::NetNs, family: &str, dst: &str) -> Vec<String> {
+fn ip_order(ns: &NetNs, family: &str, dst: &str) -> Vec<String> {
     let out = ns
         .ip(&["-j", family, "route", "show", "exact", dst])
         .unwrap();
@@ -97,15 +98,7 @@ fn same_prefix_routes_keep_the_kernels_order() {
             "route append 10.20.0.0/24 via 192.0.2.8 metric 5",
             "route del 10.20.0.0/24 via 192.0.2.2 metric 5",
         ];
-        for step in steps {
-            ip(&ns, step);
-            settle(&mut cache, Duration::from_secs(10));
-            assert_eq!(
-                cache_order(&cache, Family::V4, v4),
-                ip_order(&ns, "-4", v4),
-                "after `ip {step}`"
-            );
-        }
+        run_steps(&ns, &mut cache, Family::V4, v4, &steps);
 
         let v6 = "2001:db8:20::/64";
         let steps = [
@@ -120,14 +113,20 @@ fn same_prefix_routes_keep_the_kernels_order() {
             "-6 route del 2001:db8:20::/64 via 2001:db8:1::7 metric 5",
             "-6 route prepend 2001:db8:20::/64 via 2001:db8:1::9 metric 5",
         ];
-        for step in steps {
-            ip(&ns, step);
-            settle(&mut cache, Duration::from_secs(10));
-            assert_eq!(
-                cache_order(&cache, Family::V6, v6),
-                ip_order(&ns, "-6", v6),
-                "after `ip {step}`"
-            );
-        }
+        run_steps(&ns, &mut cache, Family::V6, v6, &steps);
     });
+}
+
+/// Runs each `ip` step and compares the cache's order of `dst`'s routes with the kernel's.
+fn run_steps(ns: &NetNs, cache: &mut Cache, family: Family, dst: &str, steps: &[&str]) {
+    let flag = if family == Family::V4 { "-4" } else { "-6" };
+    for step in steps {
+        ip(ns, step);
+        settle(cache, Duration::from_secs(10));
+        assert_eq!(
+            cache_order(cache, family, dst),
+            ip_order(ns, flag, dst),
+            "after `ip {step}`"
+        );
+    }
 }
