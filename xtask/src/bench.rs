@@ -36,14 +36,15 @@ How long it takes on a 2-core machine (measured 2026-11-30, with other builds ru
            incremental builds when sources changed (one `cargo bench --no-run` for the
            criterion benches, one for the comparisons; seconds when nothing changed, more
            from an empty target dir)
-  full     about 20 min (estimated from per-bench times): criterion's defaults about
-           12 min (dedup-index ops most of it), comparisons 4 min, builds 3 min
+  full     about 13 min (measured 12.6 min on an otherwise idle machine): criterion's
+           defaults 7.5 min (dedup-index ops 3.6 of them), comparisons 4 min, builds 1.3
+           min after a previous build
 ";
 
 /// What the report says about the durations `--help` gives (`USAGE` above).
 const TYPICAL_DURATIONS: &str = "On the project's 2-core machine a `--quick` run takes 6-7 \
-     min (2.6 of them measuring, the rest building what changed) and a full run about 20 min (criterion's \
-     defaults about 12 of them); those are typical durations, not this run's, which are under \
+     min (2.6 of them measuring, the rest building what changed) and a full run about 13 min (criterion's \
+     defaults 7.5 of them); those are typical durations, not this run's, which are under \
      [Run time](#run-time).";
 
 /// Criterion's options for `--quick` (with `NETMIRROR_BENCH_QUICK=1`, for smaller sizes):
