@@ -24,7 +24,7 @@
 
 use std::borrow::Cow;
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -391,8 +391,75 @@ pub fn route_prefix(addr: IpAddr, len: u8) -> String {
             }
             text
         }
+        (IpAddr::V6(v6), len) if !is_v4_mapped(&v6) => {
+            let mut text = String::with_capacity(43);
+            push_ipv6(&mut text, &v6);
+            if len != full {
+                text.push('/');
+                push_decimal(&mut text, len);
+            }
+            text
+        }
         (addr, len) if len == full => addr.to_string(),
         (addr, len) => format!("{addr}/{len}"),
+    }
+}
+
+/// Whether `Display` writes this address with a dotted IPv4 tail (`::ffff:a.b.c.d`): left to
+/// it.
+fn is_v4_mapped(addr: &Ipv6Addr) -> bool {
+    matches!(addr.segments(), [0, 0, 0, 0, 0, 0xffff, _, _])
+}
+
+/// Appends an IPv6 address as `Display` writes it (RFC 5952: lowercase hex without leading
+/// zeros, the first longest run of two or more zero groups as `::`), without the formatting
+/// machinery, which costs several times more per address.
+fn push_ipv6(text: &mut String, addr: &Ipv6Addr) {
+    let groups = addr.segments();
+    let (mut best_at, mut best_len, mut run_at, mut run_len) = (0, 0, 0, 0);
+    for (at, group) in groups.iter().enumerate() {
+        if *group == 0 {
+            if run_len == 0 {
+                run_at = at;
+            }
+            run_len += 1;
+            if run_len > best_len {
+                (best_at, best_len) = (run_at, run_len);
+            }
+        } else {
+            run_len = 0;
+        }
+    }
+    let zeros = if best_len >= 2 {
+        best_at..best_at + best_len
+    } else {
+        0..0
+    };
+    let mut at = 0;
+    while at < groups.len() {
+        if at == zeros.start && !zeros.is_empty() {
+            text.push_str("::");
+            at = zeros.end;
+            continue;
+        }
+        if at > 0 && at != zeros.end {
+            text.push(':');
+        }
+        push_hex(text, groups[at]);
+        at += 1;
+    }
+}
+
+/// Appends a 16-bit group in lowercase hex without leading zeros.
+fn push_hex(text: &mut String, group: u16) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut started = false;
+    for shift in [12u16, 8, 4, 0] {
+        let digit = (group >> shift) & 0xf;
+        if digit != 0 || started || shift == 0 {
+            text.push(char::from(DIGITS[usize::from(digit)]));
+            started = true;
+        }
     }
 }
 

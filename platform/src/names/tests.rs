@@ -151,6 +151,42 @@ fn ipv4_prefixes_written_by_hand_match_display() {
 }
 
 #[test]
+fn ipv6_prefixes_written_by_hand_match_display() {
+    // Every pattern of zero and non-zero groups (so every run of zeros to compress), with
+    // group values of one to four hex digits, the v4-mapped form Display keeps, and lengths.
+    let values = [0x1u16, 0x20, 0xabc, 0xffff, 0xdb8];
+    for pattern in 0..=u8::MAX {
+        let groups: [u16; 8] = std::array::from_fn(|at| {
+            if pattern & (1 << at) == 0 {
+                0
+            } else {
+                values[(at + usize::from(pattern)) % values.len()]
+            }
+        });
+        let addr = IpAddr::from(groups);
+        for len in [1u8, 64, 127, 128, 129] {
+            let expected = if len == 128 {
+                addr.to_string()
+            } else {
+                format!("{addr}/{len}")
+            };
+            assert_eq!(route_prefix(addr, len), expected, "{groups:x?}");
+        }
+    }
+    for text in [
+        "::ffff:192.0.2.1",
+        "::1",
+        "::",
+        "1::",
+        "fe80::1:0:0:1",
+        "2001:db8:0:1:1:1:1:1",
+    ] {
+        let addr: IpAddr = text.parse().unwrap();
+        assert_eq!(route_prefix(addr, 128), addr.to_string());
+    }
+}
+
+#[test]
 fn states_and_addresses() {
     assert_eq!(operstate(6), "UP");
     assert_eq!(operstate(0), "UNKNOWN");
