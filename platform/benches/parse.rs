@@ -81,8 +81,10 @@ fn route_index(capacity: usize) -> DedupIndex<Route> {
     index
 }
 
-fn bench_insert(c: &mut Criterion) {
-    let mut group = c.benchmark_group("cache/insert_routes");
+/// Fills an index with the cache's route index types from a parsed dump of each size, the
+/// way `fill` does it, under the benchmark group `name`.
+fn bench_fill(c: &mut Criterion, name: &str, fill: fn(&mut DedupIndex<Route>, &[Route])) {
+    let mut group = c.benchmark_group(name);
     group.sample_size(10);
     for n in sizes() {
         let routes = parse_all(&dump_bytes(n));
@@ -90,9 +92,7 @@ fn bench_insert(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::from_parameter(n), &routes, |b, routes| {
             b.iter(|| {
                 let mut index = route_index(routes.len());
-                for route in routes.iter().cloned() {
-                    let _ = index.insert(route, Placement::Append);
-                }
+                fill(&mut index, routes);
                 index
             })
         });
@@ -100,25 +100,23 @@ fn bench_insert(c: &mut Criterion) {
     group.finish();
 }
 
+/// One insert per route, as events add them.
+fn bench_insert(c: &mut Criterion) {
+    bench_fill(c, "cache/insert_routes", |index, routes| {
+        for route in routes.iter().cloned() {
+            let _ = index.insert(route, Placement::Append);
+        }
+    });
+}
+
 /// The initial load's path: chunks of 512 routes (what the receiving thread hands over)
 /// appended in bulk to an index sized once, as when the kernel's counters are known.
 fn bench_append(c: &mut Criterion) {
-    let mut group = c.benchmark_group("cache/append_routes");
-    group.sample_size(10);
-    for n in sizes() {
-        let routes = parse_all(&dump_bytes(n));
-        group.throughput(Throughput::Elements(u64::from(n)));
-        group.bench_with_input(BenchmarkId::from_parameter(n), &routes, |b, routes| {
-            b.iter(|| {
-                let mut index = route_index(routes.len());
-                for chunk in routes.chunks(512) {
-                    let _ = index.append_all(chunk.iter().cloned());
-                }
-                index
-            })
-        });
-    }
-    group.finish();
+    bench_fill(c, "cache/append_routes", |index, routes| {
+        for chunk in routes.chunks(512) {
+            let _ = index.append_all(chunk.iter().cloned());
+        }
+    });
 }
 
 criterion_group!(benches, bench_parse, bench_insert, bench_append);

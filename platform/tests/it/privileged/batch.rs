@@ -11,6 +11,16 @@ use crate::support::bounded;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
+/// `nmx0`'s index, and a route the kernel refuses with an extended ack: its gateway is not on
+/// the link.
+fn nmx0_and_bad_route(platform: &Platform) -> (u32, Route) {
+    let ifindex = platform.links().name("nmx0").execute().unwrap().items[0].ifindex();
+    let bad = Route::new("10.200.0.0".parse().unwrap(), 16)
+        .with_gateway("198.51.100.1".parse().unwrap())
+        .with_oif(ifindex);
+    (ifindex, bad)
+}
+
 fn route(i: u32, ifindex: u32) -> Route {
     Route::new(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + (i << 8))), 24)
         .with_gateway("192.0.2.2".parse().unwrap())
@@ -22,11 +32,7 @@ fn one_bad_item_is_reported_and_the_rest_applied() {
     bounded(LIMIT, || {
         let ns = netns_with_veth();
         let platform = Platform::open(config(&ns)).unwrap();
-        let ifindex = platform.links().name("nmx0").execute().unwrap().items[0].ifindex();
-        // A gateway that is not on the link: the kernel refuses it with an extended ack.
-        let bad = Route::new("10.200.0.0".parse().unwrap(), 16)
-            .with_gateway("198.51.100.1".parse().unwrap())
-            .with_oif(ifindex);
+        let (ifindex, bad) = nmx0_and_bad_route(&platform);
         let mut batch = platform.batch().per_send(4);
         for i in 0..10 {
             if i == 5 {
@@ -113,10 +119,7 @@ fn undo_past_failure_stops_exactly_at_the_first_failure() {
     bounded(LIMIT, || {
         let ns = netns_with_veth();
         let platform = Platform::open(config(&ns)).unwrap();
-        let ifindex = platform.links().name("nmx0").execute().unwrap().items[0].ifindex();
-        let bad = Route::new("10.200.0.0".parse().unwrap(), 16)
-            .with_gateway("198.51.100.1".parse().unwrap())
-            .with_oif(ifindex);
+        let (ifindex, bad) = nmx0_and_bad_route(&platform);
 
         // Adds: everything in one send; what followed the refused item is deleted again.
         let report = platform
