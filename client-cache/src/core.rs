@@ -181,7 +181,6 @@ pub(crate) struct Core {
     pub(crate) out: Vec<Message>,
     batch: Batch,
     pub(crate) events: VecDeque<Event>,
-    pub(crate) loads: u64,
     pub(crate) loaded_events: u64,
     load_announce: bool,
 }
@@ -243,7 +242,6 @@ impl Core {
             out: Vec::new(),
             batch: Batch::default(),
             events: VecDeque::new(),
-            loads: 0,
             loaded_events: 0,
             load_announce: false,
         }
@@ -411,10 +409,7 @@ impl Core {
         match new {
             Some(owner) => {
                 let rules = self.owner_rules(&owner);
-                for rule in &rules {
-                    self.call_bus("AddMatch", rule, Call::AddMatch);
-                }
-                self.rules = rules;
+                self.resubscribe(rules);
                 self.begin_load();
             }
             None => self.batch.loaded = true,
@@ -614,7 +609,6 @@ impl Core {
                             WarningKind::CallFailed,
                             format_args!("GetManagedObjects failed: {}", err_text()),
                         );
-                        self.loads += 1;
                         self.mark_load_done();
                     } else {
                         self.apply_managed_objects(msg);
@@ -763,7 +757,6 @@ impl Core {
             }
         }
         if let Some((deferred, got)) = finished {
-            self.loads += 1;
             self.mark_load_done();
             for m in deferred {
                 let hdr = m.header();
@@ -1039,7 +1032,6 @@ impl Core {
         for id in stale {
             self.remove_object(id);
         }
-        self.loads += 1;
         self.mark_load_done();
     }
 

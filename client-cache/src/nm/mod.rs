@@ -99,7 +99,6 @@ pub enum NmEvent {
 #[derive(Debug)]
 pub struct NmClient {
     cache: ObjectCache,
-    user: Option<String>,
 }
 
 impl NmClient {
@@ -125,10 +124,7 @@ impl NmClient {
     /// Load with a customised builder (see [`NmClient::builder`]).
     pub async fn from_builder(conn: &Connection, builder: CacheBuilder) -> Result<Self> {
         let cache = builder.build_loaded(conn).await?;
-        Ok(Self {
-            cache,
-            user: current_user(),
-        })
+        Ok(Self { cache })
     }
 
     /// Load only the device whose interface is `ifname`, asking the daemon for it with
@@ -222,7 +218,7 @@ impl NmClient {
     /// Whether the user may see profile `c` (NMClient's rule: the daemon let us read its
     /// settings, which it refuses where `connection.permissions` exclude the user).
     pub fn is_visible(&self, c: &Profile<'_>) -> bool {
-        profile_visible(c.0, self.user.as_deref())
+        profile_visible(c.0)
     }
 
     /// The next event, by kind. The cache advances only while this is polled.
@@ -239,7 +235,6 @@ impl NmClient {
 
     /// Sort a generic event into its kind.
     pub fn classify(&self, ev: Event) -> NmEvent {
-        let user = self.user.as_deref();
         match ev {
             Event::Added { path } => {
                 let Some(o) = self.cache.object_any(&path) else {
@@ -247,7 +242,7 @@ impl NmClient {
                 };
                 if o.has_interface(iface::DEVICE) {
                     NmEvent::DeviceAdded(path)
-                } else if o.has_interface(iface::CONNECTION) && profile_visible(o, user) {
+                } else if o.has_interface(iface::CONNECTION) && profile_visible(o) {
                     NmEvent::ProfileAdded(path)
                 } else if o.has_interface(iface::ACTIVE) {
                     NmEvent::ActiveAdded(path)
@@ -258,7 +253,7 @@ impl NmClient {
             Event::Removed { path, object } => {
                 if object.has_interface(iface::DEVICE) {
                     NmEvent::DeviceRemoved(path)
-                } else if object.has_interface(iface::CONNECTION) && object_visible(&object, user) {
+                } else if object.has_interface(iface::CONNECTION) && object_visible(&object) {
                     NmEvent::ProfileRemoved(path)
                 } else if object.has_interface(iface::ACTIVE) {
                     NmEvent::ActiveRemoved(path)
@@ -270,7 +265,7 @@ impl NmClient {
                 let visible = self
                     .cache
                     .object_any(&path)
-                    .is_some_and(|o| profile_visible(o, user));
+                    .is_some_and(|o| profile_visible(o));
                 if visible {
                     NmEvent::ProfileUpdated(path)
                 } else {
@@ -297,32 +292,14 @@ impl NmClient {
     }
 }
 
-fn profile_visible(o: ObjectRef<'_>, user: Option<&str>) -> bool {
-    object_visible(o.object(), user)
+fn profile_visible(o: ObjectRef<'_>) -> bool {
+    object_visible(o.object())
 }
 
-fn object_visible(o: &crate::Object, _user: Option<&str>) -> bool {
+fn object_visible(o: &crate::Object) -> bool {
     // NMClient's rule: the daemon decides. It refuses `GetSettings` to a user that a profile's
     // `connection.permissions` exclude (root is never excluded), and such a profile is hidden.
     o.fetched().is_some()
-}
-
-/// The name of the process's user, from `/proc/self/status` and `/etc/passwd`.
-fn current_user() -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let uid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))?
-        .split_whitespace()
-        .next()?
-        .to_owned();
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|l| {
-        let mut f = l.split(':');
-        let name = f.next()?;
-        let _ = f.next();
-        (f.next()? == uid).then(|| name.to_owned())
-    })
 }
 
 #[cfg(test)]
