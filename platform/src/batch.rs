@@ -199,6 +199,7 @@ impl Batch<'_> {
         let mut sock = self.platform.lock();
         let mut buf = Vec::with_capacity(per_send * 96);
         let mut answers = Vec::with_capacity(per_send);
+        let mut ack_buf = vec![0u8; ACK_BUF];
         let mut index = 0;
         while index < self.items.len() {
             let mut chunk_end = (index + per_send).min(self.items.len());
@@ -223,7 +224,7 @@ impl Batch<'_> {
             report.n_sends += 1;
             answers.clear();
             answers.resize_with(chunk.len(), Answer::default);
-            collect_answers(&mut sock, base, &mut answers)?;
+            collect_answers(&mut sock, base, &mut answers, &mut ack_buf)?;
 
             // The first refused item of the send, when the batch stops there.
             let cut = if self.stop_on_error {
@@ -313,7 +314,7 @@ impl Batch<'_> {
         report.n_sends += 1;
         let mut undo_answers = Vec::new();
         undo_answers.resize_with(undone.len(), Answer::default);
-        collect_answers(sock, base, &mut undo_answers)?;
+        collect_answers(sock, base, &mut undo_answers, &mut vec![0u8; ACK_BUF])?;
         for (answer, item_index) in undo_answers.into_iter().zip(undone) {
             match answer.outcome {
                 Some(Err(error)) => {
@@ -386,11 +387,15 @@ fn recv_answer(sock: &mut NlSocket, buf: &mut [u8]) -> Result<usize> {
 /// Reads the answers to the send whose first sequence number is `base` (errors, echoes) up
 /// to the ack of its end marker (sequence number `base + answers.len()`); then every request
 /// without an error was applied.
-fn collect_answers(sock: &mut NlSocket, base: u32, answers: &mut [Answer]) -> Result<()> {
+fn collect_answers(
+    sock: &mut NlSocket,
+    base: u32,
+    answers: &mut [Answer],
+    buf: &mut [u8],
+) -> Result<()> {
     let end = answers.len();
-    let mut buf = vec![0u8; ACK_BUF];
     loop {
-        let len = recv_answer(sock, &mut buf)?;
+        let len = recv_answer(sock, buf)?;
         for msg in Msgs::new(&buf[..len]) {
             let msg = msg?;
             let offset = msg.seq.wrapping_sub(base) as usize;

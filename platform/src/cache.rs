@@ -804,10 +804,7 @@ impl Cache {
                 } else {
                     Placement::Before(first)
                 };
-                match self.routes.insert(route, placement) {
-                    Ok(change) => out.extend(Change::from_dedup(change).map(Event::Route)),
-                    Err(err) => tracing::warn!(%err, "cannot insert into the cache"),
-                }
+                out.extend(upsert_at(&mut self.routes, route, placement, Event::Route));
                 return;
             }
         }
@@ -1048,7 +1045,7 @@ impl<'a, T: Object + Send> Dump<'a, T> {
                     on_malformed,
                 );
                 if report.is_ok() {
-                    sync_index(index, partition, objs, wrap, Some(out));
+                    sync_index(index, partition, objs, wrap, out);
                 }
                 report
             }
@@ -1067,7 +1064,7 @@ fn sync_index<T: Object, X: IndexType<T>>(
     partition: Option<(IndexHandle<X>, X::Partition)>,
     objs: Vec<T>,
     wrap: fn(Change<T>) -> Event,
-    out: Option<&mut Vec<Event>>,
+    out: &mut Vec<Event>,
 ) {
     match &partition {
         Some((handle, key)) => {
@@ -1076,17 +1073,6 @@ fn sync_index<T: Object, X: IndexType<T>>(
         None => index.mark_all(),
     }
     index.reserve(objs.len().saturating_sub(index.len()));
-    let Some(out) = out else {
-        // Nothing to report: the bulk path, which makes no handle per object.
-        if let Err(err) = index.append_all(objs) {
-            tracing::warn!(%err, "cannot insert into the cache");
-        }
-        match &partition {
-            Some((handle, key)) => drop(index.sweep_partition(*handle, key)),
-            None => drop(index.sweep()),
-        }
-        return;
-    };
     for obj in objs {
         if let Some(event) = upsert(index, obj, wrap) {
             out.push(event);
@@ -1104,7 +1090,18 @@ fn upsert<T: Object>(
     obj: T,
     wrap: fn(Change<T>) -> Event,
 ) -> Option<Event> {
-    match index.insert(obj, Placement::Append) {
+    upsert_at(index, obj, Placement::Append, wrap)
+}
+
+/// Inserts `obj` where `placement` says (an existing entry stays where it is) and reports
+/// the change.
+fn upsert_at<T: Object>(
+    index: &mut DedupIndex<T>,
+    obj: T,
+    placement: Placement<T::Id>,
+    wrap: fn(Change<T>) -> Event,
+) -> Option<Event> {
+    match index.insert(obj, placement) {
         Ok(change) => Change::from_dedup(change).map(wrap),
         Err(err) => {
             tracing::warn!(%err, "cannot insert into the cache");

@@ -28,6 +28,8 @@ use std::net::{IpAddr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::link::IFF_UP;
+
 /// Where iproute2 looks for its configuration: the administrator's directory first, then the
 /// distribution's defaults.
 pub const CONFIG_DIRS: &[&str] = &["/etc/iproute2", "/usr/share/iproute2"];
@@ -124,7 +126,6 @@ const LINK_FLAGS: &[(u32, &str)] = &[
     (0x20000, "DORMANT"),
     (0x40000, "ECHO"),
 ];
-const IFF_UP: u32 = 0x1;
 const IFF_RUNNING: u32 = 0x40;
 
 /// Hardware types (`ARPHRD_*`) as `ip -j link` names them in `link_type`.

@@ -7,6 +7,7 @@ use std::io::Write;
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
+use netmirror_platform::testing::NetNs;
 use netmirror_platform::{Cache, Change, Event, Family, Platform, Route};
 
 use super::snapshot::route_line;
@@ -94,18 +95,25 @@ fn burst_of_100k_routes_from_ip_batch_ends_equal_to_a_fresh_dump() {
     });
 }
 
+/// A settled cache with a 64 KiB receive buffer (easy to overflow) and a 50 ms resync
+/// back-off, and `nmx0`'s index.
+fn small_buffer_cache(ns: &NetNs) -> (Cache, u32) {
+    let mut cache = Cache::open(
+        config(ns)
+            .with_rcvbuf(64 * 1024)
+            .with_resync_backoff(Duration::from_millis(50)),
+    )
+    .unwrap();
+    settle(&mut cache, Duration::from_secs(10));
+    let ifindex = cache.link_by_name("nmx0").unwrap().ifindex();
+    (cache, ifindex)
+}
+
 #[test]
 fn overflow_is_detected_resynced_and_reported() {
     bounded(LIMIT, || {
         let ns = netns_with_veth();
-        let mut cache = Cache::open(
-            config(&ns)
-                .with_rcvbuf(64 * 1024)
-                .with_resync_backoff(Duration::from_millis(50)),
-        )
-        .unwrap();
-        settle(&mut cache, Duration::from_secs(10));
-        let ifindex = cache.link_by_name("nmx0").unwrap().ifindex();
+        let (mut cache, ifindex) = small_buffer_cache(&ns);
 
         // A stalled consumer: 20k routes arrive while nobody polls.
         let n = 20_000;
@@ -158,14 +166,7 @@ fn overflow_is_detected_resynced_and_reported() {
 fn a_storm_of_overflows_backs_off_and_ends_consistent() {
     bounded(LIMIT, || {
         let ns = netns_with_veth();
-        let mut cache = Cache::open(
-            config(&ns)
-                .with_rcvbuf(64 * 1024)
-                .with_resync_backoff(Duration::from_millis(50)),
-        )
-        .unwrap();
-        settle(&mut cache, Duration::from_secs(10));
-        let ifindex = cache.link_by_name("nmx0").unwrap().ifindex();
+        let (mut cache, ifindex) = small_buffer_cache(&ns);
 
         // Three seconds of route churn, far more than the 64 KiB buffer holds.
         let storm = {
