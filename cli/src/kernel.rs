@@ -480,8 +480,9 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
     drop(progress);
 
     let mut counts: std::collections::BTreeMap<(u32, &'static str), usize> = Default::default();
+    let only = family(kernel);
     for route in cache.routes() {
-        if family(kernel).is_none_or(|family| route.family() == family) {
+        if only.is_none_or(|family| route.family() == family) {
             *counts
                 .entry((route.table(), family_name(route.family())))
                 .or_default() += 1;

@@ -540,12 +540,11 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
     }
     tracing::debug!(n_objects = known.len(), "monitor ready");
     while let Some(event) = nm.next_event().await {
-        let devices = active_devices(&nm);
         match event {
             NmEvent::DeviceAdded(path)
             | NmEvent::ProfileAdded(path)
             | NmEvent::ActiveAdded(path) => {
-                if let Some(entry) = describe(&nm, &path, &devices) {
+                if let Some(entry) = describe(&nm, &path, &active_devices(&nm)) {
                     print(
                         printer,
                         &entry,
@@ -569,7 +568,9 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
                     )?;
                 }
             }
-            NmEvent::ProfileUpdated(path) => changed(printer, &nm, &mut known, &path, &devices)?,
+            NmEvent::ProfileUpdated(path) => {
+                changed(printer, &nm, &mut known, &path, &active_devices(&nm))?;
+            }
             NmEvent::PropertyChanged {
                 path,
                 interface,
@@ -578,7 +579,7 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
                 new,
             } => {
                 if known.contains_key(path.as_ref()) {
-                    changed(printer, &nm, &mut known, &path, &devices)?;
+                    changed(printer, &nm, &mut known, &path, &active_devices(&nm))?;
                 } else {
                     let row = |value| {
                         vec![

@@ -908,7 +908,8 @@ fn event_text(event: &Event<'_>, chosen: &[usize]) -> String {
             // What stayed the same says which object it is; then what changed.
             let same = describe(new, &differs);
             match (same.is_empty(), changes.is_empty()) {
-                (_, true) => describe(new, &|_| false),
+                // Nothing differs: `same` describes the whole object.
+                (_, true) => same,
                 (true, false) => changes.join(", "),
                 (false, false) => format!("{same}: {}", changes.join(", ")),
             }
