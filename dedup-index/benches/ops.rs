@@ -75,27 +75,20 @@ fn main() {
 }
 
 fn insert<M: Measurement>(c: &mut Criterion<M>) {
-    let mut group = c.benchmark_group("insert/fill");
-    for &n in sizes() {
-        let fresh: Vec<Route> = (0..n).map(route).collect();
-        group.throughput(Throughput::Elements(u64::from(n)));
-        group.bench_function(BenchmarkId::from_parameter(n), |b| {
-            b.iter_batched(
-                || fresh.clone(),
-                |fresh| {
-                    let mut routes = Routes::new(Layout::Three);
-                    for obj in fresh {
-                        black_box(routes.index.insert(obj, Placement::Append)).ok();
-                    }
-                    routes
-                },
-                BatchSize::PerIteration,
-            );
-        });
-    }
-    group.finish();
+    fill(c, "insert/fill", |routes, fresh| {
+        for obj in fresh {
+            black_box(routes.index.insert(obj, Placement::Append)).ok();
+        }
+    });
+    fill(c, "insert/append_all", |routes, fresh| {
+        black_box(routes.index.append_all(fresh)).ok();
+    });
+}
 
-    let mut group = c.benchmark_group("insert/append_all");
+/// Times filling an empty three-index-type index with `n` fresh routes the way `add` does,
+/// for each size, under the benchmark group `name`.
+fn fill<M: Measurement>(c: &mut Criterion<M>, name: &str, add: fn(&mut Routes, Vec<Route>)) {
+    let mut group = c.benchmark_group(name);
     for &n in sizes() {
         let fresh: Vec<Route> = (0..n).map(route).collect();
         group.throughput(Throughput::Elements(u64::from(n)));
@@ -104,7 +97,7 @@ fn insert<M: Measurement>(c: &mut Criterion<M>) {
                 || fresh.clone(),
                 |fresh| {
                     let mut routes = Routes::new(Layout::Three);
-                    black_box(routes.index.append_all(fresh)).ok();
+                    add(&mut routes, fresh);
                     routes
                 },
                 BatchSize::PerIteration,

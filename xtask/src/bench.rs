@@ -159,7 +159,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
                     } else {
                         ""
                     },
-                    shown(&bench).replace(&target.exe.display().to_string(), "BENCH_EXE"),
+                    cmd::show(&bench).replace(&target.exe.display().to_string(), "BENCH_EXE"),
                 );
             }
             let label = format!("{}/{}", target.package, target.name);
@@ -214,11 +214,11 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             }
             bench.env("NETMIRROR_BENCH_REPORT", &report_path);
             let exe = compare.exe.display().to_string();
-            let args = shown(&bench).replacen(&format!("{exe} --bench"), "", 1);
+            let args = cmd::show(&bench).replacen(&format!("{exe} --bench"), "", 1);
             compare_command = format!(
                 "`{}` (COMPARE_EXE: the executable that the second build made), i.e. \
                  `cargo bench -p netmirror --bench compare --{args}`",
-                shown(&bench).replacen(&exe, "COMPARE_EXE", 1),
+                cmd::show(&bench).replacen(&exe, "COMPARE_EXE", 1),
             );
             let started = Instant::now();
             match cmd::run(&mut bench) {
@@ -266,10 +266,6 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         bail!("some benchmarks failed:\n  {}", failures.join("\n  "));
     }
     Ok(())
-}
-
-fn cargo() -> Command {
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
 
 /// One criterion result as it printed it.
@@ -358,7 +354,7 @@ fn build_benches(
         return (Vec::new(), Vec::new());
     }
     let mut build = no_run(targets);
-    commands.push(shown(&build));
+    commands.push(cmd::show(&build));
     if let Ok(built) = built_benches(&mut build, targets) {
         return (built, Vec::new());
     }
@@ -381,7 +377,7 @@ fn build_benches(
 
 /// `cargo bench --no-run` for `targets`, with JSON messages on stdout.
 fn no_run(targets: &[BenchTarget]) -> Command {
-    let mut build = cargo();
+    let mut build = cmd::cargo();
     build.args([
         "bench",
         "--no-run",
@@ -400,7 +396,7 @@ fn no_run(targets: &[BenchTarget]) -> Command {
 
 /// Runs a `cargo bench --no-run` and finds each target's executable in its JSON messages.
 fn built_benches(build: &mut Command, targets: &[BenchTarget]) -> anyhow::Result<Vec<BuiltBench>> {
-    let shown = shown(build);
+    let shown = cmd::show(build);
     eprintln!("$ {shown}");
     let started = Instant::now();
     let out = build
@@ -421,15 +417,16 @@ fn built_benches(build: &mut Command, targets: &[BenchTarget]) -> anyhow::Result
                 .lines()
                 .filter(|line| line.contains(r#""reason":"compiler-artifact""#))
                 .filter(|line| {
-                    json_str(line, "manifest_path").is_some_and(|path| path.ends_with(&manifest))
+                    cmd::json_str(line, "manifest_path")
+                        .is_some_and(|path| path.ends_with(&manifest))
                 })
                 .filter(|line| line.contains(r#""kind":["bench"]"#))
                 .find(|line| {
                     line.split_once(r#""target":"#)
-                        .and_then(|(_, rest)| json_str(rest, "name"))
+                        .and_then(|(_, rest)| cmd::json_str(rest, "name"))
                         == Some(target.name.as_str())
                 })
-                .and_then(|line| json_str(line, "executable"))
+                .and_then(|line| cmd::json_str(line, "executable"))
                 .map(|exe| BuiltBench {
                     package: target.package.clone(),
                     folder: target.folder.clone(),
@@ -446,13 +443,6 @@ fn built_benches(build: &mut Command, targets: &[BenchTarget]) -> anyhow::Result
         .collect()
 }
 
-/// The string value of the first `"key":"..."` in a line of cargo's JSON messages (paths and
-/// names here hold no quotes or backslashes to unescape).
-fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    let (_, rest) = line.split_once(&format!("\"{key}\":\""))?;
-    rest.split('"').next()
-}
-
 /// The target directory an executable in `TARGET/PROFILE/deps/` was built in.
 fn target_dir(exe: &Path) -> PathBuf {
     exe.ancestors()
@@ -462,7 +452,7 @@ fn target_dir(exe: &Path) -> PathBuf {
 
 /// Runs the criterion benches, echoing their output, and collects each `time:` line.
 fn run_criterion(bench: &mut Command) -> anyhow::Result<(Vec<CriterionResult>, Vec<String>)> {
-    let command_line = shown(bench);
+    let command_line = cmd::show(bench);
     eprintln!("$ {command_line}");
     let started = Instant::now();
     let mut child = bench
@@ -535,13 +525,6 @@ fn is_criterion_chatter(line: &str) -> bool {
         "WARNING",
     ];
     PREFIXES.iter().any(|prefix| line.starts_with(prefix)) || line.contains("change:")
-}
-
-/// The command line of `cmd`, as a shell would show it.
-fn shown(cmd: &Command) -> String {
-    let mut parts = vec![cmd.get_program().to_string_lossy().into_owned()];
-    parts.extend(cmd.get_args().map(|arg| arg.to_string_lossy().into_owned()));
-    parts.join(" ")
 }
 
 /// Removes terminal colour codes.

@@ -153,7 +153,7 @@ fn fuzz(root: &Path) -> anyhow::Result<()> {
     system::ensure_cargo_fuzz()?;
     let target_dir = root.join("target/fuzz");
     let fuzz = || {
-        let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        let mut cargo = cmd::cargo();
         cargo
             .current_dir(root.join(FUZZ_DIR))
             .env("RUSTC_BOOTSTRAP", "1")
@@ -189,7 +189,7 @@ fn fuzz(root: &Path) -> anyhow::Result<()> {
 /// A `cargo` command in CI mode: its own target folder (so the strict flags do not invalidate a
 /// developer's everyday build), warnings fatal, and the client cache in fatal-warnings mode.
 fn cargo() -> Command {
-    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    let mut cargo = cmd::cargo();
     // Absolute: tools that run cargo from a crate's folder (trybuild) read it too.
     let target_dir = std::env::current_dir()
         .map(|root| root.join("target/ci"))
@@ -224,8 +224,8 @@ fn report_skipped_privileged(reason: &str) -> anyhow::Result<()> {
     let mut skipped = Vec::new();
     for artifact in artifacts.lines() {
         let (Some(executable), Some(manifest)) = (
-            json_string(artifact, "executable"),
-            json_string(artifact, "manifest_path"),
+            cmd::json_str(artifact, "executable"),
+            cmd::json_str(artifact, "manifest_path"),
         ) else {
             continue;
         };
@@ -260,13 +260,6 @@ fn report_skipped_privileged(reason: &str) -> anyhow::Result<()> {
         eprintln!("  skipped: {name}");
     }
     Ok(())
-}
-
-/// The string value of `"key":"..."` in one line of cargo's JSON messages (paths: no escapes).
-fn json_string<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    let start = line.find(&format!("\"{key}\":\""))? + key.len() + 4;
-    let len = line[start..].find('"')?;
-    Some(&line[start..start + len])
 }
 
 /// Runs the tests that start every fixture and then panic, and checks that each of them

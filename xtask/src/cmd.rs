@@ -42,3 +42,15 @@ pub(crate) fn show(cmd: &Command) -> String {
     parts.extend(cmd.get_args().map(|arg| arg.to_string_lossy().into_owned()));
     parts.join(" ")
 }
+
+/// The cargo running this xtask (`$CARGO`), or `cargo` from `PATH`.
+pub(crate) fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+/// The string value of the first `"key":"..."` in a line of cargo's JSON messages (paths and
+/// names here hold no quotes or backslashes to unescape).
+pub(crate) fn json_str<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let (_, rest) = line.split_once(&format!("\"{key}\":\""))?;
+    rest.split('"').next()
+}

@@ -87,7 +87,7 @@ fn install_missing(missing: Vec<&'static str>) -> anyhow::Result<()> {
 
 /// Whether `cargo fuzz` runs here.
 pub(crate) fn has_cargo_fuzz() -> bool {
-    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    cmd::cargo()
         .args(["fuzz", "--version"])
         .output()
         .is_ok_and(|out| out.status.success())
@@ -100,11 +100,5 @@ pub(crate) fn ensure_cargo_fuzz() -> anyhow::Result<()> {
         eprintln!("xtask: cargo-fuzz present");
         return Ok(());
     }
-    cmd::run(
-        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())).args([
-            "install",
-            "cargo-fuzz",
-            "--locked",
-        ]),
-    )
+    cmd::run(cmd::cargo().args(["install", "cargo-fuzz", "--locked"]))
 }
