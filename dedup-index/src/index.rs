@@ -1,14 +1,14 @@
 //! The dedup index: interned objects in dense slots, one hash table from id to slot, and one
 //! set of intrusive ordered lists per index type.
 //!
-//! Memory layout, per slot: the object's `Arc` (8 bytes, `None` for a free slot), one
-//! [`Link`] (two `u32`) per index type, and one dirty bit. The links live in one flat array,
-//! lane-major: each index type ("lane") has a region as long as the slot array's capacity, so
-//! a list walk steps through one dense region and finds a link by an addition. The id table
-//! ([`IdTable`]) stores `u32` slot numbers beside 8-bit hash tags, six to half a cache line, and
-//! recomputes hashes from the objects when it grows, so it costs 5.3 bytes per entry of room. Partitions are found again from the object (index types are pure
-//! functions of immutable objects), so slots do not store them. Removed slots go on a free
-//! list threaded through the first lane's links.
+//! Memory layout, per slot: the object's `Arc` (8 bytes, `None` for a free slot), 32 bits of
+//! the hash of its id (4 bytes), one [`Link`] (two `u32`) per index type, and one dirty bit.
+//! The links live in one array per index type ("lane"), so a list walk steps through one dense
+//! array. The id table ([`IdTable`]) stores `u32` slot numbers beside 8-bit hash tags, six to
+//! half a cache line, and costs 5.3 bytes per entry of room; it grows by re-inserting the kept
+//! hashes in slot order, without touching the objects. Partitions are found again from the
+//! object (index types are pure functions of immutable objects), so slots do not store them.
+//! Removed slots go on a free list threaded through the first lane's links.
 
 use std::fmt;
 use std::hash::BuildHasher;
@@ -18,10 +18,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use hashbrown::DefaultHashBuilder;
 
 use crate::error::{Error, Result};
-use crate::list::{self, Head, Lane, Link, MAX_SLOTS, NIL};
+use crate::list::{self, Head, Lane, Link, Links, MAX_SLOTS, NIL};
 use crate::object::{IndexHandle, IndexType, Object, Primary};
 use crate::partitions::{Located, PartitionTable, TypedTable};
-use crate::table::{IdTable, Pos, Probe};
+use crate::table::{IdTable, Pos, Probe, expand_short_hash, short_hash};
 use crate::view::{CursorMut, Entries, Entry, Iter, PartitionIter, PartitionRef, RawIter};
 
 #[cfg(test)]
@@ -159,13 +159,15 @@ impl<T> Change<T> {
 pub struct DedupIndex<T: Object> {
     /// The object of each slot; `None` for a free slot.
     pub(crate) objs: Vec<Option<Arc<T>>>,
-    /// `lane_len * tables.len()` links: lane-major, one region of `lane_len` per lane; the
-    /// links of slots at or past `objs.len()` are untracked.
-    pub(crate) links: Vec<Link>,
-    /// The length of each lane's region: the slot array's capacity.
-    lane_len: usize,
+    /// The links of every slot in every lane; those of slots at or past `objs.len()` are
+    /// untracked.
+    pub(crate) links: Links,
     /// One dirty bit per slot.
     pub(crate) dirty: Vec<u64>,
+    /// The short hash ([`short_hash`]) of each slot's id, so the id table grows without
+    /// reading and rehashing every object (the objects are all over memory; this is one
+    /// sequential read). Stale for a free slot.
+    hashes: Vec<u32>,
     /// Slot numbers, hashed by the id of their object.
     ids: IdTable,
     hasher: DefaultHashBuilder,
@@ -208,14 +210,15 @@ impl<T: Object> DedupIndex<T> {
     /// Creates an empty index with room for `capacity` entries.
     pub fn with_capacity(capacity: usize) -> Self {
         let objs = Vec::with_capacity(capacity);
-        let capacity = objs.capacity();
         let tables: Vec<Box<dyn PartitionTable<T>>> =
             vec![Box::new(TypedTable::<Primary, ()>::new(Primary))];
+        let mut links = Links::new(1);
+        links.ensure(capacity);
         Self {
             objs,
-            links: vec![Link::UNTRACKED; capacity],
-            lane_len: capacity,
+            links,
             dirty: Vec::with_capacity(capacity.div_ceil(64)),
+            hashes: Vec::with_capacity(capacity),
             ids: IdTable::with_capacity(capacity),
             hasher: DefaultHashBuilder::default(),
             tables,
@@ -236,8 +239,7 @@ impl<T: Object> DedupIndex<T> {
         let lane = self.tables.len();
         self.tables
             .push(Box::new(TypedTable::<X, X::Partition>::new(index_type)));
-        self.links
-            .resize(self.lane_len * self.tables.len(), Link::UNTRACKED);
+        self.links.add_lane();
         let mut raw = self.raw_primary();
         let lane_at = self.lane(lane);
         while let Some(slot) = raw.next_slot(&self.links) {
@@ -421,7 +423,7 @@ impl<T: Object> DedupIndex<T> {
                 // stores.
                 let held = Arc::clone(&obj);
                 self.ids.insert_at(pos, hash, slot);
-                self.alloc_slot(slot, held);
+                self.alloc_slot(slot, held, hash);
                 if matches!(placement, Placement::Append | Placement::AppendForce) {
                     // Appending a new entry needs no anchor: the direct path.
                     self.link_back(slot);
@@ -518,7 +520,7 @@ impl<T: Object> DedupIndex<T> {
                 let slot = self.next_slot()?;
                 let pos = self.vacant(pos, hash)?;
                 self.ids.insert_at(pos, hash, slot);
-                self.alloc_slot(slot, obj.into_arc());
+                self.alloc_slot(slot, obj.into_arc(), hash);
                 self.link_back(slot);
                 Ok(true)
             }
@@ -551,8 +553,9 @@ impl<T: Object> DedupIndex<T> {
     /// Removes every entry; index types and their handles stay.
     pub fn clear(&mut self) {
         self.objs.clear();
-        self.links.fill(Link::UNTRACKED);
+        self.links.clear();
         self.dirty.clear();
+        self.hashes.clear();
         self.ids.clear();
         for table in &mut self.tables {
             table.clear();
@@ -568,8 +571,9 @@ impl<T: Object> DedupIndex<T> {
         let more = additional.saturating_sub(free);
         if more > spare {
             self.objs.reserve(more);
-            self.relayout_links();
+            self.links.reserve(more);
             self.dirty.reserve(more.div_ceil(64));
+            self.hashes.reserve(more);
         }
         if self.ids.room() < additional {
             self.rebuild_ids(self.len + additional);
@@ -579,8 +583,9 @@ impl<T: Object> DedupIndex<T> {
     /// Gives back memory the index does not need for its current slots.
     pub fn shrink_to_fit(&mut self) {
         self.objs.shrink_to_fit();
-        self.relayout_links();
+        self.links.shrink_to(self.objs.len());
         self.dirty.shrink_to_fit();
+        self.hashes.shrink_to_fit();
         self.rebuild_ids(self.len);
     }
 
@@ -741,29 +746,7 @@ impl<T: Object> DedupIndex<T> {
 
     #[inline]
     pub(crate) fn lane(&self, lane: usize) -> Lane {
-        Lane {
-            base: lane * self.lane_len,
-        }
-    }
-
-    /// Gives every lane a region as long as the slot array's capacity, keeping the links of
-    /// the slots in use. Runs when that capacity changes: O(n), amortised O(1) per slot.
-    fn relayout_links(&mut self) {
-        let lane_len = self.objs.capacity();
-        if lane_len == self.lane_len {
-            return;
-        }
-        let n_lanes = self.tables.len();
-        // Slots pushed since the last layout (at most the one being added) have no links yet.
-        let n_slots = self.objs.len().min(self.lane_len);
-        let mut links = Vec::with_capacity(lane_len * n_lanes);
-        for lane in 0..n_lanes {
-            let start = lane * self.lane_len;
-            links.extend_from_slice(&self.links[start..start + n_slots]);
-            links.resize((lane + 1) * lane_len, Link::UNTRACKED);
-        }
-        self.links = links;
-        self.lane_len = lane_len;
+        Lane { lane }
     }
 
     fn primary_head(&self) -> Head {
@@ -799,9 +782,17 @@ impl<T: Object> DedupIndex<T> {
     fn rebuild_ids(&mut self, capacity: usize) {
         self.ids = IdTable::new();
         let mut ids = IdTable::with_capacity(capacity.max(self.len));
-        for (slot, obj) in self.objs.iter().enumerate() {
-            if let Some(obj) = obj {
-                ids.insert_unique(self.hasher.hash_one(obj.id()), slot as u32);
+        if ids.short_hashes_suffice() {
+            for (slot, (obj, &short)) in self.objs.iter().zip(&self.hashes).enumerate() {
+                if obj.is_some() {
+                    ids.insert_unique(expand_short_hash(short), slot as u32);
+                }
+            }
+        } else {
+            for (slot, obj) in self.objs.iter().enumerate() {
+                if let Some(obj) = obj {
+                    ids.insert_unique(self.hasher.hash_one(obj.id()), slot as u32);
+                }
             }
         }
         self.ids = ids;
@@ -880,7 +871,7 @@ impl<T: Object> DedupIndex<T> {
     }
 
     /// Fills slot `slot` (the first free slot, or the next new one) with `obj`.
-    fn alloc_slot(&mut self, slot: u32, obj: Arc<T>) {
+    fn alloc_slot(&mut self, slot: u32, obj: Arc<T>, hash: u64) {
         if slot == self.free {
             self.free = self.links[self.lane(0).at(slot)].next;
             for lane in 0..self.tables.len() {
@@ -888,10 +879,13 @@ impl<T: Object> DedupIndex<T> {
                 self.links[at] = Link::UNTRACKED;
             }
             self.objs[slot as usize] = Some(obj);
+            if let Some(short) = self.hashes.get_mut(slot as usize) {
+                *short = short_hash(hash);
+            }
         } else {
             self.objs.push(Some(obj));
-            // Lanes grow with the slot array's capacity (their regions are its length).
-            self.relayout_links();
+            self.hashes.push(short_hash(hash));
+            self.links.ensure(self.objs.len());
             if self.dirty.len() * 64 < self.objs.len() {
                 self.dirty.push(0);
             }
@@ -929,9 +923,7 @@ impl<T: Object> DedupIndex<T> {
             let Some(p) = table.locate_or_insert(obj) else {
                 continue;
             };
-            let lane = Lane {
-                base: lane_idx * self.lane_len,
-            };
+            let lane = Lane { lane: lane_idx };
             if let Some(head) = table.heads_mut().get_mut(p as usize) {
                 list::push_back(&mut self.links, lane, head, slot);
             }
@@ -1113,12 +1105,12 @@ impl<T: Object> DedupIndex<T> {
     /// Checks every internal invariant; returns the first one broken.
     pub(crate) fn validate(&self) -> std::result::Result<(), String> {
         let stride = self.tables.len();
-        if self.links.len() != self.lane_len * stride || self.lane_len != self.objs.capacity() {
-            return Err("links and slots differ in length".into());
+        if self.links.capacity() < self.objs.len() {
+            return Err("slots without links".into());
         }
         for lane_idx in 0..stride {
             let lane = self.lane(lane_idx);
-            if (self.objs.len()..self.lane_len)
+            if (self.objs.len()..self.links.capacity())
                 .any(|slot| self.links[lane.at(slot as u32)] != Link::UNTRACKED)
             {
                 return Err(format!("lane {lane_idx} links a slot past the end"));
@@ -1136,6 +1128,9 @@ impl<T: Object> DedupIndex<T> {
             let Some(obj) = obj else { continue };
             if self.find_slot(&obj.id()) != Some(slot as u32) {
                 return Err(format!("slot {slot} not found by its id"));
+            }
+            if self.hashes.get(slot).copied() != Some(short_hash(self.hasher.hash_one(obj.id()))) {
+                return Err(format!("slot {slot} keeps a wrong hash"));
             }
             for lane_idx in 0..stride {
                 let tracked = self.links[self.lane(lane_idx).at(slot as u32)].is_tracked();

@@ -95,7 +95,7 @@ mod view;
 
 pub use crate::error::{Error, Result};
 pub use crate::index::{Change, DedupIndex, Placement, Position};
-pub use crate::object::{IndexHandle, IndexType, Object, Primary};
+pub use crate::object::{DENSE_KEYS, IndexHandle, IndexType, Object, Primary};
 pub use crate::view::{CursorMut, Entries, Entry, Iter, PartitionIter, PartitionRef};
 
 /// Compiles and runs the README's example as a doctest.

@@ -1,9 +1,10 @@
-//! Intrusive doubly linked lists over the dense link array.
+//! Intrusive doubly linked lists over the index's link blocks.
 //!
-//! Each slot of the index has one [`Link`] per index type ("lane"), stored at
-//! `lane_base + slot` in one flat, lane-major `Vec<Link>`. A partition is a [`Head`]: first, last and
-//! length. Links are `u32` slot numbers, with [`NIL`] for "no neighbour" and [`UNTRACKED`] for
-//! "this lane does not track the slot".
+//! Each slot of the index has one [`Link`] per index type ("lane"). The links live in
+//! [`Links`], one array per lane indexed by slot. A partition is a [`Head`]: first, last and length. Links are `u32` slot numbers, with
+//! [`NIL`] for "no neighbour" and [`UNTRACKED`] for "this lane does not track the slot".
+
+use std::ops::{Index, IndexMut};
 
 /// No neighbour: the end of a list.
 pub(crate) const NIL: u32 = u32::MAX;
@@ -46,23 +47,126 @@ impl Head {
     };
 }
 
-/// Where one lane's links start in the flat array.
+/// One lane (index type) of the links.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Lane {
-    pub(crate) base: usize,
+    pub(crate) lane: usize,
 }
 
 impl Lane {
+    /// Where the link of `slot` in this lane is.
     #[inline]
-    pub(crate) fn at(self, slot: u32) -> usize {
-        self.base + slot as usize
+    pub(crate) fn at(self, slot: u32) -> At {
+        At {
+            lane: self.lane,
+            slot,
+        }
+    }
+}
+
+/// The place of one link: its lane and slot.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct At {
+    lane: usize,
+    slot: u32,
+}
+
+/// The links of every slot in every lane.
+///
+/// One vector per lane, indexed by slot: a list walk steps through one dense array, and the
+/// lane's array is found without looking at the slot (off the walk's chain of dependent
+/// loads). The arrays grow with the slots, one link per lane per new slot, so no growth
+/// writes more than it adds (their reallocation of large arrays is a remap, not a copy).
+/// Links of slots not in use are [`Link::UNTRACKED`].
+#[derive(Debug, Clone)]
+pub(crate) struct Links {
+    lanes: Vec<Vec<Link>>,
+}
+
+impl Links {
+    /// No links yet, for `n_lanes` lanes.
+    pub(crate) fn new(n_lanes: usize) -> Self {
+        Links {
+            lanes: vec![Vec::new(); n_lanes],
+        }
+    }
+
+    /// How many slots have links.
+    pub(crate) fn capacity(&self) -> usize {
+        self.lanes.first().map_or(0, Vec::len)
+    }
+
+    /// The link at `at`, if that slot has links.
+    #[inline]
+    pub(crate) fn get(&self, at: At) -> Option<&Link> {
+        self.lanes.get(at.lane)?.get(at.slot as usize)
+    }
+
+    /// The link at `at`, if that slot has links.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, at: At) -> Option<&mut Link> {
+        self.lanes.get_mut(at.lane)?.get_mut(at.slot as usize)
+    }
+
+    /// Makes room for `additional` more slots without moving the links later.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        for lane in &mut self.lanes {
+            lane.reserve(additional);
+        }
+    }
+
+    /// Gives links to the slots below `n_slots`.
+    #[inline]
+    pub(crate) fn ensure(&mut self, n_slots: usize) {
+        for lane in &mut self.lanes {
+            if lane.len() < n_slots {
+                lane.resize(n_slots, Link::UNTRACKED);
+            }
+        }
+    }
+
+    /// Adds a lane, untracked for every slot.
+    pub(crate) fn add_lane(&mut self) {
+        self.lanes.push(vec![Link::UNTRACKED; self.capacity()]);
+    }
+
+    /// Marks every link untracked, keeping the memory.
+    pub(crate) fn clear(&mut self) {
+        for lane in &mut self.lanes {
+            lane.fill(Link::UNTRACKED);
+        }
+    }
+
+    /// Drops the links of the slots from `n_slots` on (which must be untracked) and gives
+    /// back the memory past them.
+    pub(crate) fn shrink_to(&mut self, n_slots: usize) {
+        for lane in &mut self.lanes {
+            lane.truncate(n_slots);
+            lane.shrink_to_fit();
+        }
+    }
+}
+
+impl Index<At> for Links {
+    type Output = Link;
+
+    #[inline]
+    fn index(&self, at: At) -> &Link {
+        &self.lanes[at.lane][at.slot as usize]
+    }
+}
+
+impl IndexMut<At> for Links {
+    #[inline]
+    fn index_mut(&mut self, at: At) -> &mut Link {
+        &mut self.lanes[at.lane][at.slot as usize]
     }
 }
 
 /// Sets the `next` link of `slot`; a slot number out of range (only possible if an index type
 /// broke its contract) is ignored rather than a panic.
 #[inline]
-fn set_next(links: &mut [Link], lane: Lane, slot: u32, next: u32) {
+fn set_next(links: &mut Links, lane: Lane, slot: u32, next: u32) {
     if let Some(link) = links.get_mut(lane.at(slot)) {
         link.next = next;
     }
@@ -70,7 +174,7 @@ fn set_next(links: &mut [Link], lane: Lane, slot: u32, next: u32) {
 
 /// Sets the `prev` link of `slot`, like [`set_next`].
 #[inline]
-fn set_prev(links: &mut [Link], lane: Lane, slot: u32, prev: u32) {
+fn set_prev(links: &mut Links, lane: Lane, slot: u32, prev: u32) {
     if let Some(link) = links.get_mut(lane.at(slot)) {
         link.prev = prev;
     }
@@ -78,7 +182,7 @@ fn set_prev(links: &mut [Link], lane: Lane, slot: u32, prev: u32) {
 
 /// Sets both links of `slot`, like [`set_next`].
 #[inline]
-fn set(links: &mut [Link], lane: Lane, slot: u32, link: Link) {
+fn set(links: &mut Links, lane: Lane, slot: u32, link: Link) {
     if let Some(old) = links.get_mut(lane.at(slot)) {
         *old = link;
     }
@@ -86,7 +190,7 @@ fn set(links: &mut [Link], lane: Lane, slot: u32, link: Link) {
 
 /// The links of `slot`, [`Link::UNTRACKED`] if out of range.
 #[inline]
-fn get(links: &[Link], lane: Lane, slot: u32) -> Link {
+fn get(links: &Links, lane: Lane, slot: u32) -> Link {
     links.get(lane.at(slot)).copied().unwrap_or(Link::UNTRACKED)
 }
 
@@ -98,7 +202,7 @@ fn is_slot(slot: u32) -> bool {
 
 /// Appends `slot` (not linked in this lane) to the list of `head`.
 #[inline]
-pub(crate) fn push_back(links: &mut [Link], lane: Lane, head: &mut Head, slot: u32) {
+pub(crate) fn push_back(links: &mut Links, lane: Lane, head: &mut Head, slot: u32) {
     set(
         links,
         lane,
@@ -119,7 +223,7 @@ pub(crate) fn push_back(links: &mut [Link], lane: Lane, head: &mut Head, slot: u
 
 /// Prepends `slot` (not linked in this lane) to the list of `head`.
 #[inline]
-pub(crate) fn push_front(links: &mut [Link], lane: Lane, head: &mut Head, slot: u32) {
+pub(crate) fn push_front(links: &mut Links, lane: Lane, head: &mut Head, slot: u32) {
     set(
         links,
         lane,
@@ -140,7 +244,7 @@ pub(crate) fn push_front(links: &mut [Link], lane: Lane, head: &mut Head, slot: 
 
 /// Links `slot` (not linked in this lane) just before `anchor`, which is in `head`'s list.
 #[inline]
-pub(crate) fn link_before(links: &mut [Link], lane: Lane, head: &mut Head, slot: u32, anchor: u32) {
+pub(crate) fn link_before(links: &mut Links, lane: Lane, head: &mut Head, slot: u32, anchor: u32) {
     let prev = get(links, lane, anchor).prev;
     set(links, lane, slot, Link { prev, next: anchor });
     set_prev(links, lane, anchor, slot);
@@ -154,7 +258,7 @@ pub(crate) fn link_before(links: &mut [Link], lane: Lane, head: &mut Head, slot:
 
 /// Links `slot` (not linked in this lane) just after `anchor`, which is in `head`'s list.
 #[inline]
-pub(crate) fn link_after(links: &mut [Link], lane: Lane, head: &mut Head, slot: u32, anchor: u32) {
+pub(crate) fn link_after(links: &mut Links, lane: Lane, head: &mut Head, slot: u32, anchor: u32) {
     let next = get(links, lane, anchor).next;
     set(links, lane, slot, Link { prev: anchor, next });
     set_next(links, lane, anchor, slot);
@@ -168,7 +272,7 @@ pub(crate) fn link_after(links: &mut [Link], lane: Lane, head: &mut Head, slot: 
 
 /// Unlinks `slot` from `head`'s list and marks it untracked in this lane.
 #[inline]
-pub(crate) fn unlink(links: &mut [Link], lane: Lane, head: &mut Head, slot: u32) {
+pub(crate) fn unlink(links: &mut Links, lane: Lane, head: &mut Head, slot: u32) {
     let Link { prev, next } = get(links, lane, slot);
     if is_slot(prev) {
         set_next(links, lane, prev, next);

@@ -53,7 +53,21 @@ pub trait IndexType<T>: Send + Sync + 'static {
 
     /// Returns the partition `obj` belongs to, or `None` if this index type does not track it.
     fn partition(&self, obj: &T) -> Option<Self::Partition>;
+
+    /// A small number for `key`, if it has one: the partition is then found in an array by
+    /// that number instead of by hashing the key, which pays for small integer keys such as
+    /// interface indexes or bucket numbers. Numbers from [`DENSE_KEYS`] up are ignored.
+    ///
+    /// Distinct keys should give distinct numbers; if two share one, the index stays correct
+    /// (it checks the key it finds) and only loses the shortcut for one of them.
+    fn dense_key(&self, _key: &Self::Partition) -> Option<usize> {
+        None
+    }
 }
+
+/// The numbers [`IndexType::dense_key`] may give: below 65536 (an array of that many `u32` is
+/// 256 KiB; it grows only as far as the largest number seen).
+pub const DENSE_KEYS: usize = 1 << 16;
 
 /// The index type every [`DedupIndex`](crate::DedupIndex) has: all objects in one list, in the
 /// order of the index. Its handle is [`DedupIndex::primary`](crate::DedupIndex::primary).

@@ -1,7 +1,8 @@
 //! The partition table of one index type, with its key type erased.
 //!
 //! [`TypedTable`] maps partition keys to dense partition numbers (a `Vec` of keys, a parallel
-//! `Vec` of list heads and a hash table of `u32` positions, the indexmap layout). The index
+//! `Vec` of list heads and a hash table of `u32` positions, the indexmap layout), with an array
+//! by [`IndexType::dense_key`] in front of the hash table for small integer keys. The index
 //! talks to it through the object-safe [`PartitionTable`], so that index types with different
 //! key types live side by side in one `Vec`.
 
@@ -11,7 +12,7 @@ use std::hash::{BuildHasher, Hash};
 use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::list::Head;
-use crate::object::IndexType;
+use crate::object::{DENSE_KEYS, IndexType};
 
 /// Where an object falls in one index type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +50,8 @@ pub(crate) struct TypedTable<X, P> {
     heads: Vec<Head>,
     table: HashTable<u32>,
     hasher: DefaultHashBuilder,
+    /// Partition number + 1 by [`IndexType::dense_key`] (0: none), for the keys that have one.
+    dense: Vec<u32>,
     /// The partition [`find_or_insert_key`](Self::find_or_insert_key) found last: objects
     /// arriving in kernel order often fall in the same partition as the one before (always,
     /// for an index type with a single list), and comparing one key is cheaper than hashing.
@@ -63,6 +66,7 @@ impl<X, P: Hash + Eq> TypedTable<X, P> {
             heads: Vec::new(),
             table: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
+            dense: Vec::new(),
             last: 0,
         }
     }
@@ -87,12 +91,35 @@ impl<X, P: Hash + Eq> TypedTable<X, P> {
         &self.heads
     }
 
+    /// The partition numbered `n` by [`IndexType::dense_key`], if it holds `key`.
     #[inline]
-    fn find_or_insert_key(&mut self, key: P) -> u32 {
+    fn find_dense(&self, key: &P, n: Option<usize>) -> Option<u32> {
+        let p = self.dense.get(n?)?.checked_sub(1)?;
+        (self.keys.get(p as usize) == Some(key)).then_some(p)
+    }
+
+    /// The partition of `key` (whose dense number is `n`), created if needed.
+    #[inline]
+    fn find_or_insert_key(&mut self, key: P, n: Option<usize>) -> u32 {
         if self.keys.get(self.last as usize) == Some(&key) {
             return self.last;
         }
+        let n = n.filter(|&n| n < DENSE_KEYS);
+        if let Some(p) = self.find_dense(&key, n) {
+            self.last = p;
+            return p;
+        }
+        // Every key is in the hash table too: a number shared by two keys leads to one of
+        // them only.
         let p = self.find_or_insert_key_hashed(key);
+        if let Some(n) = n {
+            if self.dense.len() <= n {
+                self.dense.resize(n + 1, 0);
+            }
+            if self.dense[n] == 0 {
+                self.dense[n] = p + 1;
+            }
+        }
         self.last = p;
         p
     }
@@ -126,19 +153,21 @@ where
 {
     #[inline]
     fn locate(&self, obj: &T) -> Located {
-        match self.index_type.partition(obj) {
-            None => Located::Untracked,
-            Some(key) => match self.find_key(&key) {
-                None => Located::Missing,
-                Some(p) => Located::Found(p),
-            },
+        let Some(key) = self.index_type.partition(obj) else {
+            return Located::Untracked;
+        };
+        let dense = self.index_type.dense_key(&key).filter(|&n| n < DENSE_KEYS);
+        match self.find_dense(&key, dense).or_else(|| self.find_key(&key)) {
+            None => Located::Missing,
+            Some(p) => Located::Found(p),
         }
     }
 
     #[inline]
     fn locate_or_insert(&mut self, obj: &T) -> Option<u32> {
         let key = self.index_type.partition(obj)?;
-        Some(self.find_or_insert_key(key))
+        let dense = self.index_type.dense_key(&key);
+        Some(self.find_or_insert_key(key, dense))
     }
 
     fn heads(&self) -> &[Head] {
@@ -153,11 +182,24 @@ where
         let Some(key) = self.keys.get(p as usize) else {
             return;
         };
+        let last = self.keys.len() as u32 - 1;
+        // The dense numbers that name `p` and the last partition, which takes its number.
+        let dense_of = |q: u32| {
+            let key = self.keys.get(q as usize)?;
+            let n = self.index_type.dense_key(key)?;
+            (self.dense.get(n) == Some(&(q + 1))).then_some(n)
+        };
+        let (dense_p, dense_last) = (dense_of(p), dense_of(last));
+        if let Some(n) = dense_p {
+            self.dense[n] = 0;
+        }
+        if let Some(n) = dense_last.filter(|_| p != last) {
+            self.dense[n] = p + 1;
+        }
         let hash = self.hasher.hash_one(key);
         if let Ok(entry) = self.table.find_entry(hash, |&q| q == p) {
             entry.remove();
         }
-        let last = self.keys.len() as u32 - 1;
         if p != last {
             let hash = self.hasher.hash_one(&self.keys[last as usize]);
             if let Some(q) = self.table.find_mut(hash, |&q| q == last) {
@@ -172,6 +214,7 @@ where
         self.keys.clear();
         self.heads.clear();
         self.table.clear();
+        self.dense.clear();
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -7,8 +7,9 @@
 //! writes the line it has just read. (A table with its control bytes apart from its entries,
 //! as `hashbrown`'s, touches two lines per probe; at a million entries both miss the cache.)
 //!
-//! The table stores no full hash: growing it rehashes the ids, which the caller does by walking
-//! its slots in memory order ([`IdTable::insert_unique`]). Probing is linear over groups and
+//! The table stores no full hash: growing it re-inserts every entry, which the caller does by
+//! walking its slots in memory order with 32 bits of each hash it keeps beside them
+//! ([`short_hash`], [`IdTable::insert_unique`]). Probing is linear over groups and
 //! stops at the first group with an empty entry, as in a Swiss table; a removal leaves a
 //! tombstone only in a group without an empty entry, so no probe ever stops too early.
 
@@ -86,6 +87,24 @@ fn tag_of(hash: u64) -> u8 {
     ((hash >> 56) as u8).max(2)
 }
 
+/// The bits of a hash that the table reads while it has at most [`SHORT_GROUPS`] groups (the
+/// tag and the home group), in 32 bits: what the index keeps per slot to rebuild the table.
+#[inline]
+pub(crate) fn short_hash(hash: u64) -> u32 {
+    (((hash >> 56) as u32) << 24) | (hash as u32 & 0x00ff_ffff)
+}
+
+/// A hash that [`short_hash`] maps to `short`: it has the same tag and, in a table of at most
+/// [`SHORT_GROUPS`] groups, the same home group as every hash `short` came from.
+#[inline]
+pub(crate) fn expand_short_hash(short: u32) -> u64 {
+    (u64::from(short >> 24) << 56) | u64::from(short & 0x00ff_ffff)
+}
+
+/// The most groups a table may have for [`short_hash`] to place entries: 2^24 (88 million
+/// entries).
+const SHORT_GROUPS: usize = 1 << 24;
+
 /// Where an entry is (or goes): group and entry within it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Pos {
@@ -157,6 +176,11 @@ impl IdTable {
     /// How many more entries fit before the table must be rebuilt.
     pub(crate) fn room(&self) -> usize {
         self.growth_left
+    }
+
+    /// Whether [`expand_short_hash`] places an entry where its full hash would.
+    pub(crate) fn short_hashes_suffice(&self) -> bool {
+        self.groups.len() <= SHORT_GROUPS
     }
 
     /// The number of entries the table holds at most (without tombstones).

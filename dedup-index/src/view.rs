@@ -5,7 +5,7 @@ use std::iter::FusedIterator;
 use std::sync::Arc;
 
 use crate::index::DedupIndex;
-use crate::list::{Head, Lane, Link, NIL};
+use crate::list::{Head, Lane, Links, NIL};
 use crate::object::Object;
 
 /// One entry of a [`DedupIndex`]: its object and whether it is marked dirty.
@@ -67,7 +67,7 @@ impl RawIter {
     }
 
     #[inline]
-    pub(crate) fn next_slot(&mut self, links: &[Link]) -> Option<u32> {
+    pub(crate) fn next_slot(&mut self, links: &Links) -> Option<u32> {
         if self.remaining == 0 || self.front == NIL {
             return None;
         }
@@ -78,7 +78,7 @@ impl RawIter {
     }
 
     #[inline]
-    pub(crate) fn next_slot_back(&mut self, links: &[Link]) -> Option<u32> {
+    pub(crate) fn next_slot_back(&mut self, links: &Links) -> Option<u32> {
         if self.remaining == 0 || self.back == NIL {
             return None;
         }

@@ -51,6 +51,16 @@ impl IndexType<R> for ByPart {
     fn partition(&self, obj: &R) -> Option<u32> {
         (obj.part != 0).then_some(obj.part)
     }
+
+    /// Shared by keys 8 apart (1 and 9, ...) and none past [`crate::DENSE_KEYS`]: the index
+    /// must tell keys apart behind a number and fall back to hashing.
+    fn dense_key(&self, key: &u32) -> Option<usize> {
+        Some(if *key >= 1000 {
+            crate::DENSE_KEYS + *key as usize
+        } else {
+            (*key % 8) as usize
+        })
+    }
 }
 
 struct Defaults;
@@ -719,6 +729,58 @@ fn clear_reserve_and_shrink() {
             part 1: 3
         "#]],
     );
+}
+
+#[test]
+fn many_entries_grow_shrink_and_keep_their_lists() {
+    // Enough slots for the link arrays to be reallocated several times.
+    let n = 12_305;
+    let mut fx = Fixture::new();
+    let added = fx
+        .index
+        .append_all((0..n).map(|id| R {
+            id,
+            part: [1, 9, 1000, 1001, 0][id as usize % 5],
+            def: id % 7 == 0,
+            v: 0,
+        }))
+        .unwrap();
+    assert_eq!(added, n as usize);
+    fx.index.validate().unwrap();
+    for id in (0..n).step_by(3) {
+        assert!(fx.index.remove(&id).is_some());
+    }
+    fx.index.validate().unwrap();
+    let in_part = |fx: &Fixture, key: u32| fx.index.partition(fx.by_part, &key).map(|p| p.len());
+    let expected = |key_of: u32| (0..n).filter(|id| id % 3 != 0 && id % 5 == key_of).count();
+    assert_eq!(in_part(&fx, 1), Some(expected(0)));
+    assert_eq!(in_part(&fx, 9), Some(expected(1)));
+    assert_eq!(in_part(&fx, 1000), Some(expected(2)));
+    assert_eq!(in_part(&fx, 1001), Some(expected(3)));
+    // Emptying partition 9 moves the last partition into its number.
+    let nines: Vec<u32> = (0..n).filter(|id| id % 3 != 0 && id % 5 == 1).collect();
+    for id in &nines {
+        fx.index.remove(id);
+    }
+    fx.index.validate().unwrap();
+    assert_eq!(in_part(&fx, 9), None);
+    assert_eq!(in_part(&fx, 1), Some(expected(0)));
+    assert_eq!(in_part(&fx, 1001), Some(expected(3)));
+    fx.add(r(n + 1, 9), Placement::Append);
+    assert_eq!(in_part(&fx, 9), Some(1));
+    // Keep only the first few slots' worth of entries, then give the rest back.
+    for id in n / 8..n + 2 {
+        fx.index.remove(&id);
+    }
+    fx.index.shrink_to_fit();
+    fx.index.validate().unwrap();
+    let late = fx.index.add_index(Defaults);
+    fx.index.validate().unwrap();
+    let defaults = |fx: &Fixture, handle| fx.index.partition(handle, &()).map(|p| p.len());
+    assert_eq!(defaults(&fx, late), defaults(&fx, fx.defaults));
+    fx.index.clear();
+    fx.index.validate().unwrap();
+    assert_eq!(fx.index.len(), 0);
 }
 
 #[test]
