@@ -168,6 +168,9 @@ pub struct DedupIndex<T: Object> {
     /// reading and rehashing every object (the objects are all over memory; this is one
     /// sequential read). Stale for a free slot.
     hashes: Vec<u32>,
+    /// The slots up to which [`touch_reserved`](Self::touch_reserved) touched the spare room,
+    /// and the capacity it touched it in.
+    touched: (usize, usize),
     /// Slot numbers, hashed by the id of their object.
     ids: IdTable,
     hasher: DefaultHashBuilder,
@@ -196,6 +199,24 @@ fn slot_has_id<T: Object>(objs: &[Option<Arc<T>>], slot: u32, id: &T::Id) -> boo
     matches!(objs.get(slot as usize), Some(Some(obj)) if obj.id() == *id)
 }
 
+/// Writes one element per page of the spare room of `vec` between the elements `from` and
+/// `to` (as if its length were that far), so the kernel maps those pages now.
+pub(crate) fn touch_spare<E>(vec: &mut Vec<E>, from: usize, to: usize, fill: impl Fn() -> E) {
+    const PAGE: usize = 4096;
+    let len = vec.len();
+    let step = (PAGE / size_of::<E>().max(1)).max(1);
+    let spare = vec.spare_capacity_mut();
+    let (from, to) = (
+        from.saturating_sub(len),
+        to.saturating_sub(len).min(spare.len()),
+    );
+    if let Some(room) = spare.get_mut(from..to) {
+        for elem in room.iter_mut().step_by(step) {
+            elem.write(fill());
+        }
+    }
+}
+
 #[inline]
 fn bit_of(slot: u32) -> (usize, u64) {
     ((slot / 64) as usize, 1u64 << (slot % 64))
@@ -219,6 +240,7 @@ impl<T: Object> DedupIndex<T> {
             links,
             dirty: Vec::with_capacity(capacity.div_ceil(64)),
             hashes: Vec::with_capacity(capacity),
+            touched: (0, 0),
             ids: IdTable::with_capacity(capacity),
             hasher: DefaultHashBuilder::default(),
             tables,
@@ -450,11 +472,24 @@ impl<T: Object> DedupIndex<T> {
     /// Fails with [`Error::CapacityExceeded`] when the index is full; the objects before the
     /// one that failed stay added.
     pub fn append_all<I: IntoIterator<Item = T>>(&mut self, objs: I) -> Result<usize> {
-        let mut objs = objs.into_iter();
+        self.append_incoming(objs.into_iter().map(Incoming::Owned))
+    }
+
+    /// [`append_all`](Self::append_all) for objects already in their `Arc`, made elsewhere
+    /// (on a thread that parses them, say, so the allocations are not this thread's work).
+    /// A new object's `Arc` is kept as given; one equal to the held object is dropped.
+    ///
+    /// Fails with [`Error::CapacityExceeded`] when the index is full; the objects before the
+    /// one that failed stay added.
+    pub fn append_all_shared<I: IntoIterator<Item = Arc<T>>>(&mut self, objs: I) -> Result<usize> {
+        self.append_incoming(objs.into_iter().map(Incoming::Shared))
+    }
+
+    fn append_incoming(&mut self, mut objs: impl Iterator<Item = Incoming<T>>) -> Result<usize> {
         let (lower, _) = objs.size_hint();
         self.reserve(lower.saturating_sub(self.len));
         let mut n_changed = 0;
-        let mut looked_up: Vec<(T, T::Id, u64)> = Vec::with_capacity(APPEND_BATCH);
+        let mut looked_up: Vec<(Incoming<T>, T::Id, u64)> = Vec::with_capacity(APPEND_BATCH);
         let mut batch: Vec<(Incoming<T>, T::Id, u64)> = Vec::with_capacity(APPEND_BATCH);
         loop {
             // First look every id of a batch up (loads only, so the processor overlaps the
@@ -462,7 +497,7 @@ impl<T: Object> DedupIndex<T> {
             // `Arc`s, then add them. The allocator's lock is an atomic operation, which waits
             // for every outstanding miss: taken between lookups it would serialise them.
             looked_up.extend(objs.by_ref().take(APPEND_BATCH).map(|obj| {
-                let id = obj.id();
+                let id = obj.get().id();
                 let hash = self.hasher.hash_one(&id);
                 (obj, id, hash)
             }));
@@ -479,10 +514,11 @@ impl<T: Object> DedupIndex<T> {
                 }
             }
             batch.extend(looked_up.drain(..).enumerate().map(|(i, (obj, id, hash))| {
-                let obj = if found & (1 << i) != 0 {
-                    Incoming::Owned(obj)
-                } else {
-                    Incoming::Shared(Arc::new(obj))
+                let obj = match obj {
+                    Incoming::Owned(obj) if found & (1 << i) == 0 => {
+                        Incoming::Shared(Arc::new(obj))
+                    }
+                    obj => obj,
                 };
                 (obj, id, hash)
             }));
@@ -578,6 +614,30 @@ impl<T: Object> DedupIndex<T> {
         if self.ids.room() < additional {
             self.rebuild_ids(self.len + additional);
         }
+    }
+
+    /// Touches the memory reserved for up to `max` more slots (the slot array, the kept
+    /// hashes and the links of slots not in use yet), so that the inserts that later take
+    /// those slots do not stop for the kernel to map fresh pages. Returns how many slots it
+    /// touched; 0 once all reserved room is touched.
+    ///
+    /// Meant for idle time: a loader that waits for the next objects can call it while it
+    /// waits. It changes nothing visible; the memory was already reserved.
+    pub fn touch_reserved(&mut self, max: usize) -> usize {
+        // A reallocation since the last call leaves the new room untouched.
+        if self.touched.1 != self.objs.capacity() {
+            self.touched = (self.objs.len(), self.objs.capacity());
+        }
+        let from = self.touched.0.max(self.objs.len());
+        let to = from.saturating_add(max).min(self.objs.capacity());
+        if to <= from {
+            return 0;
+        }
+        touch_spare(&mut self.objs, from, to, || None);
+        touch_spare(&mut self.hashes, from, to, || 0);
+        self.links.touch_spare(from, to);
+        self.touched.0 = to;
+        to - from
     }
 
     /// Gives back memory the index does not need for its current slots.

@@ -125,6 +125,14 @@ impl Links {
         }
     }
 
+    /// Touches the spare room of every lane for the slots `from..to` (see
+    /// [`DedupIndex::touch_reserved`](crate::DedupIndex::touch_reserved)).
+    pub(crate) fn touch_spare(&mut self, from: usize, to: usize) {
+        for lane in &mut self.lanes {
+            crate::index::touch_spare(lane, from, to, || Link::UNTRACKED);
+        }
+    }
+
     /// Adds a lane, untracked for every slot.
     pub(crate) fn add_lane(&mut self) {
         self.lanes.push(vec![Link::UNTRACKED; self.capacity()]);

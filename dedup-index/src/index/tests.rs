@@ -784,6 +784,36 @@ fn many_entries_grow_shrink_and_keep_their_lists() {
 }
 
 #[test]
+fn touching_reserved_room_changes_nothing_and_ends() {
+    let mut fx = Fixture::with(&[r(1, 1), d(2, 2)]);
+    fx.index.reserve(10_000);
+    let room = fx.index.objs.capacity() - fx.index.objs.len();
+    let mut touched = 0;
+    loop {
+        let n = fx.index.touch_reserved(4096);
+        assert!(n <= 4096);
+        if n == 0 {
+            break;
+        }
+        touched += n;
+    }
+    assert_eq!(touched, room);
+    assert_eq!(fx.index.touch_reserved(4096), 0);
+    fx.index.validate().unwrap();
+    assert_eq!(
+        fx.index.append_all((3..10_003).map(|id| r(id, id % 3))),
+        Ok(10_000)
+    );
+    fx.index.validate().unwrap();
+    // Growing past the reserve gives new room to touch.
+    fx.index.reserve(100_000);
+    assert!(fx.index.touch_reserved(usize::MAX) > 0);
+    assert_eq!(fx.index.touch_reserved(usize::MAX), 0);
+    fx.index.validate().unwrap();
+    assert_eq!(fx.index.len(), 10_002);
+}
+
+#[test]
 fn debug_and_change_accessors() {
     let mut fx = Fixture::with(&[r(1, 1)]);
     let change = fx.add(R { v: 2, ..r(1, 1) }, Placement::Append);
@@ -1027,6 +1057,37 @@ fn append_all_adds_re_adds_and_replaces_like_append() {
         "#]],
     );
     assert_eq!(fx.index.append_all(Vec::new()), Ok(0));
+}
+
+#[test]
+fn append_all_shared_keeps_new_arcs_and_drops_equal_ones() {
+    let mut fx = Fixture::with(&[r(1, 1), d(2, 2)]);
+    let held = Arc::clone(fx.index.get(&1).unwrap());
+    fx.index.mark_all();
+    let (equal, changed, new) = (
+        Arc::new(r(1, 1)),
+        Arc::new(R { v: 1, ..d(2, 1) }),
+        Arc::new(r(3, 2)),
+    );
+    let n =
+        fx.index
+            .append_all_shared([Arc::clone(&equal), Arc::clone(&changed), Arc::clone(&new)]);
+    assert_eq!(n, Ok(2));
+    // The equal one was dropped: the held object stays, and only the caller holds `equal`.
+    assert!(Arc::ptr_eq(fx.index.get(&1).unwrap(), &held));
+    assert_eq!(Arc::strong_count(&equal), 1);
+    // The others are kept as given, not copied.
+    assert!(Arc::ptr_eq(fx.index.get(&2).unwrap(), &changed));
+    assert!(Arc::ptr_eq(fx.index.get(&3).unwrap(), &new));
+    check(
+        &fx,
+        expect![[r#"
+            all: 1 2' 3
+            part 1: 1 2'
+            part 2: 3
+            defaults: 2'
+        "#]],
+    );
 }
 
 #[test]
