@@ -187,6 +187,9 @@ impl IndexType<Route> for RoutesByIfindex {
     fn partition(&self, route: &Route) -> Option<u32> {
         route.ifindexes().next()
     }
+    fn dense_key(&self, ifindex: &u32) -> Option<usize> {
+        usize::try_from(*ifindex).ok()
+    }
 }
 
 impl IndexType<Route> for DefaultRoutes {
@@ -201,12 +204,18 @@ impl IndexType<Route> for RoutesByWeakId {
     fn partition(&self, route: &Route) -> Option<u32> {
         Some((route.weak_hash() % u64::from(WEAK_ID_BUCKETS)) as u32)
     }
+    fn dense_key(&self, bucket: &u32) -> Option<usize> {
+        usize::try_from(*bucket).ok()
+    }
 }
 
 impl IndexType<Address> for AddressesByIfindex {
     type Partition = u32;
     fn partition(&self, addr: &Address) -> Option<u32> {
         Some(addr.ifindex())
+    }
+    fn dense_key(&self, ifindex: &u32) -> Option<usize> {
+        usize::try_from(*ifindex).ok()
     }
 }
 
@@ -920,7 +929,7 @@ struct Dump<'a, T> {
     fib: Option<&'a FibCounters>,
 }
 
-impl<'a, T: Object + Send> Dump<'a, T> {
+impl<'a, T: Object + Send + Sync> Dump<'a, T> {
     fn new(
         platform: &'a Platform,
         stats: &'a mut Stats,
@@ -983,6 +992,7 @@ impl<'a, T: Object + Send> Dump<'a, T> {
                 // Into an empty index (the initial load) nothing can go stale, so the sweep
                 // (a walk of every entry) is needed only after an interrupted attempt.
                 let mut must_sweep = !index.is_empty();
+                let mut sized = false;
                 mark(index);
                 let report = std::thread::scope(|scope| {
                     // The kernel's count of what is coming, read on a third thread (for IPv4
@@ -1009,10 +1019,21 @@ impl<'a, T: Object + Send> Dump<'a, T> {
                                     // A little over the count: routes come while dumping.
                                     let want = expected + expected / 64 + 64;
                                     index.reserve(want.saturating_sub(index.len()));
+                                    sized = true;
                                 }
                                 if let Err(err) = index.append_all(objs.drain(..)) {
                                     tracing::warn!(%err, "cannot insert into the cache");
                                 }
+                            }
+                            Chunk::Shared(objs) => {
+                                if let Err(err) = index.append_all_shared(objs.drain(..)) {
+                                    tracing::warn!(%err, "cannot insert into the cache");
+                                }
+                            }
+                            // Waiting for the kernel: map the pages the index will fill, once
+                            // the room is the kernel's count (not a doubling's spare half).
+                            Chunk::Idle(worked) => {
+                                *worked = sized && index.touch_reserved(TOUCH_STEP) > 0;
                             }
                             Chunk::Restart => {
                                 must_sweep = true;
@@ -1039,7 +1060,9 @@ impl<'a, T: Object + Send> Dump<'a, T> {
                     build,
                     parse,
                     |chunk| match chunk {
-                        Chunk::Objs(chunk) => objs.append(chunk),
+                        Chunk::Objs(chunk) => objs.extend(chunk.drain(..).map(Arc::new)),
+                        Chunk::Shared(chunk) => objs.append(chunk),
+                        Chunk::Idle(_) => {}
                         Chunk::Restart => objs.clear(),
                     },
                     on_malformed,
@@ -1057,12 +1080,16 @@ impl<'a, T: Object + Send> Dump<'a, T> {
     }
 }
 
+/// How many slots of reserved room a loading index touches at a time while it waits for the
+/// kernel ([`DedupIndex::touch_reserved`]): about 0.2 MB, a fraction of a millisecond.
+const TOUCH_STEP: usize = 4096;
+
 /// Makes `index` (or one partition of it) hold exactly `objs`: mark, insert, sweep. Reports
 /// what was added, replaced and removed.
 fn sync_index<T: Object, X: IndexType<T>>(
     index: &mut DedupIndex<T>,
     partition: Option<(IndexHandle<X>, X::Partition)>,
-    objs: Vec<T>,
+    objs: Vec<Arc<T>>,
     wrap: fn(Change<T>) -> Event,
     out: &mut Vec<Event>,
 ) {
@@ -1087,7 +1114,7 @@ fn sync_index<T: Object, X: IndexType<T>>(
 
 fn upsert<T: Object>(
     index: &mut DedupIndex<T>,
-    obj: T,
+    obj: impl Into<Arc<T>>,
     wrap: fn(Change<T>) -> Event,
 ) -> Option<Event> {
     upsert_at(index, obj, Placement::Append, wrap)
@@ -1097,7 +1124,7 @@ fn upsert<T: Object>(
 /// the change.
 fn upsert_at<T: Object>(
     index: &mut DedupIndex<T>,
-    obj: T,
+    obj: impl Into<Arc<T>>,
     placement: Placement<T::Id>,
     wrap: fn(Change<T>) -> Event,
 ) -> Option<Event> {

@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -107,6 +107,12 @@ pub(crate) enum Step<'m, 'b> {
 pub(crate) enum Chunk<'a, T> {
     /// Parsed objects, in kernel order; the sink may take them (the vector is reused).
     Objs(&'a mut Vec<T>),
+    /// Parsed objects already in their `Arc`s (allocated by the receiving thread while the
+    /// consumer was behind), in kernel order; the sink may take them.
+    Shared(&'a mut Vec<Arc<T>>),
+    /// Nothing has arrived yet: the sink may do a little idle work (and set the flag if it
+    /// did some, to be asked again) before the thread sleeps.
+    Idle(&'a mut bool),
     /// The attempt was interrupted: forget what it delivered, a new attempt follows.
     Restart,
 }
@@ -198,7 +204,7 @@ impl Platform {
     /// parsed on a scoped second thread while `sink` consumes the objects in chunks on this
     /// one. When an attempt comes back interrupted, `sink` gets [`Chunk::Restart`] and the
     /// dump is done again, up to the configured number of attempts.
-    pub(crate) fn dump_retry_parallel<T: Send>(
+    pub(crate) fn dump_retry_parallel<T: Send + Sync>(
         &self,
         build: impl Fn(&mut Vec<u8>, u32),
         parse: &(dyn Fn(&[u8]) -> Result<Option<T>> + Sync),
@@ -212,13 +218,7 @@ impl Platform {
             let seq = sock.next_seq();
             request.clear();
             build(&mut request, seq);
-            let outcome = sock.dump_parallel(
-                &request,
-                seq,
-                parse,
-                &mut |objs| sink(Chunk::Objs(objs)),
-                &mut on_malformed,
-            )?;
+            let outcome = sock.dump_parallel(&request, seq, parse, &mut sink, &mut on_malformed)?;
             report.filtered_by_kernel |= outcome.filtered;
             if !outcome.interrupted {
                 return Ok(report);

@@ -3,13 +3,17 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 
 use crate::error::{Error, Result};
+use crate::platform::Chunk;
 use crate::wire::{self, Msg, Msgs};
+
+#[cfg(test)]
+mod tests;
 
 /// The smallest buffer a read is made with. The kernel sizes the skbs of a dump after the
 /// largest buffer we ever passed to `recvmsg` (up to 32 KiB), so reading with 32 KiB gives
@@ -265,30 +269,92 @@ impl NlSocket {
     }
 }
 
-/// How many parsed objects the receiving thread of [`NlSocket::dump_parallel`] hands over at
-/// once: about one datagram of IPv4 routes.
+/// How many messages the receiving thread of [`NlSocket::dump_parallel`] hands over at once:
+/// about one datagram of IPv4 routes.
 const CHUNK_LEN: usize = 512;
 
 /// How many chunks may wait between the receiving thread and the consumer. With the chunk
 /// being filled and the one being consumed, at most `CHUNKS_IN_FLIGHT + 2` chunks exist: the
-/// memory between socket and consumer stays bounded whatever the consumer's pace (16 chunks
-/// of IPv4 routes are about 330 KB).
-const CHUNKS_IN_FLIGHT: usize = 16;
+/// memory between socket and consumer stays bounded whatever the consumer's pace (64 chunks
+/// of IPv4 routes are about 1.3 MB). Deep enough that the receiver goes on while the consumer
+/// pauses (to resize its index when the kernel's route count arrives, for instance).
+const CHUNKS_IN_FLIGHT: usize = 64;
 
-/// A thread that had to wait is woken only once half the queue is free (the receiver) or
-/// filled (the consumer), not at every chunk: each wake-up is a futex call and, on a busy
-/// machine, a wait for a processor.
-const WAKE_AT: usize = CHUNKS_IN_FLIGHT / 2;
+/// A waiting receiver is woken only once half the queue is free, not at every chunk: each
+/// wake-up is a futex call and, on a busy machine, a wait for a processor.
+const WAKE_RECEIVER_AT: usize = CHUNKS_IN_FLIGHT / 2;
+
+/// A waiting consumer is woken once this many chunks wait: soon, since an idle consumer is
+/// lost time, but not for every chunk.
+const WAKE_CONSUMER_AT: usize = 2;
+
+/// The receiver leaves the messages of its next chunk unparsed ([`Handed::Raw`]) when no more
+/// than this many chunks wait: the consumer is about to run dry, so it parses them itself.
+const RAW_AT_MOST: usize = 1;
+
+/// The receiver also puts the objects of its next chunk in their `Arc`s ([`Handed::Shared`])
+/// when at least this many chunks wait: the consumer is behind, so the allocations (and the
+/// page faults of their memory) are better done on the receiving thread.
+const SHARED_AT_LEAST: usize = 4;
 
 /// What the receiving thread of [`NlSocket::dump_parallel`] hands to the consumer.
 enum Handed<T> {
     /// Parsed objects, in kernel order.
     Objs(Vec<T>),
+    /// Parsed objects in their `Arc`s, in kernel order.
+    Shared(Vec<Arc<T>>),
+    /// Object messages not parsed yet, in kernel order (the consumer parses them).
+    Raw(RawChunk),
     /// A message that could not be parsed (the consumer traces and counts it).
     Malformed(Error),
 }
 
-/// The bounded queue between the two threads of a dump, with emptied vectors coming back.
+/// The payloads of object messages, back to back, and where each one ends.
+#[derive(Default)]
+struct RawChunk {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl RawChunk {
+    fn push(&mut self, payload: &[u8]) {
+        self.bytes.extend_from_slice(payload);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    /// The payloads, in order.
+    fn payloads(&self) -> impl Iterator<Item = &[u8]> {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let payload = self.bytes.get(start..end).unwrap_or_default();
+            start = end;
+            payload
+        })
+    }
+}
+
+/// A consumed chunk going back to the receiver for reuse.
+enum Emptied<T> {
+    None,
+    Objs(Vec<T>),
+    Shared(Vec<Arc<T>>),
+    Raw(RawChunk),
+}
+
+/// The bounded queue between the two threads of a dump, with emptied chunks coming back.
 struct Handoff<T> {
     state: Mutex<HandoffState<T>>,
     /// Signalled when the queue has room again (or the consumer left).
@@ -301,6 +367,10 @@ struct HandoffState<T> {
     queue: VecDeque<Handed<T>>,
     /// Emptied vectors for the receiver to fill again.
     spare: Vec<Vec<T>>,
+    /// Emptied raw chunks for the receiver to fill again.
+    spare_raw: Vec<RawChunk>,
+    /// Emptied vectors of `Arc`s for the receiver to fill again.
+    spare_shared: Vec<Vec<Arc<T>>>,
     receiver_waits: bool,
     consumer_waits: bool,
     /// The receiver is done: nothing more will come.
@@ -309,12 +379,28 @@ struct HandoffState<T> {
     gone: bool,
 }
 
+/// What [`Handoff::push`] learnt about the consumer, and so what the receiver makes of its
+/// next chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pushed {
+    /// The consumer is gone.
+    Gone,
+    /// Queued; the consumer runs dry soon: leave the next chunk unparsed.
+    Starving,
+    /// Queued; the consumer has work waiting: parse the next chunk.
+    Fed,
+    /// Queued; the consumer is behind: parse the next chunk and allocate its objects.
+    Behind,
+}
+
 impl<T> Handoff<T> {
     fn new() -> Self {
         Handoff {
             state: Mutex::new(HandoffState {
                 queue: VecDeque::with_capacity(CHUNKS_IN_FLIGHT + 1),
                 spare: Vec::new(),
+                spare_raw: Vec::new(),
+                spare_shared: Vec::new(),
                 receiver_waits: false,
                 consumer_waits: false,
                 done: false,
@@ -331,8 +417,8 @@ impl<T> Handoff<T> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Queues `item`, waiting while the queue is full. False when the consumer is gone.
-    fn push(&self, item: Handed<T>) -> bool {
+    /// Queues `item`, waiting while the queue is full.
+    fn push(&self, item: Handed<T>) -> Pushed {
         let mut state = self.lock();
         while state.queue.len() >= CHUNKS_IN_FLIGHT && !state.gone {
             state.receiver_waits = true;
@@ -342,14 +428,20 @@ impl<T> Handoff<T> {
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
         }
         if state.gone {
-            return false;
+            return Pushed::Gone;
         }
         state.queue.push_back(item);
-        if state.consumer_waits && state.queue.len() >= WAKE_AT {
+        if state.consumer_waits && state.queue.len() >= WAKE_CONSUMER_AT {
             state.consumer_waits = false;
             self.ready.notify_one();
         }
-        true
+        if state.consumer_waits || state.queue.len() <= RAW_AT_MOST {
+            Pushed::Starving
+        } else if state.queue.len() >= SHARED_AT_LEAST {
+            Pushed::Behind
+        } else {
+            Pushed::Fed
+        }
     }
 
     /// An emptied vector to fill, or a new one.
@@ -360,18 +452,34 @@ impl<T> Handoff<T> {
             .unwrap_or_else(|| Vec::with_capacity(CHUNK_LEN))
     }
 
+    /// An emptied raw chunk to fill, or a new one.
+    fn spare_raw(&self) -> RawChunk {
+        self.lock().spare_raw.pop().unwrap_or_default()
+    }
+
+    /// An emptied vector of `Arc`s to fill, or a new one.
+    fn spare_shared(&self) -> Vec<Arc<T>> {
+        self.lock()
+            .spare_shared
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(CHUNK_LEN))
+    }
+
     /// The next item, waiting while the queue is empty; `None` once the receiver is done and
-    /// everything was taken. `emptied` (a consumed vector) is kept for reuse.
-    fn pop(&self, emptied: Option<Vec<T>>) -> Option<Handed<T>> {
+    /// everything was taken. `emptied` (a consumed chunk) is kept for reuse. While the queue is
+    /// empty `idle` is called, again and again as long as it returns true (it did some work),
+    /// before the thread sleeps.
+    fn pop(&self, emptied: Emptied<T>, idle: &mut dyn FnMut() -> bool) -> Option<Handed<T>> {
         let mut state = self.lock();
-        if let Some(emptied) = emptied
-            && state.spare.len() < 2
-        {
-            state.spare.push(emptied);
+        match emptied {
+            Emptied::Objs(objs) if state.spare.len() < 2 => state.spare.push(objs),
+            Emptied::Raw(raw) if state.spare_raw.len() < 2 => state.spare_raw.push(raw),
+            Emptied::Shared(objs) if state.spare_shared.len() < 2 => state.spare_shared.push(objs),
+            _ => {}
         }
         loop {
             if let Some(item) = state.queue.pop_front() {
-                if state.receiver_waits && state.queue.len() <= WAKE_AT {
+                if state.receiver_waits && state.queue.len() <= WAKE_RECEIVER_AT {
                     state.receiver_waits = false;
                     self.room.notify_one();
                 }
@@ -379,6 +487,13 @@ impl<T> Handoff<T> {
             }
             if state.done {
                 return None;
+            }
+            // Nothing to take: do the caller's idle work (unlocked) before sleeping.
+            drop(state);
+            let worked = idle();
+            state = self.lock();
+            if worked || !state.queue.is_empty() || state.done {
+                continue;
             }
             state.consumer_waits = true;
             state = self
@@ -416,71 +531,206 @@ impl NlSocket {
     /// with `parse`, while the calling thread hands the parsed objects to `sink` in chunks, in
     /// kernel order. The kernel's work and the consumer's overlap on two cores.
     ///
-    /// The threads meet through a bounded queue of chunks whose vectors come back for reuse,
-    /// so memory stays bounded. Messages `parse` refuses go to `on_malformed` (on the calling
-    /// thread); they do not stop the dump. Receive semantics are those of
-    /// [`NlSocket::recv`]: sizes peeked, foreign senders dropped.
-    pub(crate) fn dump_parallel<T: Send>(
+    /// The work between socket and index goes to whichever thread has time: when the consumer
+    /// is about to run out of work, the receiver hands over its next chunk of messages
+    /// unparsed and the consumer parses them; when a few chunks wait, the receiver parses;
+    /// when the consumer is behind, the receiver also puts each object in its `Arc`
+    /// ([`Chunk::Shared`]), so the allocations and the page faults of their memory leave the
+    /// consumer's thread. Early in a load the consumer's index is small and quick and the
+    /// kernel is the slower side; later the consumer's cache misses make it the slower one.
+    ///
+    /// The threads meet through a bounded queue of chunks that come back for reuse, so memory
+    /// stays bounded. Messages `parse` refuses go to `on_malformed` (on the calling thread);
+    /// they do not stop the dump. Receive semantics are those of [`NlSocket::recv`]: sizes
+    /// peeked, foreign senders dropped.
+    pub(crate) fn dump_parallel<T: Send + Sync>(
         &mut self,
         request: &[u8],
         seq: u32,
         parse: &(dyn Fn(&[u8]) -> Result<Option<T>> + Sync),
-        sink: &mut dyn FnMut(&mut Vec<T>),
+        sink: &mut dyn FnMut(Chunk<'_, T>),
         on_malformed: &mut dyn FnMut(Error),
     ) -> Result<DumpOutcome> {
-        let handoff = Handoff::new();
-        let handoff = &handoff;
-        std::thread::scope(|scope| {
-            let receiver = std::thread::Builder::new()
-                .name("netmirror-dump".into())
-                .spawn_scoped(scope, move || {
-                    let _finish = OnDrop(|| handoff.finish());
-                    let mut chunk: Vec<T> = Vec::with_capacity(CHUNK_LEN);
-                    let outcome = self.dump(request, seq, |msg| {
-                        match parse(msg.payload) {
-                            Ok(Some(obj)) => chunk.push(obj),
-                            Ok(None) => {}
-                            // A gone consumer only means nobody counts it.
-                            Err(err) => drop(handoff.push(Handed::Malformed(err))),
-                        }
-                        if chunk.len() >= CHUNK_LEN {
-                            let full = std::mem::replace(&mut chunk, handoff.spare());
-                            if !handoff.push(Handed::Objs(full)) {
-                                return Err(Error::socket(
-                                    "dump",
-                                    io::Error::other("the dump's consumer is gone"),
-                                ));
+        run_parallel(
+            |filling| self.dump(request, seq, |msg| filling.add(msg.payload, parse)),
+            parse,
+            sink,
+            on_malformed,
+        )
+    }
+}
+
+/// The two threads of [`NlSocket::dump_parallel`], apart from the socket: `produce` runs on a
+/// scoped receiving thread and feeds the payloads of object messages to a [`Filling`], while
+/// this thread takes the chunks and hands them to `sink` in order. When the queue is empty,
+/// `sink` gets [`Chunk::Idle`] before the thread sleeps.
+fn run_parallel<T: Send + Sync, R: Send>(
+    produce: impl FnOnce(&mut Filling<'_, T>) -> Result<R> + Send,
+    parse: &(dyn Fn(&[u8]) -> Result<Option<T>> + Sync),
+    sink: &mut dyn FnMut(Chunk<'_, T>),
+    on_malformed: &mut dyn FnMut(Error),
+) -> Result<R> {
+    let handoff = Handoff::new();
+    let handoff = &handoff;
+    std::thread::scope(|scope| {
+        let receiver = std::thread::Builder::new()
+            .name("netmirror-dump".into())
+            .spawn_scoped(scope, move || {
+                let _finish = OnDrop(|| handoff.finish());
+                let mut filling = Filling::new(handoff);
+                let outcome = produce(&mut filling);
+                filling.flush();
+                outcome
+            })
+            .map_err(|e| Error::socket("spawn the dump's receiving thread", e))?;
+        {
+            let _leave = OnDrop(|| handoff.leave());
+            let mut emptied = Emptied::None;
+            let mut parsed: Vec<T> = Vec::new();
+            loop {
+                let mut idle = || {
+                    let mut worked = false;
+                    sink(Chunk::Idle(&mut worked));
+                    worked
+                };
+                let Some(handed) =
+                    handoff.pop(std::mem::replace(&mut emptied, Emptied::None), &mut idle)
+                else {
+                    break;
+                };
+                emptied = match handed {
+                    Handed::Objs(mut objs) => {
+                        sink(Chunk::Objs(&mut objs));
+                        objs.clear();
+                        Emptied::Objs(objs)
+                    }
+                    Handed::Shared(mut objs) => {
+                        sink(Chunk::Shared(&mut objs));
+                        objs.clear();
+                        Emptied::Shared(objs)
+                    }
+                    Handed::Raw(mut raw) => {
+                        for payload in raw.payloads() {
+                            match parse(payload) {
+                                Ok(Some(obj)) => parsed.push(obj),
+                                Ok(None) => {}
+                                Err(err) => on_malformed(err),
                             }
                         }
-                        Ok(())
-                    });
-                    if !chunk.is_empty() {
-                        handoff.push(Handed::Objs(chunk));
+                        sink(Chunk::Objs(&mut parsed));
+                        parsed.clear();
+                        raw.clear();
+                        Emptied::Raw(raw)
                     }
-                    outcome
-                })
-                .map_err(|e| Error::socket("spawn the dump's receiving thread", e))?;
-            {
-                let _leave = OnDrop(|| handoff.leave());
-                let mut emptied = None;
-                while let Some(handed) = handoff.pop(emptied.take()) {
-                    match handed {
-                        Handed::Objs(mut objs) => {
-                            sink(&mut objs);
-                            objs.clear();
-                            emptied = Some(objs);
-                        }
-                        Handed::Malformed(err) => on_malformed(err),
+                    Handed::Malformed(err) => {
+                        on_malformed(err);
+                        Emptied::None
                     }
-                }
+                };
             }
-            receiver.join().unwrap_or_else(|_| {
-                Err(Error::socket(
-                    "dump",
-                    io::Error::other("the dump's receiving thread panicked"),
-                ))
-            })
+        }
+        receiver.join().unwrap_or_else(|_| {
+            Err(Error::socket(
+                "dump",
+                io::Error::other("the dump's receiving thread panicked"),
+            ))
         })
+    })
+}
+
+/// The chunk the receiving thread of [`NlSocket::dump_parallel`] fills: one kind at a time,
+/// chosen after each hand-over by how far the consumer is from running dry.
+struct Filling<'h, T> {
+    handoff: &'h Handoff<T>,
+    mode: Pushed,
+    raw: RawChunk,
+    objs: Vec<T>,
+    shared: Vec<Arc<T>>,
+}
+
+impl<'h, T> Filling<'h, T> {
+    fn new(handoff: &'h Handoff<T>) -> Self {
+        Filling {
+            handoff,
+            // The consumer has nothing yet: it parses the first chunk itself.
+            mode: Pushed::Starving,
+            raw: RawChunk::default(),
+            objs: Vec::new(),
+            shared: Vec::new(),
+        }
+    }
+
+    /// Adds the payload of one object message; hands the chunk over once full.
+    fn add(
+        &mut self,
+        payload: &[u8],
+        parse: &(dyn Fn(&[u8]) -> Result<Option<T>> + Sync),
+    ) -> Result<()> {
+        let full = match self.mode {
+            Pushed::Starving | Pushed::Gone => {
+                self.raw.push(payload);
+                self.raw.len() >= CHUNK_LEN
+            }
+            Pushed::Fed | Pushed::Behind => {
+                match parse(payload) {
+                    Ok(Some(obj)) if self.mode == Pushed::Behind => self.shared.push(Arc::new(obj)),
+                    Ok(Some(obj)) => self.objs.push(obj),
+                    Ok(None) => {}
+                    // A gone consumer only means nobody counts it.
+                    Err(err) => drop(self.handoff.push(Handed::Malformed(err))),
+                }
+                self.objs.len() + self.shared.len() >= CHUNK_LEN
+            }
+        };
+        if !full {
+            return Ok(());
+        }
+        self.mode = self.hand_over();
+        if self.mode == Pushed::Gone {
+            return Err(Error::socket(
+                "dump",
+                io::Error::other("the dump's consumer is gone"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Hands over whatever was filled (only one kind is ever non-empty).
+    fn hand_over(&mut self) -> Pushed {
+        let mut pushed = Pushed::Fed;
+        if !self.raw.is_empty() {
+            let raw = std::mem::replace(&mut self.raw, self.handoff.spare_raw());
+            pushed = self.handoff.push(Handed::Raw(raw));
+        }
+        if !self.objs.is_empty() {
+            let objs = std::mem::replace(&mut self.objs, self.handoff.spare());
+            pushed = self.handoff.push(Handed::Objs(objs));
+        }
+        if !self.shared.is_empty() {
+            let shared = std::mem::replace(&mut self.shared, self.handoff.spare_shared());
+            pushed = self.handoff.push(Handed::Shared(shared));
+        }
+        pushed
+    }
+
+    /// Hands over the last, partly filled chunk.
+    fn flush(self) {
+        let Filling {
+            handoff,
+            raw,
+            objs,
+            shared,
+            ..
+        } = self;
+        if !raw.is_empty() {
+            handoff.push(Handed::Raw(raw));
+        }
+        if !objs.is_empty() {
+            handoff.push(Handed::Objs(objs));
+        }
+        if !shared.is_empty() {
+            handoff.push(Handed::Shared(shared));
+        }
     }
 }
 

@@ -1,0 +1,104 @@
+//! Unit tests of the two-thread dump machinery ([`run_parallel`]) without a socket: objects
+//! keep their order through every kind of chunk, malformed messages are counted wherever they
+//! are parsed, idle work is asked for while the consumer waits, and errors come back.
+
+use std::time::Duration;
+
+use super::*;
+
+/// A test message: 4 bytes are an object (its number), 5 bytes a message to skip, anything
+/// else is malformed.
+fn parse(payload: &[u8]) -> Result<Option<u32>> {
+    match <[u8; 4]>::try_from(payload) {
+        Ok(bytes) => Ok(Some(u32::from_ne_bytes(bytes))),
+        Err(_) if payload.len() == 5 => Ok(None),
+        Err(_) => Err(Error::malformed("test message")),
+    }
+}
+
+#[derive(Debug, Default)]
+struct Seen {
+    objs: Vec<u32>,
+    owned_chunks: usize,
+    shared_chunks: usize,
+    idle_calls: usize,
+    malformed: usize,
+}
+
+#[test]
+fn objects_keep_their_order_through_every_kind_of_chunk() {
+    const N: u32 = 60_000;
+    let mut seen = Seen::default();
+    let mut on_malformed_count = 0;
+    let result = run_parallel(
+        |filling: &mut Filling<'_, u32>| {
+            for i in 0..N {
+                if i % 1000 == 0 {
+                    filling.add(&[1, 2, 3], &parse)?;
+                    filling.add(&[0; 5], &parse)?;
+                }
+                // A pause halfway: the consumer runs dry and waits (idle work, then raw
+                // chunks it parses itself).
+                if i == N / 2 {
+                    std::thread::sleep(Duration::from_millis(30));
+                }
+                filling.add(&i.to_ne_bytes(), &parse)?;
+            }
+            Ok("done")
+        },
+        &parse,
+        &mut |chunk| match chunk {
+            Chunk::Objs(objs) => {
+                seen.owned_chunks += 1;
+                seen.objs.append(objs);
+                // Slow at first, so that chunks pile up and the receiver allocates.
+                if seen.objs.len() < 20_000 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            Chunk::Shared(objs) => {
+                seen.shared_chunks += 1;
+                seen.objs.extend(objs.drain(..).map(|obj| *obj));
+            }
+            Chunk::Idle(worked) => {
+                seen.idle_calls += 1;
+                // Claim work for the first few calls: each claim is followed by another call.
+                *worked = seen.idle_calls < 3;
+            }
+            Chunk::Restart => panic!("run_parallel never restarts"),
+        },
+        &mut |_| on_malformed_count += 1,
+    );
+    seen.malformed = on_malformed_count;
+    assert_eq!(result.unwrap(), "done");
+    assert_eq!(
+        seen.objs,
+        (0..N).collect::<Vec<_>>(),
+        "every object, in order"
+    );
+    assert_eq!(seen.malformed, (N / 1000) as usize);
+    assert!(seen.owned_chunks > 0 && seen.shared_chunks > 0, "{seen:?}");
+    assert!(seen.idle_calls >= 3, "{seen:?}");
+}
+
+#[test]
+fn an_error_of_the_receiver_comes_back_after_what_it_handed_over() {
+    let mut got = Vec::new();
+    let result: Result<()> = run_parallel(
+        |filling: &mut Filling<'_, u32>| {
+            for i in 0..1000u32 {
+                filling.add(&i.to_ne_bytes(), &parse)?;
+            }
+            Err(Error::Timeout)
+        },
+        &parse,
+        &mut |chunk| match chunk {
+            Chunk::Objs(objs) => got.append(objs),
+            Chunk::Shared(objs) => got.extend(objs.drain(..).map(|obj| *obj)),
+            Chunk::Idle(_) | Chunk::Restart => {}
+        },
+        &mut |_| {},
+    );
+    assert!(matches!(result, Err(Error::Timeout)), "{result:?}");
+    assert_eq!(got, (0..1000).collect::<Vec<_>>());
+}
