@@ -168,7 +168,7 @@ pub struct DedupIndex<T: Object> {
     /// reading and rehashing every object (the objects are all over memory; this is one
     /// sequential read). Stale for a free slot.
     hashes: Vec<u32>,
-    /// The slots up to which [`touch_reserved`](Self::touch_reserved) touched the spare room,
+    /// The slots up to which [`touch_ahead`](Self::touch_ahead) touched the spare room,
     /// and the capacity it touched it in.
     touched: (usize, usize),
     /// Slot numbers, hashed by the id of their object.
@@ -616,20 +616,23 @@ impl<T: Object> DedupIndex<T> {
         }
     }
 
-    /// Touches the memory reserved for up to `max` more slots (the slot array, the kept
-    /// hashes and the links of slots not in use yet), so that the inserts that later take
-    /// those slots do not stop for the kernel to map fresh pages. Returns how many slots it
-    /// touched; 0 once all reserved room is touched.
+    /// Touches the reserved memory of the slots up to `ahead` past the last one in use (the
+    /// slot array, the kept hashes and the links), at most `max` slots per call, so that the
+    /// inserts that later take those slots do not stop for the kernel to map fresh pages.
+    /// Returns how many slots it touched: 0 once that room is touched (or none is reserved).
     ///
     /// Meant for idle time: a loader that waits for the next objects can call it while it
-    /// waits. It changes nothing visible; the memory was already reserved.
-    pub fn touch_reserved(&mut self, max: usize) -> usize {
+    /// waits. It changes nothing visible; the memory was already reserved (by
+    /// [`reserve`](Self::reserve) or by the growth of the index).
+    pub fn touch_ahead(&mut self, ahead: usize, max: usize) -> usize {
         // A reallocation since the last call leaves the new room untouched.
         if self.touched.1 != self.objs.capacity() {
             self.touched = (self.objs.len(), self.objs.capacity());
         }
         let from = self.touched.0.max(self.objs.len());
-        let to = from.saturating_add(max).min(self.objs.capacity());
+        let to = (self.objs.len().saturating_add(ahead))
+            .min(from.saturating_add(max))
+            .min(self.objs.capacity());
         if to <= from {
             return 0;
         }

@@ -126,7 +126,7 @@ impl Links {
     }
 
     /// Touches the spare room of every lane for the slots `from..to` (see
-    /// [`DedupIndex::touch_reserved`](crate::DedupIndex::touch_reserved)).
+    /// [`DedupIndex::touch_ahead`](crate::DedupIndex::touch_ahead)).
     pub(crate) fn touch_spare(&mut self, from: usize, to: usize) {
         for lane in &mut self.lanes {
             crate::index::touch_spare(lane, from, to, || Link::UNTRACKED);

@@ -784,13 +784,17 @@ fn many_entries_grow_shrink_and_keep_their_lists() {
 }
 
 #[test]
-fn touching_reserved_room_changes_nothing_and_ends() {
+fn touching_room_ahead_changes_nothing_and_ends() {
     let mut fx = Fixture::with(&[r(1, 1), d(2, 2)]);
     fx.index.reserve(10_000);
     let room = fx.index.objs.capacity() - fx.index.objs.len();
-    let mut touched = 0;
+    // Only as far ahead as asked, in steps of at most `max`.
+    assert_eq!(fx.index.touch_ahead(100, 64), 64);
+    assert_eq!(fx.index.touch_ahead(100, 64), 36);
+    assert_eq!(fx.index.touch_ahead(100, 64), 0);
+    let mut touched = 100;
     loop {
-        let n = fx.index.touch_reserved(4096);
+        let n = fx.index.touch_ahead(usize::MAX, 4096);
         assert!(n <= 4096);
         if n == 0 {
             break;
@@ -798,7 +802,6 @@ fn touching_reserved_room_changes_nothing_and_ends() {
         touched += n;
     }
     assert_eq!(touched, room);
-    assert_eq!(fx.index.touch_reserved(4096), 0);
     fx.index.validate().unwrap();
     assert_eq!(
         fx.index.append_all((3..10_003).map(|id| r(id, id % 3))),
@@ -807,8 +810,8 @@ fn touching_reserved_room_changes_nothing_and_ends() {
     fx.index.validate().unwrap();
     // Growing past the reserve gives new room to touch.
     fx.index.reserve(100_000);
-    assert!(fx.index.touch_reserved(usize::MAX) > 0);
-    assert_eq!(fx.index.touch_reserved(usize::MAX), 0);
+    assert!(fx.index.touch_ahead(usize::MAX, usize::MAX) > 0);
+    assert_eq!(fx.index.touch_ahead(usize::MAX, usize::MAX), 0);
     fx.index.validate().unwrap();
     assert_eq!(fx.index.len(), 10_002);
 }
