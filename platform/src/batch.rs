@@ -17,7 +17,7 @@
 
 use crate::addr::Address;
 use crate::error::{Error, KernelError, Result};
-use crate::platform::Platform;
+use crate::platform::{DUMP_RCVBUF, Platform};
 use crate::route::{Family, Route};
 use crate::socket::NlSocket;
 use crate::wire::{self, Msgs};
@@ -189,14 +189,30 @@ impl Batch<'_> {
     /// in the [`Report`].
     #[tracing::instrument(level = "debug", skip(self), fields(n_items = self.items.len()))]
     pub fn execute(self) -> Result<Report> {
-        let mut report = Report::default();
         let undo = self.undo && self.stop_on_error;
         // An answer (an error; an echo for an undoable delete, which can also fail) takes
-        // about 1 KiB of receive buffer until read: never send more requests at once than
-        // the buffer holds answers for.
-        let fits = (self.platform.rcvbuf().effective / 1024 / if undo { 2 } else { 1 }).max(1);
-        let per_send = self.per_send.min(fits);
+        // about 1 KiB of receive buffer until read: make room for a send's answers, and never
+        // send more requests at once than the buffer holds answers for.
+        let answer_bytes = if undo { 2048 } else { 1024 };
         let mut sock = self.platform.lock();
+        let wanted = self.per_send.saturating_mul(answer_bytes);
+        let rcvbuf = if wanted > DUMP_RCVBUF {
+            sock.set_rcvbuf(wanted)
+        } else {
+            self.platform.rcvbuf()
+        };
+        let per_send = self.per_send.min((rcvbuf.effective / answer_bytes).max(1));
+        let result = self.run(&mut sock, per_send, undo);
+        if wanted > DUMP_RCVBUF {
+            // Back to the size dumps want (see `DUMP_RCVBUF`).
+            sock.set_rcvbuf(DUMP_RCVBUF);
+        }
+        result
+    }
+
+    /// The sends of [`execute`](Self::execute), `per_send` items each.
+    fn run(&self, sock: &mut NlSocket, per_send: usize, undo: bool) -> Result<Report> {
+        let mut report = Report::default();
         let mut buf = Vec::with_capacity(per_send * 96);
         let mut answers = Vec::with_capacity(per_send);
         let mut ack_buf = vec![0u8; ACK_BUF];
@@ -224,7 +240,7 @@ impl Batch<'_> {
             report.n_sends += 1;
             answers.clear();
             answers.resize_with(chunk.len(), Answer::default);
-            collect_answers(&mut sock, base, &mut answers, &mut ack_buf)?;
+            collect_answers(sock, base, &mut answers, &mut ack_buf)?;
 
             // The first refused item of the send, when the batch stops there.
             let cut = if self.stop_on_error {
@@ -252,7 +268,7 @@ impl Batch<'_> {
             }
             if let Some(cut) = cut {
                 if undo {
-                    self.undo_after(&mut sock, &mut buf, index, cut, &mut answers, &mut report)?;
+                    self.undo_after(sock, &mut buf, index, cut, &mut answers, &mut report)?;
                     index += cut + 1;
                 } else {
                     index = chunk_end;

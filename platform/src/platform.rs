@@ -126,14 +126,21 @@ pub struct DumpReport {
     pub filtered_by_kernel: bool,
 }
 
+/// The receive buffer of the request socket (iproute2's size). The kernel builds a dump's
+/// datagrams inside our reads, and builds one more whenever the queued ones take at most half
+/// the buffer; a read is a peek and then a read, so with a large buffer the kernel runs ahead
+/// of us by up to half of it (16 MB of datagrams with 32 MB), which we then read back cold,
+/// and the 25 ms walk of the whole trie it makes for the local table lands mid-dump, while
+/// the consumer has nothing queued. Measured on 600k routes: 1.67x the raw dump with 32 MB,
+/// 1.51x with 1 MB. A batch enlarges the buffer for its acks while it runs.
+pub(crate) const DUMP_RCVBUF: usize = 1 << 20;
+
 impl Platform {
     /// Opens a platform as `config` says.
     pub fn open(config: Config) -> Result<Self> {
         let sock = config.netns.run_in(NlSocket::open)?;
         let strict = config.strict_check && sock.set_strict_check(true);
-        // Acks of a large batch arrive together, each in its own skb (about 1 KiB of
-        // receive buffer each): give them room.
-        let rcvbuf = sock.set_rcvbuf(32 << 20);
+        let rcvbuf = sock.set_rcvbuf(DUMP_RCVBUF);
         // SO_RCVTIMEO takes zero as "forever": keep a zero timeout a (tiny) timeout.
         sock.set_timeout(Some(config.timeout.max(Duration::from_micros(1))))?;
         Ok(Platform {
@@ -246,7 +253,8 @@ impl Platform {
         sock.request(&request, seq, on_msg)
     }
 
-    /// The receive buffer the request socket got (for diagnostics).
+    /// The receive buffer the request socket got (for diagnostics): sized for dumps; a batch
+    /// enlarges it while it runs.
     pub fn set_request_rcvbuf(&self, bytes: usize) -> RcvbufOutcome {
         self.lock().set_rcvbuf(bytes)
     }
