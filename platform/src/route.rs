@@ -827,38 +827,10 @@ impl Route {
         let mut nlas = Nlas::new(&payload[RTMSG_LEN..]);
         for (kind, value) in &mut nlas {
             match kind {
-                RTA_DST | RTA_GATEWAY | RTA_PREFSRC | RTA_SRC => {
-                    let (slot, bit) = match kind {
-                        RTA_DST => (0, HAS_DST),
-                        RTA_GATEWAY => (1, HAS_GATEWAY),
-                        RTA_PREFSRC => (2, HAS_PREFSRC),
-                        _ => (3, 0),
-                    };
-                    if v6 {
-                        let Ok(octets) = <[u8; 16]>::try_from(value) else {
-                            return Err(bad_attr(kind));
-                        };
-                        let extra = extra_of(&mut extra);
-                        extra.v6[slot] = Ipv6Addr::from(octets);
-                        if slot == 3 {
-                            extra.has_src = true;
-                        }
-                    } else {
-                        let Ok(octets) = <[u8; 4]>::try_from(value) else {
-                            return Err(bad_attr(kind));
-                        };
-                        if slot == 3 {
-                            extra_of(&mut extra).has_src = true;
-                            extra_of(&mut extra)
-                                .rare_mut()
-                                .other
-                                .push((kind, value.into()));
-                        } else {
-                            route.v4[slot] = octets;
-                        }
-                    }
-                    route.bits |= bit;
-                }
+                RTA_DST => set_address(&mut route, &mut extra, kind, value, 0, HAS_DST)?,
+                RTA_GATEWAY => set_address(&mut route, &mut extra, kind, value, 1, HAS_GATEWAY)?,
+                RTA_PREFSRC => set_address(&mut route, &mut extra, kind, value, 2, HAS_PREFSRC)?,
+                RTA_SRC => set_address(&mut route, &mut extra, kind, value, 3, 0)?,
                 RTA_OIF => {
                     route.oif = nla_u32(value).ok_or_else(|| bad_attr(kind))?;
                     route.bits |= HAS_OIF;
@@ -979,6 +951,44 @@ fn attr_ip(msg: &mut MsgWriter<'_>, kind: u16, addr: IpAddr) {
         IpAddr::V4(v4) => msg.attr(kind, &v4.octets()),
         IpAddr::V6(v6) => msg.attr(kind, &v6.octets()),
     };
+}
+
+/// Puts an address attribute of a route being parsed into its slot (0 destination, 1
+/// gateway, 2 preferred source, 3 source) and sets `bit`. IPv4 keeps the first three in the
+/// route itself and a source (which IPv4 routes do not have) among the other attributes.
+#[inline]
+fn set_address(
+    route: &mut Route,
+    extra: &mut Option<Box<RouteExtra>>,
+    kind: u16,
+    value: &[u8],
+    slot: usize,
+    bit: u8,
+) -> Result<()> {
+    if route.bits & V6 != 0 {
+        let Ok(octets) = <[u8; 16]>::try_from(value) else {
+            return Err(bad_attr(kind));
+        };
+        let extra = extra.get_or_insert_with(Box::default);
+        if let Some(held) = extra.v6.get_mut(slot) {
+            *held = Ipv6Addr::from(octets);
+        }
+        extra.has_src |= slot == 3;
+    } else {
+        let Ok(octets) = <[u8; 4]>::try_from(value) else {
+            return Err(bad_attr(kind));
+        };
+        match route.v4.get_mut(slot) {
+            Some(held) => *held = octets,
+            None => {
+                let extra = extra.get_or_insert_with(Box::default);
+                extra.has_src = true;
+                extra.rare_mut().other.push((kind, value.into()));
+            }
+        }
+    }
+    route.bits |= bit;
+    Ok(())
 }
 
 fn bad_attr(kind: u16) -> Error {
