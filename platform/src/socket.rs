@@ -275,27 +275,34 @@ const CHUNK_LEN: usize = 512;
 
 /// How many chunks may wait between the receiving thread and the consumer. With the chunk
 /// being filled and the one being consumed, at most `CHUNKS_IN_FLIGHT + 2` chunks exist: the
-/// memory between socket and consumer stays bounded whatever the consumer's pace (64 chunks
-/// of IPv4 routes are about 1.3 MB). Deep enough that the receiver goes on while the consumer
-/// pauses (to resize its index when the kernel's route count arrives, for instance).
-const CHUNKS_IN_FLIGHT: usize = 64;
+/// memory between socket and consumer stays bounded whatever the consumer's pace (512 chunks
+/// of IPv4 route messages are about 15 MB; the queue is that deep only while the consumer is
+/// behind on a large dump, see [`BACKLOG_SHARE`]).
+const CHUNKS_IN_FLIGHT: usize = 512;
 
-/// A waiting receiver is woken only once half the queue is free, not at every chunk: each
-/// wake-up is a futex call and, on a busy machine, a wait for a processor.
-const WAKE_RECEIVER_AT: usize = CHUNKS_IN_FLIGHT / 2;
+/// A waiting receiver is woken only once a quarter of the queue is free, not at every chunk:
+/// each wake-up is a futex call and, on a busy machine, a wait for a processor.
+const WAKE_RECEIVER_AT: usize = CHUNKS_IN_FLIGHT * 3 / 4;
 
 /// A waiting consumer is woken once this many chunks wait: soon, since an idle consumer is
 /// lost time, but not for every chunk.
 const WAKE_CONSUMER_AT: usize = 2;
 
-/// The receiver leaves the messages of its next chunk unparsed ([`Handed::Raw`]) when no more
-/// than this many chunks wait: the consumer is about to run dry, so it parses them itself.
-const RAW_AT_MOST: usize = 1;
+/// The consumer's backlog grows with the dump: the receiver leaves its chunks unparsed
+/// ([`Handed::Raw`], the consumer parses them) as long as no more chunks wait than this
+/// share of those handed over so far (at least one, at most half the queue).
+///
+/// A full IPv4 dump ends with the kernel walking the whole route trie once more, for the local
+/// table (which shares the trie of main until a policy rule splits them): about 45 ns per
+/// route dumped before, during which no datagram comes (25 ms at 600k routes, 50 ms at 1M).
+/// The consumer parses and indexes a route in about 230 ns, so a backlog of a fifth of the
+/// chunks keeps it busy through that walk instead of idle behind it.
+const BACKLOG_SHARE: usize = 5;
 
 /// The receiver also puts the objects of its next chunk in their `Arc`s ([`Handed::Shared`])
-/// when at least this many chunks wait: the consumer is behind, so the allocations (and the
-/// page faults of their memory) are better done on the receiving thread.
-const SHARED_AT_LEAST: usize = 4;
+/// when this many chunks wait beyond the backlog: the consumer is behind, so the allocations
+/// (and the page faults of their memory) are better done on the receiving thread.
+const SHARED_BEYOND_BACKLOG: usize = 4;
 
 /// What the receiving thread of [`NlSocket::dump_parallel`] hands to the consumer.
 enum Handed<T> {
@@ -373,6 +380,8 @@ struct HandoffState<T> {
     spare_shared: Vec<Vec<Arc<T>>>,
     receiver_waits: bool,
     consumer_waits: bool,
+    /// How many items the receiver queued so far.
+    n_pushed: usize,
     /// The receiver is done: nothing more will come.
     done: bool,
     /// The consumer is gone (it panicked): nothing is taken any more.
@@ -385,7 +394,8 @@ struct HandoffState<T> {
 enum Pushed {
     /// The consumer is gone.
     Gone,
-    /// Queued; the consumer runs dry soon: leave the next chunk unparsed.
+    /// Queued; the consumer's backlog is short (see [`BACKLOG_SHARE`]): leave the next chunk
+    /// unparsed.
     Starving,
     /// Queued; the consumer has work waiting: parse the next chunk.
     Fed,
@@ -403,6 +413,7 @@ impl<T> Handoff<T> {
                 spare_shared: Vec::new(),
                 receiver_waits: false,
                 consumer_waits: false,
+                n_pushed: 0,
                 done: false,
                 gone: false,
             }),
@@ -435,9 +446,11 @@ impl<T> Handoff<T> {
             state.consumer_waits = false;
             self.ready.notify_one();
         }
-        if state.consumer_waits || state.queue.len() <= RAW_AT_MOST {
+        state.n_pushed += 1;
+        let backlog = (state.n_pushed / BACKLOG_SHARE).clamp(1, CHUNKS_IN_FLIGHT / 2);
+        if state.consumer_waits || state.queue.len() <= backlog {
             Pushed::Starving
-        } else if state.queue.len() >= SHARED_AT_LEAST {
+        } else if state.queue.len() >= backlog + SHARED_BEYOND_BACKLOG {
             Pushed::Behind
         } else {
             Pushed::Fed
@@ -531,13 +544,15 @@ impl NlSocket {
     /// with `parse`, while the calling thread hands the parsed objects to `sink` in chunks, in
     /// kernel order. The kernel's work and the consumer's overlap on two cores.
     ///
-    /// The work between socket and index goes to whichever thread has time: when the consumer
-    /// is about to run out of work, the receiver hands over its next chunk of messages
-    /// unparsed and the consumer parses them; when a few chunks wait, the receiver parses;
-    /// when the consumer is behind, the receiver also puts each object in its `Arc`
-    /// ([`Chunk::Shared`]), so the allocations and the page faults of their memory leave the
-    /// consumer's thread. Early in a load the consumer's index is small and quick and the
-    /// kernel is the slower side; later the consumer's cache misses make it the slower one.
+    /// The work between socket and index goes to whichever thread has time: while the
+    /// consumer's backlog is short (it grows with the dump, [`BACKLOG_SHARE`]), the receiver
+    /// hands over its chunks of messages unparsed and the consumer parses them; when a few
+    /// more chunks wait, the receiver parses; when the consumer is further behind, the
+    /// receiver also puts each object in its `Arc` ([`Chunk::Shared`]), so the allocations
+    /// and the page faults of their memory leave the consumer's thread. Early in a load the
+    /// consumer's index is small and quick and the kernel is the slower side; later the
+    /// consumer's cache misses make it the slower one; at the end of an IPv4 dump the kernel
+    /// walks its trie while the consumer works off its backlog.
     ///
     /// The threads meet through a bounded queue of chunks that come back for reuse, so memory
     /// stays bounded. Messages `parse` refuses go to `on_malformed` (on the calling thread);
