@@ -22,7 +22,10 @@
 //! runtime (tokio's `AsyncFd`) and call `poll` with a zero timeout when it is readable, or run
 //! the cache on a thread of its own. Memory between kernel and user is bounded: `poll` applies
 //! at most a fixed number of datagrams per call, and the socket's receive buffer (sized for
-//! bursts, 128 MiB by default) is the only queue.
+//! bursts, 128 MiB by default) is the only queue. A load or resync receives its dump on a
+//! second, scoped thread while the calling thread fills the index; the two meet through a
+//! bounded queue (at most 512 chunks of 512 messages) and share the parsing and allocating by
+//! how far the indexing is behind.
 //!
 //! When that buffer overflows (ENOBUFS), the cache schedules a resync: once the socket has been
 //! quiet for a back-off that doubles while overflows go on, it marks everything dirty, dumps,
