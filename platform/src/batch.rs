@@ -107,6 +107,10 @@ impl Platform {
     }
 }
 
+/// The most receive buffer a batch asks for its answers (32 MiB: 32k requests per send, or
+/// 16k when undoing); a larger `per_send` is cut to what fits.
+const MAX_BATCH_RCVBUF: usize = 32 << 20;
+
 impl Batch<'_> {
     /// Adds one item.
     pub fn push(mut self, item: Item) -> Self {
@@ -195,7 +199,10 @@ impl Batch<'_> {
         // send more requests at once than the buffer holds answers for.
         let answer_bytes = if undo { 2048 } else { 1024 };
         let mut sock = self.platform.lock();
-        let wanted = self.per_send.saturating_mul(answer_bytes);
+        let wanted = self
+            .per_send
+            .saturating_mul(answer_bytes)
+            .min(MAX_BATCH_RCVBUF);
         let rcvbuf = if wanted > DUMP_RCVBUF {
             sock.set_rcvbuf(wanted)
         } else {
