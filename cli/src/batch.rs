@@ -98,34 +98,28 @@ pub(crate) fn run(
     drop(progress);
 
     let mut failures = Vec::new();
-    for failure in &report.failures {
+    let refused = report.failures.iter().map(|failure| (failure, false));
+    let not_undone = report.undo_failures.iter().map(|failure| (failure, true));
+    for (failure, undo) in refused.chain(not_undone) {
         let Some(line) = lines.get(failure.index) else {
             continue;
         };
+        let what = if undo {
+            "applied after the first failure, and undoing it failed: "
+        } else {
+            ""
+        };
         eprintln!(
-            "netmirror: {file_name}:{}: `{}`: {}",
+            "netmirror: {file_name}:{}: `{}`: {what}{}",
             line.number, line.text, failure.error
         );
         let mut object = Map::new();
         object.insert("line".to_owned(), Value::from(line.number));
         object.insert("text".to_owned(), Value::from(line.text.as_str()));
         object.insert("error".to_owned(), Value::from(failure.error.to_string()));
-        failures.push(Value::Object(object));
-    }
-    for failure in &report.undo_failures {
-        let Some(line) = lines.get(failure.index) else {
-            continue;
-        };
-        eprintln!(
-            "netmirror: {file_name}:{}: `{}`: applied after the first failure, and undoing it \
-             failed: {}",
-            line.number, line.text, failure.error
-        );
-        let mut object = Map::new();
-        object.insert("line".to_owned(), Value::from(line.number));
-        object.insert("text".to_owned(), Value::from(line.text.as_str()));
-        object.insert("error".to_owned(), Value::from(failure.error.to_string()));
-        object.insert("undo".to_owned(), Value::from(true));
+        if undo {
+            object.insert("undo".to_owned(), Value::from(true));
+        }
         failures.push(Value::Object(object));
     }
     match printer.mode() {

@@ -281,7 +281,10 @@ fn baseline<M: Measurement>(c: &mut Criterion<M>) {
             b.iter_batched(
                 || {
                     (0..n)
-                        .map(|i| (route(i).id(), Arc::new(route(i))))
+                        .map(|i| {
+                            let obj = route(i);
+                            (obj.id(), Arc::new(obj))
+                        })
                         .collect::<HashMap<RouteId, Arc<Route>>>()
                 },
                 |mut map| {

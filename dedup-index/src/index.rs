@@ -31,8 +31,9 @@ mod tests;
 const APPEND_BATCH: usize = 32;
 const _: () = assert!(APPEND_BATCH <= 64, "the found bits are one u64");
 
-/// An object [`DedupIndex::append_all`] adds: already in its `Arc` if it was new when looked
-/// up, else still owned (an equal one is then dropped without an allocation).
+/// An object [`DedupIndex::append_all`] or [`DedupIndex::append_all_shared`] adds: in its
+/// `Arc` if it came in one or was new when looked up, else still owned (an equal one is then
+/// dropped without an allocation).
 enum Incoming<T> {
     Owned(T),
     Shared(Arc<T>),
@@ -199,24 +200,6 @@ fn slot_has_id<T: Object>(objs: &[Option<Arc<T>>], slot: u32, id: &T::Id) -> boo
     matches!(objs.get(slot as usize), Some(Some(obj)) if obj.id() == *id)
 }
 
-/// Writes one element per page of the spare room of `vec` between the elements `from` and
-/// `to` (as if its length were that far), so the kernel maps those pages now.
-pub(crate) fn touch_spare<E>(vec: &mut Vec<E>, from: usize, to: usize, fill: impl Fn() -> E) {
-    const PAGE: usize = 4096;
-    let len = vec.len();
-    let step = (PAGE / size_of::<E>().max(1)).max(1);
-    let spare = vec.spare_capacity_mut();
-    let (from, to) = (
-        from.saturating_sub(len),
-        to.saturating_sub(len).min(spare.len()),
-    );
-    if let Some(room) = spare.get_mut(from..to) {
-        for elem in room.iter_mut().step_by(step) {
-            elem.write(fill());
-        }
-    }
-}
-
 #[inline]
 fn bit_of(slot: u32) -> (usize, u64) {
     ((slot / 64) as usize, 1u64 << (slot % 64))
@@ -234,7 +217,7 @@ impl<T: Object> DedupIndex<T> {
         let tables: Vec<Box<dyn PartitionTable<T>>> =
             vec![Box::new(TypedTable::<Primary, ()>::new(Primary))];
         let mut links = Links::new(1);
-        links.ensure(capacity);
+        links.reserve(capacity);
         Self {
             objs,
             links,
@@ -526,7 +509,7 @@ impl<T: Object> DedupIndex<T> {
                 return Ok(n_changed);
             }
             for (obj, id, hash) in batch.drain(..) {
-                n_changed += usize::from(self.append_owned(obj, id, hash)?);
+                n_changed += usize::from(self.append_one(obj, id, hash)?);
             }
         }
     }
@@ -534,7 +517,7 @@ impl<T: Object> DedupIndex<T> {
     /// One object of [`append_all`](Self::append_all), with its id and the hash of its id;
     /// true if it was added or replaced.
     #[inline]
-    fn append_owned(&mut self, obj: Incoming<T>, id: T::Id, hash: u64) -> Result<bool> {
+    fn append_one(&mut self, obj: Incoming<T>, id: T::Id, hash: u64) -> Result<bool> {
         if self.ids.room() == 0 {
             self.grow_ids();
         }
@@ -636,8 +619,8 @@ impl<T: Object> DedupIndex<T> {
         if to <= from {
             return 0;
         }
-        touch_spare(&mut self.objs, from, to, || None);
-        touch_spare(&mut self.hashes, from, to, || 0);
+        list::touch_spare(&mut self.objs, from, to, || None);
+        list::touch_spare(&mut self.hashes, from, to, || 0);
         self.links.touch_spare(from, to);
         self.touched.0 = to;
         to - from
@@ -828,7 +811,7 @@ impl<T: Object> DedupIndex<T> {
     ///
     /// The table's own growth would rehash in bucket order, a random walk over the slots and
     /// their objects (at 1M entries, a quarter of all insert time); walking the slots in order
-    /// reads the objects as they lie in memory.
+    /// reads their kept hashes (`hashes`) as one sequential array.
     #[cold]
     fn grow_ids(&mut self) {
         // A table at most half full has no room only because of tombstones: rebuild it at
@@ -1168,12 +1151,12 @@ impl<T: Object> DedupIndex<T> {
     /// Checks every internal invariant; returns the first one broken.
     pub(crate) fn validate(&self) -> std::result::Result<(), String> {
         let stride = self.tables.len();
-        if self.links.capacity() < self.objs.len() {
+        if self.links.len() < self.objs.len() {
             return Err("slots without links".into());
         }
         for lane_idx in 0..stride {
             let lane = self.lane(lane_idx);
-            if (self.objs.len()..self.links.capacity())
+            if (self.objs.len()..self.links.len())
                 .any(|slot| self.links[lane.at(slot as u32)] != Link::UNTRACKED)
             {
                 return Err(format!("lane {lane_idx} links a slot past the end"));

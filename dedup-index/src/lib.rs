@@ -12,9 +12,9 @@
 //! [`DedupIndex::sweep`] and their per-index and per-partition forms) resynchronise the index
 //! with a fresh dump of its source.
 //!
-//! Memory is a design goal: an entry costs its object, one pointer, two `u32` links per index
-//! type, one bit and its share of an id table of `u32` slot numbers with 8-bit hash tags (see
-//! the crate's README for figures).
+//! Memory is a design goal: an entry costs its object, one pointer, 32 bits of its id's hash,
+//! two `u32` links per index type, one bit and its share of an id table of `u32` slot numbers
+//! with 8-bit hash tags (see the crate's README for figures).
 //!
 //! Minimum supported Rust version: 1.90. The crate has no feature flags and no `unsafe` code.
 //!

@@ -1,8 +1,9 @@
-//! Intrusive doubly linked lists over the index's link blocks.
+//! Intrusive doubly linked lists over the index's per-lane link arrays.
 //!
 //! Each slot of the index has one [`Link`] per index type ("lane"). The links live in
-//! [`Links`], one array per lane indexed by slot. A partition is a [`Head`]: first, last and length. Links are `u32` slot numbers, with
-//! [`NIL`] for "no neighbour" and [`UNTRACKED`] for "this lane does not track the slot".
+//! [`Links`], one array per lane indexed by slot. A partition is a [`Head`]: first, last and
+//! length. Links are `u32` slot numbers, with [`NIL`] for "no neighbour" and [`UNTRACKED`] for
+//! "this lane does not track the slot".
 
 use std::ops::{Index, IndexMut};
 
@@ -92,7 +93,7 @@ impl Links {
     }
 
     /// How many slots have links.
-    pub(crate) fn capacity(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lanes.first().map_or(0, Vec::len)
     }
 
@@ -129,13 +130,13 @@ impl Links {
     /// [`DedupIndex::touch_ahead`](crate::DedupIndex::touch_ahead)).
     pub(crate) fn touch_spare(&mut self, from: usize, to: usize) {
         for lane in &mut self.lanes {
-            crate::index::touch_spare(lane, from, to, || Link::UNTRACKED);
+            touch_spare(lane, from, to, || Link::UNTRACKED);
         }
     }
 
     /// Adds a lane, untracked for every slot.
     pub(crate) fn add_lane(&mut self) {
-        self.lanes.push(vec![Link::UNTRACKED; self.capacity()]);
+        self.lanes.push(vec![Link::UNTRACKED; self.len()]);
     }
 
     /// Marks every link untracked, keeping the memory.
@@ -294,4 +295,22 @@ pub(crate) fn unlink(links: &mut Links, lane: Lane, head: &mut Head, slot: u32) 
     }
     head.len = head.len.saturating_sub(1);
     set(links, lane, slot, Link::UNTRACKED);
+}
+
+/// Writes one element per page of the spare room of `vec` between the elements `from` and
+/// `to` (as if its length were that far), so the kernel maps those pages now.
+pub(crate) fn touch_spare<E>(vec: &mut Vec<E>, from: usize, to: usize, fill: impl Fn() -> E) {
+    const PAGE: usize = 4096;
+    let len = vec.len();
+    let step = (PAGE / size_of::<E>().max(1)).max(1);
+    let spare = vec.spare_capacity_mut();
+    let (from, to) = (
+        from.saturating_sub(len),
+        to.saturating_sub(len).min(spare.len()),
+    );
+    if let Some(room) = spare.get_mut(from..to) {
+        for elem in room.iter_mut().step_by(step) {
+            elem.write(fill());
+        }
+    }
 }

@@ -104,7 +104,6 @@ impl<X, P: Hash + Eq> TypedTable<X, P> {
         if self.keys.get(self.last as usize) == Some(&key) {
             return self.last;
         }
-        let n = n.filter(|&n| n < DENSE_KEYS);
         if let Some(p) = self.find_dense(&key, n) {
             self.last = p;
             return p;
@@ -146,6 +145,12 @@ impl<X, P: Hash + Eq> TypedTable<X, P> {
     }
 }
 
+/// The number [`IndexType::dense_key`] gives `key`, if it is below [`DENSE_KEYS`].
+#[inline]
+fn dense_number<T, X: IndexType<T>>(index_type: &X, key: &X::Partition) -> Option<usize> {
+    index_type.dense_key(key).filter(|&n| n < DENSE_KEYS)
+}
+
 impl<T, X, P> PartitionTable<T> for TypedTable<X, P>
 where
     X: IndexType<T, Partition = P>,
@@ -156,7 +161,7 @@ where
         let Some(key) = self.index_type.partition(obj) else {
             return Located::Untracked;
         };
-        let dense = self.index_type.dense_key(&key).filter(|&n| n < DENSE_KEYS);
+        let dense = dense_number::<T, X>(&self.index_type, &key);
         match self.find_dense(&key, dense).or_else(|| self.find_key(&key)) {
             None => Located::Missing,
             Some(p) => Located::Found(p),
@@ -166,7 +171,7 @@ where
     #[inline]
     fn locate_or_insert(&mut self, obj: &T) -> Option<u32> {
         let key = self.index_type.partition(obj)?;
-        let dense = self.index_type.dense_key(&key);
+        let dense = dense_number::<T, X>(&self.index_type, &key);
         Some(self.find_or_insert_key(key, dense))
     }
 
@@ -186,7 +191,7 @@ where
         // The dense numbers that name `p` and the last partition, which takes its number.
         let dense_of = |q: u32| {
             let key = self.keys.get(q as usize)?;
-            let n = self.index_type.dense_key(key)?;
+            let n = dense_number::<T, X>(&self.index_type, key)?;
             (self.dense.get(n) == Some(&(q + 1))).then_some(n)
         };
         let (dense_p, dense_last) = (dense_of(p), dense_of(last));

@@ -371,42 +371,6 @@ struct Answer {
 /// detected (`MSG_TRUNC`) and fails the batch.
 const ACK_BUF: usize = 32 * 1024;
 
-/// Reads one answer datagram into `buf` with a single `recvfrom`; returns its length.
-/// Datagrams not sent by the kernel are dropped and counted, as [`NlSocket::recv`] does.
-fn recv_answer(sock: &mut NlSocket, buf: &mut [u8]) -> Result<usize> {
-    use rustix::net::netlink::SocketAddrNetlink;
-    use rustix::net::{RecvFlags, recvfrom};
-    loop {
-        let (_, len, from) = match recvfrom(&*sock, &mut *buf, RecvFlags::TRUNC) {
-            Ok(it) => it,
-            Err(rustix::io::Errno::INTR) => continue,
-            // The socket's receive timeout expired.
-            Err(rustix::io::Errno::AGAIN) => return Err(Error::Timeout),
-            Err(rustix::io::Errno::NOBUFS) => return Err(Error::Overrun),
-            Err(err) => return Err(Error::socket("recv", err.into())),
-        };
-        let sender = from
-            .and_then(|addr| SocketAddrNetlink::try_from(addr).ok())
-            .map(|addr| addr.pid());
-        if sender != Some(0) {
-            sock.n_foreign += 1;
-            tracing::warn!(
-                ?sender,
-                len,
-                "dropped a netlink message not sent by the kernel"
-            );
-            continue;
-        }
-        if len > buf.len() {
-            return Err(Error::malformed(format!(
-                "batch answer of {len} bytes truncated to {}",
-                buf.len()
-            )));
-        }
-        return Ok(len);
-    }
-}
-
 /// Reads the answers to the send whose first sequence number is `base` (errors, echoes) up
 /// to the ack of its end marker (sequence number `base + answers.len()`); then every request
 /// without an error was applied.
@@ -418,7 +382,7 @@ fn collect_answers(
 ) -> Result<()> {
     let end = answers.len();
     loop {
-        let len = recv_answer(sock, buf)?;
+        let len = sock.recv_answer(buf)?;
         for msg in Msgs::new(&buf[..len]) {
             let msg = msg?;
             let offset = msg.seq.wrapping_sub(base) as usize;

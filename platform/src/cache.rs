@@ -984,16 +984,12 @@ impl<'a, T: Object + Send + Sync> Dump<'a, T> {
             n_malformed += 1;
             tracing::warn!(%err, ?kind, "skipped a malformed dump message");
         };
-        let mark = |index: &mut DedupIndex<T>| match &partition {
-            Some((handle, key)) => drop(index.mark_partition(*handle, key)),
-            None => index.mark_all(),
-        };
         let report = match out {
             None => {
                 // Into an empty index (the initial load) nothing can go stale, so the sweep
                 // (a walk of every entry) is needed only after an interrupted attempt.
                 let mut must_sweep = !index.is_empty();
-                mark(index);
+                mark_scope(index, &partition);
                 let report = std::thread::scope(|scope| {
                     // The kernel's count of what is coming, read on a third thread (for IPv4
                     // the kernel walks its tries to count) and applied between two chunks.
@@ -1035,7 +1031,7 @@ impl<'a, T: Object + Send + Sync> Dump<'a, T> {
                             }
                             Chunk::Restart => {
                                 must_sweep = true;
-                                mark(index);
+                                mark_scope(index, &partition);
                             }
                         },
                         on_malformed,
@@ -1045,10 +1041,7 @@ impl<'a, T: Object + Send + Sync> Dump<'a, T> {
                     // Keep what was added, forget the marks: nothing is swept by mistake.
                     index.unmark_all();
                 } else if must_sweep {
-                    match &partition {
-                        Some((handle, key)) => drop(index.sweep_partition(*handle, key)),
-                        None => drop(index.sweep()),
-                    }
+                    drop(sweep_scope(index, &partition));
                 }
                 report
             }
@@ -1105,23 +1098,37 @@ fn sync_index<T: Object, X: IndexType<T>>(
     wrap: fn(Change<T>) -> Event,
     out: &mut Vec<Event>,
 ) {
-    match &partition {
-        Some((handle, key)) => {
-            let _ = index.mark_partition(*handle, key);
-        }
-        None => index.mark_all(),
-    }
+    mark_scope(index, &partition);
     index.reserve(objs.len().saturating_sub(index.len()));
     for obj in objs {
         if let Some(event) = upsert(index, obj, wrap) {
             out.push(event);
         }
     }
-    let removed = match &partition {
+    let removed = sweep_scope(index, &partition);
+    out.extend(removed.into_iter().map(|old| wrap(Change::Removed(old))));
+}
+
+/// Marks dirty what a dump of `partition` (or, without one, of everything) replaces.
+fn mark_scope<T: Object, X: IndexType<T>>(
+    index: &mut DedupIndex<T>,
+    partition: &Option<(IndexHandle<X>, X::Partition)>,
+) {
+    match partition {
+        Some((handle, key)) => drop(index.mark_partition(*handle, key)),
+        None => index.mark_all(),
+    }
+}
+
+/// Removes and returns what [`mark_scope`] marked and the dump did not bring back.
+fn sweep_scope<T: Object, X: IndexType<T>>(
+    index: &mut DedupIndex<T>,
+    partition: &Option<(IndexHandle<X>, X::Partition)>,
+) -> Vec<Arc<T>> {
+    match partition {
         Some((handle, key)) => index.sweep_partition(*handle, key).unwrap_or_default(),
         None => index.sweep(),
-    };
-    out.extend(removed.into_iter().map(|old| wrap(Change::Removed(old))));
+    }
 }
 
 fn upsert<T: Object>(

@@ -186,25 +186,12 @@ impl Platform {
         build: impl Fn(&mut Vec<u8>, u32),
         mut sink: impl FnMut(Step<'_, '_>) -> Result<()>,
     ) -> Result<DumpReport> {
-        let mut sock = self.lock();
-        let mut report = DumpReport::default();
-        let mut request = Vec::with_capacity(64);
-        for attempt in 1..=self.config.dump_attempts {
-            let seq = sock.next_seq();
-            request.clear();
-            build(&mut request, seq);
-            let outcome: DumpOutcome = sock.dump(&request, seq, |msg| sink(Step::Msg(msg)))?;
-            report.filtered_by_kernel |= outcome.filtered;
-            if !outcome.interrupted {
-                return Ok(report);
-            }
-            report.n_interrupted += 1;
-            tracing::debug!(attempt, "dump interrupted by concurrent changes, retrying");
-            sink(Step::Restart)?;
-        }
-        Err(Error::DumpInterrupted {
-            attempts: self.config.dump_attempts,
-        })
+        self.retry(
+            build,
+            &mut sink,
+            |sock, request, seq, sink| sock.dump(request, seq, |msg| sink(Step::Msg(msg))),
+            |sink| sink(Step::Restart),
+        )
     }
 
     /// [`Platform::dump_retry`] with [`NlSocket::dump_parallel`]: the dump is received and
@@ -218,21 +205,47 @@ impl Platform {
         mut sink: impl FnMut(Chunk<'_, T>),
         mut on_malformed: impl FnMut(Error),
     ) -> Result<DumpReport> {
+        self.retry(
+            build,
+            &mut (&mut sink, &mut on_malformed),
+            |sock, request, seq, (sink, on_malformed)| {
+                sock.dump_parallel(request, seq, parse, *sink, *on_malformed)
+            },
+            |(sink, _)| {
+                sink(Chunk::Restart);
+                Ok(())
+            },
+        )
+    }
+
+    /// The attempts of a dump: sends the request `build` makes for each attempt's sequence
+    /// number through `attempt`, and after an interrupted one calls `restart`, up to the
+    /// configured number of attempts. `state` is what both of them feed.
+    fn retry<S>(
+        &self,
+        build: impl Fn(&mut Vec<u8>, u32),
+        state: &mut S,
+        mut attempt: impl FnMut(&mut NlSocket, &[u8], u32, &mut S) -> Result<DumpOutcome>,
+        mut restart: impl FnMut(&mut S) -> Result<()>,
+    ) -> Result<DumpReport> {
         let mut sock = self.lock();
         let mut report = DumpReport::default();
         let mut request = Vec::with_capacity(64);
-        for attempt in 1..=self.config.dump_attempts {
+        for n in 1..=self.config.dump_attempts {
             let seq = sock.next_seq();
             request.clear();
             build(&mut request, seq);
-            let outcome = sock.dump_parallel(&request, seq, parse, &mut sink, &mut on_malformed)?;
+            let outcome = attempt(&mut sock, &request, seq, state)?;
             report.filtered_by_kernel |= outcome.filtered;
             if !outcome.interrupted {
                 return Ok(report);
             }
             report.n_interrupted += 1;
-            tracing::debug!(attempt, "dump interrupted by concurrent changes, retrying");
-            sink(Chunk::Restart);
+            tracing::debug!(
+                attempt = n,
+                "dump interrupted by concurrent changes, retrying"
+            );
+            restart(state)?;
         }
         Err(Error::DumpInterrupted {
             attempts: self.config.dump_attempts,
@@ -269,7 +282,7 @@ impl Platform {
 /// The files are opened inside the namespace (a proc file keeps answering for the namespace
 /// it was opened in). An estimate only sizes memory: a wrong one costs speed or memory,
 /// never correctness.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct FibCounters {
     v4: Option<File>,
     v6: Option<File>,

@@ -729,27 +729,48 @@ impl<'h, T> Filling<'h, T> {
     }
 
     /// Hands over the last, partly filled chunk.
-    fn flush(self) {
-        let Filling {
-            handoff,
-            raw,
-            objs,
-            shared,
-            ..
-        } = self;
-        if !raw.is_empty() {
-            handoff.push(Handed::Raw(raw));
-        }
-        if !objs.is_empty() {
-            handoff.push(Handed::Objs(objs));
-        }
-        if !shared.is_empty() {
-            handoff.push(Handed::Shared(shared));
-        }
+    fn flush(mut self) {
+        self.hand_over();
     }
 }
 
 impl NlSocket {
+    /// Reads one answer datagram into `buf` with a single `recvfrom`; returns its length.
+    /// Datagrams not sent by the kernel are dropped and counted, as [`NlSocket::recv`] does.
+    pub(crate) fn recv_answer(&mut self, buf: &mut [u8]) -> Result<usize> {
+        use rustix::net::netlink::SocketAddrNetlink;
+        use rustix::net::{RecvFlags, recvfrom};
+        loop {
+            let (_, len, from) = match recvfrom(&*self, &mut *buf, RecvFlags::TRUNC) {
+                Ok(it) => it,
+                Err(rustix::io::Errno::INTR) => continue,
+                // The socket's receive timeout expired.
+                Err(rustix::io::Errno::AGAIN) => return Err(Error::Timeout),
+                Err(rustix::io::Errno::NOBUFS) => return Err(Error::Overrun),
+                Err(err) => return Err(Error::socket("recv", err.into())),
+            };
+            let sender = from
+                .and_then(|addr| SocketAddrNetlink::try_from(addr).ok())
+                .map(|addr| addr.pid());
+            if sender != Some(0) {
+                self.n_foreign += 1;
+                tracing::warn!(
+                    ?sender,
+                    len,
+                    "dropped a netlink message not sent by the kernel"
+                );
+                continue;
+            }
+            if len > buf.len() {
+                return Err(Error::malformed(format!(
+                    "batch answer of {len} bytes truncated to {}",
+                    buf.len()
+                )));
+            }
+            return Ok(len);
+        }
+    }
+
     /// Sends a single request carrying `NLM_F_ACK` and reads its answer up to the ack.
     pub(crate) fn request(
         &mut self,

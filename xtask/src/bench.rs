@@ -114,14 +114,15 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     }
     if is_root {
         system::ensure_bench_packages()?;
-    }
-    let missing = system::missing_bench_packages();
-    if !missing.is_empty() {
-        eprintln!(
-            "xtask: missing system packages: {} (the comparisons that need them fail; as root, \
-             `cargo xtask setup` installs them)",
-            missing.join(" ")
-        );
+    } else {
+        let missing = system::missing_bench_packages();
+        if !missing.is_empty() {
+            eprintln!(
+                "xtask: missing system packages: {} (the comparisons that need them fail; \
+                 `cargo xtask bench` as root installs them)",
+                missing.join(" ")
+            );
+        }
     }
     let mut failures = Vec::new();
     let mut timings: Vec<(String, f64)> = Vec::new();
@@ -132,18 +133,18 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let mut build_commands = Vec::new();
     if options.criterion {
         let targets = criterion_benches(root)?;
-        let build_started = Instant::now();
-        let (built, build_failures) = build_benches(&targets, &mut build_commands);
-        timings.push((
-            "building the criterion benches".to_owned(),
-            build_started.elapsed().as_secs_f64(),
-        ));
-        failures.extend(build_failures);
-        for target in &built {
-            let mut bench = Command::new(&target.exe);
+        let built = build_benches(
+            &targets,
+            "building the criterion benches",
+            &mut build_commands,
+            &mut timings,
+            &mut failures,
+        );
+        for BuiltBench { target, exe } in &built {
+            let mut bench = Command::new(exe);
             bench
                 .current_dir(root.join(&target.folder))
-                .env("CRITERION_HOME", target_dir(&target.exe).join("criterion"))
+                .env("CRITERION_HOME", target_dir(exe).join("criterion"))
                 .args(["--bench", "--color", "never"]);
             if options.quick {
                 bench.env("NETMIRROR_BENCH_QUICK", "1");
@@ -159,7 +160,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
                     } else {
                         ""
                     },
-                    cmd::show(&bench).replace(&target.exe.display().to_string(), "BENCH_EXE"),
+                    cmd::show(&bench).replace(&exe.display().to_string(), "BENCH_EXE"),
                 );
             }
             let label = format!("{}/{}", target.package, target.name);
@@ -196,16 +197,18 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             folder: PathBuf::from("cli"),
             name: "compare".to_owned(),
         }];
-        let build_started = Instant::now();
-        let (built, build_failures) = build_benches(&target, &mut build_commands);
-        timings.push((
-            "building the comparisons (and the `bench`-profile netmirror binary)".to_owned(),
-            build_started.elapsed().as_secs_f64(),
-        ));
-        failures.extend(build_failures);
+        let built = build_benches(
+            &target,
+            "building the comparisons (and the `bench`-profile netmirror binary)",
+            &mut build_commands,
+            &mut timings,
+            &mut failures,
+        );
         if let Some(compare) = built.first() {
             let mut bench = Command::new(&compare.exe);
-            bench.current_dir(root.join(&compare.folder)).arg("--bench");
+            bench
+                .current_dir(root.join(&compare.target.folder))
+                .arg("--bench");
             if options.quick {
                 bench.arg("--quick");
             }
@@ -291,9 +294,7 @@ struct BenchTarget {
 /// A bench target and its executable.
 #[derive(Debug)]
 struct BuiltBench {
-    package: String,
-    folder: PathBuf,
-    name: String,
+    target: BenchTarget,
     exe: PathBuf,
 }
 
@@ -345,22 +346,37 @@ fn criterion_benches(root: &Path) -> anyhow::Result<Vec<BenchTarget>> {
 /// Builds `targets` with one `cargo bench --no-run` (both cores, shared dependencies built
 /// once) and returns their executables. When that build fails, builds each target on its own,
 /// so one crate whose benches do not build does not hide the figures of the others; each
-/// failure is returned as a line for the report.
+/// failure goes to `failures` as a line for the report. The time taken goes to `timings`
+/// under `label`.
 fn build_benches(
     targets: &[BenchTarget],
+    label: &str,
     commands: &mut Vec<String>,
-) -> (Vec<BuiltBench>, Vec<String>) {
+    timings: &mut Vec<(String, f64)>,
+    failures: &mut Vec<String>,
+) -> Vec<BuiltBench> {
+    let started = Instant::now();
+    let built = build_all(targets, commands, failures);
+    timings.push((label.to_owned(), started.elapsed().as_secs_f64()));
+    built
+}
+
+/// The builds of [`build_benches`].
+fn build_all(
+    targets: &[BenchTarget],
+    commands: &mut Vec<String>,
+    failures: &mut Vec<String>,
+) -> Vec<BuiltBench> {
     if targets.is_empty() {
-        return (Vec::new(), Vec::new());
+        return Vec::new();
     }
     let mut build = no_run(targets);
     commands.push(cmd::show(&build));
     if let Ok(built) = built_benches(&mut build, targets) {
-        return (built, Vec::new());
+        return built;
     }
     eprintln!("xtask: building every bench at once failed; building each on its own");
     let mut all = Vec::new();
-    let mut failures = Vec::new();
     for target in targets {
         let one = std::slice::from_ref(target);
         match built_benches(&mut no_run(one), one) {
@@ -372,7 +388,7 @@ fn build_benches(
             }
         }
     }
-    (all, failures)
+    all
 }
 
 /// `cargo bench --no-run` for `targets`, with JSON messages on stdout.
@@ -428,9 +444,7 @@ fn built_benches(build: &mut Command, targets: &[BenchTarget]) -> anyhow::Result
                 })
                 .and_then(|line| cmd::json_str(line, "executable"))
                 .map(|exe| BuiltBench {
-                    package: target.package.clone(),
-                    folder: target.folder.clone(),
-                    name: target.name.clone(),
+                    target: target.clone(),
                     exe: PathBuf::from(exe),
                 })
                 .with_context(|| {

@@ -34,8 +34,12 @@ pub(crate) fn is_root() -> bool {
 
 /// The packages whose marker file is missing.
 pub(crate) fn missing_packages() -> Vec<&'static str> {
-    PACKAGES
-        .iter()
+    missing(PACKAGES)
+}
+
+/// The packages of `list` (name, marker file) whose marker file is missing.
+fn missing(list: &[(&'static str, &str)]) -> Vec<&'static str> {
+    list.iter()
         .filter(|(_, marker)| !Path::new(marker).exists())
         .map(|(name, _)| *name)
         .collect()
@@ -48,14 +52,9 @@ pub(crate) fn ensure_packages() -> anyhow::Result<()> {
 
 /// The packages `cargo xtask bench` needs, the tests' and its own, whose marker is missing.
 pub(crate) fn missing_bench_packages() -> Vec<&'static str> {
-    let mut missing = missing_packages();
-    missing.extend(
-        BENCH_PACKAGES
-            .iter()
-            .filter(|(_, marker)| !Path::new(marker).exists())
-            .map(|(name, _)| *name),
-    );
-    missing
+    let mut all = missing_packages();
+    all.extend(missing(BENCH_PACKAGES));
+    all
 }
 
 /// Installs what `cargo xtask bench` needs as root; otherwise names it and fails.

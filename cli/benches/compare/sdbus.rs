@@ -127,7 +127,7 @@ impl SdBus {
             )
         };
         // SAFETY: as above.
-        let this = unsafe {
+        let mut this = unsafe {
             Self {
                 bus: ptr::null_mut(),
                 call_method: symbol(&lib, "sd_bus_call_method")?,
@@ -138,7 +138,6 @@ impl SdBus {
                 _lib: lib,
             }
         };
-        let mut this = this;
         let address = CString::new(address).context("a D-Bus address with a NUL byte")?;
         // SAFETY: `sd_bus_new` writes a new bus object to the pointer it is given; from then on
         // `this.bus` is that object (or null on failure), released in `Drop`.
