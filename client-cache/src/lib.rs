@@ -100,6 +100,7 @@
 //! - `privileged`: tests that need root.
 //!
 //! MSRV: the workspace's `rust-version`.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[doc(hidden)]
 pub mod bench_support;

@@ -2,6 +2,7 @@
 //! NetworkManager's whole API declared.
 #![doc = ""]
 #![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[doc(hidden)]
 pub mod check;

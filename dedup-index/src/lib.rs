@@ -84,6 +84,7 @@
 //! assert_eq!(routes.len(), 3);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
 mod index;

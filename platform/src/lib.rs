@@ -69,6 +69,7 @@
 //!
 //! - `testing`: test fixtures (`testing::NetNs`, a throwaway network namespace).
 //! - `privileged`: enables the integration tests that need root.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod addr;
 mod batch;
