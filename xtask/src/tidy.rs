@@ -1,5 +1,6 @@
 //! `cargo xtask tidy`: repository rules written as checks. Every `.rs` file opens with a `//!`
-//! line, and the crate dependency graph follows the layering of DESIGN.md.
+//! line, the crate dependency graph follows the layering of DESIGN.md, and no dependency is
+//! declared that nothing uses.
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +31,7 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     let mut problems = Vec::new();
     check_headers(root, &mut problems)?;
     check_layering(root, &mut problems)?;
+    check_unused_dependencies(root, &mut problems)?;
     if !problems.is_empty() {
         bail!(
             "tidy found {} problem(s):\n  {}",
@@ -82,17 +84,20 @@ fn collect_rs_files(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The workspace's members, by folder.
+const MEMBERS: &[&str] = &[
+    "dedup-index",
+    "dbus-meta",
+    "client-cache",
+    "platform",
+    "cli",
+    "xtask",
+];
+
 /// Reads each member's `Cargo.toml` and checks its `netmirror*` dependencies against
 /// [`ALLOWED_EDGES`]. Dev-dependencies may reach anything below the crate itself.
 fn check_layering(root: &Path, problems: &mut Vec<String>) -> anyhow::Result<()> {
-    for folder in [
-        "dedup-index",
-        "dbus-meta",
-        "client-cache",
-        "platform",
-        "cli",
-        "xtask",
-    ] {
+    for folder in MEMBERS {
         let manifest = std::fs::read_to_string(root.join(folder).join("Cargo.toml"))?;
         let package = package_name(&manifest).unwrap_or_default();
         let Some((_, allowed)) = ALLOWED_EDGES.iter().find(|(name, _)| *name == package) else {
@@ -140,4 +145,133 @@ fn package_name(manifest: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Dependencies no source names that are needed all the same, and why.
+const USED_WITHOUT_NAMING: &[(&str, &str)] = &[(
+    "tracing-subscriber",
+    "test-log's `trace` feature expands to it in the crate that uses `#[test_log::test]`",
+)];
+
+/// The cargo-udeps job without a nightly build: every dependency a member declares must be named
+/// in one of its Rust files (as `crate_name::` or `use crate_name`, or in a `features` entry of
+/// its manifest for optional ones), and every workspace dependency must be used by a member. A
+/// dependency used only through a feature of another (`dep/feature`) counts as used.
+fn check_unused_dependencies(root: &Path, problems: &mut Vec<String>) -> anyhow::Result<()> {
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml"))?;
+    let mut used_from_workspace = Vec::new();
+    for folder in MEMBERS {
+        let dir = root.join(folder);
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))?;
+        let package = package_name(&manifest).unwrap_or_default();
+        let mut files = Vec::new();
+        collect_rs_files(&dir, &mut files)?;
+        let mut sources = String::new();
+        for file in &files {
+            sources.push_str(&std::fs::read_to_string(file)?);
+            sources.push('\n');
+        }
+        let features = section_lines(&manifest, "features").join("\n");
+        for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+            for line in section_lines(&manifest, section) {
+                let Some(dep) = dependency_name(line) else {
+                    continue;
+                };
+                if line.contains("workspace = true") || line.contains(".workspace") {
+                    used_from_workspace.push(dep.to_string());
+                }
+                // A self dev-dependency only turns features on for the tests.
+                if dep == package {
+                    continue;
+                }
+                let ident = dep.replace('-', "_");
+                let exempt = USED_WITHOUT_NAMING.iter().any(|(name, _)| *name == dep);
+                let named = exempt
+                    || mentions_crate(&sources, &ident)
+                    || features.contains(&format!("\"{dep}/"))
+                    || features.contains(&format!("\"dep:{dep}\""));
+                if !named {
+                    problems.push(format!(
+                        "{folder}/Cargo.toml: `{dep}` ({section}) is never used: remove it"
+                    ));
+                }
+            }
+        }
+    }
+    for line in section_lines(&workspace, "workspace.dependencies") {
+        let Some(dep) = dependency_name(line) else {
+            continue;
+        };
+        if !used_from_workspace.iter().any(|used| used == dep) {
+            problems.push(format!(
+                "Cargo.toml: workspace dependency `{dep}` is used by no member: remove it"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The non-empty, non-comment lines of one `[section]` of a manifest.
+fn section_lines<'a>(manifest: &'a str, wanted: &str) -> Vec<&'a str> {
+    let mut inside = false;
+    let mut lines = Vec::new();
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            inside = line.trim_matches(['[', ']']) == wanted;
+        } else if inside && !line.is_empty() && !line.starts_with('#') {
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+/// The dependency a manifest line declares (`name = ...` or `name.workspace = true`).
+fn dependency_name(line: &str) -> Option<&str> {
+    let name = line.split(['=', '.', ' ']).next()?.trim();
+    let valid = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    valid.then_some(name)
+}
+
+/// Whether Rust source names a crate: a path through it (`name::`) or a `use name` / `extern
+/// crate name`, at a word boundary.
+fn mentions_crate(sources: &str, ident: &str) -> bool {
+    sources.match_indices(ident).any(|(at, _)| {
+        let before = sources[..at].chars().next_back();
+        let boundary = before.is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        let after = &sources[at + ident.len()..];
+        boundary
+            && (after.starts_with("::")
+                || after.starts_with(';')
+                || after.starts_with(" as ")
+                || after.starts_with('!'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dependency_lines() {
+        assert_eq!(dependency_name("zbus.workspace = true"), Some("zbus"));
+        assert_eq!(
+            dependency_name("netmirror-platform = { path = \".\" }"),
+            Some("netmirror-platform")
+        );
+        assert_eq!(dependency_name("# a comment"), None);
+    }
+
+    #[test]
+    fn crate_mentions_need_a_path_or_use() {
+        assert!(mentions_crate("use zbus::Connection;", "zbus"));
+        assert!(mentions_crate("let x = zbus::x();", "zbus"));
+        assert!(mentions_crate("extern crate libc;", "libc"));
+        assert!(!mentions_crate("// zbus_names are nice", "zbus"));
+        assert!(!mentions_crate("my_zbus::x()", "zbus"));
+        assert!(!mentions_crate("the zbus crate", "zbus"));
+    }
 }
