@@ -100,6 +100,12 @@
 //! - `privileged`: tests that need root.
 //!
 //! MSRV: the workspace's `rust-version`.
+//!
+#![cfg_attr(
+    not(feature = "testing"),
+    doc = "[`testing`]: https://docs.rs/netmirror-client-cache/latest/netmirror_client_cache/testing/index.html",
+    doc = "[`testing::PrivateBus`]: https://docs.rs/netmirror-client-cache/latest/netmirror_client_cache/testing/struct.PrivateBus.html"
+)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[doc(hidden)]

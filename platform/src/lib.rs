@@ -1,7 +1,6 @@
-//! The kernel's network state (links, addresses, routes, rules) as a live cache kept in sync
-//! over rtnetlink: NetworkManager's platform cache in Rust.
+#![doc = include_str!("../README.md")]
 //!
-//! Three entry points:
+//! # Entry points
 //!
 //! - [`Platform`]: a handle on one namespace's rtnetlink, for one-shot queries
 //!   ([`Platform::routes`], [`Platform::links`], [`Platform::addresses`], [`Platform::rules`])
@@ -56,10 +55,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Loading and watching routes, a filtered query and a batch (these need a namespace, so they
-//! are not run here):
-//!
-#![doc = include_str!("../README.md")]
 //!
 //! # Minimum supported Rust version
 //!
