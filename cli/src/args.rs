@@ -61,6 +61,21 @@ pub(crate) struct OutputArgs {
         value_delimiter = ','
     )]
     pub(crate) fields: Vec<String>,
+    /// When to colour human output: `auto` (on a terminal, unless `NO_COLOR` is set or
+    /// `CLICOLOR=0`; `CLICOLOR_FORCE` other than `0` forces it), `always` or `never`.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    pub(crate) color: ColorChoice,
+}
+
+/// `--color`: when human output is coloured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ColorChoice {
+    /// On a terminal, following the `NO_COLOR`/`CLICOLOR`/`CLICOLOR_FORCE` conventions.
+    Auto,
+    /// Always, even into a pipe or a file.
+    Always,
+    /// Never.
+    Never,
 }
 
 /// The subcommands.
@@ -108,12 +123,17 @@ pub(crate) enum Command {
                       netmirror objects monitor --service org.bluez"
     )]
     Objects(ObjectsArgs),
-    /// Print a shell completion script.
-    #[command(hide = true)]
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Example:\n  netmirror completions bash > /etc/bash_completion.d/netmirror"
+    )]
     Completions {
         /// The shell to generate completions for.
         shell: clap_complete::Shell,
     },
+    /// Print the manual page (roff), as installed in `man1/netmirror.1`.
+    #[command(hide = true)]
+    Man,
 }
 
 const BATCH_HELP: &str = "\

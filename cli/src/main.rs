@@ -82,6 +82,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             std::io::stdout().write_all(&script)?;
             Ok(())
         }
+        Some(Command::Man) => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+            std::io::stdout().write_all(&page)?;
+            Ok(())
+        }
         Some(Command::Link(args)) => kernel::link(&mut printer, &cli.kernel, &args),
         Some(Command::Addr(args)) => kernel::addr(&mut printer, &cli.kernel, &args),
         Some(Command::Rule(args)) => kernel::rule(&mut printer, &cli.kernel, &args),

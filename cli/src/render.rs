@@ -5,7 +5,8 @@
 //! only place that decides how a table looks, so every command prints the same way:
 //!
 //! - people: columns aligned, separated by two spaces, the header in bold and states in colour
-//!   when stdout is a terminal (`NO_COLOR` and `CLICOLOR_FORCE` are honoured); a missing value
+//!   when stdout is a terminal (`--color`, `NO_COLOR`, `CLICOLOR` and `CLICOLOR_FORCE` are
+//!   honoured); a missing value
 //!   is `--`, as in nmcli;
 //! - `--json`: an array with one object per row, keys in column order (see the README for the
 //!   shape of each command); monitors print one object per line;
@@ -23,7 +24,7 @@ use anstyle::{AnsiColor, Style};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
-use crate::args::{OutputArgs, usage_error};
+use crate::args::{ColorChoice, OutputArgs, usage_error};
 
 /// One value in a table.
 #[derive(Debug, Clone, PartialEq)]
@@ -434,7 +435,7 @@ impl Printer {
         Printer {
             mode,
             selection: Selection::from_args(&args.fields),
-            color: use_color(),
+            color: use_color(args.color),
             out: BufWriter::with_capacity(64 * 1024, io::stdout()),
         }
     }
@@ -1066,14 +1067,38 @@ fn write_row<S: AsRef<str>>(
 
 /// Whether stdout gets colour: on a terminal, unless `NO_COLOR` is set; or when
 /// `CLICOLOR_FORCE` is set.
-fn use_color() -> bool {
-    let set = |name: &str| std::env::var_os(name).is_some_and(|value| !value.is_empty());
-    if set("CLICOLOR_FORCE") {
-        return true;
+fn use_color(choice: ColorChoice) -> bool {
+    let var = |name: &str| std::env::var(name).ok();
+    color_wanted(
+        choice,
+        io::stdout().is_terminal(),
+        var("NO_COLOR").as_deref(),
+        var("CLICOLOR").as_deref(),
+        var("CLICOLOR_FORCE").as_deref(),
+        var("TERM").as_deref(),
+    )
+}
+
+/// Whether to colour, from `--color` and the environment: `never` and `always` win; in `auto`,
+/// `CLICOLOR_FORCE` set to anything but `0` forces colour, `NO_COLOR` (non-empty) or `CLICOLOR=0`
+/// turns it off, and otherwise a terminal that is not `dumb` gets it.
+fn color_wanted(
+    choice: ColorChoice,
+    terminal: bool,
+    no_color: Option<&str>,
+    clicolor: Option<&str>,
+    clicolor_force: Option<&str>,
+    term: Option<&str>,
+) -> bool {
+    let set = |value: Option<&str>| value.is_some_and(|value| !value.is_empty());
+    match choice {
+        ColorChoice::Never => false,
+        ColorChoice::Always => true,
+        ColorChoice::Auto if set(clicolor_force) && clicolor_force != Some("0") => true,
+        ColorChoice::Auto => {
+            terminal && !set(no_color) && clicolor != Some("0") && term != Some("dumb")
+        }
     }
-    io::stdout().is_terminal()
-        && !set("NO_COLOR")
-        && std::env::var_os("TERM").is_none_or(|term| term != "dumb")
 }
 
 /// `style`, or no style at all when colour is off.

@@ -120,6 +120,9 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             "--locked",
         ]))
     })?;
+    step("manual page and completions", || {
+        crate::assets(root, &[root.join("target/ci/assets").display().to_string()])
+    })?;
     step("package", || {
         // One invocation for all: cargo then resolves the unpublished siblings among the
         // packages it packs, where one invocation per crate would look for them on crates.io.

@@ -22,6 +22,8 @@ commands:
   setup                  install (as root) or name (otherwise) the system packages tests need,
                          and install cargo-fuzz when missing
   bench [--quick] [ARGS] criterion benches of every crate, then the side-by-side comparisons
+  man [DIR]              write the manual page (`netmirror.1`) and the shell completions into
+                         DIR (default target/assets), as the Debian package ships them
 ";
 
 fn main() -> anyhow::Result<()> {
@@ -37,6 +39,7 @@ fn main() -> anyhow::Result<()> {
         "tidy" => tidy::run(&root),
         "setup" => system::ensure_packages().and_then(|()| system::ensure_cargo_fuzz()),
         "bench" => bench::run(&root, rest),
+        "man" => assets(&root, rest),
         "-h" | "--help" | "help" => {
             eprint!("{USAGE}");
             Ok(())
@@ -46,6 +49,37 @@ fn main() -> anyhow::Result<()> {
             std::process::exit(2);
         }
     }
+}
+
+/// `cargo xtask man [DIR]`: the manual page and completion scripts, rendered by the CLI itself
+/// (`netmirror man`, `netmirror completions SHELL`) so they always match its arguments.
+fn assets(root: &std::path::Path, args: &[String]) -> anyhow::Result<()> {
+    let dir = match args {
+        [] => root.join("target/assets"),
+        [dir] => PathBuf::from(dir),
+        _ => anyhow::bail!("usage: cargo xtask man [DIR]"),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let netmirror = |args: &[&str]| {
+        let mut cargo = cmd::cargo();
+        cargo.args(["run", "--quiet", "--locked", "--package", "netmirror", "--"]);
+        cargo.args(args);
+        cmd::read(&mut cargo)
+    };
+    let page = netmirror(&["man"])?;
+    if !page.contains(".TH netmirror 1") {
+        anyhow::bail!("`netmirror man` printed no manual page");
+    }
+    std::fs::write(dir.join("netmirror.1"), page)?;
+    for (shell, file) in [
+        ("bash", "netmirror.bash"),
+        ("zsh", "_netmirror"),
+        ("fish", "netmirror.fish"),
+    ] {
+        std::fs::write(dir.join(file), netmirror(&["completions", shell])?)?;
+    }
+    eprintln!("xtask: manual page and completions in {}", dir.display());
+    Ok(())
 }
 
 fn project_root() -> PathBuf {

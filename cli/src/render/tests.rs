@@ -331,3 +331,33 @@ fn width_and_pushed_text_agree_with_text() {
         assert_eq!(cell.text_width(), width_of(&cell.text()), "{cell:?}");
     }
 }
+
+#[test]
+fn colour_follows_the_option_then_the_clicolor_conventions() {
+    use ColorChoice::{Always, Auto, Never};
+    // (choice, terminal, NO_COLOR, CLICOLOR, CLICOLOR_FORCE, TERM) -> colour
+    let cases = [
+        ((Never, true, None, None, Some("1"), None), false),
+        (
+            (Always, false, Some("1"), Some("0"), None, Some("dumb")),
+            true,
+        ),
+        ((Auto, true, None, None, None, Some("xterm")), true),
+        ((Auto, false, None, None, None, None), false),
+        ((Auto, false, None, None, Some("1"), None), true),
+        // CLICOLOR_FORCE=0 does not force.
+        ((Auto, false, None, None, Some("0"), None), false),
+        ((Auto, true, None, Some("0"), None, None), false),
+        ((Auto, true, Some("1"), None, None, None), false),
+        ((Auto, true, Some(""), None, None, None), true),
+        ((Auto, true, None, None, None, Some("dumb")), false),
+    ];
+    for ((choice, terminal, no_color, clicolor, force, term), want) in cases {
+        assert_eq!(
+            color_wanted(choice, terminal, no_color, clicolor, force, term),
+            want,
+            "{choice:?} terminal={terminal} NO_COLOR={no_color:?} CLICOLOR={clicolor:?} \
+             CLICOLOR_FORCE={force:?} TERM={term:?}"
+        );
+    }
+}
