@@ -10,8 +10,10 @@
 //! object (index types are pure functions of immutable objects), so slots do not store them.
 //! Removed slots go on a free list threaded through the first lane's links.
 
+use std::borrow::Borrow;
 use std::fmt;
 use std::hash::BuildHasher;
+use std::hash::Hash;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -189,6 +191,38 @@ impl<T: Object> Default for DedupIndex<T> {
     }
 }
 
+/// Collects objects as [`insert`](DedupIndex::insert) with [`Placement::Append`] would: later
+/// objects with an id already seen replace the earlier ones in place.
+///
+/// # Panics
+///
+/// Past the largest number of entries an index can address (about four billion), as a `Vec`
+/// panics past its capacity.
+impl<T: Object> FromIterator<T> for DedupIndex<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(objs: I) -> Self {
+        let mut index = DedupIndex::new();
+        index.extend(objs);
+        index
+    }
+}
+
+/// Inserts each object as [`insert`](DedupIndex::insert) with [`Placement::Append`] does.
+///
+/// # Panics
+///
+/// Past the largest number of entries an index can address, like `FromIterator`.
+impl<T: Object> Extend<T> for DedupIndex<T> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, objs: I) {
+        let objs = objs.into_iter();
+        self.reserve(objs.size_hint().0);
+        for obj in objs {
+            if let Err(err) = self.insert(obj, Placement::Append) {
+                panic!("cannot extend the dedup index: {err}");
+            }
+        }
+    }
+}
+
 impl<T: Object + fmt::Debug> fmt::Debug for DedupIndex<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.iter()).finish()
@@ -196,8 +230,12 @@ impl<T: Object + fmt::Debug> fmt::Debug for DedupIndex<T> {
 }
 
 #[inline]
-fn slot_has_id<T: Object>(objs: &[Option<Arc<T>>], slot: u32, id: &T::Id) -> bool {
-    matches!(objs.get(slot as usize), Some(Some(obj)) if obj.id() == *id)
+fn slot_has_id<T: Object, Q>(objs: &[Option<Arc<T>>], slot: u32, id: &Q) -> bool
+where
+    T::Id: Borrow<Q>,
+    Q: Eq + ?Sized,
+{
+    matches!(objs.get(slot as usize), Some(Some(obj)) if obj.id().borrow() == id)
 }
 
 #[inline]
@@ -279,19 +317,32 @@ impl<T: Object> DedupIndex<T> {
         self.len == 0
     }
 
-    /// Whether an entry has this id.
-    pub fn contains(&self, id: &T::Id) -> bool {
+    /// Whether an entry has this id (or a borrowed form of it, as `HashMap` takes keys).
+    pub fn contains<Q>(&self, id: &Q) -> bool
+    where
+        T::Id: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.find_slot(id).is_some()
     }
 
-    /// The object of the entry with this id.
-    pub fn get(&self, id: &T::Id) -> Option<&Arc<T>> {
+    /// The object of the entry with this id (or a borrowed form of it: a `String` id is found
+    /// by a `&str`).
+    pub fn get<Q>(&self, id: &Q) -> Option<&Arc<T>>
+    where
+        T::Id: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let slot = self.find_slot(id)?;
         self.objs.get(slot as usize)?.as_ref()
     }
 
     /// The entry with this id (its object and dirty mark).
-    pub fn get_entry(&self, id: &T::Id) -> Option<Entry<'_, T>> {
+    pub fn get_entry<Q>(&self, id: &Q) -> Option<Entry<'_, T>>
+    where
+        T::Id: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.entry_at(self.find_slot(id)?)
     }
 
@@ -458,6 +509,8 @@ impl<T: Object> DedupIndex<T> {
         self.append_incoming(objs.into_iter().map(Incoming::Owned))
     }
 
+    // Loader tuning for netmirror-platform: not part of the documented API.
+    #[doc(hidden)]
     /// [`append_all`](Self::append_all) for objects already in their `Arc`, made elsewhere
     /// (on a thread that parses them, say, so the allocations are not this thread's work).
     /// A new object's `Arc` is kept as given; one equal to the held object is dropped.
@@ -557,8 +610,12 @@ impl<T: Object> DedupIndex<T> {
         Ok(self.update(slot, obj, &Placement::Append, None))
     }
 
-    /// Removes the entry with this id and returns its object.
-    pub fn remove(&mut self, id: &T::Id) -> Option<Arc<T>> {
+    /// Removes the entry with this id (or a borrowed form of it) and returns its object.
+    pub fn remove<Q>(&mut self, id: &Q) -> Option<Arc<T>>
+    where
+        T::Id: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let hash = self.hasher.hash_one(id);
         let objs = &self.objs;
         let (pos, slot) = self.ids.find(hash, |slot| slot_has_id(objs, slot, id))?;
@@ -599,6 +656,8 @@ impl<T: Object> DedupIndex<T> {
         }
     }
 
+    // Loader tuning for netmirror-platform: not part of the documented API.
+    #[doc(hidden)]
     /// Touches the reserved memory of the slots up to `ahead` past the last one in use (the
     /// slot array, the kept hashes and the links), at most `max` slots per call, so that the
     /// inserts that later take those slots do not stop for the kernel to map fresh pages.
@@ -873,7 +932,11 @@ impl<T: Object> DedupIndex<T> {
     }
 
     #[inline]
-    fn find_slot(&self, id: &T::Id) -> Option<u32> {
+    fn find_slot<Q>(&self, id: &Q) -> Option<u32>
+    where
+        T::Id: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let hash = self.hasher.hash_one(id);
         let objs = &self.objs;
         self.ids

@@ -60,6 +60,7 @@ pub trait IndexType<T>: Send + Sync + 'static {
     ///
     /// Distinct keys should give distinct numbers; if two share one, the index stays correct
     /// (it checks the key it finds) and only loses the shortcut for one of them.
+    #[doc(hidden)]
     fn dense_key(&self, _key: &Self::Partition) -> Option<usize> {
         None
     }
@@ -67,6 +68,7 @@ pub trait IndexType<T>: Send + Sync + 'static {
 
 /// The numbers [`IndexType::dense_key`] may give: below 65536 (an array of that many `u32` is
 /// 256 KiB; it grows only as far as the largest number seen).
+#[doc(hidden)]
 pub const DENSE_KEYS: usize = 1 << 16;
 
 /// The index type every [`DedupIndex`](crate::DedupIndex) has: all objects in one list, in the

@@ -98,3 +98,57 @@ fn outside_handles_outlive_the_index() {
     assert_eq!(Arc::strong_count(&held), 1);
     assert_eq!(*held, addr(1, 1, 0));
 }
+
+/// A named object whose id is a `String`, found by `&str` as a `HashMap<String, _>` is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Named {
+    name: String,
+    value: u32,
+}
+
+impl Object for Named {
+    type Id = String;
+    fn id(&self) -> String {
+        self.name.clone()
+    }
+}
+
+fn named(name: &str, value: u32) -> Named {
+    Named {
+        name: name.into(),
+        value,
+    }
+}
+
+#[test]
+fn lookups_take_a_borrowed_id() {
+    let mut index: DedupIndex<Named> = [named("a", 1), named("b", 2)].into_iter().collect();
+    assert!(index.contains("a"));
+    assert_eq!(index.get("b").map(|obj| obj.value), Some(2));
+    assert!(index.get_entry("b").is_some());
+    assert!(index.get("c").is_none());
+    // The owned form still works.
+    assert!(index.contains(&"a".to_string()));
+    assert_eq!(index.remove("a").map(|obj| obj.value), Some(1));
+    assert!(!index.contains("a"));
+}
+
+#[test]
+fn collect_and_extend_insert_in_order_and_replace_by_id() {
+    let mut index: DedupIndex<Named> = [named("a", 1), named("b", 2), named("a", 3)]
+        .into_iter()
+        .collect();
+    // The second `a` replaced the first in place.
+    let seen: Vec<(String, u32)> = index
+        .iter()
+        .map(|obj| (obj.name.clone(), obj.value))
+        .collect();
+    assert_eq!(seen, [("a".into(), 3), ("b".into(), 2)]);
+    index.extend([named("c", 4), named("b", 5)]);
+    let seen: Vec<(String, u32)> = index
+        .iter()
+        .map(|obj| (obj.name.clone(), obj.value))
+        .collect();
+    assert_eq!(seen, [("a".into(), 3), ("b".into(), 5), ("c".into(), 4)]);
+    assert_eq!(index.len(), 3);
+}
