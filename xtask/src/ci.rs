@@ -123,20 +123,83 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     step("manual page and completions", || {
         crate::assets(root, &[root.join("target/ci/assets").display().to_string()])
     })?;
-    step("package", || {
-        // One invocation for all: cargo then resolves the unpublished siblings among the
-        // packages it packs, where one invocation per crate would look for them on crates.io.
-        let mut package = cargo();
-        package.args(["package", "--no-verify", "--allow-dirty", "--locked"]);
+    step("publish --dry-run", || {
+        // Every published crate packaged and built from its package alone, in dependency
+        // order; the unpublished siblings come from cargo's local overlay of the packages.
+        let mut publish = cargo();
+        publish.args(["publish", "--dry-run", "--allow-dirty", "--locked"]);
         for name in PUBLISHED {
-            package.args(["--package", name]);
+            publish.args(["--package", name]);
         }
-        cmd::run(&mut package)
+        cmd::run(&mut publish)
     })?;
+    step("outside crate", || outside_crate(root, privileged))?;
     eprintln!(
         "xtask: ci passed in {:.0} s",
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Where the outside user's crate lives: not a workspace member, it depends on the libraries
+/// by version, as a crates.io user does.
+const OUTSIDE_DIR: &str = "tests/outside";
+
+/// Builds and tests `tests/outside` against the packaged crates (what `cargo publish
+/// --dry-run` left unpacked in the target folder), patched in for crates.io: a user's view,
+/// with only what is published. Its lock file is the workspace's, so it gets the same
+/// dependency versions; as root its privileged tests run too.
+fn outside_crate(root: &Path, privileged: bool) -> anyhow::Result<()> {
+    let target = root.join("target/ci");
+    let work = target.join("outside");
+    if work.exists() {
+        std::fs::remove_dir_all(&work)?;
+    }
+    std::fs::create_dir_all(work.join("src"))?;
+    copy_tree(&root.join(OUTSIDE_DIR), &work)?;
+    std::fs::copy(root.join("Cargo.lock"), work.join("Cargo.lock"))?;
+    let version = crate_version(root)?;
+    let mut test = cargo();
+    test.current_dir(&work).args(["test"]);
+    for name in PUBLISHED.iter().filter(|name| **name != "netmirror") {
+        let unpacked = target.join("package").join(format!("{name}-{version}"));
+        if !unpacked.join("Cargo.toml").exists() {
+            bail!("{} is missing: run the `publish --dry-run` step first", unpacked.display());
+        }
+        test.arg("--config").arg(format!(
+            "patch.crates-io.{name}.path={:?}",
+            unpacked.display().to_string()
+        ));
+    }
+    if privileged {
+        test.args(["--features", "privileged"]);
+    }
+    cmd::run(&mut test)
+}
+
+/// The workspace's version (every published crate has it).
+fn crate_version(root: &Path) -> anyhow::Result<String> {
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml"))?;
+    manifest
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("version = \""))
+        .and_then(|rest| rest.split('"').next())
+        .map(str::to_owned)
+        .context("no `version = \"...\"` in the workspace manifest")
+}
+
+/// Copies a folder's files and subfolders (no links expected).
+fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let dest = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &dest)?;
+        } else {
+            std::fs::copy(entry.path(), dest)?;
+        }
+    }
     Ok(())
 }
 
