@@ -164,7 +164,10 @@ fn outside_crate(root: &Path, privileged: bool) -> anyhow::Result<()> {
     for name in PUBLISHED.iter().filter(|name| **name != "netmirror") {
         let unpacked = target.join("package").join(format!("{name}-{version}"));
         if !unpacked.join("Cargo.toml").exists() {
-            bail!("{} is missing: run the `publish --dry-run` step first", unpacked.display());
+            bail!(
+                "{} is missing: run the `publish --dry-run` step first",
+                unpacked.display()
+            );
         }
         test.arg("--config").arg(format!(
             "patch.crates-io.{name}.path={:?}",
