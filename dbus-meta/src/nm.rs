@@ -11,7 +11,7 @@
 //! [`network_manager`]. Each holds `IFACE`, a `PropertyKey` per property (`device::STATE`),
 //! and `methods`/`signals` submodules.
 
-use zvariant::OwnedObjectPath;
+use zbus::OwnedObjectPath;
 
 use crate::{Opaque, VarDict};
 

@@ -1,11 +1,12 @@
 //! Unit tests: signature matching, lookup, and decoding of every value kind NetworkManager uses
-//! from a zvariant value and from wire data, with correct and wrong-typed values.
+//! from a zbus variant and from wire data, with correct and wrong-typed values.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use zvariant::serialized::{Context, Data};
-use zvariant::{LE, ObjectPath, OwnedObjectPath, Type};
+use zbus::wire::LE;
+use zbus::wire::serialized::{Context, Data};
+use zbus::{ObjectPath, OwnedObjectPath, Type};
 
 use crate::{
     Decoded, Error, GenericSeed, InterfacesSeed, Kind, Lookup, ManagedObjectsSeed, Opaque,
@@ -57,20 +58,16 @@ fn path(text: &str) -> ObjectPath<'_> {
     ObjectPath::try_from(text).expect("valid path")
 }
 
-fn var_dict() -> HashMap<&'static str, zvariant::Value<'static>> {
+fn var_dict() -> HashMap<&'static str, zbus::Variant<'static>> {
     HashMap::from([
-        ("answer", zvariant::Value::from(42_u32)),
-        ("name", zvariant::Value::from("x")),
+        ("answer", zbus::Variant::from(42_u32)),
+        ("name", zbus::Variant::from("x")),
     ])
 }
 
 /// A correct and a wrong-typed value for each property of [`kinds`].
-fn samples() -> Vec<(
-    &'static str,
-    zvariant::Value<'static>,
-    zvariant::Value<'static>,
-)> {
-    use zvariant::Value as Z;
+fn samples() -> Vec<(&'static str, zbus::Variant<'static>, zbus::Variant<'static>)> {
+    use zbus::Variant as Z;
     vec![
         (
             "Aau",
@@ -135,8 +132,8 @@ fn samples() -> Vec<(
 }
 
 /// Serializes `entries` as an `a{sv}` dictionary.
-fn wire(entries: &HashMap<&str, zvariant::Value<'_>>) -> Data<'static, 'static> {
-    zvariant::to_bytes(Context::new_dbus(LE, 0), entries).expect("serializable")
+fn wire(entries: &HashMap<&str, zbus::Variant<'_>>) -> Data<'static, 'static> {
+    zbus::wire::to_bytes(Context::new(LE, 0), entries).expect("serializable")
 }
 
 #[test]
@@ -309,7 +306,7 @@ fn methods_and_signals_needed_by_the_cache_and_cli() {
 }
 
 #[test]
-fn decode_every_kind_from_zvariant() {
+fn decode_every_kind_from_variant() {
     for (name, good, bad) in samples() {
         let property = kinds::IFACE.property(name).expect("declared");
         let value = property
@@ -318,10 +315,10 @@ fn decode_every_kind_from_zvariant() {
         assert_eq!(value.kind(), property.kind(), "{name}");
         assert_eq!(value.signature(), property.signature(), "{name}");
         // A variant around the value is unwrapped.
-        let wrapped = zvariant::Value::Value(Box::new(good.try_clone().expect("no fds")));
+        let wrapped = zbus::Variant::Variant(Box::new(good.try_clone().expect("no fds")));
         assert_eq!(property.decode(&wrapped).expect("wrapped"), value, "{name}");
         // The value converts back.
-        let back = value.to_zvariant().expect("convertible");
+        let back = value.to_variant().expect("convertible");
         assert_eq!(property.decode(&back).expect("round trip"), value, "{name}");
 
         match property.decode(&bad) {
@@ -344,7 +341,7 @@ fn decode_every_kind_from_zvariant() {
 
 #[test]
 fn decoded_values() {
-    let decode = |name: &str, value: zvariant::Value<'_>| {
+    let decode = |name: &str, value: zbus::Variant<'_>| {
         kinds::IFACE
             .property(name)
             .expect("declared")
@@ -352,45 +349,39 @@ fn decoded_values() {
             .expect("decodes")
     };
     assert_eq!(
-        kinds::U.get(&decode("U", zvariant::Value::from(5_u32))),
+        kinds::U.get(&decode("U", zbus::Variant::from(5_u32))),
         Some(5)
     );
     assert_eq!(
-        kinds::S.get(&decode("S", zvariant::Value::from("hi"))),
+        kinds::S.get(&decode("S", zbus::Variant::from("hi"))),
         Some("hi")
     );
-    let paths = decode(
-        "Ao",
-        zvariant::Value::from(vec![path("/a/1"), path("/a/2")]),
-    );
+    let paths = decode("Ao", zbus::Variant::from(vec![path("/a/1"), path("/a/2")]));
     let paths = kinds::AO.get(&paths).expect("ao");
     assert_eq!(
         paths.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
         ["/a/1", "/a/2"]
     );
-    let strings = decode("As", zvariant::Value::from(vec!["a", "b"]));
+    let strings = decode("As", zbus::Variant::from(vec!["a", "b"]));
     assert_eq!(kinds::AS.get(&strings).map(|s| s.len()), Some(2));
-    let dict = decode("ASv", zvariant::Value::from(var_dict()));
+    let dict = decode("ASv", zbus::Variant::from(var_dict()));
     let dict = kinds::A_SV.get(&dict).expect("a{sv}");
     assert_eq!(dict.len(), 2);
-    assert_eq!(
-        dict.get("answer"),
-        Some(&zvariant::OwnedValue::from(42_u32))
-    );
+    assert_eq!(dict.get("answer"), Some(&zbus::OwnedVariant::from(42_u32)));
     assert_eq!(
         dict.iter().map(|(k, _)| k).collect::<Vec<_>>(),
         ["answer", "name"]
     );
     let settings = decode(
         "ASaSv",
-        zvariant::Value::from(HashMap::from([("ipv4", var_dict())])),
+        zbus::Variant::from(HashMap::from([("ipv4", var_dict())])),
     );
     let settings = kinds::A_SA_SV.get(&settings).expect("a{sa{sv}}");
     assert_eq!(
         settings.get("ipv4").and_then(|s| s.get("name")),
-        Some(&zvariant::Value::from("x").try_into_owned().expect("owned"))
+        Some(&zbus::Variant::from("x").try_into_owned().expect("owned"))
     );
-    let reason = decode("Uu", zvariant::Value::from((3_u32, 4_u32)));
+    let reason = decode("Uu", zbus::Variant::from((3_u32, 4_u32)));
     assert_eq!(
         kinds::UU
             .get(&reason)
@@ -415,7 +406,7 @@ fn decoded_values() {
 #[test]
 fn decode_every_kind_from_wire() {
     let samples = samples();
-    let good: HashMap<&str, zvariant::Value<'_>> = samples
+    let good: HashMap<&str, zbus::Variant<'_>> = samples
         .iter()
         .map(|(name, good, _)| (*name, good.try_clone().expect("no fds")))
         .collect();
@@ -434,7 +425,7 @@ fn decode_every_kind_from_wire() {
         assert_eq!(value, expected, "{}", property.name());
     }
 
-    let bad: HashMap<&str, zvariant::Value<'_>> = samples
+    let bad: HashMap<&str, zbus::Variant<'_>> = samples
         .iter()
         .map(|(name, _, bad)| (*name, bad.try_clone().expect("no fds")))
         .collect();
@@ -462,7 +453,7 @@ fn decode_every_kind_from_wire() {
 
 #[test]
 fn single_variant_from_wire() {
-    let data = zvariant::to_bytes(Context::new_dbus(LE, 0), &zvariant::Value::from(7_u32))
+    let data = zbus::wire::to_bytes(Context::new(LE, 0), &zbus::Variant::from(7_u32))
         .expect("serializable");
     let property = kinds::IFACE.property("U").expect("declared");
     let (value, _) = data
@@ -483,12 +474,12 @@ fn single_variant_from_wire() {
 #[test]
 fn generic_mode() {
     for (name, good, _) in samples() {
-        let value = Value::from_zvariant(&good).expect("generic");
+        let value = Value::from_variant(&good).expect("generic");
         let declared = kinds::IFACE.property(name).expect("declared");
         assert_eq!(value, declared.decode(&good).expect("declared"), "{name}");
     }
-    let odd = zvariant::Value::from(HashMap::from([(1_i64, "one")]));
-    let value = Value::from_zvariant(&odd).expect("generic");
+    let odd = zbus::Variant::from(HashMap::from([(1_i64, "one")]));
+    let value = Value::from_variant(&odd).expect("generic");
     assert_eq!(
         (value.kind(), value.signature()),
         (Kind::Other, "a{xs}".to_owned())
@@ -512,7 +503,7 @@ fn generic_mode() {
     }
 
     let device = "org.freedesktop.NetworkManager.Device";
-    let state = zvariant::Value::from(100_u32);
+    let state = zbus::Variant::from(100_u32);
     assert_eq!(
         nm::REGISTRY.decode(device, "State", &state).expect("ok"),
         Decoded::Declared(Value::U32(100))
@@ -528,7 +519,7 @@ fn generic_mode() {
         Decoded::UnknownInterface(Value::U32(100))
     );
     assert!(matches!(
-        nm::REGISTRY.decode(device, "State", &zvariant::Value::from("activated")),
+        nm::REGISTRY.decode(device, "State", &zbus::Variant::from("activated")),
         Err(Error::TypeMismatch {
             property: "State",
             expected: "u",
@@ -540,24 +531,24 @@ fn generic_mode() {
 #[test]
 fn managed_objects_from_wire() {
     let device = HashMap::from([
-        ("Interface", zvariant::Value::from("eth0")),
-        ("State", zvariant::Value::from(100_u32)),
+        ("Interface", zbus::Variant::from("eth0")),
+        ("State", zbus::Variant::from(100_u32)),
         (
             "Ports",
-            zvariant::Value::from(vec![path("/org/freedesktop/NetworkManager/Devices/2")]),
+            zbus::Variant::from(vec![path("/org/freedesktop/NetworkManager/Devices/2")]),
         ),
-        ("Mtu", zvariant::Value::from("wrong")),
-        ("NewerProperty", zvariant::Value::from(1_u8)),
+        ("Mtu", zbus::Variant::from("wrong")),
+        ("NewerProperty", zbus::Variant::from(1_u8)),
     ]);
     let object = HashMap::from([
         ("org.freedesktop.NetworkManager.Device", device),
         (
             "org.example.Extra",
-            HashMap::from([("X", zvariant::Value::from(1_i32))]),
+            HashMap::from([("X", zbus::Variant::from(1_i32))]),
         ),
     ]);
     let objects = HashMap::from([(path("/org/freedesktop/NetworkManager/Devices/1"), object)]);
-    let data = zvariant::to_bytes(Context::new_dbus(LE, 0), &objects).expect("serializable");
+    let data = zbus::wire::to_bytes(Context::new(LE, 0), &objects).expect("serializable");
     let (decoded, _) = data
         .deserialize_with_seed(ManagedObjectsSeed::new(&nm::REGISTRY))
         .expect("well-formed");
@@ -613,8 +604,8 @@ fn managed_objects_from_wire() {
     }
     assert_eq!(n_ok, 3);
 
-    let (same, _) = zvariant::to_bytes(
-        Context::new_dbus(LE, 0),
+    let (same, _) = zbus::wire::to_bytes(
+        Context::new(LE, 0),
         &objects[&path("/org/freedesktop/NetworkManager/Devices/1")],
     )
     .expect("serializable")
@@ -628,7 +619,7 @@ fn malformed_wire_data_is_an_error_not_a_panic() {
     let data = wire(&var_dict());
     let bytes = data.bytes();
     for len in 0..bytes.len() {
-        let truncated = Data::new(bytes[..len].to_vec(), Context::new_dbus(LE, 0));
+        let truncated = Data::new(bytes[..len].to_vec(), Context::new(LE, 0));
         let _ = truncated.deserialize_with_seed(PropertiesSeed::new(Some(&kinds::IFACE)));
         let _ = truncated.deserialize_with_seed(ManagedObjectsSeed::new(&KINDS));
     }
@@ -636,7 +627,7 @@ fn malformed_wire_data_is_an_error_not_a_panic() {
     for byte in garbage.iter_mut().skip(4) {
         *byte = 0xff;
     }
-    let garbage = Data::new(garbage, Context::new_dbus(LE, 0));
+    let garbage = Data::new(garbage, Context::new(LE, 0));
     assert!(
         garbage
             .deserialize_with_seed(PropertiesSeed::new(Some(&kinds::IFACE)))
@@ -647,11 +638,11 @@ fn malformed_wire_data_is_an_error_not_a_panic() {
 #[test]
 fn var_dict_keeps_the_first_of_repeated_keys() {
     let dict = VarDict::new(vec![
-        (Box::from("b"), zvariant::OwnedValue::from(1_u32)),
-        (Box::from("a"), zvariant::OwnedValue::from(2_u32)),
-        (Box::from("b"), zvariant::OwnedValue::from(3_u32)),
+        (Box::from("b"), zbus::OwnedVariant::from(1_u32)),
+        (Box::from("a"), zbus::OwnedVariant::from(2_u32)),
+        (Box::from("b"), zbus::OwnedVariant::from(3_u32)),
     ]);
     assert_eq!(dict.len(), 2);
-    assert_eq!(dict.get("b"), Some(&zvariant::OwnedValue::from(1_u32)));
+    assert_eq!(dict.get("b"), Some(&zbus::OwnedVariant::from(1_u32)));
     assert!(dict.get("c").is_none());
 }

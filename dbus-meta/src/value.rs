@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use zvariant::{OwnedObjectPath, OwnedValue, Signature, Type};
+use zbus::{OwnedObjectPath, OwnedVariant, Signature, Type};
 
 use crate::error::{Error, Result};
 use crate::kind::Kind;
@@ -14,7 +14,7 @@ use crate::signature;
 /// A decoded property value.
 ///
 /// Each variant matches one [`Kind`]; [`Value::Other`] holds any other signature as an owned
-/// zvariant value (generic mode and rare shapes such as NetworkManager's `a(ayuay)`).
+/// zbus variant (generic mode and rare shapes such as NetworkManager's `a(ayuay)`).
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Value {
@@ -59,7 +59,7 @@ pub enum Value {
     /// `a{sa{sv}}`
     SettingsDict(Arc<SettingsDict>),
     /// Any other signature.
-    Other(Arc<OwnedValue>),
+    Other(Arc<OwnedVariant>),
 }
 
 impl Value {
@@ -151,7 +151,7 @@ impl Value {
     ///
     /// This is how objects of services nobody declared are held. It fails only for values
     /// that cannot be owned (file descriptors that cannot be duplicated).
-    pub fn from_zvariant(value: &zvariant::Value<'_>) -> Result<Value> {
+    pub fn from_variant(value: &zbus::Variant<'_>) -> Result<Value> {
         let value = unwrap_variant(value);
         let sig = value.value_signature();
         let kind = kind_of(sig);
@@ -164,12 +164,12 @@ impl Value {
     /// Decodes `value` as `kind` after checking that its signature is `expected`.
     ///
     /// `interface` and `property` only name the property in the error.
-    pub(crate) fn from_zvariant_checked(
+    pub(crate) fn from_variant_checked(
         kind: Kind,
         expected: &'static str,
         interface: &'static str,
         property: &'static str,
-        value: &zvariant::Value<'_>,
+        value: &zbus::Variant<'_>,
     ) -> Result<Value> {
         let value = unwrap_variant(value);
         let sig = value.value_signature();
@@ -185,7 +185,7 @@ impl Value {
             Some(decoded) => Ok(decoded),
             None if kind == Kind::Other => other(value),
             // The signature matched, so the shape matches the kind; this is unreachable for
-            // well-formed zvariant values but is still reported instead of panicking.
+            // well-formed zbus variants but is still reported instead of panicking.
             None => Err(Error::TypeMismatch {
                 interface,
                 property,
@@ -195,51 +195,49 @@ impl Value {
         }
     }
 
-    /// Converts this value back into an owned zvariant value (e.g. to send it).
-    pub fn to_zvariant(&self) -> Result<OwnedValue> {
+    /// Converts this value back into an owned zbus variant (e.g. to send it).
+    pub fn to_variant(&self) -> Result<OwnedVariant> {
         let value = match self {
-            Value::Bool(it) => zvariant::Value::from(*it),
-            Value::Byte(it) => zvariant::Value::from(*it),
-            Value::I16(it) => zvariant::Value::from(*it),
-            Value::U16(it) => zvariant::Value::from(*it),
-            Value::I32(it) => zvariant::Value::from(*it),
-            Value::U32(it) => zvariant::Value::from(*it),
-            Value::I64(it) => zvariant::Value::from(*it),
-            Value::U64(it) => zvariant::Value::from(*it),
-            Value::F64(it) => zvariant::Value::from(*it),
-            Value::Str(it) => zvariant::Value::from(&**it),
-            Value::ObjectPath(it) => zvariant::Value::from(it.as_ref()),
-            Value::StrArray(it) => {
-                zvariant::Value::from(it.iter().map(|s| &**s).collect::<Vec<_>>())
-            }
+            Value::Bool(it) => zbus::Variant::from(*it),
+            Value::Byte(it) => zbus::Variant::from(*it),
+            Value::I16(it) => zbus::Variant::from(*it),
+            Value::U16(it) => zbus::Variant::from(*it),
+            Value::I32(it) => zbus::Variant::from(*it),
+            Value::U32(it) => zbus::Variant::from(*it),
+            Value::I64(it) => zbus::Variant::from(*it),
+            Value::U64(it) => zbus::Variant::from(*it),
+            Value::F64(it) => zbus::Variant::from(*it),
+            Value::Str(it) => zbus::Variant::from(&**it),
+            Value::ObjectPath(it) => zbus::Variant::from(it.as_ref()),
+            Value::StrArray(it) => zbus::Variant::from(it.iter().map(|s| &**s).collect::<Vec<_>>()),
             Value::ObjectPathArray(it) => {
-                zvariant::Value::from(it.iter().map(|p| p.as_ref()).collect::<Vec<_>>())
+                zbus::Variant::from(it.iter().map(|p| p.as_ref()).collect::<Vec<_>>())
             }
-            Value::Bytes(it) => zvariant::Value::from(it.to_vec()),
+            Value::Bytes(it) => zbus::Variant::from(it.to_vec()),
             Value::ByteArrays(it) => {
-                zvariant::Value::from(it.iter().map(|b| b.to_vec()).collect::<Vec<_>>())
+                zbus::Variant::from(it.iter().map(|b| b.to_vec()).collect::<Vec<_>>())
             }
-            Value::U32Array(it) => zvariant::Value::from(it.to_vec()),
+            Value::U32Array(it) => zbus::Variant::from(it.to_vec()),
             Value::U32Arrays(it) => {
-                zvariant::Value::from(it.iter().map(|b| b.to_vec()).collect::<Vec<_>>())
+                zbus::Variant::from(it.iter().map(|b| b.to_vec()).collect::<Vec<_>>())
             }
-            Value::VarDict(it) => zvariant::Value::from(it.to_dict()?),
+            Value::VarDict(it) => zbus::Variant::from(it.to_dict()?),
             Value::VarDictArray(it) => {
-                let mut array = zvariant::Array::new(&VAR_DICT_SIGNATURE);
+                let mut array = zbus::Array::new(&VAR_DICT_SIGNATURE);
                 for dict in it.iter() {
-                    array.append(zvariant::Value::from(dict.to_dict()?))?;
+                    array.append(zbus::Variant::from(dict.to_dict()?))?;
                 }
-                zvariant::Value::from(array)
+                zbus::Variant::from(array)
             }
             Value::SettingsDict(it) => {
-                let mut outer = zvariant::Dict::new(&Signature::Str, &VAR_DICT_SIGNATURE);
+                let mut outer = zbus::Dict::new(&Signature::Str, &VAR_DICT_SIGNATURE);
                 for (name, dict) in it.iter() {
                     outer.append(
-                        zvariant::Value::from(name),
-                        zvariant::Value::from(dict.to_dict()?),
+                        zbus::Variant::from(name),
+                        zbus::Variant::from(dict.to_dict()?),
                     )?;
                 }
-                zvariant::Value::from(outer)
+                zbus::Variant::from(outer)
             }
             Value::Other(it) => return Ok(it.try_clone()?),
         };
@@ -289,27 +287,27 @@ impl<V> Default for SortedEntries<V> {
     }
 }
 
-/// A `a{sv}` dictionary: entries sorted by key for lookup, values as owned zvariant values.
+/// A `a{sv}` dictionary: entries sorted by key for lookup, values as owned zbus variants.
 #[derive(Debug, PartialEq, Default)]
 pub struct VarDict {
-    entries: SortedEntries<OwnedValue>,
+    entries: SortedEntries<OwnedVariant>,
 }
 
 impl VarDict {
     /// Builds a dictionary from its entries; if a key repeats, the first entry wins.
-    pub fn new(entries: Vec<(Box<str>, OwnedValue)>) -> VarDict {
+    pub fn new(entries: Vec<(Box<str>, OwnedVariant)>) -> VarDict {
         VarDict {
             entries: SortedEntries::new(entries),
         }
     }
 
     /// The value of `key`.
-    pub fn get(&self, key: &str) -> Option<&OwnedValue> {
+    pub fn get(&self, key: &str) -> Option<&OwnedVariant> {
         self.entries.get(key)
     }
 
     /// The entries, sorted by key.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &OwnedValue)> {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &OwnedVariant)> {
         self.entries.iter()
     }
 
@@ -323,14 +321,14 @@ impl VarDict {
         self.entries.len() == 0
     }
 
-    /// A copy as a zvariant dictionary.
-    pub fn to_dict(&self) -> Result<zvariant::Dict<'static, 'static>> {
-        let mut dict = zvariant::Dict::new(&Signature::Str, &Signature::Variant);
+    /// A copy as a zbus dictionary.
+    pub fn to_dict(&self) -> Result<zbus::Dict<'static, 'static>> {
+        let mut dict = zbus::Dict::new(&Signature::Str, &Signature::Variant);
         for (key, value) in self.iter() {
-            let inner = zvariant::Value::from(value.try_clone()?);
+            let inner = zbus::Variant::from(value.try_clone()?);
             dict.append(
-                zvariant::Value::from(key.to_owned()),
-                zvariant::Value::Value(Box::new(inner)),
+                zbus::Variant::from(key.to_owned()),
+                zbus::Variant::Variant(Box::new(inner)),
             )?;
         }
         Ok(dict)
@@ -404,8 +402,8 @@ impl Serialize for SettingsDict {
 
 /// Strips variant wrappers (`v` inside `v`) so that a value read with `Get` and one found in a
 /// dictionary compare alike.
-fn unwrap_variant<'a, 'v>(mut value: &'a zvariant::Value<'v>) -> &'a zvariant::Value<'v> {
-    while let zvariant::Value::Value(inner) = value {
+fn unwrap_variant<'a, 'v>(mut value: &'a zbus::Variant<'v>) -> &'a zbus::Variant<'v> {
+    while let zbus::Variant::Variant(inner) = value {
         value = inner;
     }
     value
@@ -445,59 +443,59 @@ pub(crate) fn kind_of(sig: &Signature) -> Kind {
     Kind::Other
 }
 
-fn other(value: &zvariant::Value<'_>) -> Result<Value> {
+fn other(value: &zbus::Variant<'_>) -> Result<Value> {
     Ok(Value::Other(Arc::new(value.try_to_owned()?)))
 }
 
-fn str_of(value: &zvariant::Value<'_>) -> Option<Arc<str>> {
+fn str_of(value: &zbus::Variant<'_>) -> Option<Arc<str>> {
     match value {
-        zvariant::Value::Str(s) => Some(Arc::from(s.as_str())),
+        zbus::Variant::Str(s) => Some(Arc::from(s.as_str())),
         _ => None,
     }
 }
 
-fn path_of(value: &zvariant::Value<'_>) -> Option<OwnedObjectPath> {
+fn path_of(value: &zbus::Variant<'_>) -> Option<OwnedObjectPath> {
     match value {
-        zvariant::Value::ObjectPath(p) => Some(OwnedObjectPath::from(p.to_owned())),
+        zbus::Variant::ObjectPath(p) => Some(OwnedObjectPath::from(p.to_owned())),
         _ => None,
     }
 }
 
-fn array_of<'a, 'v>(value: &'a zvariant::Value<'v>) -> Option<&'a [zvariant::Value<'v>]> {
+fn array_of<'a, 'v>(value: &'a zbus::Variant<'v>) -> Option<&'a [zbus::Variant<'v>]> {
     match value {
-        zvariant::Value::Array(a) => Some(a.inner()),
+        zbus::Variant::Array(a) => Some(a.inner()),
         _ => None,
     }
 }
 
 fn collect<T, C: FromIterator<T>>(
-    items: &[zvariant::Value<'_>],
-    f: impl Fn(&zvariant::Value<'_>) -> Option<T>,
+    items: &[zbus::Variant<'_>],
+    f: impl Fn(&zbus::Variant<'_>) -> Option<T>,
 ) -> Option<C> {
     items.iter().map(f).collect()
 }
 
-fn bytes_of(value: &zvariant::Value<'_>) -> Option<Box<[u8]>> {
+fn bytes_of(value: &zbus::Variant<'_>) -> Option<Box<[u8]>> {
     collect(array_of(value)?, |v| match v {
-        zvariant::Value::U8(b) => Some(*b),
+        zbus::Variant::U8(b) => Some(*b),
         _ => None,
     })
 }
 
-fn u32s_of(value: &zvariant::Value<'_>) -> Option<Box<[u32]>> {
+fn u32s_of(value: &zbus::Variant<'_>) -> Option<Box<[u32]>> {
     collect(array_of(value)?, |v| match v {
-        zvariant::Value::U32(n) => Some(*n),
+        zbus::Variant::U32(n) => Some(*n),
         _ => None,
     })
 }
 
-fn var_dict_of(value: &zvariant::Value<'_>) -> Option<VarDict> {
-    let zvariant::Value::Dict(dict) = value else {
+fn var_dict_of(value: &zbus::Variant<'_>) -> Option<VarDict> {
+    let zbus::Variant::Dict(dict) = value else {
         return None;
     };
     let mut entries = Vec::new();
     for (key, value) in dict.iter() {
-        let zvariant::Value::Str(key) = key else {
+        let zbus::Variant::Str(key) = key else {
             return None;
         };
         let owned = unwrap_variant(value).try_to_owned().ok()?;
@@ -506,13 +504,13 @@ fn var_dict_of(value: &zvariant::Value<'_>) -> Option<VarDict> {
     Some(VarDict::new(entries))
 }
 
-fn settings_dict_of(value: &zvariant::Value<'_>) -> Option<SettingsDict> {
-    let zvariant::Value::Dict(dict) = value else {
+fn settings_dict_of(value: &zbus::Variant<'_>) -> Option<SettingsDict> {
+    let zbus::Variant::Dict(dict) = value else {
         return None;
     };
     let mut entries = Vec::new();
     for (key, value) in dict.iter() {
-        let zvariant::Value::Str(key) = key else {
+        let zbus::Variant::Str(key) = key else {
             return None;
         };
         entries.push((Box::from(key.as_str()), var_dict_of(value)?));
@@ -520,10 +518,10 @@ fn settings_dict_of(value: &zvariant::Value<'_>) -> Option<SettingsDict> {
     Some(SettingsDict::new(entries))
 }
 
-/// Converts a zvariant value whose signature is known to fit `kind`; `None` for
+/// Converts a zbus variant whose signature is known to fit `kind`; `None` for
 /// [`Kind::Other`] or a value that does not have the shape.
-fn convert(kind: Kind, value: &zvariant::Value<'_>) -> Option<Value> {
-    use zvariant::Value as Z;
+fn convert(kind: Kind, value: &zbus::Variant<'_>) -> Option<Value> {
+    use zbus::Variant as Z;
     Some(match (kind, value) {
         (Kind::Bool, Z::Bool(it)) => Value::Bool(*it),
         (Kind::Byte, Z::U8(it)) => Value::Byte(*it),

@@ -169,7 +169,7 @@ def main():
     w("//! [`network_manager`]. Each holds `IFACE`, a `PropertyKey` per property (`device::STATE`),")
     w("//! and `methods`/`signals` submodules.")
     w("")
-    w("use zvariant::OwnedObjectPath;")
+    w("use zbus::OwnedObjectPath;")
     w("")
     w("use crate::{Opaque, VarDict};")
     w("")

@@ -3,3 +3,4 @@
 
 mod ui;
 mod xml;
+mod zbus_message;
