@@ -646,3 +646,73 @@ fn var_dict_keeps_the_first_of_repeated_keys() {
     assert_eq!(dict.get("b"), Some(&zbus::OwnedVariant::from(1_u32)));
     assert!(dict.get("c").is_none());
 }
+
+#[test]
+fn values_and_owned_variants_convert_both_ways() {
+    for (name, good, _) in samples() {
+        let owned = good.try_to_owned().expect("no fds");
+        let property = kinds::IFACE.property(name).expect("declared");
+        let declared = property.decode(&owned).expect("well-typed");
+        // Generic mode through `TryFrom` gives the same value as the declaration.
+        let generic = Value::try_from(&owned).expect("generic");
+        assert_eq!(generic, declared, "{name}");
+        // Value -> OwnedVariant -> Value.
+        let back = zbus::OwnedVariant::try_from(&declared).expect("convertible");
+        assert_eq!(back, owned, "{name}: the variant converts back to what it was");
+        assert_eq!(Value::try_from(back).expect("generic"), declared, "{name}");
+        // By value, too.
+        let moved = zbus::OwnedVariant::try_from(declared.clone()).expect("convertible");
+        assert_eq!(Value::try_from(&*moved).expect("generic"), declared, "{name}");
+    }
+}
+
+#[test]
+fn a_value_serializes_as_its_variant() {
+    for (name, good, _) in samples() {
+        let owned = good.try_to_owned().expect("no fds");
+        let value = Value::try_from(&owned).expect("generic");
+        // On the wire: byte for byte the variant's encoding, and it reads back.
+        let ours = zbus::wire::to_bytes(Context::new(LE, 0), &value).expect("serializable");
+        let theirs = zbus::wire::to_bytes(Context::new(LE, 0), &owned).expect("serializable");
+        assert_eq!(ours.bytes(), theirs.bytes(), "{name}");
+        let (read, _) = ours.deserialize_with_seed(GenericSeed).expect("well-formed");
+        assert_eq!(read.expect("holdable"), value, "{name}");
+        // In JSON: the variant's form, signature and contents.
+        assert_eq!(
+            serde_json::to_value(&value).expect("json"),
+            serde_json::to_value(&owned).expect("json"),
+            "{name}"
+        );
+    }
+    let json = serde_json::to_value(Value::U32(100)).expect("json");
+    assert_eq!(json, serde_json::json!({"signature": "u", "value": 100}));
+    let json = serde_json::to_value(Value::StrArray(vec![Arc::from("a")].into())).expect("json");
+    assert_eq!(json, serde_json::json!({"signature": "as", "value": ["a"]}));
+}
+
+#[test]
+fn values_go_into_a_message_body() {
+    // `Value` is a `v`, so a map of them is an `a{sv}` that decodes back through the
+    // declarations.
+    let props = HashMap::from([
+        ("U", Value::U32(5)),
+        ("S", Value::Str(Arc::from("hi"))),
+        ("B", Value::Bool(true)),
+    ]);
+    assert_eq!(
+        <HashMap<&str, Value> as Type>::SIGNATURE.to_string(),
+        "a{sv}"
+    );
+    let data = zbus::wire::to_bytes(Context::new(LE, 0), &props).expect("serializable");
+    let (entries, _) = data
+        .deserialize_with_seed(PropertiesSeed::new(Some(&kinds::IFACE)))
+        .expect("well-formed");
+    assert_eq!(entries.len(), 3);
+    for entry in entries {
+        let PropertyEntry::Declared { index, value } = entry else {
+            panic!("undeclared entry {entry:?}");
+        };
+        let name = kinds::IFACE.properties()[index].name();
+        assert_eq!(value.as_ref(), Ok(&props[name]), "{name}");
+    }
+}

@@ -245,6 +245,135 @@ impl Value {
     }
 }
 
+/// Generic-mode decoding of a borrowed variant (see [`Value::from_variant`]).
+impl TryFrom<&zbus::Variant<'_>> for Value {
+    type Error = Error;
+
+    fn try_from(value: &zbus::Variant<'_>) -> Result<Value> {
+        Value::from_variant(value)
+    }
+}
+
+/// Generic-mode decoding of a variant (see [`Value::from_variant`]).
+impl TryFrom<zbus::Variant<'_>> for Value {
+    type Error = Error;
+
+    fn try_from(value: zbus::Variant<'_>) -> Result<Value> {
+        Value::from_variant(&value)
+    }
+}
+
+/// Generic-mode decoding of a borrowed owned variant (see [`Value::from_variant`]).
+impl TryFrom<&OwnedVariant> for Value {
+    type Error = Error;
+
+    fn try_from(value: &OwnedVariant) -> Result<Value> {
+        Value::from_variant(value)
+    }
+}
+
+/// Generic-mode decoding of an owned variant (see [`Value::from_variant`]).
+impl TryFrom<OwnedVariant> for Value {
+    type Error = Error;
+
+    fn try_from(value: OwnedVariant) -> Result<Value> {
+        Value::from_variant(&value)
+    }
+}
+
+/// The value as an owned zbus variant (see [`Value::to_variant`]).
+impl TryFrom<&Value> for OwnedVariant {
+    type Error = Error;
+
+    fn try_from(value: &Value) -> Result<OwnedVariant> {
+        value.to_variant()
+    }
+}
+
+/// The value as an owned zbus variant (see [`Value::to_variant`]).
+impl TryFrom<Value> for OwnedVariant {
+    type Error = Error;
+
+    fn try_from(value: Value) -> Result<OwnedVariant> {
+        value.to_variant()
+    }
+}
+
+/// A [`Value`] travels as a D-Bus variant (`v`): it carries its own signature.
+impl Type for Value {
+    const SIGNATURE: &'static Signature = &Signature::Variant;
+}
+
+/// Serializes the value as a D-Bus variant, exactly as the equal [`OwnedVariant`] would be: its
+/// signature, then its contents. In a D-Bus body that is a `v` (so a `Value` can be sent as
+/// is, e.g. in an `a{sv}`); in a self-describing format such as JSON it is
+/// `{"signature": "u", "value": 100}`, so no type information is lost.
+impl Serialize for Value {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+
+        let signature = match self {
+            // An owned variant already serializes as a variant.
+            Value::Other(it) => return it.serialize(serializer),
+            Value::Bool(_) => <bool as Type>::SIGNATURE,
+            Value::Byte(_) => <u8 as Type>::SIGNATURE,
+            Value::I16(_) => <i16 as Type>::SIGNATURE,
+            Value::U16(_) => <u16 as Type>::SIGNATURE,
+            Value::I32(_) => <i32 as Type>::SIGNATURE,
+            Value::U32(_) => <u32 as Type>::SIGNATURE,
+            Value::I64(_) => <i64 as Type>::SIGNATURE,
+            Value::U64(_) => <u64 as Type>::SIGNATURE,
+            Value::F64(_) => <f64 as Type>::SIGNATURE,
+            Value::Str(_) => <String as Type>::SIGNATURE,
+            Value::ObjectPath(_) => <OwnedObjectPath as Type>::SIGNATURE,
+            Value::StrArray(_) => <Vec<String> as Type>::SIGNATURE,
+            Value::ObjectPathArray(_) => <Vec<OwnedObjectPath> as Type>::SIGNATURE,
+            Value::Bytes(_) => <Vec<u8> as Type>::SIGNATURE,
+            Value::ByteArrays(_) => <Vec<Vec<u8>> as Type>::SIGNATURE,
+            Value::U32Array(_) => <Vec<u32> as Type>::SIGNATURE,
+            Value::U32Arrays(_) => <Vec<Vec<u32>> as Type>::SIGNATURE,
+            Value::VarDict(_) => <VarDict as Type>::SIGNATURE,
+            Value::VarDictArray(_) => <Vec<VarDict> as Type>::SIGNATURE,
+            Value::SettingsDict(_) => <SettingsDict as Type>::SIGNATURE,
+        };
+        let mut variant = serializer.serialize_struct("Variant", 2)?;
+        variant.serialize_field("signature", signature)?;
+        variant.serialize_field("value", &Contents(self))?;
+        variant.end()
+    }
+}
+
+/// The contents of a typed (non-[`Value::Other`]) value, without the variant around them.
+struct Contents<'a>(&'a Value);
+
+impl Serialize for Contents<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Bool(it) => serializer.serialize_bool(*it),
+            Value::Byte(it) => serializer.serialize_u8(*it),
+            Value::I16(it) => serializer.serialize_i16(*it),
+            Value::U16(it) => serializer.serialize_u16(*it),
+            Value::I32(it) => serializer.serialize_i32(*it),
+            Value::U32(it) => serializer.serialize_u32(*it),
+            Value::I64(it) => serializer.serialize_i64(*it),
+            Value::U64(it) => serializer.serialize_u64(*it),
+            Value::F64(it) => serializer.serialize_f64(*it),
+            Value::Str(it) => serializer.serialize_str(it),
+            Value::ObjectPath(it) => it.serialize(serializer),
+            Value::StrArray(it) => serializer.collect_seq(it.iter().map(|s| &**s)),
+            Value::ObjectPathArray(it) => serializer.collect_seq(it.iter()),
+            Value::Bytes(it) => serializer.collect_seq(it.iter()),
+            Value::ByteArrays(it) => serializer.collect_seq(it.iter()),
+            Value::U32Array(it) => serializer.collect_seq(it.iter()),
+            Value::U32Arrays(it) => serializer.collect_seq(it.iter()),
+            Value::VarDict(it) => it.serialize(serializer),
+            Value::VarDictArray(it) => serializer.collect_seq(it.iter()),
+            Value::SettingsDict(it) => it.serialize(serializer),
+            Value::Other(it) => it.serialize(serializer),
+        }
+    }
+}
+
 const VAR_DICT_SIGNATURE: Signature = Signature::static_dict(&Signature::Str, &Signature::Variant);
 
 /// Entries sorted by key for lookup by binary search; if a key repeats, the first entry wins.
