@@ -12,6 +12,7 @@ mod kind;
 mod macros;
 pub mod nm;
 pub mod signature;
+mod typed;
 mod value;
 
 #[cfg(test)]

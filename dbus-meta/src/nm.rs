@@ -15,6 +15,9 @@ use zbus::OwnedObjectPath;
 
 use crate::{Opaque, VarDict};
 
+mod types;
+pub use types::*;
+
 crate::interface! {
     pub mod network_manager = "org.freedesktop.NetworkManager" {
         properties {

@@ -658,11 +658,18 @@ fn values_and_owned_variants_convert_both_ways() {
         assert_eq!(generic, declared, "{name}");
         // Value -> OwnedVariant -> Value.
         let back = zbus::OwnedVariant::try_from(&declared).expect("convertible");
-        assert_eq!(back, owned, "{name}: the variant converts back to what it was");
+        assert_eq!(
+            back, owned,
+            "{name}: the variant converts back to what it was"
+        );
         assert_eq!(Value::try_from(back).expect("generic"), declared, "{name}");
         // By value, too.
         let moved = zbus::OwnedVariant::try_from(declared.clone()).expect("convertible");
-        assert_eq!(Value::try_from(&*moved).expect("generic"), declared, "{name}");
+        assert_eq!(
+            Value::try_from(&*moved).expect("generic"),
+            declared,
+            "{name}"
+        );
     }
 }
 
@@ -675,7 +682,9 @@ fn a_value_serializes_as_its_variant() {
         let ours = zbus::wire::to_bytes(Context::new(LE, 0), &value).expect("serializable");
         let theirs = zbus::wire::to_bytes(Context::new(LE, 0), &owned).expect("serializable");
         assert_eq!(ours.bytes(), theirs.bytes(), "{name}");
-        let (read, _) = ours.deserialize_with_seed(GenericSeed).expect("well-formed");
+        let (read, _) = ours
+            .deserialize_with_seed(GenericSeed)
+            .expect("well-formed");
         assert_eq!(read.expect("holdable"), value, "{name}");
         // In JSON: the variant's form, signature and contents.
         assert_eq!(
@@ -715,4 +724,245 @@ fn values_go_into_a_message_body() {
         let name = kinds::IFACE.properties()[index].name();
         assert_eq!(value.as_ref(), Ok(&props[name]), "{name}");
     }
+}
+
+/// Every number from 0 to `max` and a few far ones survives `From<u32>` and back.
+fn round_trips<T: From<u32> + Copy + std::fmt::Debug>(max: u32)
+where
+    u32: From<T>,
+{
+    for value in (0..=max).chain([u32::MAX - 1, u32::MAX]) {
+        let typed = T::from(value);
+        assert_eq!(u32::from(typed), value, "{typed:?}");
+    }
+}
+
+#[test]
+fn nm_enums_round_trip_every_number() {
+    use nm::*;
+    round_trips::<Capability>(300);
+    round_trips::<State>(300);
+    round_trips::<ConnectivityState>(300);
+    round_trips::<DeviceType>(300);
+    round_trips::<WifiMode>(300);
+    round_trips::<WimaxNspNetworkType>(300);
+    round_trips::<DeviceState>(300);
+    round_trips::<DeviceStateReason>(300);
+    round_trips::<Metered>(300);
+    round_trips::<ConnectionMultiConnect>(300);
+    round_trips::<ActiveConnectionState>(300);
+    round_trips::<ActiveConnectionStateReason>(300);
+    round_trips::<IpTunnelMode>(300);
+    round_trips::<DeviceManaged>(300);
+    round_trips::<VersionInfoCapability>(300);
+    round_trips::<RadioFlags>(300);
+    round_trips::<DeviceInterfaceFlags>(300);
+    round_trips::<WifiApSecurityFlags>(300);
+    round_trips::<SettingsConnectionFlags>(300);
+    round_trips::<ActivationStateFlags>(300);
+}
+
+#[test]
+fn nm_enums_show_as_nmcli_does() {
+    use nm::*;
+    let shown = |value: &dyn std::fmt::Display| value.to_string();
+    // Device states (nmc_device_state_to_string).
+    assert_eq!(DeviceState::from(100), DeviceState::Activated);
+    assert_eq!(shown(&DeviceState::from(100)), "connected");
+    assert_eq!(shown(&DeviceState::from(10)), "unmanaged");
+    assert_eq!(
+        shown(&DeviceState::from(70)),
+        "connecting (getting IP configuration)"
+    );
+    assert_eq!(shown(&DeviceState::from(120)), "connection failed");
+    assert_eq!(DeviceState::from(0), DeviceState::Unknown(0));
+    assert_eq!(shown(&DeviceState::from(0)), "unknown");
+    // A number no member has is kept and shown as is, never as a name.
+    assert_eq!(DeviceState::from(130), DeviceState::Unknown(130));
+    assert_eq!(shown(&DeviceState::from(130)), "130");
+    assert_eq!(DeviceState::Unknown(130).name(), None);
+    // Device types (libnm's type description).
+    assert_eq!(shown(&DeviceType::from(1)), "ethernet");
+    assert_eq!(shown(&DeviceType::from(20)), "ethernet");
+    assert_eq!(DeviceType::from(20), DeviceType::Veth);
+    assert_eq!(shown(&DeviceType::from(2)), "wifi");
+    assert_eq!(shown(&DeviceType::from(6)), "olpcmesh");
+    assert_eq!(shown(&DeviceType::from(17)), "iptunnel");
+    assert_eq!(shown(&DeviceType::from(25)), "ovs-port");
+    assert_eq!(shown(&DeviceType::from(28)), "6lowpan");
+    assert_eq!(shown(&DeviceType::from(30)), "wifi-p2p");
+    assert_eq!(shown(&DeviceType::from(32)), "loopback");
+    assert_eq!(shown(&DeviceType::from(35)), "geneve");
+    // The manager (nmcli general).
+    assert_eq!(shown(&State::from(70)), "connected");
+    assert_eq!(shown(&State::from(60)), "connected (site only)");
+    assert_eq!(shown(&State::from(50)), "connected (local only)");
+    assert_eq!(shown(&State::from(10)), "network off");
+    assert_eq!(shown(&ConnectivityState::from(4)), "full");
+    assert_eq!(shown(&ConnectivityState::from(2)), "portal");
+    assert_eq!(shown(&Metered::from(3)), "yes (guessed)");
+    assert_eq!(shown(&Metered::from(0)), "unknown");
+    // Active connections and reasons.
+    assert_eq!(shown(&ActiveConnectionState::from(2)), "activated");
+    assert_eq!(shown(&ActiveConnectionState::from(4)), "deactivated");
+    assert_eq!(
+        shown(&ActiveConnectionStateReason::from(2)),
+        "Disconnected by user"
+    );
+    assert_eq!(shown(&DeviceStateReason::from(0)), "No reason given");
+    assert_eq!(shown(&DeviceStateReason::from(1)), "Unknown error");
+    assert_eq!(shown(&DeviceStateReason::from(2)), "Device is now managed");
+    // Wi-Fi modes: nmcli's names where its AP list has them, the nick otherwise.
+    assert_eq!(shown(&WifiMode::from(2)), "Infra");
+    assert_eq!(shown(&WifiMode::from(1)), "Ad-Hoc");
+    assert_eq!(shown(&WifiMode::from(3)), "ap");
+    // Enumerations nmcli has no table for: libnm's nick.
+    assert_eq!(shown(&Capability::from(1)), "team");
+    assert_eq!(shown(&IpTunnelMode::from(1)), "ipip");
+    // Padding applies to names and numbers alike.
+    assert_eq!(format!("[{:<11}]", DeviceState::from(30)), "[disconnected]");
+    assert_eq!(format!("[{:>5}]", DeviceState::from(130)), "[  130]");
+}
+
+#[test]
+fn nm_flags_keep_every_bit_and_show_their_names() {
+    use nm::*;
+    // nmcli's AP security names, in its order, space-separated; OWE and OWE-TM are one name.
+    let wpa = WifiApSecurityFlags::from(0x188);
+    assert!(wpa.contains(WifiApSecurityFlags::PAIR_CCMP | WifiApSecurityFlags::KEY_MGMT_PSK));
+    assert_eq!(wpa.to_string(), "pair_ccmp group_ccmp psk");
+    assert_eq!(WifiApSecurityFlags::from(0).to_string(), "(none)");
+    assert_eq!(WifiApSecurityFlags::KEY_MGMT_OWE_TM.to_string(), "owe");
+    assert_eq!(WifiApSecurityFlags::from(0x1800).to_string(), "owe");
+    // Bits no name covers are kept and shown raw.
+    let odd = WifiApSecurityFlags::from(0x8_0000 | 0x100);
+    assert_eq!(odd.bits(), 0x8_0100);
+    assert_eq!(odd.unknown_bits(), 0x8_0000);
+    assert_eq!(odd.to_string(), "psk 0x80000");
+    // Other flags: libnm's nicks, comma-separated.
+    let radio = RadioFlags::from(0x9);
+    assert!(radio.contains(RadioFlags::WLAN_AVAILABLE));
+    assert!(!radio.intersects(RadioFlags::WWAN_AVAILABLE));
+    assert_eq!(radio.to_string(), "wlan-available, 0x8");
+    assert_eq!(format!("{radio:?}"), "RadioFlags(WLAN_AVAILABLE | 0x8)");
+    assert_eq!(format!("{:?}", RadioFlags::NONE), "RadioFlags(NONE)");
+    assert_eq!(RadioFlags::NONE.to_string(), "none");
+    let iface =
+        DeviceInterfaceFlags::UP | DeviceInterfaceFlags::LOWER_UP | DeviceInterfaceFlags::CARRIER;
+    assert_eq!(iface.bits(), 0x1_0003);
+    assert_eq!(iface.to_string(), "up, lower-up, carrier");
+    assert_eq!(
+        (iface - DeviceInterfaceFlags::UP).to_string(),
+        "lower-up, carrier"
+    );
+    assert_eq!(
+        ActivationStateFlags::from(0x80 | 0x8).to_string(),
+        "ip4-ready, external"
+    );
+    assert_eq!(SettingsConnectionFlags::from(0x1).to_string(), "unsaved");
+}
+
+#[test]
+fn nm_enums_travel_as_u32() {
+    use nm::*;
+    let ctx = || Context::new(LE, 0);
+    let typed = zbus::wire::to_bytes(ctx(), &DeviceState::Activated).expect("serializable");
+    let plain = zbus::wire::to_bytes(ctx(), &100_u32).expect("serializable");
+    assert_eq!(typed.bytes(), plain.bytes());
+    let (back, _): (DeviceState, _) = plain.deserialize().expect("a u32");
+    assert_eq!(back, DeviceState::Activated);
+    let flags = zbus::wire::to_bytes(ctx(), &RadioFlags::from(0x9)).expect("serializable");
+    let (back, _): (RadioFlags, _) = flags.deserialize().expect("a u32");
+    assert_eq!(back.bits(), 0x9);
+    assert_eq!(serde_json::to_value(DeviceType::Bridge).expect("json"), 13);
+}
+
+#[test]
+fn every_nm_enum_member_has_a_number_and_a_name() {
+    use nm::*;
+    fn check<T>(
+        all: &[T],
+        to_u32: fn(T) -> u32,
+        from_u32: fn(u32) -> T,
+        name: fn(T) -> Option<&'static str>,
+    ) where
+        T: Copy + PartialEq + std::fmt::Debug,
+    {
+        let mut numbers = std::collections::HashSet::new();
+        for &member in all {
+            let number = to_u32(member);
+            assert!(
+                numbers.insert(number),
+                "{member:?}: number {number} given twice"
+            );
+            assert_eq!(from_u32(number), member);
+            assert!(name(member).is_some_and(|n| !n.is_empty()), "{member:?}");
+        }
+        assert!(!all.is_empty());
+    }
+    check(
+        DeviceState::ALL,
+        DeviceState::to_u32,
+        DeviceState::from_u32,
+        DeviceState::name,
+    );
+    check(
+        DeviceType::ALL,
+        DeviceType::to_u32,
+        DeviceType::from_u32,
+        DeviceType::name,
+    );
+    check(
+        DeviceStateReason::ALL,
+        DeviceStateReason::to_u32,
+        DeviceStateReason::from_u32,
+        DeviceStateReason::name,
+    );
+    check(State::ALL, State::to_u32, State::from_u32, State::name);
+    check(
+        ConnectivityState::ALL,
+        ConnectivityState::to_u32,
+        ConnectivityState::from_u32,
+        ConnectivityState::name,
+    );
+    check(
+        ActiveConnectionState::ALL,
+        ActiveConnectionState::to_u32,
+        ActiveConnectionState::from_u32,
+        ActiveConnectionState::name,
+    );
+    check(
+        ActiveConnectionStateReason::ALL,
+        ActiveConnectionStateReason::to_u32,
+        ActiveConnectionStateReason::from_u32,
+        ActiveConnectionStateReason::name,
+    );
+    check(
+        Metered::ALL,
+        Metered::to_u32,
+        Metered::from_u32,
+        Metered::name,
+    );
+    check(
+        WifiMode::ALL,
+        WifiMode::to_u32,
+        WifiMode::from_u32,
+        WifiMode::name,
+    );
+    check(
+        Capability::ALL,
+        Capability::to_u32,
+        Capability::from_u32,
+        Capability::name,
+    );
+    // NetworkManager's own "unknown" member is `Unknown` with its number, and has nmcli's name.
+    assert_eq!(DeviceState::Unknown(0).name(), Some("unknown"));
+    assert!(!DeviceState::ALL.contains(&DeviceState::Unknown(0)));
+    // Every reason has a line in nmcli's table: none falls back to its default word.
+    assert!(DeviceStateReason::ALL.len() > 60);
+    assert!(
+        DeviceStateReason::ALL
+            .iter()
+            .all(|r| r.name() != Some("Unknown"))
+    );
 }

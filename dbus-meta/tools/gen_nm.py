@@ -173,6 +173,9 @@ def main():
     w("")
     w("use crate::{Opaque, VarDict};")
     w("")
+    w("mod types;")
+    w("pub use types::*;")
+    w("")
     for iface, props, methods, signals in parsed:
         short = iface[len(PREFIX):].lstrip(".")
         w("crate::interface! {")
