@@ -26,19 +26,19 @@ crate::interface! {
             ALL_DEVICES "AllDevices": Vec<OwnedObjectPath> = "ao" => "org.freedesktop.NetworkManager.Device";
             CAPABILITIES "Capabilities": Vec<u32> = "au";
             CHECKPOINTS "Checkpoints": Vec<OwnedObjectPath> = "ao" => "org.freedesktop.NetworkManager.Checkpoint";
-            CONNECTIVITY "Connectivity": u32 = "u";
+            CONNECTIVITY "Connectivity": ConnectivityState = "u";
             CONNECTIVITY_CHECK_AVAILABLE "ConnectivityCheckAvailable": bool = "b";
             CONNECTIVITY_CHECK_ENABLED "ConnectivityCheckEnabled": bool = "b";
             CONNECTIVITY_CHECK_URI "ConnectivityCheckUri": String = "s";
             DEVICES "Devices": Vec<OwnedObjectPath> = "ao" => "org.freedesktop.NetworkManager.Device";
             GLOBAL_DNS_CONFIGURATION "GlobalDnsConfiguration": VarDict = "a{sv}";
-            METERED "Metered": u32 = "u";
+            METERED "Metered": Metered = "u";
             NETWORKING_ENABLED "NetworkingEnabled": bool = "b";
             PRIMARY_CONNECTION "PrimaryConnection": OwnedObjectPath = "o" => "org.freedesktop.NetworkManager.Connection.Active";
             PRIMARY_CONNECTION_TYPE "PrimaryConnectionType": String = "s";
-            RADIO_FLAGS "RadioFlags": u32 = "u";
+            RADIO_FLAGS "RadioFlags": RadioFlags = "u";
             STARTUP "Startup": bool = "b";
-            STATE "State": u32 = "u";
+            STATE "State": State = "u";
             VERSION "Version": String = "s";
             VERSION_INFO "VersionInfo": Vec<u32> = "au";
             WIMAX_ENABLED "WimaxEnabled": bool = "b", DEPRECATED;
@@ -82,16 +82,16 @@ crate::interface! {
     pub mod access_point = "org.freedesktop.NetworkManager.AccessPoint" {
         properties {
             BANDWIDTH "Bandwidth": u32 = "u";
-            FLAGS "Flags": u32 = "u";
+            FLAGS "Flags": WifiApFlags = "u";
             FREQUENCY "Frequency": u32 = "u";
             HW_ADDRESS "HwAddress": String = "s";
             LAST_SEEN "LastSeen": i32 = "i";
             MAX_BITRATE "MaxBitrate": u32 = "u";
-            MODE "Mode": u32 = "u";
-            RSN_FLAGS "RsnFlags": u32 = "u";
+            MODE "Mode": WifiMode = "u";
+            RSN_FLAGS "RsnFlags": WifiApSecurityFlags = "u";
             SSID "Ssid": Vec<u8> = "ay";
             STRENGTH "Strength": u8 = "y";
-            WPA_FLAGS "WpaFlags": u32 = "u";
+            WPA_FLAGS "WpaFlags": WifiApSecurityFlags = "u";
         }
     }
 }
@@ -133,8 +133,8 @@ crate::interface! {
             IP6_CONFIG "Ip6Config": OwnedObjectPath = "o" => "org.freedesktop.NetworkManager.IP6Config";
             MASTER "Master": OwnedObjectPath = "o" => "org.freedesktop.NetworkManager.Device", DEPRECATED;
             SPECIFIC_OBJECT "SpecificObject": OwnedObjectPath = "o";
-            STATE "State": u32 = "u";
-            STATE_FLAGS "StateFlags": u32 = "u";
+            STATE "State": ActiveConnectionState = "u";
+            STATE_FLAGS "StateFlags": ActivationStateFlags = "u";
             TYPE "Type": String = "s";
             UUID "Uuid": String = "s";
             VPN "Vpn": bool = "b";
@@ -167,8 +167,8 @@ crate::interface! {
             ACTIVE_CONNECTION "ActiveConnection": OwnedObjectPath = "o" => "org.freedesktop.NetworkManager.Connection.Active";
             AUTOCONNECT "Autoconnect": bool = "b";
             AVAILABLE_CONNECTIONS "AvailableConnections": Vec<OwnedObjectPath> = "ao" => "org.freedesktop.NetworkManager.Settings.Connection";
-            CAPABILITIES "Capabilities": u32 = "u";
-            DEVICE_TYPE "DeviceType": u32 = "u";
+            CAPABILITIES "Capabilities": DeviceCapabilities = "u";
+            DEVICE_TYPE "DeviceType": DeviceType = "u";
             DHCP4_CONFIG "Dhcp4Config": OwnedObjectPath = "o" => "org.freedesktop.NetworkManager.DHCP4Config";
             DHCP6_CONFIG "Dhcp6Config": OwnedObjectPath = "o" => "org.freedesktop.NetworkManager.DHCP6Config";
             DRIVER "Driver": String = "s";
@@ -177,23 +177,23 @@ crate::interface! {
             FIRMWARE_VERSION "FirmwareVersion": String = "s";
             HW_ADDRESS "HwAddress": String = "s";
             INTERFACE "Interface": String = "s";
-            INTERFACE_FLAGS "InterfaceFlags": u32 = "u";
+            INTERFACE_FLAGS "InterfaceFlags": DeviceInterfaceFlags = "u";
             IP4_ADDRESS "Ip4Address": u32 = "u", DEPRECATED;
             IP4_CONFIG "Ip4Config": OwnedObjectPath = "o" => "org.freedesktop.NetworkManager.IP4Config";
-            IP4_CONNECTIVITY "Ip4Connectivity": u32 = "u";
+            IP4_CONNECTIVITY "Ip4Connectivity": ConnectivityState = "u";
             IP6_CONFIG "Ip6Config": OwnedObjectPath = "o" => "org.freedesktop.NetworkManager.IP6Config";
-            IP6_CONNECTIVITY "Ip6Connectivity": u32 = "u";
+            IP6_CONNECTIVITY "Ip6Connectivity": ConnectivityState = "u";
             IP_INTERFACE "IpInterface": String = "s";
             LLDP_NEIGHBORS "LldpNeighbors": Vec<VarDict> = "aa{sv}";
             MANAGED "Managed": bool = "b", DEPRECATED;
-            METERED "Metered": u32 = "u";
+            METERED "Metered": Metered = "u";
             MTU "Mtu": u32 = "u";
             NM_PLUGIN_MISSING "NmPluginMissing": bool = "b";
             PATH "Path": String = "s";
             PHYSICAL_PORT_ID "PhysicalPortId": String = "s";
             PORTS "Ports": Vec<OwnedObjectPath> = "ao" => "org.freedesktop.NetworkManager.Device";
             REAL "Real": bool = "b";
-            STATE "State": u32 = "u";
+            STATE "State": DeviceState = "u";
             STATE_REASON "StateReason": Opaque<(u32, u32)> = "(uu)";
             UDI "Udi": String = "s";
         }
@@ -221,7 +221,7 @@ crate::interface! {
 crate::interface! {
     pub mod device_bluetooth = "org.freedesktop.NetworkManager.Device.Bluetooth" {
         properties {
-            BT_CAPABILITIES "BtCapabilities": u32 = "u";
+            BT_CAPABILITIES "BtCapabilities": BluetoothCapabilities = "u";
             HW_ADDRESS "HwAddress": String = "s", DEPRECATED;
             NAME "Name": String = "s";
         }
@@ -299,7 +299,7 @@ crate::interface! {
             FW_MARK "FwMark": u32 = "u";
             INPUT_KEY "InputKey": String = "s";
             LOCAL "Local": String = "s";
-            MODE "Mode": u32 = "u";
+            MODE "Mode": IpTunnelMode = "u";
             OUTPUT_KEY "OutputKey": String = "s";
             PARENT "Parent": OwnedObjectPath = "o" => "org.freedesktop.NetworkManager.Device";
             PATH_MTU_DISCOVERY "PathMtuDiscovery": bool = "b";
@@ -381,9 +381,9 @@ crate::interface! {
     pub mod device_modem = "org.freedesktop.NetworkManager.Device.Modem" {
         properties {
             APN "Apn": String = "s";
-            CURRENT_CAPABILITIES "CurrentCapabilities": u32 = "u";
+            CURRENT_CAPABILITIES "CurrentCapabilities": DeviceModemCapabilities = "u";
             DEVICE_ID "DeviceId": String = "s";
-            MODEM_CAPABILITIES "ModemCapabilities": u32 = "u";
+            MODEM_CAPABILITIES "ModemCapabilities": DeviceModemCapabilities = "u";
             OPERATOR_CODE "OperatorCode": String = "s";
         }
     }
@@ -584,9 +584,9 @@ crate::interface! {
             BITRATE "Bitrate": u32 = "u";
             HW_ADDRESS "HwAddress": String = "s", DEPRECATED;
             LAST_SCAN "LastScan": i64 = "x";
-            MODE "Mode": u32 = "u";
+            MODE "Mode": WifiMode = "u";
             PERM_HW_ADDRESS "PermHwAddress": String = "s";
-            WIRELESS_CAPABILITIES "WirelessCapabilities": u32 = "u";
+            WIRELESS_CAPABILITIES "WirelessCapabilities": DeviceWifiCapabilities = "u";
         }
         methods {
             GET_ACCESS_POINTS "GetAccessPoints"("") -> "ao";
@@ -711,7 +711,7 @@ crate::interface! {
     pub mod settings_connection = "org.freedesktop.NetworkManager.Settings.Connection" {
         properties {
             FILENAME "Filename": String = "s";
-            FLAGS "Flags": u32 = "u";
+            FLAGS "Flags": SettingsConnectionFlags = "u";
             UNSAVED "Unsaved": bool = "b";
         }
         methods {
@@ -775,7 +775,7 @@ crate::interface! {
     pub mod wimax_nsp = "org.freedesktop.NetworkManager.WiMax.Nsp" {
         properties {
             NAME "Name": String = "s";
-            NETWORK_TYPE "NetworkType": u32 = "u";
+            NETWORK_TYPE "NetworkType": WimaxNspNetworkType = "u";
             SIGNAL_QUALITY "SignalQuality": u32 = "u";
         }
     }
@@ -784,7 +784,7 @@ crate::interface! {
 crate::interface! {
     pub mod wifi_p2p_peer = "org.freedesktop.NetworkManager.WifiP2PPeer" {
         properties {
-            FLAGS "Flags": u32 = "u";
+            FLAGS "Flags": WifiApFlags = "u";
             HW_ADDRESS "HwAddress": String = "s";
             LAST_SEEN "LastSeen": i32 = "i";
             MANUFACTURER "Manufacturer": String = "s";

@@ -41,7 +41,10 @@ fn a_message_body_value_decodes_with_the_declarations() {
         .decode(&changed["State"])
         .expect("a u32 State");
     assert_eq!(state, Value::U32(100));
-    assert_eq!(nm::device::STATE.get(&state), Some(100));
+    assert_eq!(
+        nm::device::STATE.get(&state),
+        Some(nm::DeviceState::Activated)
+    );
 
     let name = nm::device::INTERFACE
         .property()
