@@ -583,7 +583,10 @@ fn managed_objects_from_wire() {
             } => {
                 n_ok += 1;
                 if *index == nm::device::STATE.index() {
-                    assert_eq!(nm::device::STATE.get(value), Some(nm::DeviceState::Activated));
+                    assert_eq!(
+                        nm::device::STATE.get(value),
+                        Some(nm::DeviceState::Activated)
+                    );
                 } else if *index == nm::device::INTERFACE.index() {
                     assert_eq!(nm::device::INTERFACE.get(value), Some("eth0"));
                 } else {
