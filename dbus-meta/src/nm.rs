@@ -194,7 +194,7 @@ crate::interface! {
             PORTS "Ports": Vec<OwnedObjectPath> = "ao" => "org.freedesktop.NetworkManager.Device";
             REAL "Real": bool = "b";
             STATE "State": DeviceState = "u";
-            STATE_REASON "StateReason": Opaque<(u32, u32)> = "(uu)";
+            STATE_REASON "StateReason": (DeviceState, DeviceStateReason) = "(uu)";
             UDI "Udi": String = "s";
         }
         methods {

@@ -969,3 +969,54 @@ fn every_nm_enum_member_has_a_number_and_a_name() {
             .all(|r| r.name() != Some("Unknown"))
     );
 }
+
+#[test]
+fn a_device_state_reason_reads_typed() {
+    use nm::{DeviceState, DeviceStateReason};
+    let key = nm::device::STATE_REASON;
+    let value = key
+        .property()
+        .decode(&zbus::Variant::from((120_u32, 36_u32)))
+        .expect("a (uu)");
+    assert_eq!(value.kind(), Kind::Other);
+    let (state, reason) = key.get(&value).expect("typed");
+    assert_eq!(state, DeviceState::Failed);
+    assert_eq!(reason, DeviceStateReason::from(36));
+    assert_eq!(
+        (state.to_string(), reason.to_string()),
+        (
+            "connection failed".to_owned(),
+            "The device was removed".to_owned()
+        )
+    );
+    // From wire data, and with numbers this version does not name.
+    let data = wire(&HashMap::from([(
+        "StateReason",
+        zbus::Variant::from((100_u32, 9999_u32)),
+    )]));
+    let (entries, _) = data
+        .deserialize_with_seed(PropertiesSeed::new(Some(&nm::device::IFACE)))
+        .expect("well-formed");
+    let [
+        PropertyEntry::Declared {
+            index,
+            value: Ok(value),
+        },
+    ] = &entries[..]
+    else {
+        panic!("one declared entry, got {entries:?}");
+    };
+    assert_eq!(*index, key.index());
+    assert_eq!(
+        key.get(value),
+        Some((DeviceState::Activated, DeviceStateReason::Unknown(9999)))
+    );
+    // Another kind of value is not read as one.
+    assert_eq!(key.get(&Value::U32(100)), None);
+    // A (uu) of the wrong shape is rejected by the declaration.
+    assert!(
+        key.property()
+            .decode(&zbus::Variant::from((1_u32, 2_i32)))
+            .is_err()
+    );
+}

@@ -239,3 +239,24 @@ macro_rules! flags_traits {
 }
 
 pub(crate) use {enum_traits, flags_traits};
+
+/// A device's `StateReason` (`(uu)`): its state and the reason it is in it, kept as the
+/// structure zbus decoded ([`Kind::Other`](crate::Kind::Other)) and read typed.
+impl crate::DeclaredType for (crate::nm::DeviceState, crate::nm::DeviceStateReason) {
+    const KIND: crate::Kind = crate::Kind::Other;
+    type View<'a> = (crate::nm::DeviceState, crate::nm::DeviceStateReason);
+    fn view(value: &crate::Value) -> Option<Self::View<'_>> {
+        let crate::Value::Other(value) = value else {
+            return None;
+        };
+        let zbus::Variant::Structure(fields) = &***value else {
+            return None;
+        };
+        match fields.fields() {
+            [zbus::Variant::U32(state), zbus::Variant::U32(reason)] => {
+                Some(((*state).into(), (*reason).into()))
+            }
+            _ => None,
+        }
+    }
+}
