@@ -24,7 +24,7 @@ crate::interface! {
             ACTIVATING_CONNECTION "ActivatingConnection": OwnedObjectPath = "o" => "org.freedesktop.NetworkManager.Connection.Active";
             ACTIVE_CONNECTIONS "ActiveConnections": Vec<OwnedObjectPath> = "ao" => "org.freedesktop.NetworkManager.Connection.Active";
             ALL_DEVICES "AllDevices": Vec<OwnedObjectPath> = "ao" => "org.freedesktop.NetworkManager.Device";
-            CAPABILITIES "Capabilities": Vec<u32> = "au";
+            CAPABILITIES "Capabilities": Vec<Capability> = "au";
             CHECKPOINTS "Checkpoints": Vec<OwnedObjectPath> = "ao" => "org.freedesktop.NetworkManager.Checkpoint";
             CONNECTIVITY "Connectivity": ConnectivityState = "u";
             CONNECTIVITY_CHECK_AVAILABLE "ConnectivityCheckAvailable": bool = "b";

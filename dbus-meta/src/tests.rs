@@ -1020,3 +1020,21 @@ fn a_device_state_reason_reads_typed() {
             .is_err()
     );
 }
+
+#[test]
+fn the_manager_capabilities_read_typed() {
+    use nm::Capability;
+    let key = nm::network_manager::CAPABILITIES;
+    let value = key
+        .property()
+        .decode(&zbus::Variant::from(vec![1_u32, 2, 77]))
+        .expect("an au");
+    let typed: Vec<Capability> = key.get(&value).expect("typed").collect();
+    assert_eq!(
+        typed,
+        [Capability::Team, Capability::Ovs, Capability::Unknown(77)]
+    );
+    let shown: Vec<String> = typed.iter().map(ToString::to_string).collect();
+    assert_eq!(shown, ["team", "ovs", "77"]);
+    assert!(key.get(&Value::U32(1)).is_none());
+}

@@ -260,3 +260,21 @@ impl crate::DeclaredType for (crate::nm::DeviceState, crate::nm::DeviceStateReas
         }
     }
 }
+
+/// The manager's `Capabilities` (`au`): each number read as a [`Capability`], without
+/// copying the array.
+///
+/// [`Capability`]: crate::nm::Capability
+impl crate::DeclaredType for Vec<crate::nm::Capability> {
+    const KIND: crate::Kind = crate::Kind::U32Array;
+    type View<'a> = std::iter::Map<std::slice::Iter<'a, u32>, fn(&u32) -> crate::nm::Capability>;
+    fn view(value: &crate::Value) -> Option<Self::View<'_>> {
+        match value {
+            crate::Value::U32Array(items) => {
+                let typed: fn(&u32) -> crate::nm::Capability = |it| (*it).into();
+                Some(items.iter().map(typed))
+            }
+            _ => None,
+        }
+    }
+}
