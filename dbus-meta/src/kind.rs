@@ -127,6 +127,11 @@ impl Kind {
 /// Implemented for the scalars, `String`, [`OwnedObjectPath`], `Vec`s of those, `Vec<u8>`,
 /// `Vec<Vec<u8>>`, `Vec<Vec<u32>>`, [`VarDict`], `Vec<VarDict>`, [`SettingsDict`], and
 /// [`Opaque<T>`] for any other zbus wire type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no value kind: a property cannot be declared with it",
+    label = "not a `DeclaredType`",
+    note = "declare it as `Opaque<{Self}>` to keep its values as owned zbus variants, still checked"
+)]
 pub trait DeclaredType: Type {
     /// How values of this type are stored.
     const KIND: Kind;
