@@ -784,6 +784,16 @@ fn nm_enums_show_as_nmcli_does() {
     assert_eq!(DeviceState::from(130), DeviceState::Unknown(130));
     assert_eq!(shown(&DeviceState::from(130)), "130");
     assert_eq!(DeviceState::Unknown(130).name(), None);
+    // A device whose active connection is external (nmc_device_state_to_string_with_external).
+    assert_eq!(
+        DeviceState::Activated.name_external(),
+        Some("connected (externally)")
+    );
+    assert_eq!(
+        DeviceState::Failed.name_external(),
+        Some("deactivating (externally)")
+    );
+    assert_eq!(DeviceState::Disconnected.name_external(), None);
     // Device types (libnm's type description).
     assert_eq!(shown(&DeviceType::from(1)), "ethernet");
     assert_eq!(shown(&DeviceType::from(20)), "ethernet");

@@ -77,6 +77,9 @@ NMC_TABLES = {
     ),
 }
 
+# nmcli's names for the states of a device whose active connection is external.
+NMC_EXTERNAL_TABLE = ("src/libnmc-base/nm-client-utils.c", "_device_state_externally_to_string")
+
 # The type nmcli's device list shows is libnm's type description: its device class's name in
 # lower case (`NMDeviceOlpcMesh` -> "olpcmesh"), a veth shown as "ethernet", and the names the
 # OVS and Wi-Fi P2P classes give themselves. A generic device shows its own TypeDescription
@@ -314,6 +317,20 @@ def emit_enum(w, root, ctype, rname, prefix, members, nick):
     w(f"            {rname}::Unknown(_) => return None,")
     w("        })")
     w("    }")
+    if ctype == "NMDeviceState":
+        path, function = NMC_EXTERNAL_TABLE
+        items, _ = parse_lookup(read(root, path), function)
+        w("")
+        w("    /// How nmcli shows this state for a device whose active connection is external")
+        w("    /// ([`ActivationStateFlags::EXTERNAL`]); `None` where it shows [`Self::name`].")
+        w("    pub const fn name_external(self) -> Option<&'static str> {")
+        w("        Some(match self {")
+        for name, variant in names.items():
+            if name in items:
+                w(f"            {rname}::{variant} => {rust_str(items[name])},")
+        w("            _ => return None,")
+        w("        })")
+        w("    }")
     w("}")
     w("")
     w(f"crate::typed::enum_traits!({rname});")

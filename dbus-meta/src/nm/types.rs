@@ -963,6 +963,23 @@ impl DeviceState {
             DeviceState::Unknown(_) => return None,
         })
     }
+
+    /// How nmcli shows this state for a device whose active connection is external
+    /// ([`ActivationStateFlags::EXTERNAL`]); `None` where it shows [`Self::name`].
+    pub const fn name_external(self) -> Option<&'static str> {
+        Some(match self {
+            DeviceState::Prepare => "connecting (externally)",
+            DeviceState::Config => "connecting (externally)",
+            DeviceState::NeedAuth => "connecting (externally)",
+            DeviceState::IpConfig => "connecting (externally)",
+            DeviceState::IpCheck => "connecting (externally)",
+            DeviceState::Secondaries => "connecting (externally)",
+            DeviceState::Activated => "connected (externally)",
+            DeviceState::Deactivating => "deactivating (externally)",
+            DeviceState::Failed => "deactivating (externally)",
+            _ => return None,
+        })
+    }
 }
 
 crate::typed::enum_traits!(DeviceState);
