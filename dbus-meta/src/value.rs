@@ -304,9 +304,10 @@ impl Type for Value {
     const SIGNATURE: &'static Signature = &Signature::Variant;
 }
 
-/// Serializes the value as a D-Bus variant, exactly as the equal [`OwnedVariant`](struct@OwnedVariant) would be: its
-/// signature, then its contents. In a D-Bus body that is a `v` (so a `Value` can be sent as
-/// is, e.g. in an `a{sv}`); in a self-describing format such as JSON it is
+/// Serializes the value as a D-Bus variant, exactly as the equal
+/// [`OwnedVariant`](struct@OwnedVariant) would be: its signature, then its contents. In a D-Bus
+/// body that is a `v` (so a `Value` can be sent as is, e.g. in an `a{sv}`); in a
+/// self-describing format such as JSON it is
 /// `{"signature": "u", "value": 100}`, so no type information is lost.
 impl Serialize for Value {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
