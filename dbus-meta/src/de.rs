@@ -1,5 +1,5 @@
 //! Serde seeds that decode a property's variant straight from D-Bus wire data into a
-//! [`Value`], driven by the property's metadata: no intermediate tree of zvariant values for
+//! [`Value`], driven by the property's metadata: no intermediate tree of zbus variants for
 //! the kinds NetworkManager uses.
 //!
 //! Each seed expects a `v` (variant) at the current position, as found in `a{sv}` property
@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use zvariant::{ObjectPath, OwnedObjectPath, OwnedValue, Signature, Type};
+use zbus::{ObjectPath, OwnedObjectPath, OwnedVariant, Signature, Type};
 
 use crate::error::{Error, Result};
 use crate::interface::{Interface, Property, Registry};
@@ -530,7 +530,7 @@ impl<'de> Visitor<'de> for VarDictSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<VarDict, A::Error> {
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(4096));
         while let Some(key) = map.next_key_seed(BoxStrSeed)? {
-            let value: OwnedValue = map.next_value()?;
+            let value: OwnedVariant = map.next_value()?;
             entries.push((key, value));
         }
         Ok(VarDict::new(entries))
@@ -588,9 +588,9 @@ impl Visitor<'_> for BoxStrSeed {
     }
 }
 
-/// Builds a zvariant value of a known signature (the generic path, for [`Kind::Other`]).
+/// Builds a zbus variant of a known signature (the generic path, for [`Kind::Other`]).
 ///
-/// Its output is a `Result` so that a value zvariant refuses to build (e.g. a file descriptor)
+/// Its output is a `Result` so that a value zbus refuses to build (e.g. a file descriptor)
 /// is reported instead of failing the surrounding message.
 struct ZvariantSeed<'s, 'de> {
     sig: &'s Signature,
@@ -606,13 +606,13 @@ impl<'s, 'de> ZvariantSeed<'s, 'de> {
     }
 }
 
-type Built<'de> = Result<zvariant::Value<'de>>;
+type Built<'de> = Result<zbus::Variant<'de>>;
 
 impl<'de> DeserializeSeed<'de> for ZvariantSeed<'_, 'de> {
     type Value = Built<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Built<'de>, D::Error> {
-        use zvariant::Value as Z;
+        use zbus::Variant as Z;
         Ok(Ok(match self.sig {
             Signature::U8 => Z::U8(u8::deserialize(d)?),
             Signature::Bool => Z::Bool(bool::deserialize(d)?),
@@ -626,7 +626,7 @@ impl<'de> DeserializeSeed<'de> for ZvariantSeed<'_, 'de> {
             Signature::Str => Z::from(<&'de str>::deserialize(d)?),
             Signature::Signature => Z::Signature(Signature::deserialize(d)?),
             Signature::ObjectPath => Z::ObjectPath(ObjectPath::deserialize(d)?),
-            Signature::Variant => Z::Value(Box::new(zvariant::Value::deserialize(d)?)),
+            Signature::Variant => Z::Variant(Box::new(zbus::Variant::deserialize(d)?)),
             Signature::Array(child) => return d.deserialize_seq(ArrayVisitor { child }),
             Signature::Dict { key, value } => {
                 return d.deserialize_map(DictVisitor {
@@ -644,7 +644,7 @@ impl<'de> DeserializeSeed<'de> for ZvariantSeed<'_, 'de> {
 }
 
 struct ArrayVisitor<'s> {
-    child: &'s zvariant::signature::Child,
+    child: &'s zbus::wire::signature::Child,
 }
 
 impl<'de> Visitor<'de> for ArrayVisitor<'_> {
@@ -655,7 +655,7 @@ impl<'de> Visitor<'de> for ArrayVisitor<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Built<'de>, A::Error> {
-        let mut array = zvariant::Array::new(self.child.signature());
+        let mut array = zbus::Array::new(self.child.signature());
         let mut failure = None;
         while let Some(item) = seq.next_element_seed(ZvariantSeed::child(self.child.signature()))? {
             match item.and_then(|item| array.append(item).map_err(Error::from)) {
@@ -665,7 +665,7 @@ impl<'de> Visitor<'de> for ArrayVisitor<'_> {
         }
         Ok(match failure {
             Some(err) => Err(err),
-            None => Ok(zvariant::Value::Array(array)),
+            None => Ok(zbus::Variant::Array(array)),
         })
     }
 }
@@ -683,7 +683,7 @@ impl<'de> Visitor<'de> for DictVisitor<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Built<'de>, A::Error> {
-        let mut dict = zvariant::Dict::new(self.key, self.value);
+        let mut dict = zbus::Dict::new(self.key, self.value);
         let mut failure = None;
         while let Some(key) = map.next_key_seed(ZvariantSeed::child(self.key))? {
             let value = map.next_value_seed(ZvariantSeed::child(self.value))?;
@@ -694,7 +694,7 @@ impl<'de> Visitor<'de> for DictVisitor<'_> {
         }
         Ok(match failure {
             Some(err) => Err(err),
-            None => Ok(zvariant::Value::Dict(dict)),
+            None => Ok(zbus::Variant::Dict(dict)),
         })
     }
 }
@@ -716,7 +716,7 @@ impl<'de> Visitor<'de> for StructVisitor<'_> {
                 "structure visitor without structure signature",
             ));
         };
-        let mut builder = zvariant::StructureBuilder::new();
+        let mut builder = zbus::wire::StructureBuilder::new();
         let mut failure = None;
         for field_sig in fields.iter() {
             let field = seq
@@ -731,7 +731,7 @@ impl<'de> Visitor<'de> for StructVisitor<'_> {
             Some(err) => Err(err),
             None => builder
                 .build()
-                .map(zvariant::Value::Structure)
+                .map(zbus::Variant::Structure)
                 .map_err(Error::from),
         })
     }

@@ -18,10 +18,10 @@ pub enum Error {
         /// The signature found on the wire.
         actual: String,
     },
-    /// A value zvariant could not build or copy (e.g. a file descriptor that cannot be
+    /// A value zbus could not build or copy (e.g. a file descriptor that cannot be
     /// duplicated, or a malformed container).
     #[error("cannot hold the value")]
-    Variant(#[from] zvariant::Error),
+    Variant(#[from] zbus::Error),
     /// A signature string that is not one complete D-Bus type.
     #[error("invalid D-Bus signature `{0}`")]
     InvalidSignature(String),

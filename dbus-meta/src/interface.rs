@@ -125,8 +125,8 @@ impl Property {
     ///
     /// A value of another signature is rejected as a whole with [`crate::Error::TypeMismatch`],
     /// which names the property, the declared and the actual signature.
-    pub fn decode(&'static self, value: &zvariant::Value<'_>) -> Result<Value> {
-        Value::from_zvariant_checked(self.kind, self.signature, self.interface, self.name, value)
+    pub fn decode(&'static self, value: &zbus::Variant<'_>) -> Result<Value> {
+        Value::from_variant_checked(self.kind, self.signature, self.interface, self.name, value)
     }
 
     /// A serde seed that decodes this property's variant (`v`) straight from wire data, e.g.
@@ -371,12 +371,12 @@ impl Registry {
         &self,
         interface: &str,
         property: &str,
-        value: &zvariant::Value<'_>,
+        value: &zbus::Variant<'_>,
     ) -> Result<Decoded> {
         match self.lookup(interface, property) {
             Lookup::Declared { property, .. } => property.decode(value).map(Decoded::Declared),
-            Lookup::UnknownProperty(_) => Value::from_zvariant(value).map(Decoded::UnknownProperty),
-            Lookup::UnknownInterface => Value::from_zvariant(value).map(Decoded::UnknownInterface),
+            Lookup::UnknownProperty(_) => Value::from_variant(value).map(Decoded::UnknownProperty),
+            Lookup::UnknownInterface => Value::from_variant(value).map(Decoded::UnknownInterface),
         }
     }
 }

@@ -6,12 +6,12 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use zvariant::{ObjectPath, OwnedObjectPath, OwnedValue, Signature, Type};
+use zbus::{ObjectPath, OwnedObjectPath, OwnedVariant, Signature, Type};
 
 use crate::value::{SettingsDict, Value, VarDict};
 
 /// How a property's value is stored: one variant per value shape NetworkManager uses, plus
-/// [`Kind::Other`] for every other signature (kept as an owned zvariant value).
+/// [`Kind::Other`] for every other signature (kept as an owned zbus variant).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Kind {
@@ -55,7 +55,7 @@ pub enum Kind {
     VarDictArray,
     /// `a{sa{sv}}`
     SettingsDict,
-    /// Any other signature, kept as an owned zvariant value.
+    /// Any other signature, kept as an owned zbus variant.
     Other,
 }
 
@@ -120,13 +120,18 @@ impl Kind {
 
 /// A Rust type that a declaration may name for a property.
 ///
-/// The type's zvariant [`Type::SIGNATURE`] must equal the declared D-Bus signature (the
+/// The type's zbus [`Type::SIGNATURE`] must equal the declared D-Bus signature (the
 /// declaration macro checks it at compile time), and [`DeclaredType::KIND`] says how its
 /// values are stored. [`DeclaredType::view`] borrows a stored [`Value`] as this type's view.
 ///
 /// Implemented for the scalars, `String`, [`OwnedObjectPath`], `Vec`s of those, `Vec<u8>`,
 /// `Vec<Vec<u8>>`, `Vec<Vec<u32>>`, [`VarDict`], `Vec<VarDict>`, [`SettingsDict`], and
-/// [`Opaque<T>`] for any other zvariant type.
+/// [`Opaque<T>`] for any other zbus wire type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no value kind: a property cannot be declared with it",
+    label = "not a `DeclaredType`",
+    note = "declare it as `Opaque<{Self}>` to keep its values as owned zbus variants, still checked"
+)]
 pub trait DeclaredType: Type {
     /// How values of this type are stored.
     const KIND: Kind;
@@ -195,8 +200,8 @@ impl DeclaredType for OwnedObjectPath {
     }
 }
 
-/// Declares a property of any zvariant type `T` whose values are kept as an owned zvariant
-/// value ([`Kind::Other`]), e.g. `Opaque<(u32, u32)>` for NetworkManager's `StateReason`.
+/// Declares a property of any zbus wire type `T` whose values are kept as an owned zbus
+/// variant ([`Kind::Other`]), e.g. `Opaque<(u32, u32)>` for NetworkManager's `StateReason`.
 ///
 /// The declaration is still checked: `T`'s signature must equal the declared one.
 pub struct Opaque<T: ?Sized>(PhantomData<fn() -> Box<T>>);
@@ -207,8 +212,8 @@ impl<T: Type + ?Sized> Type for Opaque<T> {
 
 impl<T: Type + ?Sized> DeclaredType for Opaque<T> {
     const KIND: Kind = Kind::Other;
-    type View<'a> = &'a OwnedValue;
-    fn view(value: &Value) -> Option<&OwnedValue> {
+    type View<'a> = &'a OwnedVariant;
+    fn view(value: &Value) -> Option<&OwnedVariant> {
         match value {
             Value::Other(it) => Some(it),
             _ => None,

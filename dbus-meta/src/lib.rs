@@ -13,6 +13,7 @@ mod kind;
 mod macros;
 pub mod nm;
 pub mod signature;
+mod typed;
 mod value;
 
 #[cfg(test)]
@@ -29,5 +30,5 @@ pub use interface::{
 pub use kind::{DeclaredType, Kind, Opaque};
 pub use value::{SettingsDict, Value, VarDict};
 
-/// Re-exported so that declarations and users agree on one zvariant version.
-pub use zvariant;
+/// Re-exported so that declarations and users agree on one zbus version (its wire types).
+pub use zbus;

@@ -6,7 +6,7 @@
 ///
 /// ```
 /// use netmirror_dbus_meta::{interface, Opaque, VarDict};
-/// use zvariant::OwnedObjectPath;
+/// use zbus::OwnedObjectPath;
 ///
 /// interface! {
 ///     /// `org.bluez.Adapter1`, abridged.
@@ -39,7 +39,7 @@
 /// per method and signal. It does not compile when
 ///
 /// - a property's Rust type does not have the declared signature (e.g. `u32` declared as `s`,
-///   `Vec<String>` as `ao`): zvariant's [`Type::SIGNATURE`](zvariant::Type::SIGNATURE) is
+///   `Vec<String>` as `ao`): zbus's [`Type::SIGNATURE`](zbus::Type::SIGNATURE) is
 ///   compared with the declared string at compile time;
 /// - a name appears twice, or the names are not sorted;
 /// - a target is given for a property that is neither `o` nor `ao`;

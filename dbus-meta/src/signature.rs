@@ -1,9 +1,9 @@
-//! Compile-time comparison of a parsed zvariant [`Signature`] with a signature string, and
+//! Compile-time comparison of a parsed zbus [`Signature`] with a signature string, and
 //! validation of signature strings, all as `const fn`, so that a declaration whose Rust type
 //! and D-Bus signature disagree fails to compile.
 
-use zvariant::Signature;
-use zvariant::signature::Fields;
+use zbus::Signature;
+use zbus::wire::signature::Fields;
 
 /// Whether the parsed signature `sig` spells exactly the single complete type `text`.
 ///
@@ -12,7 +12,7 @@ use zvariant::signature::Fields;
 ///
 /// ```
 /// use netmirror_dbus_meta::signature::matches;
-/// use zvariant::Type;
+/// use zbus::Type;
 ///
 /// assert!(matches(<Vec<u32> as Type>::SIGNATURE, "au"));
 /// assert!(!matches(<Vec<String> as Type>::SIGNATURE, "ao"));
@@ -26,7 +26,7 @@ pub const fn matches(sig: &Signature, text: &str) -> bool {
 }
 
 /// Whether the Rust type `T` has the D-Bus signature `text` (see [`matches()`]).
-pub const fn type_matches<T: zvariant::Type + ?Sized>(text: &str) -> bool {
+pub const fn type_matches<T: zbus::Type + ?Sized>(text: &str) -> bool {
     matches(T::SIGNATURE, text)
 }
 

@@ -1,11 +1,12 @@
 //! Unit tests: signature matching, lookup, and decoding of every value kind NetworkManager uses
-//! from a zvariant value and from wire data, with correct and wrong-typed values.
+//! from a zbus variant and from wire data, with correct and wrong-typed values.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use zvariant::serialized::{Context, Data};
-use zvariant::{LE, ObjectPath, OwnedObjectPath, Type};
+use zbus::wire::LE;
+use zbus::wire::serialized::{Context, Data};
+use zbus::{ObjectPath, OwnedObjectPath, Type};
 
 use crate::{
     Decoded, Error, GenericSeed, InterfacesSeed, Kind, Lookup, ManagedObjectsSeed, Opaque,
@@ -57,20 +58,16 @@ fn path(text: &str) -> ObjectPath<'_> {
     ObjectPath::try_from(text).expect("valid path")
 }
 
-fn var_dict() -> HashMap<&'static str, zvariant::Value<'static>> {
+fn var_dict() -> HashMap<&'static str, zbus::Variant<'static>> {
     HashMap::from([
-        ("answer", zvariant::Value::from(42_u32)),
-        ("name", zvariant::Value::from("x")),
+        ("answer", zbus::Variant::from(42_u32)),
+        ("name", zbus::Variant::from("x")),
     ])
 }
 
 /// A correct and a wrong-typed value for each property of [`kinds`].
-fn samples() -> Vec<(
-    &'static str,
-    zvariant::Value<'static>,
-    zvariant::Value<'static>,
-)> {
-    use zvariant::Value as Z;
+fn samples() -> Vec<(&'static str, zbus::Variant<'static>, zbus::Variant<'static>)> {
+    use zbus::Variant as Z;
     vec![
         (
             "Aau",
@@ -135,8 +132,8 @@ fn samples() -> Vec<(
 }
 
 /// Serializes `entries` as an `a{sv}` dictionary.
-fn wire(entries: &HashMap<&str, zvariant::Value<'_>>) -> Data<'static, 'static> {
-    zvariant::to_bytes(Context::new_dbus(LE, 0), entries).expect("serializable")
+fn wire(entries: &HashMap<&str, zbus::Variant<'_>>) -> Data<'static, 'static> {
+    zbus::wire::to_bytes(Context::new(LE, 0), entries).expect("serializable")
 }
 
 #[test]
@@ -309,7 +306,7 @@ fn methods_and_signals_needed_by_the_cache_and_cli() {
 }
 
 #[test]
-fn decode_every_kind_from_zvariant() {
+fn decode_every_kind_from_variant() {
     for (name, good, bad) in samples() {
         let property = kinds::IFACE.property(name).expect("declared");
         let value = property
@@ -318,10 +315,10 @@ fn decode_every_kind_from_zvariant() {
         assert_eq!(value.kind(), property.kind(), "{name}");
         assert_eq!(value.signature(), property.signature(), "{name}");
         // A variant around the value is unwrapped.
-        let wrapped = zvariant::Value::Value(Box::new(good.try_clone().expect("no fds")));
+        let wrapped = zbus::Variant::Variant(Box::new(good.try_clone().expect("no fds")));
         assert_eq!(property.decode(&wrapped).expect("wrapped"), value, "{name}");
         // The value converts back.
-        let back = value.to_zvariant().expect("convertible");
+        let back = value.to_variant().expect("convertible");
         assert_eq!(property.decode(&back).expect("round trip"), value, "{name}");
 
         match property.decode(&bad) {
@@ -344,7 +341,7 @@ fn decode_every_kind_from_zvariant() {
 
 #[test]
 fn decoded_values() {
-    let decode = |name: &str, value: zvariant::Value<'_>| {
+    let decode = |name: &str, value: zbus::Variant<'_>| {
         kinds::IFACE
             .property(name)
             .expect("declared")
@@ -352,45 +349,39 @@ fn decoded_values() {
             .expect("decodes")
     };
     assert_eq!(
-        kinds::U.get(&decode("U", zvariant::Value::from(5_u32))),
+        kinds::U.get(&decode("U", zbus::Variant::from(5_u32))),
         Some(5)
     );
     assert_eq!(
-        kinds::S.get(&decode("S", zvariant::Value::from("hi"))),
+        kinds::S.get(&decode("S", zbus::Variant::from("hi"))),
         Some("hi")
     );
-    let paths = decode(
-        "Ao",
-        zvariant::Value::from(vec![path("/a/1"), path("/a/2")]),
-    );
+    let paths = decode("Ao", zbus::Variant::from(vec![path("/a/1"), path("/a/2")]));
     let paths = kinds::AO.get(&paths).expect("ao");
     assert_eq!(
         paths.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
         ["/a/1", "/a/2"]
     );
-    let strings = decode("As", zvariant::Value::from(vec!["a", "b"]));
+    let strings = decode("As", zbus::Variant::from(vec!["a", "b"]));
     assert_eq!(kinds::AS.get(&strings).map(|s| s.len()), Some(2));
-    let dict = decode("ASv", zvariant::Value::from(var_dict()));
+    let dict = decode("ASv", zbus::Variant::from(var_dict()));
     let dict = kinds::A_SV.get(&dict).expect("a{sv}");
     assert_eq!(dict.len(), 2);
-    assert_eq!(
-        dict.get("answer"),
-        Some(&zvariant::OwnedValue::from(42_u32))
-    );
+    assert_eq!(dict.get("answer"), Some(&zbus::OwnedVariant::from(42_u32)));
     assert_eq!(
         dict.iter().map(|(k, _)| k).collect::<Vec<_>>(),
         ["answer", "name"]
     );
     let settings = decode(
         "ASaSv",
-        zvariant::Value::from(HashMap::from([("ipv4", var_dict())])),
+        zbus::Variant::from(HashMap::from([("ipv4", var_dict())])),
     );
     let settings = kinds::A_SA_SV.get(&settings).expect("a{sa{sv}}");
     assert_eq!(
         settings.get("ipv4").and_then(|s| s.get("name")),
-        Some(&zvariant::Value::from("x").try_into_owned().expect("owned"))
+        Some(&zbus::Variant::from("x").try_into_owned().expect("owned"))
     );
-    let reason = decode("Uu", zvariant::Value::from((3_u32, 4_u32)));
+    let reason = decode("Uu", zbus::Variant::from((3_u32, 4_u32)));
     assert_eq!(
         kinds::UU
             .get(&reason)
@@ -415,7 +406,7 @@ fn decoded_values() {
 #[test]
 fn decode_every_kind_from_wire() {
     let samples = samples();
-    let good: HashMap<&str, zvariant::Value<'_>> = samples
+    let good: HashMap<&str, zbus::Variant<'_>> = samples
         .iter()
         .map(|(name, good, _)| (*name, good.try_clone().expect("no fds")))
         .collect();
@@ -434,7 +425,7 @@ fn decode_every_kind_from_wire() {
         assert_eq!(value, expected, "{}", property.name());
     }
 
-    let bad: HashMap<&str, zvariant::Value<'_>> = samples
+    let bad: HashMap<&str, zbus::Variant<'_>> = samples
         .iter()
         .map(|(name, _, bad)| (*name, bad.try_clone().expect("no fds")))
         .collect();
@@ -462,7 +453,7 @@ fn decode_every_kind_from_wire() {
 
 #[test]
 fn single_variant_from_wire() {
-    let data = zvariant::to_bytes(Context::new_dbus(LE, 0), &zvariant::Value::from(7_u32))
+    let data = zbus::wire::to_bytes(Context::new(LE, 0), &zbus::Variant::from(7_u32))
         .expect("serializable");
     let property = kinds::IFACE.property("U").expect("declared");
     let (value, _) = data
@@ -483,12 +474,12 @@ fn single_variant_from_wire() {
 #[test]
 fn generic_mode() {
     for (name, good, _) in samples() {
-        let value = Value::from_zvariant(&good).expect("generic");
+        let value = Value::from_variant(&good).expect("generic");
         let declared = kinds::IFACE.property(name).expect("declared");
         assert_eq!(value, declared.decode(&good).expect("declared"), "{name}");
     }
-    let odd = zvariant::Value::from(HashMap::from([(1_i64, "one")]));
-    let value = Value::from_zvariant(&odd).expect("generic");
+    let odd = zbus::Variant::from(HashMap::from([(1_i64, "one")]));
+    let value = Value::from_variant(&odd).expect("generic");
     assert_eq!(
         (value.kind(), value.signature()),
         (Kind::Other, "a{xs}".to_owned())
@@ -512,7 +503,7 @@ fn generic_mode() {
     }
 
     let device = "org.freedesktop.NetworkManager.Device";
-    let state = zvariant::Value::from(100_u32);
+    let state = zbus::Variant::from(100_u32);
     assert_eq!(
         nm::REGISTRY.decode(device, "State", &state).expect("ok"),
         Decoded::Declared(Value::U32(100))
@@ -528,7 +519,7 @@ fn generic_mode() {
         Decoded::UnknownInterface(Value::U32(100))
     );
     assert!(matches!(
-        nm::REGISTRY.decode(device, "State", &zvariant::Value::from("activated")),
+        nm::REGISTRY.decode(device, "State", &zbus::Variant::from("activated")),
         Err(Error::TypeMismatch {
             property: "State",
             expected: "u",
@@ -540,24 +531,24 @@ fn generic_mode() {
 #[test]
 fn managed_objects_from_wire() {
     let device = HashMap::from([
-        ("Interface", zvariant::Value::from("eth0")),
-        ("State", zvariant::Value::from(100_u32)),
+        ("Interface", zbus::Variant::from("eth0")),
+        ("State", zbus::Variant::from(100_u32)),
         (
             "Ports",
-            zvariant::Value::from(vec![path("/org/freedesktop/NetworkManager/Devices/2")]),
+            zbus::Variant::from(vec![path("/org/freedesktop/NetworkManager/Devices/2")]),
         ),
-        ("Mtu", zvariant::Value::from("wrong")),
-        ("NewerProperty", zvariant::Value::from(1_u8)),
+        ("Mtu", zbus::Variant::from("wrong")),
+        ("NewerProperty", zbus::Variant::from(1_u8)),
     ]);
     let object = HashMap::from([
         ("org.freedesktop.NetworkManager.Device", device),
         (
             "org.example.Extra",
-            HashMap::from([("X", zvariant::Value::from(1_i32))]),
+            HashMap::from([("X", zbus::Variant::from(1_i32))]),
         ),
     ]);
     let objects = HashMap::from([(path("/org/freedesktop/NetworkManager/Devices/1"), object)]);
-    let data = zvariant::to_bytes(Context::new_dbus(LE, 0), &objects).expect("serializable");
+    let data = zbus::wire::to_bytes(Context::new(LE, 0), &objects).expect("serializable");
     let (decoded, _) = data
         .deserialize_with_seed(ManagedObjectsSeed::new(&nm::REGISTRY))
         .expect("well-formed");
@@ -592,7 +583,10 @@ fn managed_objects_from_wire() {
             } => {
                 n_ok += 1;
                 if *index == nm::device::STATE.index() {
-                    assert_eq!(nm::device::STATE.get(value), Some(100));
+                    assert_eq!(
+                        nm::device::STATE.get(value),
+                        Some(nm::DeviceState::Activated)
+                    );
                 } else if *index == nm::device::INTERFACE.index() {
                     assert_eq!(nm::device::INTERFACE.get(value), Some("eth0"));
                 } else {
@@ -613,8 +607,8 @@ fn managed_objects_from_wire() {
     }
     assert_eq!(n_ok, 3);
 
-    let (same, _) = zvariant::to_bytes(
-        Context::new_dbus(LE, 0),
+    let (same, _) = zbus::wire::to_bytes(
+        Context::new(LE, 0),
         &objects[&path("/org/freedesktop/NetworkManager/Devices/1")],
     )
     .expect("serializable")
@@ -628,7 +622,7 @@ fn malformed_wire_data_is_an_error_not_a_panic() {
     let data = wire(&var_dict());
     let bytes = data.bytes();
     for len in 0..bytes.len() {
-        let truncated = Data::new(bytes[..len].to_vec(), Context::new_dbus(LE, 0));
+        let truncated = Data::new(bytes[..len].to_vec(), Context::new(LE, 0));
         let _ = truncated.deserialize_with_seed(PropertiesSeed::new(Some(&kinds::IFACE)));
         let _ = truncated.deserialize_with_seed(ManagedObjectsSeed::new(&KINDS));
     }
@@ -636,7 +630,7 @@ fn malformed_wire_data_is_an_error_not_a_panic() {
     for byte in garbage.iter_mut().skip(4) {
         *byte = 0xff;
     }
-    let garbage = Data::new(garbage, Context::new_dbus(LE, 0));
+    let garbage = Data::new(garbage, Context::new(LE, 0));
     assert!(
         garbage
             .deserialize_with_seed(PropertiesSeed::new(Some(&kinds::IFACE)))
@@ -647,11 +641,410 @@ fn malformed_wire_data_is_an_error_not_a_panic() {
 #[test]
 fn var_dict_keeps_the_first_of_repeated_keys() {
     let dict = VarDict::new(vec![
-        (Box::from("b"), zvariant::OwnedValue::from(1_u32)),
-        (Box::from("a"), zvariant::OwnedValue::from(2_u32)),
-        (Box::from("b"), zvariant::OwnedValue::from(3_u32)),
+        (Box::from("b"), zbus::OwnedVariant::from(1_u32)),
+        (Box::from("a"), zbus::OwnedVariant::from(2_u32)),
+        (Box::from("b"), zbus::OwnedVariant::from(3_u32)),
     ]);
     assert_eq!(dict.len(), 2);
-    assert_eq!(dict.get("b"), Some(&zvariant::OwnedValue::from(1_u32)));
+    assert_eq!(dict.get("b"), Some(&zbus::OwnedVariant::from(1_u32)));
     assert!(dict.get("c").is_none());
+}
+
+#[test]
+fn values_and_owned_variants_convert_both_ways() {
+    for (name, good, _) in samples() {
+        let owned = good.try_to_owned().expect("no fds");
+        let property = kinds::IFACE.property(name).expect("declared");
+        let declared = property.decode(&owned).expect("well-typed");
+        // Generic mode through `TryFrom` gives the same value as the declaration.
+        let generic = Value::try_from(&owned).expect("generic");
+        assert_eq!(generic, declared, "{name}");
+        // Value -> OwnedVariant -> Value.
+        let back = zbus::OwnedVariant::try_from(&declared).expect("convertible");
+        assert_eq!(
+            back, owned,
+            "{name}: the variant converts back to what it was"
+        );
+        assert_eq!(Value::try_from(back).expect("generic"), declared, "{name}");
+        // By value, too.
+        let moved = zbus::OwnedVariant::try_from(declared.clone()).expect("convertible");
+        assert_eq!(
+            Value::try_from(&*moved).expect("generic"),
+            declared,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_value_serializes_as_its_variant() {
+    for (name, good, _) in samples() {
+        let owned = good.try_to_owned().expect("no fds");
+        let value = Value::try_from(&owned).expect("generic");
+        // On the wire: byte for byte the variant's encoding, and it reads back.
+        let ours = zbus::wire::to_bytes(Context::new(LE, 0), &value).expect("serializable");
+        let theirs = zbus::wire::to_bytes(Context::new(LE, 0), &owned).expect("serializable");
+        assert_eq!(ours.bytes(), theirs.bytes(), "{name}");
+        let (read, _) = ours
+            .deserialize_with_seed(GenericSeed)
+            .expect("well-formed");
+        assert_eq!(read.expect("holdable"), value, "{name}");
+        // In JSON: the variant's form, signature and contents.
+        assert_eq!(
+            serde_json::to_value(&value).expect("json"),
+            serde_json::to_value(&owned).expect("json"),
+            "{name}"
+        );
+    }
+    let json = serde_json::to_value(Value::U32(100)).expect("json");
+    assert_eq!(json, serde_json::json!({"signature": "u", "value": 100}));
+    let json = serde_json::to_value(Value::StrArray(vec![Arc::from("a")].into())).expect("json");
+    assert_eq!(json, serde_json::json!({"signature": "as", "value": ["a"]}));
+}
+
+#[test]
+fn values_go_into_a_message_body() {
+    // `Value` is a `v`, so a map of them is an `a{sv}` that decodes back through the
+    // declarations.
+    let props = HashMap::from([
+        ("U", Value::U32(5)),
+        ("S", Value::Str(Arc::from("hi"))),
+        ("B", Value::Bool(true)),
+    ]);
+    assert_eq!(
+        <HashMap<&str, Value> as Type>::SIGNATURE.to_string(),
+        "a{sv}"
+    );
+    let data = zbus::wire::to_bytes(Context::new(LE, 0), &props).expect("serializable");
+    let (entries, _) = data
+        .deserialize_with_seed(PropertiesSeed::new(Some(&kinds::IFACE)))
+        .expect("well-formed");
+    assert_eq!(entries.len(), 3);
+    for entry in entries {
+        let PropertyEntry::Declared { index, value } = entry else {
+            panic!("undeclared entry {entry:?}");
+        };
+        let name = kinds::IFACE.properties()[index].name();
+        assert_eq!(value.as_ref(), Ok(&props[name]), "{name}");
+    }
+}
+
+/// Every number from 0 to `max` and a few far ones survives `From<u32>` and back.
+fn round_trips<T: From<u32> + Copy + std::fmt::Debug>(max: u32)
+where
+    u32: From<T>,
+{
+    for value in (0..=max).chain([u32::MAX - 1, u32::MAX]) {
+        let typed = T::from(value);
+        assert_eq!(u32::from(typed), value, "{typed:?}");
+    }
+}
+
+#[test]
+fn nm_enums_round_trip_every_number() {
+    use nm::*;
+    round_trips::<Capability>(300);
+    round_trips::<State>(300);
+    round_trips::<ConnectivityState>(300);
+    round_trips::<DeviceType>(300);
+    round_trips::<WifiMode>(300);
+    round_trips::<WimaxNspNetworkType>(300);
+    round_trips::<DeviceState>(300);
+    round_trips::<DeviceStateReason>(300);
+    round_trips::<Metered>(300);
+    round_trips::<ConnectionMultiConnect>(300);
+    round_trips::<ActiveConnectionState>(300);
+    round_trips::<ActiveConnectionStateReason>(300);
+    round_trips::<IpTunnelMode>(300);
+    round_trips::<DeviceManaged>(300);
+    round_trips::<VersionInfoCapability>(300);
+    round_trips::<RadioFlags>(300);
+    round_trips::<DeviceInterfaceFlags>(300);
+    round_trips::<WifiApSecurityFlags>(300);
+    round_trips::<SettingsConnectionFlags>(300);
+    round_trips::<ActivationStateFlags>(300);
+}
+
+#[test]
+fn nm_enums_show_as_nmcli_does() {
+    use nm::*;
+    let shown = |value: &dyn std::fmt::Display| value.to_string();
+    // Device states (nmc_device_state_to_string).
+    assert_eq!(DeviceState::from(100), DeviceState::Activated);
+    assert_eq!(shown(&DeviceState::from(100)), "connected");
+    assert_eq!(shown(&DeviceState::from(10)), "unmanaged");
+    assert_eq!(
+        shown(&DeviceState::from(70)),
+        "connecting (getting IP configuration)"
+    );
+    assert_eq!(shown(&DeviceState::from(120)), "connection failed");
+    assert_eq!(DeviceState::from(0), DeviceState::Unknown(0));
+    assert_eq!(shown(&DeviceState::from(0)), "unknown");
+    // A number no member has is kept and shown as is, never as a name.
+    assert_eq!(DeviceState::from(130), DeviceState::Unknown(130));
+    assert_eq!(shown(&DeviceState::from(130)), "130");
+    assert_eq!(DeviceState::Unknown(130).name(), None);
+    // A device whose active connection is external (nmc_device_state_to_string_with_external).
+    assert_eq!(
+        DeviceState::Activated.name_external(),
+        Some("connected (externally)")
+    );
+    assert_eq!(
+        DeviceState::Failed.name_external(),
+        Some("deactivating (externally)")
+    );
+    assert_eq!(DeviceState::Disconnected.name_external(), None);
+    // Device types (libnm's type description).
+    assert_eq!(shown(&DeviceType::from(1)), "ethernet");
+    assert_eq!(shown(&DeviceType::from(20)), "ethernet");
+    assert_eq!(DeviceType::from(20), DeviceType::Veth);
+    assert_eq!(shown(&DeviceType::from(2)), "wifi");
+    assert_eq!(shown(&DeviceType::from(6)), "olpcmesh");
+    assert_eq!(shown(&DeviceType::from(17)), "iptunnel");
+    assert_eq!(shown(&DeviceType::from(25)), "ovs-port");
+    assert_eq!(shown(&DeviceType::from(28)), "6lowpan");
+    assert_eq!(shown(&DeviceType::from(30)), "wifi-p2p");
+    assert_eq!(shown(&DeviceType::from(32)), "loopback");
+    assert_eq!(shown(&DeviceType::from(35)), "geneve");
+    // The manager (nmcli general).
+    assert_eq!(shown(&State::from(70)), "connected");
+    assert_eq!(shown(&State::from(60)), "connected (site only)");
+    assert_eq!(shown(&State::from(50)), "connected (local only)");
+    assert_eq!(shown(&State::from(10)), "network off");
+    assert_eq!(shown(&ConnectivityState::from(4)), "full");
+    assert_eq!(shown(&ConnectivityState::from(2)), "portal");
+    assert_eq!(shown(&Metered::from(3)), "yes (guessed)");
+    assert_eq!(shown(&Metered::from(0)), "unknown");
+    // Active connections and reasons.
+    assert_eq!(shown(&ActiveConnectionState::from(2)), "activated");
+    assert_eq!(shown(&ActiveConnectionState::from(4)), "deactivated");
+    assert_eq!(
+        shown(&ActiveConnectionStateReason::from(2)),
+        "Disconnected by user"
+    );
+    assert_eq!(shown(&DeviceStateReason::from(0)), "No reason given");
+    assert_eq!(shown(&DeviceStateReason::from(1)), "Unknown error");
+    assert_eq!(shown(&DeviceStateReason::from(2)), "Device is now managed");
+    // Wi-Fi modes: nmcli's names where its AP list has them, the nick otherwise.
+    assert_eq!(shown(&WifiMode::from(2)), "Infra");
+    assert_eq!(shown(&WifiMode::from(1)), "Ad-Hoc");
+    assert_eq!(shown(&WifiMode::from(3)), "ap");
+    // Enumerations nmcli has no table for: libnm's nick.
+    assert_eq!(shown(&Capability::from(1)), "team");
+    assert_eq!(shown(&IpTunnelMode::from(1)), "ipip");
+    // Padding applies to names and numbers alike.
+    assert_eq!(format!("[{:<11}]", DeviceState::from(30)), "[disconnected]");
+    assert_eq!(format!("[{:>5}]", DeviceState::from(130)), "[  130]");
+}
+
+#[test]
+fn nm_flags_keep_every_bit_and_show_their_names() {
+    use nm::*;
+    // nmcli's AP security names, in its order, space-separated; OWE and OWE-TM are one name.
+    let wpa = WifiApSecurityFlags::from(0x188);
+    assert!(wpa.contains(WifiApSecurityFlags::PAIR_CCMP | WifiApSecurityFlags::KEY_MGMT_PSK));
+    assert_eq!(wpa.to_string(), "pair_ccmp group_ccmp psk");
+    assert_eq!(WifiApSecurityFlags::from(0).to_string(), "(none)");
+    assert_eq!(WifiApSecurityFlags::KEY_MGMT_OWE_TM.to_string(), "owe");
+    assert_eq!(WifiApSecurityFlags::from(0x1800).to_string(), "owe");
+    // Bits no name covers are kept and shown raw.
+    let odd = WifiApSecurityFlags::from(0x8_0000 | 0x100);
+    assert_eq!(odd.bits(), 0x8_0100);
+    assert_eq!(odd.unknown_bits(), 0x8_0000);
+    assert_eq!(odd.to_string(), "psk 0x80000");
+    // Other flags: libnm's nicks, comma-separated.
+    let radio = RadioFlags::from(0x9);
+    assert!(radio.contains(RadioFlags::WLAN_AVAILABLE));
+    assert!(!radio.intersects(RadioFlags::WWAN_AVAILABLE));
+    assert_eq!(radio.to_string(), "wlan-available, 0x8");
+    assert_eq!(format!("{radio:?}"), "RadioFlags(WLAN_AVAILABLE | 0x8)");
+    assert_eq!(format!("{:?}", RadioFlags::NONE), "RadioFlags(NONE)");
+    assert_eq!(RadioFlags::NONE.to_string(), "none");
+    let iface =
+        DeviceInterfaceFlags::UP | DeviceInterfaceFlags::LOWER_UP | DeviceInterfaceFlags::CARRIER;
+    assert_eq!(iface.bits(), 0x1_0003);
+    assert_eq!(iface.to_string(), "up, lower-up, carrier");
+    assert_eq!(
+        (iface - DeviceInterfaceFlags::UP).to_string(),
+        "lower-up, carrier"
+    );
+    assert_eq!(
+        ActivationStateFlags::from(0x80 | 0x8).to_string(),
+        "ip4-ready, external"
+    );
+    assert_eq!(SettingsConnectionFlags::from(0x1).to_string(), "unsaved");
+}
+
+#[test]
+fn nm_enums_travel_as_u32() {
+    use nm::*;
+    let ctx = || Context::new(LE, 0);
+    let typed = zbus::wire::to_bytes(ctx(), &DeviceState::Activated).expect("serializable");
+    let plain = zbus::wire::to_bytes(ctx(), &100_u32).expect("serializable");
+    assert_eq!(typed.bytes(), plain.bytes());
+    let (back, _): (DeviceState, _) = plain.deserialize().expect("a u32");
+    assert_eq!(back, DeviceState::Activated);
+    let flags = zbus::wire::to_bytes(ctx(), &RadioFlags::from(0x9)).expect("serializable");
+    let (back, _): (RadioFlags, _) = flags.deserialize().expect("a u32");
+    assert_eq!(back.bits(), 0x9);
+    assert_eq!(serde_json::to_value(DeviceType::Bridge).expect("json"), 13);
+}
+
+#[test]
+fn every_nm_enum_member_has_a_number_and_a_name() {
+    use nm::*;
+    fn check<T>(
+        all: &[T],
+        to_u32: fn(T) -> u32,
+        from_u32: fn(u32) -> T,
+        name: fn(T) -> Option<&'static str>,
+    ) where
+        T: Copy + PartialEq + std::fmt::Debug,
+    {
+        let mut numbers = std::collections::HashSet::new();
+        for &member in all {
+            let number = to_u32(member);
+            assert!(
+                numbers.insert(number),
+                "{member:?}: number {number} given twice"
+            );
+            assert_eq!(from_u32(number), member);
+            assert!(name(member).is_some_and(|n| !n.is_empty()), "{member:?}");
+        }
+        assert!(!all.is_empty());
+    }
+    check(
+        DeviceState::ALL,
+        DeviceState::to_u32,
+        DeviceState::from_u32,
+        DeviceState::name,
+    );
+    check(
+        DeviceType::ALL,
+        DeviceType::to_u32,
+        DeviceType::from_u32,
+        DeviceType::name,
+    );
+    check(
+        DeviceStateReason::ALL,
+        DeviceStateReason::to_u32,
+        DeviceStateReason::from_u32,
+        DeviceStateReason::name,
+    );
+    check(State::ALL, State::to_u32, State::from_u32, State::name);
+    check(
+        ConnectivityState::ALL,
+        ConnectivityState::to_u32,
+        ConnectivityState::from_u32,
+        ConnectivityState::name,
+    );
+    check(
+        ActiveConnectionState::ALL,
+        ActiveConnectionState::to_u32,
+        ActiveConnectionState::from_u32,
+        ActiveConnectionState::name,
+    );
+    check(
+        ActiveConnectionStateReason::ALL,
+        ActiveConnectionStateReason::to_u32,
+        ActiveConnectionStateReason::from_u32,
+        ActiveConnectionStateReason::name,
+    );
+    check(
+        Metered::ALL,
+        Metered::to_u32,
+        Metered::from_u32,
+        Metered::name,
+    );
+    check(
+        WifiMode::ALL,
+        WifiMode::to_u32,
+        WifiMode::from_u32,
+        WifiMode::name,
+    );
+    check(
+        Capability::ALL,
+        Capability::to_u32,
+        Capability::from_u32,
+        Capability::name,
+    );
+    // NetworkManager's own "unknown" member is `Unknown` with its number, and has nmcli's name.
+    assert_eq!(DeviceState::Unknown(0).name(), Some("unknown"));
+    assert!(!DeviceState::ALL.contains(&DeviceState::Unknown(0)));
+    // Every reason has a line in nmcli's table: none falls back to its default word.
+    assert!(DeviceStateReason::ALL.len() > 60);
+    assert!(
+        DeviceStateReason::ALL
+            .iter()
+            .all(|r| r.name() != Some("Unknown"))
+    );
+}
+
+#[test]
+fn a_device_state_reason_reads_typed() {
+    use nm::{DeviceState, DeviceStateReason};
+    let key = nm::device::STATE_REASON;
+    let value = key
+        .property()
+        .decode(&zbus::Variant::from((120_u32, 36_u32)))
+        .expect("a (uu)");
+    assert_eq!(value.kind(), Kind::Other);
+    let (state, reason) = key.get(&value).expect("typed");
+    assert_eq!(state, DeviceState::Failed);
+    assert_eq!(reason, DeviceStateReason::from(36));
+    assert_eq!(
+        (state.to_string(), reason.to_string()),
+        (
+            "connection failed".to_owned(),
+            "The device was removed".to_owned()
+        )
+    );
+    // From wire data, and with numbers this version does not name.
+    let data = wire(&HashMap::from([(
+        "StateReason",
+        zbus::Variant::from((100_u32, 9999_u32)),
+    )]));
+    let (entries, _) = data
+        .deserialize_with_seed(PropertiesSeed::new(Some(&nm::device::IFACE)))
+        .expect("well-formed");
+    let [
+        PropertyEntry::Declared {
+            index,
+            value: Ok(value),
+        },
+    ] = &entries[..]
+    else {
+        panic!("one declared entry, got {entries:?}");
+    };
+    assert_eq!(*index, key.index());
+    assert_eq!(
+        key.get(value),
+        Some((DeviceState::Activated, DeviceStateReason::Unknown(9999)))
+    );
+    // Another kind of value is not read as one.
+    assert_eq!(key.get(&Value::U32(100)), None);
+    // A (uu) of the wrong shape is rejected by the declaration.
+    assert!(
+        key.property()
+            .decode(&zbus::Variant::from((1_u32, 2_i32)))
+            .is_err()
+    );
+}
+
+#[test]
+fn the_manager_capabilities_read_typed() {
+    use nm::Capability;
+    let key = nm::network_manager::CAPABILITIES;
+    let value = key
+        .property()
+        .decode(&zbus::Variant::from(vec![1_u32, 2, 77]))
+        .expect("an au");
+    let typed: Vec<Capability> = key.get(&value).expect("typed").collect();
+    assert_eq!(
+        typed,
+        [Capability::Team, Capability::Ovs, Capability::Unknown(77)]
+    );
+    let shown: Vec<String> = typed.iter().map(ToString::to_string).collect();
+    assert_eq!(shown, ["team", "ovs", "77"]);
+    assert!(key.get(&Value::U32(1)).is_none());
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use zvariant::{OwnedObjectPath, OwnedValue, Signature, Type};
+use zbus::{OwnedObjectPath, OwnedVariant, Signature, Type};
 
 use crate::error::{Error, Result};
 use crate::kind::Kind;
@@ -14,7 +14,7 @@ use crate::signature;
 /// A decoded property value.
 ///
 /// Each variant matches one [`Kind`]; [`Value::Other`] holds any other signature as an owned
-/// zvariant value (generic mode and rare shapes such as NetworkManager's `a(ayuay)`).
+/// zbus variant (generic mode and rare shapes such as NetworkManager's `a(ayuay)`).
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Value {
@@ -59,7 +59,7 @@ pub enum Value {
     /// `a{sa{sv}}`
     SettingsDict(Arc<SettingsDict>),
     /// Any other signature.
-    Other(Arc<OwnedValue>),
+    Other(Arc<OwnedVariant>),
 }
 
 impl Value {
@@ -151,7 +151,7 @@ impl Value {
     ///
     /// This is how objects of services nobody declared are held. It fails only for values
     /// that cannot be owned (file descriptors that cannot be duplicated).
-    pub fn from_zvariant(value: &zvariant::Value<'_>) -> Result<Value> {
+    pub fn from_variant(value: &zbus::Variant<'_>) -> Result<Value> {
         let value = unwrap_variant(value);
         let sig = value.value_signature();
         let kind = kind_of(sig);
@@ -164,12 +164,12 @@ impl Value {
     /// Decodes `value` as `kind` after checking that its signature is `expected`.
     ///
     /// `interface` and `property` only name the property in the error.
-    pub(crate) fn from_zvariant_checked(
+    pub(crate) fn from_variant_checked(
         kind: Kind,
         expected: &'static str,
         interface: &'static str,
         property: &'static str,
-        value: &zvariant::Value<'_>,
+        value: &zbus::Variant<'_>,
     ) -> Result<Value> {
         let value = unwrap_variant(value);
         let sig = value.value_signature();
@@ -185,7 +185,7 @@ impl Value {
             Some(decoded) => Ok(decoded),
             None if kind == Kind::Other => other(value),
             // The signature matched, so the shape matches the kind; this is unreachable for
-            // well-formed zvariant values but is still reported instead of panicking.
+            // well-formed zbus variants but is still reported instead of panicking.
             None => Err(Error::TypeMismatch {
                 interface,
                 property,
@@ -195,55 +195,183 @@ impl Value {
         }
     }
 
-    /// Converts this value back into an owned zvariant value (e.g. to send it).
-    pub fn to_zvariant(&self) -> Result<OwnedValue> {
+    /// Converts this value back into an owned zbus variant (e.g. to send it).
+    pub fn to_variant(&self) -> Result<OwnedVariant> {
         let value = match self {
-            Value::Bool(it) => zvariant::Value::from(*it),
-            Value::Byte(it) => zvariant::Value::from(*it),
-            Value::I16(it) => zvariant::Value::from(*it),
-            Value::U16(it) => zvariant::Value::from(*it),
-            Value::I32(it) => zvariant::Value::from(*it),
-            Value::U32(it) => zvariant::Value::from(*it),
-            Value::I64(it) => zvariant::Value::from(*it),
-            Value::U64(it) => zvariant::Value::from(*it),
-            Value::F64(it) => zvariant::Value::from(*it),
-            Value::Str(it) => zvariant::Value::from(&**it),
-            Value::ObjectPath(it) => zvariant::Value::from(it.as_ref()),
-            Value::StrArray(it) => {
-                zvariant::Value::from(it.iter().map(|s| &**s).collect::<Vec<_>>())
-            }
+            Value::Bool(it) => zbus::Variant::from(*it),
+            Value::Byte(it) => zbus::Variant::from(*it),
+            Value::I16(it) => zbus::Variant::from(*it),
+            Value::U16(it) => zbus::Variant::from(*it),
+            Value::I32(it) => zbus::Variant::from(*it),
+            Value::U32(it) => zbus::Variant::from(*it),
+            Value::I64(it) => zbus::Variant::from(*it),
+            Value::U64(it) => zbus::Variant::from(*it),
+            Value::F64(it) => zbus::Variant::from(*it),
+            Value::Str(it) => zbus::Variant::from(&**it),
+            Value::ObjectPath(it) => zbus::Variant::from(it.as_ref()),
+            Value::StrArray(it) => zbus::Variant::from(it.iter().map(|s| &**s).collect::<Vec<_>>()),
             Value::ObjectPathArray(it) => {
-                zvariant::Value::from(it.iter().map(|p| p.as_ref()).collect::<Vec<_>>())
+                zbus::Variant::from(it.iter().map(|p| p.as_ref()).collect::<Vec<_>>())
             }
-            Value::Bytes(it) => zvariant::Value::from(it.to_vec()),
+            Value::Bytes(it) => zbus::Variant::from(it.to_vec()),
             Value::ByteArrays(it) => {
-                zvariant::Value::from(it.iter().map(|b| b.to_vec()).collect::<Vec<_>>())
+                zbus::Variant::from(it.iter().map(|b| b.to_vec()).collect::<Vec<_>>())
             }
-            Value::U32Array(it) => zvariant::Value::from(it.to_vec()),
+            Value::U32Array(it) => zbus::Variant::from(it.to_vec()),
             Value::U32Arrays(it) => {
-                zvariant::Value::from(it.iter().map(|b| b.to_vec()).collect::<Vec<_>>())
+                zbus::Variant::from(it.iter().map(|b| b.to_vec()).collect::<Vec<_>>())
             }
-            Value::VarDict(it) => zvariant::Value::from(it.to_dict()?),
+            Value::VarDict(it) => zbus::Variant::from(it.to_dict()?),
             Value::VarDictArray(it) => {
-                let mut array = zvariant::Array::new(&VAR_DICT_SIGNATURE);
+                let mut array = zbus::Array::new(&VAR_DICT_SIGNATURE);
                 for dict in it.iter() {
-                    array.append(zvariant::Value::from(dict.to_dict()?))?;
+                    array.append(zbus::Variant::from(dict.to_dict()?))?;
                 }
-                zvariant::Value::from(array)
+                zbus::Variant::from(array)
             }
             Value::SettingsDict(it) => {
-                let mut outer = zvariant::Dict::new(&Signature::Str, &VAR_DICT_SIGNATURE);
+                let mut outer = zbus::Dict::new(&Signature::Str, &VAR_DICT_SIGNATURE);
                 for (name, dict) in it.iter() {
                     outer.append(
-                        zvariant::Value::from(name),
-                        zvariant::Value::from(dict.to_dict()?),
+                        zbus::Variant::from(name),
+                        zbus::Variant::from(dict.to_dict()?),
                     )?;
                 }
-                zvariant::Value::from(outer)
+                zbus::Variant::from(outer)
             }
             Value::Other(it) => return Ok(it.try_clone()?),
         };
         Ok(value.try_into_owned()?)
+    }
+}
+
+/// Generic-mode decoding of a borrowed variant (see [`Value::from_variant`]).
+impl TryFrom<&zbus::Variant<'_>> for Value {
+    type Error = Error;
+
+    fn try_from(value: &zbus::Variant<'_>) -> Result<Value> {
+        Value::from_variant(value)
+    }
+}
+
+/// Generic-mode decoding of a variant (see [`Value::from_variant`]).
+impl TryFrom<zbus::Variant<'_>> for Value {
+    type Error = Error;
+
+    fn try_from(value: zbus::Variant<'_>) -> Result<Value> {
+        Value::from_variant(&value)
+    }
+}
+
+/// Generic-mode decoding of a borrowed owned variant (see [`Value::from_variant`]).
+impl TryFrom<&OwnedVariant> for Value {
+    type Error = Error;
+
+    fn try_from(value: &OwnedVariant) -> Result<Value> {
+        Value::from_variant(value)
+    }
+}
+
+/// Generic-mode decoding of an owned variant (see [`Value::from_variant`]).
+impl TryFrom<OwnedVariant> for Value {
+    type Error = Error;
+
+    fn try_from(value: OwnedVariant) -> Result<Value> {
+        Value::from_variant(&value)
+    }
+}
+
+/// The value as an owned zbus variant (see [`Value::to_variant`]).
+impl TryFrom<&Value> for OwnedVariant {
+    type Error = Error;
+
+    fn try_from(value: &Value) -> Result<OwnedVariant> {
+        value.to_variant()
+    }
+}
+
+/// The value as an owned zbus variant (see [`Value::to_variant`]).
+impl TryFrom<Value> for OwnedVariant {
+    type Error = Error;
+
+    fn try_from(value: Value) -> Result<OwnedVariant> {
+        value.to_variant()
+    }
+}
+
+/// A [`Value`] travels as a D-Bus variant (`v`): it carries its own signature.
+impl Type for Value {
+    const SIGNATURE: &'static Signature = &Signature::Variant;
+}
+
+/// Serializes the value as a D-Bus variant, exactly as the equal
+/// [`OwnedVariant`](struct@OwnedVariant) would be: its signature, then its contents. In a D-Bus
+/// body that is a `v` (so a `Value` can be sent as is, e.g. in an `a{sv}`); in a
+/// self-describing format such as JSON it is
+/// `{"signature": "u", "value": 100}`, so no type information is lost.
+impl Serialize for Value {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+
+        let signature = match self {
+            // An owned variant already serializes as a variant.
+            Value::Other(it) => return it.serialize(serializer),
+            Value::Bool(_) => <bool as Type>::SIGNATURE,
+            Value::Byte(_) => <u8 as Type>::SIGNATURE,
+            Value::I16(_) => <i16 as Type>::SIGNATURE,
+            Value::U16(_) => <u16 as Type>::SIGNATURE,
+            Value::I32(_) => <i32 as Type>::SIGNATURE,
+            Value::U32(_) => <u32 as Type>::SIGNATURE,
+            Value::I64(_) => <i64 as Type>::SIGNATURE,
+            Value::U64(_) => <u64 as Type>::SIGNATURE,
+            Value::F64(_) => <f64 as Type>::SIGNATURE,
+            Value::Str(_) => <String as Type>::SIGNATURE,
+            Value::ObjectPath(_) => <OwnedObjectPath as Type>::SIGNATURE,
+            Value::StrArray(_) => <Vec<String> as Type>::SIGNATURE,
+            Value::ObjectPathArray(_) => <Vec<OwnedObjectPath> as Type>::SIGNATURE,
+            Value::Bytes(_) => <Vec<u8> as Type>::SIGNATURE,
+            Value::ByteArrays(_) => <Vec<Vec<u8>> as Type>::SIGNATURE,
+            Value::U32Array(_) => <Vec<u32> as Type>::SIGNATURE,
+            Value::U32Arrays(_) => <Vec<Vec<u32>> as Type>::SIGNATURE,
+            Value::VarDict(_) => <VarDict as Type>::SIGNATURE,
+            Value::VarDictArray(_) => <Vec<VarDict> as Type>::SIGNATURE,
+            Value::SettingsDict(_) => <SettingsDict as Type>::SIGNATURE,
+        };
+        let mut variant = serializer.serialize_struct("Variant", 2)?;
+        variant.serialize_field("signature", signature)?;
+        variant.serialize_field("value", &Contents(self))?;
+        variant.end()
+    }
+}
+
+/// The contents of a typed (non-[`Value::Other`]) value, without the variant around them.
+struct Contents<'a>(&'a Value);
+
+impl Serialize for Contents<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Bool(it) => serializer.serialize_bool(*it),
+            Value::Byte(it) => serializer.serialize_u8(*it),
+            Value::I16(it) => serializer.serialize_i16(*it),
+            Value::U16(it) => serializer.serialize_u16(*it),
+            Value::I32(it) => serializer.serialize_i32(*it),
+            Value::U32(it) => serializer.serialize_u32(*it),
+            Value::I64(it) => serializer.serialize_i64(*it),
+            Value::U64(it) => serializer.serialize_u64(*it),
+            Value::F64(it) => serializer.serialize_f64(*it),
+            Value::Str(it) => serializer.serialize_str(it),
+            Value::ObjectPath(it) => it.serialize(serializer),
+            Value::StrArray(it) => serializer.collect_seq(it.iter().map(|s| &**s)),
+            Value::ObjectPathArray(it) => serializer.collect_seq(it.iter()),
+            Value::Bytes(it) => serializer.collect_seq(it.iter()),
+            Value::ByteArrays(it) => serializer.collect_seq(it.iter()),
+            Value::U32Array(it) => serializer.collect_seq(it.iter()),
+            Value::U32Arrays(it) => serializer.collect_seq(it.iter()),
+            Value::VarDict(it) => it.serialize(serializer),
+            Value::VarDictArray(it) => serializer.collect_seq(it.iter()),
+            Value::SettingsDict(it) => it.serialize(serializer),
+            Value::Other(it) => it.serialize(serializer),
+        }
     }
 }
 
@@ -289,27 +417,27 @@ impl<V> Default for SortedEntries<V> {
     }
 }
 
-/// A `a{sv}` dictionary: entries sorted by key for lookup, values as owned zvariant values.
+/// A `a{sv}` dictionary: entries sorted by key for lookup, values as owned zbus variants.
 #[derive(Debug, PartialEq, Default)]
 pub struct VarDict {
-    entries: SortedEntries<OwnedValue>,
+    entries: SortedEntries<OwnedVariant>,
 }
 
 impl VarDict {
     /// Builds a dictionary from its entries; if a key repeats, the first entry wins.
-    pub fn new(entries: Vec<(Box<str>, OwnedValue)>) -> VarDict {
+    pub fn new(entries: Vec<(Box<str>, OwnedVariant)>) -> VarDict {
         VarDict {
             entries: SortedEntries::new(entries),
         }
     }
 
     /// The value of `key`.
-    pub fn get(&self, key: &str) -> Option<&OwnedValue> {
+    pub fn get(&self, key: &str) -> Option<&OwnedVariant> {
         self.entries.get(key)
     }
 
     /// The entries, sorted by key.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &OwnedValue)> {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &OwnedVariant)> {
         self.entries.iter()
     }
 
@@ -323,14 +451,14 @@ impl VarDict {
         self.entries.len() == 0
     }
 
-    /// A copy as a zvariant dictionary.
-    pub fn to_dict(&self) -> Result<zvariant::Dict<'static, 'static>> {
-        let mut dict = zvariant::Dict::new(&Signature::Str, &Signature::Variant);
+    /// A copy as a zbus dictionary.
+    pub fn to_dict(&self) -> Result<zbus::Dict<'static, 'static>> {
+        let mut dict = zbus::Dict::new(&Signature::Str, &Signature::Variant);
         for (key, value) in self.iter() {
-            let inner = zvariant::Value::from(value.try_clone()?);
+            let inner = zbus::Variant::from(value.try_clone()?);
             dict.append(
-                zvariant::Value::from(key.to_owned()),
-                zvariant::Value::Value(Box::new(inner)),
+                zbus::Variant::from(key.to_owned()),
+                zbus::Variant::Variant(Box::new(inner)),
             )?;
         }
         Ok(dict)
@@ -404,8 +532,8 @@ impl Serialize for SettingsDict {
 
 /// Strips variant wrappers (`v` inside `v`) so that a value read with `Get` and one found in a
 /// dictionary compare alike.
-fn unwrap_variant<'a, 'v>(mut value: &'a zvariant::Value<'v>) -> &'a zvariant::Value<'v> {
-    while let zvariant::Value::Value(inner) = value {
+fn unwrap_variant<'a, 'v>(mut value: &'a zbus::Variant<'v>) -> &'a zbus::Variant<'v> {
+    while let zbus::Variant::Variant(inner) = value {
         value = inner;
     }
     value
@@ -445,59 +573,59 @@ pub(crate) fn kind_of(sig: &Signature) -> Kind {
     Kind::Other
 }
 
-fn other(value: &zvariant::Value<'_>) -> Result<Value> {
+fn other(value: &zbus::Variant<'_>) -> Result<Value> {
     Ok(Value::Other(Arc::new(value.try_to_owned()?)))
 }
 
-fn str_of(value: &zvariant::Value<'_>) -> Option<Arc<str>> {
+fn str_of(value: &zbus::Variant<'_>) -> Option<Arc<str>> {
     match value {
-        zvariant::Value::Str(s) => Some(Arc::from(s.as_str())),
+        zbus::Variant::Str(s) => Some(Arc::from(s.as_str())),
         _ => None,
     }
 }
 
-fn path_of(value: &zvariant::Value<'_>) -> Option<OwnedObjectPath> {
+fn path_of(value: &zbus::Variant<'_>) -> Option<OwnedObjectPath> {
     match value {
-        zvariant::Value::ObjectPath(p) => Some(OwnedObjectPath::from(p.to_owned())),
+        zbus::Variant::ObjectPath(p) => Some(OwnedObjectPath::from(p.to_owned())),
         _ => None,
     }
 }
 
-fn array_of<'a, 'v>(value: &'a zvariant::Value<'v>) -> Option<&'a [zvariant::Value<'v>]> {
+fn array_of<'a, 'v>(value: &'a zbus::Variant<'v>) -> Option<&'a [zbus::Variant<'v>]> {
     match value {
-        zvariant::Value::Array(a) => Some(a.inner()),
+        zbus::Variant::Array(a) => Some(a.inner()),
         _ => None,
     }
 }
 
 fn collect<T, C: FromIterator<T>>(
-    items: &[zvariant::Value<'_>],
-    f: impl Fn(&zvariant::Value<'_>) -> Option<T>,
+    items: &[zbus::Variant<'_>],
+    f: impl Fn(&zbus::Variant<'_>) -> Option<T>,
 ) -> Option<C> {
     items.iter().map(f).collect()
 }
 
-fn bytes_of(value: &zvariant::Value<'_>) -> Option<Box<[u8]>> {
+fn bytes_of(value: &zbus::Variant<'_>) -> Option<Box<[u8]>> {
     collect(array_of(value)?, |v| match v {
-        zvariant::Value::U8(b) => Some(*b),
+        zbus::Variant::U8(b) => Some(*b),
         _ => None,
     })
 }
 
-fn u32s_of(value: &zvariant::Value<'_>) -> Option<Box<[u32]>> {
+fn u32s_of(value: &zbus::Variant<'_>) -> Option<Box<[u32]>> {
     collect(array_of(value)?, |v| match v {
-        zvariant::Value::U32(n) => Some(*n),
+        zbus::Variant::U32(n) => Some(*n),
         _ => None,
     })
 }
 
-fn var_dict_of(value: &zvariant::Value<'_>) -> Option<VarDict> {
-    let zvariant::Value::Dict(dict) = value else {
+fn var_dict_of(value: &zbus::Variant<'_>) -> Option<VarDict> {
+    let zbus::Variant::Dict(dict) = value else {
         return None;
     };
     let mut entries = Vec::new();
     for (key, value) in dict.iter() {
-        let zvariant::Value::Str(key) = key else {
+        let zbus::Variant::Str(key) = key else {
             return None;
         };
         let owned = unwrap_variant(value).try_to_owned().ok()?;
@@ -506,13 +634,13 @@ fn var_dict_of(value: &zvariant::Value<'_>) -> Option<VarDict> {
     Some(VarDict::new(entries))
 }
 
-fn settings_dict_of(value: &zvariant::Value<'_>) -> Option<SettingsDict> {
-    let zvariant::Value::Dict(dict) = value else {
+fn settings_dict_of(value: &zbus::Variant<'_>) -> Option<SettingsDict> {
+    let zbus::Variant::Dict(dict) = value else {
         return None;
     };
     let mut entries = Vec::new();
     for (key, value) in dict.iter() {
-        let zvariant::Value::Str(key) = key else {
+        let zbus::Variant::Str(key) = key else {
             return None;
         };
         entries.push((Box::from(key.as_str()), var_dict_of(value)?));
@@ -520,10 +648,10 @@ fn settings_dict_of(value: &zvariant::Value<'_>) -> Option<SettingsDict> {
     Some(SettingsDict::new(entries))
 }
 
-/// Converts a zvariant value whose signature is known to fit `kind`; `None` for
+/// Converts a zbus variant whose signature is known to fit `kind`; `None` for
 /// [`Kind::Other`] or a value that does not have the shape.
-fn convert(kind: Kind, value: &zvariant::Value<'_>) -> Option<Value> {
-    use zvariant::Value as Z;
+fn convert(kind: Kind, value: &zbus::Variant<'_>) -> Option<Value> {
+    use zbus::Variant as Z;
     Some(match (kind, value) {
         (Kind::Bool, Z::Bool(it)) => Value::Bool(*it),
         (Kind::Byte, Z::U8(it)) => Value::Byte(*it),

@@ -3,3 +3,4 @@
 mod fixtures;
 mod introspect_conformance;
 mod nm_cache;
+mod nm_names;

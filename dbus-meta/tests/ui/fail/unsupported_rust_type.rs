@@ -2,12 +2,12 @@
 
 use std::collections::HashMap;
 
-use netmirror_dbus_meta::zvariant::OwnedValue;
+use netmirror_dbus_meta::zbus::OwnedVariant;
 
 netmirror_dbus_meta::interface! {
     pub mod thing = "org.example.Thing" {
         properties {
-            OPTIONS "Options": HashMap<String, OwnedValue> = "a{sv}";
+            OPTIONS "Options": HashMap<String, OwnedVariant> = "a{sv}";
         }
     }
 }

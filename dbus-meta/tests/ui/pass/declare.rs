@@ -1,6 +1,6 @@
 //! A declaration using every kind of Rust type, targets, flags, methods, signals and a registry.
 
-use netmirror_dbus_meta::zvariant::OwnedObjectPath;
+use netmirror_dbus_meta::zbus::OwnedObjectPath;
 use netmirror_dbus_meta::{Opaque, SettingsDict, VarDict, interface, registry};
 
 interface! {
