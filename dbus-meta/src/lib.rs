@@ -1,6 +1,3 @@
-//! Static, compile-time-checked descriptions of D-Bus interfaces and their properties, with
-//! NetworkManager's whole API declared.
-#![doc = ""]
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
