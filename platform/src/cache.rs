@@ -25,6 +25,7 @@ use netmirror_dedup_index as dedup;
 use crate::addr::{Address, AddressId};
 use crate::error::{Error, Result};
 use crate::link::{IFF_UP, Link};
+use crate::nexthop::Nexthop;
 use crate::platform::{Chunk, Config, DumpReport, FibCounters, Platform};
 use crate::route::{Family, Route, RouteId, RouteWeakId};
 use crate::rule::Rule;
@@ -41,6 +42,7 @@ const RTNLGRP_IPV4_RULE: u32 = 8;
 const RTNLGRP_IPV6_IFADDR: u32 = 9;
 const RTNLGRP_IPV6_ROUTE: u32 = 11;
 const RTNLGRP_IPV6_RULE: u32 = 19;
+const RTNLGRP_NEXTHOP: u32 = 32;
 
 /// `RTM_F_CLONED`: a route cache entry, not a route of a table.
 const RTM_F_CLONED: u32 = 0x200;
@@ -106,6 +108,8 @@ pub enum Event {
     Route(Change<Route>),
     /// A rule changed.
     Rule(Change<Rule>),
+    /// A nexthop object changed.
+    Nexthop(Change<Nexthop>),
     /// The receive buffer overflowed (ENOBUFS): events were lost; a resync is scheduled.
     Overrun,
     /// A resync finished; the changes it found were reported just before this event.
@@ -182,6 +186,13 @@ impl Object for Rule {
     }
 }
 
+impl Object for Nexthop {
+    type Id = u32;
+    fn id(&self) -> u32 {
+        Nexthop::id(self)
+    }
+}
+
 impl IndexType<Route> for RoutesByIfindex {
     type Partition = u32;
     fn partition(&self, route: &Route) -> Option<u32> {
@@ -243,6 +254,7 @@ enum Kind {
     Addresses,
     Routes,
     Rules,
+    Nexthops,
 }
 
 /// A live cache of one namespace's links, addresses, routes (all tables, both families) and
@@ -273,6 +285,7 @@ pub struct Cache {
     addresses: DedupIndex<Address>,
     routes: DedupIndex<Route>,
     rules: DedupIndex<Rule>,
+    nexthops: DedupIndex<Nexthop>,
     routes_by_ifindex: IndexHandle<RoutesByIfindex>,
     default_routes: IndexHandle<DefaultRoutes>,
     routes_by_weak_id: IndexHandle<RoutesByWeakId>,
@@ -281,6 +294,12 @@ pub struct Cache {
     /// Interfaces whose routes the kernel may have flushed without telling (link down,
     /// address removed): their routes are dumped again at the end of the poll.
     suspect_ifindexes: Vec<u32>,
+    /// The kernel may have flushed nexthops without telling (a link on which one sits went
+    /// down, lost its carrier or went away): they are dumped again at the end of the poll.
+    suspect_nexthops: bool,
+    /// Nexthops whose routes' reported next hops may have changed without a notification (a
+    /// group lost a member, a member changed): those routes are asked again.
+    suspect_nhids: Vec<u32>,
     /// The kernel's route counters, to size the route index before a large initial dump.
     fib: FibCounters,
     stats: Stats,
@@ -293,6 +312,7 @@ impl std::fmt::Debug for Cache {
             .field("n_addresses", &self.addresses.len())
             .field("n_routes", &self.routes.len())
             .field("n_rules", &self.rules.len())
+            .field("n_nexthops", &self.nexthops.len())
             .field("stats", &self.stats)
             .finish_non_exhaustive()
     }
@@ -319,6 +339,10 @@ impl Cache {
         ] {
             events.add_membership(group)?;
         }
+        // Kernels before 5.3 have no nexthop objects (nor their group): nothing to follow.
+        if let Err(err) = events.add_membership(RTNLGRP_NEXTHOP) {
+            tracing::debug!(%err, "no nexthop notifications");
+        }
         let backoff = config.resync_backoff;
         let platform = Platform::open(config)?;
         let mut routes = DedupIndex::new();
@@ -335,6 +359,7 @@ impl Cache {
             addresses,
             routes,
             rules: DedupIndex::new(),
+            nexthops: DedupIndex::new(),
             routes_by_ifindex,
             default_routes,
             routes_by_weak_id,
@@ -348,6 +373,8 @@ impl Cache {
                 initial_backoff: backoff,
             },
             suspect_ifindexes: Vec::new(),
+            suspect_nexthops: false,
+            suspect_nhids: Vec::new(),
             fib,
             stats: Stats::default(),
         };
@@ -455,6 +482,28 @@ impl Cache {
         self.rules.iter()
     }
 
+    /// All nexthop objects, in kernel order (by id).
+    pub fn nexthops(&self) -> impl Iterator<Item = &Arc<Nexthop>> {
+        self.nexthops.iter()
+    }
+
+    /// The nexthop object with this id.
+    pub fn nexthop(&self, id: u32) -> Option<&Arc<Nexthop>> {
+        self.nexthops.get(&id)
+    }
+
+    /// The nexthop object a route points at (`nhid`), if it has one and the cache holds it.
+    pub fn nexthop_of(&self, route: &Route) -> Option<&Arc<Nexthop>> {
+        route.nh_id().and_then(|id| self.nexthops.get(&id))
+    }
+
+    /// The routes that point at nexthop `id` (`nhid`). A walk over all routes.
+    pub fn routes_with_nhid(&self, id: u32) -> impl Iterator<Item = &Arc<Route>> {
+        self.routes
+            .iter()
+            .filter(move |route| route.nh_id() == Some(id))
+    }
+
     /// The number of links, addresses, routes and rules held.
     pub fn len(&self) -> (usize, usize, usize, usize) {
         (
@@ -500,6 +549,9 @@ impl Cache {
                 Err(err) => return Err(err),
             }
         }
+        // Nexthops first: their routes' next hops are then right before a device's routes are
+        // dumped again, so a route that only lost a hop is not taken for gone.
+        self.refresh_nexthops(out)?;
         self.refresh_suspects(out)?;
         if self.resync.pending && self.resync_due(quiet) {
             self.run_resync(out)?;
@@ -582,7 +634,13 @@ impl Cache {
     }
 
     fn load_all(&mut self, mut out: Option<&mut Vec<Event>>) -> Result<()> {
-        for kind in [Kind::Links, Kind::Addresses, Kind::Routes, Kind::Rules] {
+        for kind in [
+            Kind::Links,
+            Kind::Addresses,
+            Kind::Nexthops,
+            Kind::Routes,
+            Kind::Rules,
+        ] {
             self.load(kind, None, out.as_deref_mut())?;
         }
         Ok(())
@@ -630,6 +688,20 @@ impl Cache {
                 let dump = Dump::new(platform, stats, kind, None, &parse);
                 dump.into_index(&mut self.rules, whole, Event::Rule, out)
             }
+            Kind::Nexthops => {
+                let parse = Nexthop::parse;
+                let dump = Dump::new(platform, stats, kind, None, &parse);
+                match dump.into_index(&mut self.nexthops, whole, Event::Nexthop, out) {
+                    // A kernel without nexthop objects (before 5.3) refuses the dump.
+                    Err(Error::Kernel(err))
+                        if err.errno == libc::EOPNOTSUPP || err.errno == libc::EINVAL =>
+                    {
+                        tracing::debug!(%err, "no nexthop objects");
+                        Ok(())
+                    }
+                    other => other,
+                }
+            }
         }
     }
 
@@ -662,12 +734,16 @@ impl Cache {
                 };
                 let ifindex = link.ifindex();
                 if let Some(event) = upsert(&mut self.links, link, Event::Link) {
-                    if let Event::Link(Change::Replaced { old, new }) = &event
-                        && old.flags() & IFF_UP != 0
-                        && new.flags() & IFF_UP == 0
-                    {
-                        // Going down flushes IPv4 routes without notifications.
-                        self.suspect_ifindexes.push(ifindex);
+                    if let Event::Link(Change::Replaced { old, new }) = &event {
+                        if old.flags() & IFF_UP != 0 && new.flags() & IFF_UP == 0 {
+                            // Going down flushes IPv4 routes without notifications.
+                            self.suspect_ifindexes.push(ifindex);
+                        }
+                        // Going down or losing the carrier flushes the nexthops on it, and
+                        // changes the dead and linkdown flags of the others, silently.
+                        if old.flags() != new.flags() {
+                            self.suspect_nexthops_on(ifindex);
+                        }
                     }
                     out.push(event);
                 }
@@ -677,6 +753,8 @@ impl Cache {
                     return Ok(());
                 };
                 let ifindex = link.ifindex();
+                // Its nexthops go without notifications, and the routes using them.
+                self.suspect_nexthops_on(ifindex);
                 // Its routes go without notifications; its addresses are announced, but drop
                 // any left so the cache never points at a missing link.
                 if let Ok(n) = self.routes.mark_partition(self.routes_by_ifindex, &ifindex)
@@ -761,6 +839,16 @@ impl Cache {
                     out.push(Event::Rule(Change::Removed(old)));
                 }
             }
+            wire::RTM_NEWNEXTHOP => {
+                if let Some(nh) = Nexthop::parse(msg.payload)? {
+                    self.apply_new_nexthop(nh, out);
+                }
+            }
+            wire::RTM_DELNEXTHOP => {
+                if let Some(nh) = Nexthop::parse(msg.payload)? {
+                    self.apply_del_nexthop(nh.id(), out);
+                }
+            }
             wire::NLMSG_DONE | wire::NLMSG_NOOP => {}
             other => tracing::trace!(kind = other, "ignored message type"),
         }
@@ -780,6 +868,7 @@ impl Cache {
             if flags & wire::NLM_F_REPLACE == 0
                 && route.family() == Family::V6
                 && !route.multipath().is_empty()
+                && route.nh_id().is_none()
             {
                 let merged = held.with_siblings_of(&route);
                 if let Some(event) = upsert(&mut self.routes, merged, Event::Route) {
@@ -825,7 +914,7 @@ impl Cache {
     fn apply_del_route(&mut self, route: &Route, out: &mut Vec<Event>) {
         let id = route.id();
         // IPv6 announces the deletion of one sibling of a multipath route as that hop alone.
-        if route.family() == Family::V6 && route.multipath().is_empty() {
+        if route.family() == Family::V6 && route.multipath().is_empty() && route.nh_id().is_none() {
             let reduced = self
                 .routes
                 .get(&id)
@@ -842,6 +931,133 @@ impl Cache {
             Some(old) => out.push(Event::Route(Change::Removed(old))),
             None => tracing::trace!(?route, "deleted route was not cached"),
         }
+    }
+
+    /// Applies an `RTM_NEWNEXTHOP` event. The kernel does not announce what a changed
+    /// nexthop does to the routes using it (their next hops are reported from it), so those
+    /// routes, and the routes of the groups it is a member of, are asked again at the end of
+    /// the poll.
+    fn apply_new_nexthop(&mut self, nh: Nexthop, out: &mut Vec<Event>) {
+        let id = nh.id();
+        if let Some(event) = upsert(&mut self.nexthops, nh, Event::Nexthop) {
+            if matches!(event, Event::Nexthop(Change::Replaced { .. })) {
+                self.suspect_nhid(id);
+            }
+            out.push(event);
+        }
+    }
+
+    /// Applies an `RTM_DELNEXTHOP` event: the kernel deletes the routes using the nexthop
+    /// without a notification for IPv4 (and the groups it was in are announced apart).
+    fn apply_del_nexthop(&mut self, id: u32, out: &mut Vec<Event>) {
+        if let Some(old) = self.nexthops.remove(&id) {
+            out.push(Event::Nexthop(Change::Removed(old)));
+        }
+        self.remove_routes_with_nhid(&[id], out);
+    }
+
+    /// Removes the routes pointing at one of `ids` (the kernel deleted them with their
+    /// nexthop). A walk over all routes: this runs only when nexthops go.
+    fn remove_routes_with_nhid(&mut self, ids: &[u32], out: &mut Vec<Event>) {
+        let gone: Vec<RouteId> = self
+            .routes
+            .iter()
+            .filter(|route| route.nh_id().is_some_and(|id| ids.contains(&id)))
+            .map(|route| Route::id(route))
+            .collect();
+        for id in gone {
+            if let Some(old) = self.routes.remove(&id) {
+                out.push(Event::Route(Change::Removed(old)));
+            }
+        }
+    }
+
+    /// Schedules the routes using nexthop `id`, directly or through a group, to be asked
+    /// again.
+    fn suspect_nhid(&mut self, id: u32) {
+        self.suspect_nhids.push(id);
+        let groups = self
+            .nexthops
+            .iter()
+            .filter(|nh| nh.has_member(id))
+            .map(|nh| nh.id());
+        self.suspect_nhids.extend(groups);
+    }
+
+    /// Schedules a nexthop re-dump if a held nexthop sits on `ifindex` (the kernel flushes
+    /// those without notifications when the link goes down, loses its carrier or goes
+    /// away).
+    fn suspect_nexthops_on(&mut self, ifindex: u32) {
+        if self.nexthops.iter().any(|nh| nh.oif() == Some(ifindex)) {
+            self.suspect_nexthops = true;
+        }
+    }
+
+    /// Dumps the nexthops again if the kernel may have changed them silently, removes the
+    /// routes of the nexthops that are gone, and asks again for the routes of those that
+    /// changed.
+    fn refresh_nexthops(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        if std::mem::take(&mut self.suspect_nexthops) {
+            let mut changes = Vec::new();
+            self.load(Kind::Nexthops, None, Some(&mut changes))?;
+            let mut gone = Vec::new();
+            for event in &changes {
+                match event {
+                    Event::Nexthop(Change::Removed(old)) => gone.push(old.id()),
+                    Event::Nexthop(Change::Replaced { new, .. }) => self.suspect_nhid(new.id()),
+                    _ => {}
+                }
+            }
+            out.append(&mut changes);
+            self.remove_routes_with_nhid(&gone, out);
+        }
+        self.refresh_nhid_routes(out)
+    }
+
+    /// Asks the kernel again for the routes pointing at the nexthops in `suspect_nhids`:
+    /// their reported next hops follow the nexthop objects without notifications. The
+    /// kernel has no filter by nexthop, so this is a dump of every route, and runs only when
+    /// a held route uses one of them.
+    fn refresh_nhid_routes(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        if self.suspect_nhids.is_empty() {
+            return Ok(());
+        }
+        let mut ids = std::mem::take(&mut self.suspect_nhids);
+        ids.sort_unstable();
+        ids.dedup();
+        let uses = |route: &Route| {
+            route
+                .nh_id()
+                .is_some_and(|id| ids.binary_search(&id).is_ok())
+        };
+        let held: Vec<RouteId> = self
+            .routes
+            .iter()
+            .filter(|route| uses(route))
+            .map(|route| Route::id(route))
+            .collect();
+        if held.is_empty() {
+            return Ok(());
+        }
+        let answer = self.platform.routes().execute()?;
+        let mut fresh: HashMap<RouteId, Route> = answer
+            .items
+            .into_iter()
+            .filter(|route| route.flags() & RTM_F_CLONED == 0 && uses(route))
+            .map(|route| (route.id(), route))
+            .collect();
+        for id in held {
+            match fresh.remove(&id) {
+                Some(route) => out.extend(upsert(&mut self.routes, route, Event::Route)),
+                None => out.extend(
+                    self.routes
+                        .remove(&id)
+                        .map(|old| Event::Route(Change::Removed(old))),
+                ),
+            }
+        }
+        // Routes the cache did not hold yet: their own events come (or came) apart.
+        Ok(())
     }
 
     /// Dumps again the routes of interfaces whose routes the kernel may have flushed silently.
@@ -1162,6 +1378,7 @@ fn emit_dump(buf: &mut Vec<u8>, seq: u32, kind: Kind, ifindex: Option<u32>, stri
         Kind::Addresses => (wire::RTM_GETADDR, wire::AF_UNSPEC, 8),
         Kind::Routes => (wire::RTM_GETROUTE, wire::AF_UNSPEC, 12),
         Kind::Rules => (wire::RTM_GETRULE, wire::AF_UNSPEC, 12),
+        Kind::Nexthops => (wire::RTM_GETNEXTHOP, wire::AF_UNSPEC, 8),
     };
     let mut msg = MsgWriter::new(buf, msg_kind, wire::NLM_F_REQUEST | wire::NLM_F_DUMP, seq);
     let mut hdr = [0u8; 16];
