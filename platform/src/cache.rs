@@ -24,7 +24,7 @@ use netmirror_dedup_index as dedup;
 
 use crate::addr::{Address, AddressId};
 use crate::error::{Error, Result};
-use crate::link::{IFF_UP, Link};
+use crate::link::{IFF_LOWER_UP, IFF_UP, Link};
 use crate::nexthop::Nexthop;
 use crate::platform::{Chunk, Config, DumpReport, FibCounters, Platform};
 use crate::route::{Family, Route, RouteId, RouteWeakId};
@@ -43,6 +43,9 @@ const RTNLGRP_IPV6_IFADDR: u32 = 9;
 const RTNLGRP_IPV6_ROUTE: u32 = 11;
 const RTNLGRP_IPV6_RULE: u32 = 19;
 const RTNLGRP_NEXTHOP: u32 = 32;
+
+/// `IFF_RUNNING` (the operational state is up).
+const IFF_RUNNING: u32 = 0x40;
 
 /// `RTM_F_CLONED`: a route cache entry, not a route of a table.
 const RTM_F_CLONED: u32 = 0x200;
@@ -735,8 +738,11 @@ impl Cache {
                 let ifindex = link.ifindex();
                 if let Some(event) = upsert(&mut self.links, link, Event::Link) {
                     if let Event::Link(Change::Replaced { old, new }) = &event {
-                        if old.flags() & IFF_UP != 0 && new.flags() & IFF_UP == 0 {
-                            // Going down flushes IPv4 routes without notifications.
+                        // Going down flushes IPv4 routes without notifications; losing or
+                        // getting back the carrier flips the `linkdown` flag of every route
+                        // on the link, also silently.
+                        let watched = IFF_UP | IFF_LOWER_UP | IFF_RUNNING;
+                        if (old.flags() ^ new.flags()) & watched != 0 {
                             self.suspect_ifindexes.push(ifindex);
                         }
                         // Going down or losing the carrier flushes the nexthops on it, and
@@ -756,19 +762,17 @@ impl Cache {
                 // Its nexthops go without notifications, and the routes using them.
                 self.suspect_nexthops_on(ifindex);
                 // Its routes go without notifications; its addresses are announced, but drop
-                // any left so the cache never points at a missing link.
-                if let Ok(n) = self.routes.mark_partition(self.routes_by_ifindex, &ifindex)
-                    && n > 0
-                {
-                    let removed = self
-                        .routes
-                        .sweep_partition(self.routes_by_ifindex, &ifindex)
-                        .unwrap_or_default();
-                    out.extend(
-                        removed
-                            .into_iter()
-                            .map(|r| Event::Route(Change::Removed(r))),
-                    );
+                // any left so the cache never points at a missing link. Routes on nexthop
+                // objects follow their nexthops (a group keeps its other members).
+                let gone: Vec<RouteId> = self
+                    .routes_of(ifindex)
+                    .filter(|route| route.nh_id().is_none())
+                    .map(|route| Route::id(route))
+                    .collect();
+                for id in gone {
+                    if let Some(old) = self.routes.remove(&id) {
+                        out.push(Event::Route(Change::Removed(old)));
+                    }
                 }
                 if let Ok(n) = self
                     .addresses
@@ -1081,7 +1085,7 @@ impl Cache {
     fn multipath_through(&self, ifindex: u32) -> Vec<RouteId> {
         self.routes
             .iter()
-            .filter(|route| route.family() == Family::V4)
+            .filter(|route| route.family() == Family::V4 && route.nh_id().is_none())
             .filter(|route| match route.multipath() {
                 [first, rest @ ..] => {
                     first.ifindex != ifindex && rest.iter().any(|hop| hop.ifindex == ifindex)

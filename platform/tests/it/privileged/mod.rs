@@ -6,6 +6,7 @@ mod cache;
 mod dump;
 mod multipath;
 mod netns;
+mod nexthop;
 mod open;
 mod order;
 mod query;
