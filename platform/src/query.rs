@@ -122,7 +122,10 @@ impl RouteQuery<'_> {
         self.table = Some(table);
         self
     }
-    /// Only routes going out of this interface.
+    /// Only routes going out of this interface, as `ip route show dev` selects them: by the
+    /// route's own output interface (`RTA_OIF`). A multipath route (also one on a nexthop
+    /// group) has an interface per hop and none of its own, so it is not selected, as `ip`
+    /// does not select it.
     pub fn dev(mut self, ifindex: u32) -> Self {
         self.dev = Some(ifindex);
         self
@@ -132,7 +135,9 @@ impl RouteQuery<'_> {
         self.protocol = Some(protocol);
         self
     }
-    /// Only routes of this type (`RTN_*`).
+    /// Only routes of this type (`RTN_*`), as the kernel reports it: a route on a blackhole
+    /// nexthop object is a blackhole route (the kernel's own type filter sees it as unicast,
+    /// so this filter always runs here).
     pub fn kind(mut self, kind: u8) -> Self {
         self.kind = Some(kind);
         self
@@ -140,9 +145,7 @@ impl RouteQuery<'_> {
 
     fn matches(&self, route: &Route) -> bool {
         self.table.is_none_or(|table| route.table() == table)
-            && self
-                .dev
-                .is_none_or(|dev| route.ifindexes().any(|i| i == dev))
+            && self.dev.is_none_or(|dev| route.oif() == Some(dev))
             && self
                 .protocol
                 .is_none_or(|protocol| route.protocol() == protocol)
@@ -157,7 +160,10 @@ impl RouteQuery<'_> {
             || self.protocol.is_some()
             || self.kind.is_some();
         let strict = self.platform.strict_check();
-        let mut answer = Answer::new(filtered, strict);
+        // The type filter is never the kernel's (see `kind`): with it alone, only this crate
+        // filtered.
+        let kernel_filters = self.table.is_some() || self.dev.is_some() || self.protocol.is_some();
+        let mut answer = Answer::new(filtered, strict && kernel_filters);
         let families = match self.family {
             Some(family) => vec![family],
             None => vec![Family::V4, Family::V6],
@@ -198,7 +204,6 @@ impl RouteQuery<'_> {
         if strict {
             // With strict checking these header fields are filters; zero means "any".
             hdr[5] = self.protocol.unwrap_or(0);
-            hdr[7] = self.kind.unwrap_or(0);
         }
         msg.raw(&hdr);
         if strict {

@@ -52,7 +52,10 @@ impl Replay {
     fn of(cache: &Cache) -> Self {
         Replay {
             routes: cache.routes().map(|r| (r.id(), route_line(r))).collect(),
-            nexthops: cache.nexthops().map(|n| (n.id(), nexthop_line(n))).collect(),
+            nexthops: cache
+                .nexthops()
+                .map(|n| (n.id(), nexthop_line(n)))
+                .collect(),
         }
     }
 
@@ -163,9 +166,9 @@ fn rt_flag_names(flags: u32) -> String {
     names.join(",")
 }
 
-/// `ip -N -j -d route show table all` and `ip -N -j nexthop show` in `ns`.
-pub(crate) fn view_of_ip(ns: &NetNs) -> View {
-    let names: BTreeMap<String, u64> = json(ns, &["-j", "link", "show"])
+/// Interface indexes by name.
+fn link_names(ns: &NetNs) -> BTreeMap<String, u64> {
+    json(ns, &["-j", "link", "show"])
         .as_array()
         .unwrap()
         .iter()
@@ -175,7 +178,12 @@ pub(crate) fn view_of_ip(ns: &NetNs) -> View {
                 link["ifindex"].as_u64().unwrap(),
             )
         })
-        .collect();
+        .collect()
+}
+
+/// `ip -N -j -d route show table all` and `ip -N -j nexthop show` in `ns`.
+pub(crate) fn view_of_ip(ns: &NetNs) -> View {
+    let names = link_names(ns);
     let dev = |value: &Value| {
         value
             .as_str()
@@ -185,9 +193,12 @@ pub(crate) fn view_of_ip(ns: &NetNs) -> View {
     let mut routes = Vec::new();
     for (family, flag) in [("v4", "-4"), ("v6", "-6")] {
         let full = if family == "v4" { 32 } else { 128 };
-        for route in json(ns, &[flag, "-N", "-d", "-j", "route", "show", "table", "all"])
-            .as_array()
-            .unwrap()
+        for route in json(
+            ns,
+            &[flag, "-N", "-d", "-j", "route", "show", "table", "all"],
+        )
+        .as_array()
+        .unwrap()
         {
             let dst = match route["dst"].as_str().unwrap() {
                 "default" if family == "v4" => "0.0.0.0/0".to_owned(),
@@ -216,7 +227,9 @@ pub(crate) fn view_of_ip(ns: &NetNs) -> View {
                  flags [{}] hops {hops}",
                 num_or(&route["table"], 254),
                 num_or(&route["type"], 1),
-                route["nhid"].as_u64().map_or("-".to_owned(), |id| id.to_string()),
+                route["nhid"]
+                    .as_u64()
+                    .map_or("-".to_owned(), |id| id.to_string()),
                 str_or_dash(&route["gateway"]),
                 dev(&route["dev"]),
                 num_or(&route["metric"], 0),
@@ -226,7 +239,10 @@ pub(crate) fn view_of_ip(ns: &NetNs) -> View {
         }
     }
     let mut nexthops = Vec::new();
-    for nh in json(ns, &["-N", "-j", "nexthop", "show"]).as_array().unwrap() {
+    for nh in json(ns, &["-N", "-j", "nexthop", "show"])
+        .as_array()
+        .unwrap()
+    {
         let group = match nh["group"].as_array() {
             Some(members) => members
                 .iter()
@@ -431,6 +447,139 @@ fn nexthops_and_their_silent_changes_are_followed() {
             cache.nexthop_of(on_group).map(|nh| nh.id()),
             Some(12),
             "a route's nexthop object"
+        );
+    });
+}
+
+/// Routes `ip -j route show ARGS` prints, as `route_line`s of both families.
+/// `table` is the table `ip` leaves out of its lines.
+fn ip_route_lines(ns: &NetNs, table: u64, args: &[&str]) -> Vec<String> {
+    let full = view_of_ip(ns);
+    let names = link_names(ns);
+    // `ip` prints no table for a filtered main-table listing, so match the selected routes
+    // by prefix, table and nexthop against the complete view.
+    let mut lines = Vec::new();
+    for (family, flag) in [("v4", "-4"), ("v6", "-6")] {
+        let mut cmd = vec![flag, "-N", "-j", "route", "show"];
+        cmd.extend_from_slice(args);
+        let full_len = if family == "v4" { 32 } else { 128 };
+        for route in json(ns, &cmd).as_array().unwrap() {
+            let dst = match route["dst"].as_str().unwrap() {
+                "default" if family == "v4" => "0.0.0.0/0".to_owned(),
+                "default" => "::/0".to_owned(),
+                dst if dst.contains('/') => dst.to_owned(),
+                dst => format!("{dst}/{full_len}"),
+            };
+            let table = num_or(&route["table"], table);
+            let key = format!("route {family} table {table} {dst} ");
+            let mut needles = vec![
+                format!(" type {} ", num_or(&route["type"], 1)),
+                format!(" metric {} ", num_or(&route["metric"], 0)),
+            ];
+            // `ip` leaves out the device it selects by.
+            let selected = args
+                .iter()
+                .position(|word| *word == "dev")
+                .map(|at| args[at + 1]);
+            if let Some(dev) = route["dev"].as_str().or(selected) {
+                needles.push(format!(" dev {} ", names[dev]));
+            }
+            if let Some(gateway) = route["gateway"].as_str() {
+                needles.push(format!(" via {gateway} "));
+            }
+            if let Some(nhid) = route["nhid"].as_u64() {
+                needles.push(format!(" nhid {nhid} "));
+            }
+            let matching: Vec<&String> = full
+                .routes
+                .iter()
+                .filter(|line| line.starts_with(&key))
+                .filter(|line| needles.iter().all(|needle| line.contains(needle)))
+                .collect();
+            assert_eq!(matching.len(), 1, "{key}: {matching:?}");
+            lines.push(matching[0].clone());
+        }
+    }
+    lines.sort();
+    lines
+}
+
+#[test]
+fn route_filters_select_what_ip_selects() {
+    bounded(LIMIT, || {
+        let ns = netns_two_pairs();
+        for line in [
+            "nexthop add id 1 via 192.0.2.2 dev nmx0",
+            "nexthop add id 2 via 198.51.100.2 dev nmy0",
+            "nexthop add id 3 blackhole",
+            "nexthop add id 10 group 1/2",
+            "route add 10.60.0.0/16 nhid 10",
+            "route add 10.61.0.0/16 nhid 1",
+            "route add 10.62.0.0/16 nhid 3",
+            "route add 10.63.0.0/16 nhid 2 table 100",
+            "route add blackhole 10.70.0.0/16",
+            "route add unreachable 10.71.0.0/16 table 100",
+            "route add 10.72.0.0/16 nexthop via 192.0.2.2 dev nmx0 nexthop via 198.51.100.2 dev nmy0",
+            "route add 10.73.0.0/16 via 198.51.100.2 dev nmy0 table 100",
+            "-6 route add 2001:db8:70::/64 via 2001:db8:1::2 dev nmx0",
+            "-6 route add blackhole 2001:db8:71::/64",
+            // IPv6 refuses to dump a table it does not have, as ip shows.
+            "-6 route add unreachable 2001:db8:72::/64 table 100",
+        ] {
+            ip(&ns, line);
+        }
+        for strict in [true, false] {
+            let platform =
+                netmirror_platform::Platform::open(config(&ns).with_strict_check(strict)).unwrap();
+            let ifindex =
+                |name: &str| platform.links().name(name).execute().unwrap().items[0].ifindex();
+            let ours = |query: netmirror_platform::RouteQuery<'_>| {
+                let mut lines: Vec<String> = query
+                    .execute()
+                    .unwrap()
+                    .items
+                    .iter()
+                    .map(route_line)
+                    .collect();
+                lines.sort();
+                lines
+            };
+            for (name, kind) in [
+                ("unicast", 1),
+                ("local", 2),
+                ("broadcast", 3),
+                ("multicast", 5),
+                ("blackhole", 6),
+                ("unreachable", 7),
+            ] {
+                for (table, id) in [("main", 254), ("100", 100), ("local", 255)] {
+                    assert_eq!(
+                        ours(platform.routes().table(id).kind(kind)),
+                        ip_route_lines(&ns, id.into(), &["table", table, "type", name]),
+                        "table {table} type {name} (strict {strict})"
+                    );
+                }
+            }
+            for dev in ["nmx0", "nmy0", "lo"] {
+                assert_eq!(
+                    ours(platform.routes().table(254).dev(ifindex(dev))),
+                    ip_route_lines(&ns, 254, &["dev", dev]),
+                    "dev {dev} (strict {strict})"
+                );
+            }
+            for (table, id) in [("main", 254), ("100", 100), ("local", 255)] {
+                assert_eq!(
+                    ours(platform.routes().table(id)),
+                    ip_route_lines(&ns, id.into(), &["table", table]),
+                    "table {table} (strict {strict})"
+                );
+            }
+        }
+        // The blackhole nexthop's route is a blackhole route, as ip says.
+        assert!(
+            ip_route_lines(&ns, 254, &["type", "blackhole"])
+                .iter()
+                .any(|line| line.contains("10.62.0.0/16"))
         );
     });
 }
