@@ -73,7 +73,8 @@ pub struct Report {
     pub n_skipped: usize,
     /// Of [`Report::n_skipped`], the items the kernel had applied and that were undone.
     pub n_undone: usize,
-    /// Undo requests the kernel refused (the item stays applied), with the batch's item.
+    /// Undo requests the kernel refused, with the batch's item: the item stays applied (it
+    /// is counted neither in [`Report::n_ok`] nor in [`Report::n_skipped`]).
     pub undo_failures: Vec<Failure>,
     /// Number of `sendmsg` calls (undo sends included).
     pub n_sends: usize,
@@ -296,7 +297,8 @@ impl Batch<'_> {
                 } else {
                     index = chunk_end;
                 }
-                report.n_skipped = self.items.len() - index;
+                // An item whose undo failed stays applied: not skipped.
+                report.n_skipped = self.items.len() - index - report.undo_failures.len();
                 break;
             }
             index = chunk_end;

@@ -13,3 +13,4 @@ mod query;
 mod security;
 mod snapshot;
 mod support;
+mod undo;
