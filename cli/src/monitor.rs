@@ -1,4 +1,4 @@
-//! `monitor [link|addr|route|rule]...`: the kernel's changes as they happen.
+//! `monitor [link|addr|route|rule|nexthop]...`: the kernel's changes as they happen.
 //!
 //! It opens a `netmirror-platform` [`Cache`] (which loads everything, then follows the
 //! multicast groups) and prints each change the cache reports, with the old and the new
@@ -86,6 +86,23 @@ pub(crate) fn run(
                             kernel::RULE_FIELDS,
                             change,
                             kernel::rule_row,
+                        )?;
+                    }
+                }
+                Event::Nexthop(change) => {
+                    let in_family = change.new_obj().or(change.old()).is_none_or(|nh| {
+                        family.is_none_or(|family| nh.family().is_none_or(|f| f == family))
+                    });
+                    if wanted(MonitorObject::Nexthop) && in_family {
+                        let row = |nh: &netmirror_platform::Nexthop| {
+                            crate::nexthop::nexthop_row(nh, &names)
+                        };
+                        print_change(
+                            printer,
+                            "nexthop",
+                            crate::nexthop::NEXTHOP_FIELDS,
+                            change,
+                            row,
                         )?;
                     }
                 }

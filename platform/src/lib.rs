@@ -100,7 +100,7 @@ pub use error::{Error, KernelError, Result};
 pub use link::{IFF_LOWER_UP, IFF_UP, Link};
 pub use netns::Netns;
 pub use nexthop::{
-    GroupMember, NEXTHOP_GRP_TYPE_MPATH, NEXTHOP_GRP_TYPE_RES, Nexthop, RTNH_F_DEAD,
+    GroupMember, NEXTHOP_GRP_TYPE_MPATH, NEXTHOP_GRP_TYPE_RES, Nexthop, NexthopQuery, RTNH_F_DEAD,
     RTNH_F_LINKDOWN, RTNH_F_ONLINK, Resilient,
 };
 pub use platform::{Config, DumpReport, Platform};

@@ -4,6 +4,8 @@
 use std::net::IpAddr;
 
 use crate::error::{Error, Result};
+use crate::platform::{Platform, Step};
+use crate::query::{Answer, FilterSide};
 use crate::route::Family;
 use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_u32};
 
@@ -389,6 +391,87 @@ impl Nexthop {
             msg.attr(NHA_ENCAP | NLA_F_NESTED, raw);
         }
         msg.finish();
+    }
+}
+
+/// A nexthop query: `platform.nexthops().execute()`, every nexthop object (or those on one
+/// device), in the kernel's order (by id).
+#[derive(Debug)]
+#[must_use = "a query does nothing until executed"]
+pub struct NexthopQuery<'a> {
+    platform: &'a Platform,
+    dev: Option<u32>,
+    id: Option<u32>,
+}
+
+impl Platform {
+    /// Starts a nexthop query.
+    pub fn nexthops(&self) -> NexthopQuery<'_> {
+        NexthopQuery {
+            platform: self,
+            dev: None,
+            id: None,
+        }
+    }
+}
+
+impl NexthopQuery<'_> {
+    /// Only the nexthops on this device (`ip nexthop show dev D`; groups have none).
+    pub fn dev(mut self, ifindex: u32) -> Self {
+        self.dev = Some(ifindex);
+        self
+    }
+
+    /// Only the nexthop with this id.
+    pub fn id(mut self, id: u32) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// Runs the query. A kernel without nexthop objects (before 5.3) gives an empty answer.
+    pub fn execute(self) -> Result<Answer<Nexthop>> {
+        let mut answer = Answer {
+            items: Vec::new(),
+            filter: if self.dev.is_some() || self.id.is_some() {
+                FilterSide::Local
+            } else {
+                FilterSide::None
+            },
+            n_interrupted: 0,
+        };
+        let items = &mut answer.items;
+        let report = self.platform.dump_retry(
+            |buf, seq| {
+                let mut msg = MsgWriter::new(
+                    buf,
+                    wire::RTM_GETNEXTHOP,
+                    wire::NLM_F_REQUEST | wire::NLM_F_DUMP,
+                    seq,
+                );
+                msg.raw(&[0u8; NHMSG_LEN]);
+                msg.finish();
+            },
+            |step| {
+                match step {
+                    Step::Msg(msg) => {
+                        if let Some(nh) = Nexthop::parse(msg.payload)?
+                            && self.dev.is_none_or(|dev| nh.oif() == Some(dev))
+                            && self.id.is_none_or(|id| nh.id() == id)
+                        {
+                            items.push(nh);
+                        }
+                    }
+                    Step::Restart => items.clear(),
+                }
+                Ok(())
+            },
+        );
+        match report {
+            Ok(report) => answer.n_interrupted = report.n_interrupted,
+            Err(Error::Kernel(err)) if err.errno == libc::EOPNOTSUPP => {}
+            Err(err) => return Err(err),
+        }
+        Ok(answer)
     }
 }
 
