@@ -485,7 +485,7 @@ fn bad_attr(kind: u16) -> Error {
 }
 
 fn parse_group(value: &[u8]) -> Result<Vec<GroupMember>> {
-    if value.len() % NEXTHOP_GRP_LEN != 0 {
+    if !value.len().is_multiple_of(NEXTHOP_GRP_LEN) {
         return Err(bad_attr(NHA_GROUP));
     }
     Ok(value

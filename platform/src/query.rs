@@ -68,6 +68,9 @@ pub struct RouteQuery<'a> {
     dev: Option<u32>,
     protocol: Option<u8>,
     kind: Option<u8>,
+    /// `dev` selects routes with any next hop on it (the kernel's own dev filter), not only
+    /// by their own device.
+    any_hop: bool,
 }
 
 impl Platform {
@@ -80,6 +83,7 @@ impl Platform {
             dev: None,
             protocol: None,
             kind: None,
+            any_hop: false,
         }
     }
 
@@ -130,6 +134,14 @@ impl RouteQuery<'_> {
         self.dev = Some(ifindex);
         self
     }
+    /// Only routes with a next hop on this interface, also multipath routes (as the
+    /// kernel's own filter selects them): what the cache asks again when the link changes.
+    pub(crate) fn through(mut self, ifindex: u32) -> Self {
+        self.dev = Some(ifindex);
+        self.any_hop = true;
+        self
+    }
+
     /// Only routes of this protocol (`RTPROT_*`).
     pub fn protocol(mut self, protocol: u8) -> Self {
         self.protocol = Some(protocol);
@@ -145,7 +157,13 @@ impl RouteQuery<'_> {
 
     fn matches(&self, route: &Route) -> bool {
         self.table.is_none_or(|table| route.table() == table)
-            && self.dev.is_none_or(|dev| route.oif() == Some(dev))
+            && self.dev.is_none_or(|dev| {
+                if self.any_hop {
+                    route.ifindexes().any(|i| i == dev)
+                } else {
+                    route.oif() == Some(dev)
+                }
+            })
             && self
                 .protocol
                 .is_none_or(|protocol| route.protocol() == protocol)
