@@ -44,12 +44,36 @@ pub(crate) fn run(
         for event in &events {
             match event {
                 Event::Link(change) => {
+                    let renamed = match change {
+                        Change::Replaced { old, new } if old.name() != new.name() => {
+                            Some((new.ifindex(), names.clone()))
+                        }
+                        _ => None,
+                    };
                     if let Some(link) = change.new_obj() {
                         names.insert(link.ifindex(), link.name());
                     }
                     if wanted(MonitorObject::Link) {
                         let row = |link: &netmirror_platform::Link| kernel::link_row(link, &names);
                         print_change(printer, "link", kernel::LINK_FIELDS, change, row)?;
+                        // The links that name it (its veth peer, its ports) show the new
+                        // name from now on: say so, as the change it is to their rows.
+                        if let Some((ifindex, old_names)) = renamed {
+                            for peer in cache.links().filter(|peer| {
+                                peer.ifindex() != ifindex
+                                    && ((peer.parent() == Some(ifindex)
+                                        && peer.link_netnsid().is_none())
+                                        || peer.controller() == Some(ifindex))
+                            }) {
+                                printer.event(&render::Event {
+                                    object: "link",
+                                    kind: EventKind::Changed,
+                                    fields: kernel::LINK_FIELDS,
+                                    old: Some(kernel::link_row(peer, &old_names)),
+                                    new: Some(kernel::link_row(peer, &names)),
+                                })?;
+                            }
+                        }
                     }
                 }
                 Event::Address(change) => {

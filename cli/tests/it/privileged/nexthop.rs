@@ -155,3 +155,51 @@ fn stop_mode_keeps_routes_on_nexthops() {
     let nexthops = ns.ip(&["nexthop", "show", "id", "20"]);
     assert!(nexthops.is_err() || nexthops.is_ok_and(|out| out.trim().is_empty()));
 }
+
+#[test]
+fn a_renamed_link_updates_the_peer_that_names_it() {
+    let ns = namespace();
+    let mut command = netmirror(&["--netns", ns.name(), "--json", "monitor", "link"]);
+    command.env("RUST_LOG", "netmirror::monitor=debug");
+    let mut monitor = Monitor::start(command, "monitor ready");
+    for args in [
+        ["link", "set", "veth1", "down"].as_slice(),
+        &["link", "set", "veth1", "name", "vethpeer"],
+    ] {
+        ns.ip(args).expect("ip link set");
+    }
+    let peer = monitor.expect_line(EVENT_TIMEOUT, |line| {
+        line.contains("\"changed\"")
+            && line.contains("\"ifname\":\"veth0\"")
+            && line.contains("vethpeer")
+    });
+    let peer: Value = serde_json::from_str(&peer).expect("JSON");
+    assert_eq!(peer["old"]["link"], "veth1");
+    assert_eq!(peer["new"]["link"], "vethpeer");
+}
+
+#[test]
+fn a_change_the_columns_do_not_show_is_not_printed_as_no_change() {
+    let ns = namespace();
+    ns.ip(&["route", "add", "10.190.0.0/16", "via", "192.0.2.2"])
+        .expect("ip route add");
+    let mut command = netmirror(&["--netns", ns.name(), "monitor", "route"]);
+    command.env("RUST_LOG", "netmirror::monitor=debug");
+    let mut monitor = Monitor::start(command, "monitor ready");
+    ns.ip(&[
+        "route",
+        "change",
+        "10.190.0.0/16",
+        "via",
+        "192.0.2.2",
+        "mtu",
+        "1400",
+    ])
+    .expect("ip route change");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("10.190.0.0/16"));
+    assert!(line.contains("changed"), "{line}");
+    assert!(
+        line.contains('\u{2192}') || line.contains("attributes without a column changed"),
+        "a change printed as none: {line}"
+    );
+}
