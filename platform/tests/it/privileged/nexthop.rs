@@ -408,11 +408,19 @@ fn nexthops_and_their_silent_changes_are_followed() {
             "route add 10.63.0.0/16 nhid 11",
             "route add 10.64.0.0/16 nhid 2 table 100",
             "-6 route add 2001:db8:60::/64 nhid 6",
+            // IPv6 groups, one with a member on nmy0.
+            "-6 nexthop add id 7 via 2001:db8:1::3 dev nmx0",
+            "-6 nexthop add id 8 via fe80::2 dev nmy0",
+            "nexthop add id 17 group 6/7,2",
+            "nexthop add id 18 group 6/8",
+            "-6 route add 2001:db8:61::/64 nhid 17",
+            "-6 route add 2001:db8:62::/64 nhid 18 metric 10",
             "route add 10.65.0.0/16 via 192.0.2.2 dev nmx0",
             // A group member deleted: the group is announced, its routes are not.
             "nexthop del id 1",
             // A nexthop deleted: its routes go without RTM_DELROUTE.
             "nexthop del id 3",
+            "-6 nexthop del id 7",
             // A group's member replaced: the routes on the group follow it.
             "nexthop replace id 4 via 192.0.2.4 dev nmx0 onlink proto zebra",
             // Carrier loss on nmy0: its nexthops, and routes on them, go silently; groups
