@@ -7,12 +7,26 @@
 //! When the kernel drops events (ENOBUFS) the cache resyncs and reports what changed; the
 //! monitor says so with an `overrun` and a `resynced` line.
 
+use std::sync::LazyLock;
+
 use netmirror_platform::{Cache, Change, Config, Event};
 use serde_json::{Map, Value};
 
 use crate::args::{KernelArgs, MonitorArgs, MonitorObject};
 use crate::kernel::{self, LinkNames};
 use crate::render::{self, Cell, EventKind, Field, Printer};
+
+/// The route columns of monitor lines: those of `route`, with the next hops shown by default
+/// (an added multipath route or one on a nexthop group lists its hops).
+static MONITOR_ROUTE_FIELDS: LazyLock<Vec<Field>> = LazyLock::new(|| {
+    kernel::ROUTE_FIELDS
+        .iter()
+        .map(|field| match field.key {
+            "nexthops" => Field::common(field.header, field.key),
+            _ => *field,
+        })
+        .collect()
+});
 
 /// Runs until interrupted (or until stdout is closed).
 pub(crate) fn run(
@@ -95,7 +109,7 @@ pub(crate) fn run(
                     if wanted(MonitorObject::Route) && in_family {
                         let row =
                             |route: &netmirror_platform::Route| kernel::route_row(route, &names);
-                        print_change(printer, "route", kernel::ROUTE_FIELDS, change, row)?;
+                        print_change(printer, "route", &MONITOR_ROUTE_FIELDS, change, row)?;
                     }
                 }
                 Event::Rule(change) => {

@@ -203,3 +203,25 @@ fn a_change_the_columns_do_not_show_is_not_printed_as_no_change() {
         "a change printed as none: {line}"
     );
 }
+
+#[test]
+fn monitor_lines_list_the_hops_of_a_route_on_a_group() {
+    let ns = namespace();
+    let mut command = netmirror(&["--netns", ns.name(), "monitor", "route"]);
+    command.env("RUST_LOG", "netmirror::monitor=debug");
+    let mut monitor = Monitor::start(command, "monitor ready");
+    ns.ip(&["route", "add", "10.191.0.0/16", "nhid", "10"])
+        .expect("ip route add");
+    let added = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("10.191.0.0/16"));
+    assert!(added.contains("added"), "{added}");
+    assert!(
+        added.contains("192.0.2.2") && added.contains("192.0.2.3"),
+        "the hops are not listed: {added}"
+    );
+    // A member deleted: the route's hops change without a route event from the kernel.
+    ns.ip(&["nexthop", "del", "id", "2"])
+        .expect("ip nexthop del");
+    let changed = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("10.191.0.0/16"));
+    assert!(changed.contains("changed"), "{changed}");
+    assert!(changed.contains('\u{2192}'), "{changed}");
+}
