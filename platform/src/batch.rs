@@ -559,3 +559,6 @@ pub(crate) fn emit_restore(echo: &[u8], buf: &mut Vec<u8>, seq: u32) {
     }
     msg.finish();
 }
+
+#[cfg(test)]
+mod tests;

@@ -161,3 +161,107 @@ fn fuzz_seeds_pass_the_parse_target() {
     }
     assert!(n_nexthops > 0, "no nexthop seeds");
 }
+
+/// `nexthop` lines and `nhid` as `ip -batch` reads them.
+mod batch_lines {
+    use crate::batch::{Item, Op};
+    use crate::ipbatch::{ParseError, parse_line};
+    use crate::nexthop::{GroupMember, NEXTHOP_GRP_TYPE_RES, Nexthop, RTNH_F_ONLINK};
+
+    fn dev(name: &str) -> Option<u32> {
+        (name == "eth0").then_some(2)
+    }
+
+    fn nexthop(line: &str) -> (Op, Nexthop) {
+        match parse_line(line, &dev).unwrap() {
+            Item::Nexthop(op, nh) => (op, nh),
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn nexthop_lines() {
+        let (op, nh) = nexthop("nexthop add id 1 via 192.0.2.2 dev eth0 onlink proto zebra");
+        assert_eq!(op, Op::Add);
+        assert_eq!(nh.id(), 1);
+        assert_eq!(nh.gateway(), Some("192.0.2.2".parse().unwrap()));
+        assert_eq!(nh.oif(), Some(2));
+        assert_eq!(nh.flags(), RTNH_F_ONLINK);
+        assert_eq!(nh.protocol(), 11);
+
+        let (_, nh) = nexthop("nexthop add id 3 blackhole");
+        assert!(nh.is_blackhole());
+
+        let (op, nh) = nexthop("nexthop replace id 10 group 1/2,3 type resilient buckets 32");
+        assert_eq!(op, Op::Replace);
+        assert_eq!(
+            nh.group(),
+            [
+                GroupMember { id: 1, weight: 1 },
+                GroupMember { id: 2, weight: 3 }
+            ]
+        );
+        assert_eq!(nh.group_type(), Some(NEXTHOP_GRP_TYPE_RES));
+        assert_eq!(nh.resilient().and_then(|res| res.buckets), Some(32));
+
+        let (op, nh) = nexthop("nh del id 10");
+        assert_eq!((op, nh), (Op::Delete, Nexthop::new(10)));
+    }
+
+    #[test]
+    fn bad_nexthop_lines_name_the_word() {
+        let err = |line: &str| parse_line(line, &dev).unwrap_err();
+        assert_eq!(
+            err("nexthop add via 192.0.2.2 dev eth0"),
+            ParseError::NoNexthopId
+        );
+        assert_eq!(err("nexthop add id 0 blackhole"), ParseError::NoNexthopId);
+        assert_eq!(
+            err("nexthop add id x blackhole"),
+            ParseError::BadNumber("x".into())
+        );
+        assert_eq!(
+            err("nexthop add id 1 group 1/2,0"),
+            ParseError::BadGroupMember("2,0".into())
+        );
+        assert_eq!(
+            err("nexthop add id 1 group 1/2,65537"),
+            ParseError::BadGroupMember("2,65537".into())
+        );
+        assert_eq!(
+            err("nexthop add id 1 via 192.0.2.2 dev eth9"),
+            ParseError::UnknownDevice("eth9".into())
+        );
+        assert_eq!(
+            err("nexthop add id 1 color blue"),
+            ParseError::UnknownNexthopKeyword("color".into())
+        );
+        assert_eq!(err("nexthop add id"), ParseError::MissingValue("id".into()));
+        assert_eq!(err("nexthop add id 1 via").token(), Some("via"));
+    }
+
+    #[test]
+    fn routes_on_nexthops() {
+        let Item::Route(Op::Add, route) =
+            parse_line("route add 10.170.0.0/16 nhid 1", &dev).unwrap()
+        else {
+            panic!("a route");
+        };
+        assert_eq!(route.nh_id(), Some(1));
+        // No gateway nor device: the nexthop gives them, and the scope is universe.
+        assert_eq!(
+            (route.gateway(), route.oif(), route.scope()),
+            (None, None, 0)
+        );
+        // The request carries the id alone.
+        let mut buf = Vec::new();
+        route.emit(&mut buf, crate::wire::RTM_NEWROUTE, 0, 1);
+        let sent = crate::route::Route::parse(&buf[16..]).unwrap().unwrap();
+        assert_eq!(sent.nh_id(), Some(1));
+        assert_eq!((sent.gateway(), sent.oif()), (None, None));
+        assert_eq!(
+            parse_line("route add 10.170.0.0/16 nhid one", &dev).unwrap_err(),
+            ParseError::BadNumber("one".into())
+        );
+    }
+}
