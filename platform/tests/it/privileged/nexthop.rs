@@ -390,6 +390,7 @@ fn nexthops_and_their_silent_changes_are_followed() {
     bounded(LIMIT, || {
         let ns = netns_two_pairs();
         ip(&ns, "addr add 203.0.113.1/24 dev nmx0");
+        ip(&ns, "addr add 203.0.114.1/24 dev nmx0");
         let mut cache = Cache::open(config(&ns)).unwrap();
         let mut replay = Replay::of(&cache);
         check(&mut cache, &mut replay, &ns, "open");
@@ -418,6 +419,9 @@ fn nexthops_and_their_silent_changes_are_followed() {
             "route add 10.65.0.0/16 via 192.0.2.2 dev nmx0",
             // A group member deleted: the group is announced, its routes are not.
             "nexthop del id 1",
+            // Unrelated, on the link the group's first hop was on: the route on the group
+            // still exists and must not be reported removed.
+            "addr del 203.0.114.1/24 dev nmx0",
             // A nexthop deleted: its routes go without RTM_DELROUTE.
             "nexthop del id 3",
             "-6 nexthop del id 7",
