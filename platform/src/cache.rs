@@ -584,6 +584,7 @@ impl Cache {
 
     #[tracing::instrument(level = "debug", skip_all)]
     fn run_resync(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        self.state.settle(out);
         let before = out.len();
         let retries_before = self.stats.n_dump_retries;
         self.load_all(Some(out))?;
@@ -704,6 +705,7 @@ impl Cache {
     /// Asks the kernel again what the events applied by this poll may have changed without
     /// a notification ([`State::take_work`]).
     fn run_work(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        self.state.settle(out);
         let work = self.state.take_work();
         if work.nexthops {
             let mut changes = Vec::new();

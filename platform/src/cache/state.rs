@@ -45,6 +45,8 @@ pub(crate) struct State {
     /// Nexthops whose routes' reported next hops may have changed without a notification (a
     /// group lost a member, a member changed).
     suspect_nhids: Vec<u32>,
+    /// Nexthops deleted whose routes are not removed yet ([`State::settle`]).
+    deleted_nhids: Vec<u32>,
 }
 
 /// What the kernel must be asked again after the messages applied so far
@@ -85,6 +87,7 @@ impl State {
             suspect_ifindexes: Vec::new(),
             suspect_nexthops: false,
             suspect_nhids: Vec::new(),
+            deleted_nhids: Vec::new(),
         }
     }
 
@@ -100,6 +103,7 @@ impl State {
     /// routes on them are then right before a device's routes are dumped again, so a route
     /// that only lost a hop is not taken for gone). Routes on changed nexthops are asked
     /// for by [`State::take_nhid_refresh`] after the nexthops are resynced.
+    /// Call [`State::settle`] first.
     pub(crate) fn take_work(&mut self) -> Work {
         let mut ifindexes = std::mem::take(&mut self.suspect_ifindexes);
         ifindexes.sort_unstable();
@@ -122,6 +126,7 @@ impl State {
                 _ => {}
             }
         }
+        gone.sort_unstable();
         self.remove_routes_with_nhid(&gone, out);
     }
 
@@ -287,6 +292,7 @@ impl State {
                 if let Some(route) = Route::parse(msg.payload)?
                     && route.flags() & RTM_F_CLONED == 0
                 {
+                    self.settle_for(route.nh_id(), out);
                     self.apply_new_route(route, msg.flags, out);
                 }
             }
@@ -311,6 +317,7 @@ impl State {
             }
             wire::RTM_NEWNEXTHOP => {
                 if let Some(nh) = Nexthop::parse(msg.payload)? {
+                    self.settle_for(Some(nh.id()), out);
                     self.apply_new_nexthop(nh, out);
                 }
             }
@@ -418,21 +425,51 @@ impl State {
     }
 
     /// Applies an `RTM_DELNEXTHOP` event: the kernel deletes the routes using the nexthop
-    /// without a notification for IPv4 (and the groups it was in are announced apart).
+    /// without a notification for IPv4 (and the groups it was in are announced apart). The
+    /// routes go at the next [`State::settle`] (one walk over the routes for many deletions,
+    /// as `ip nexthop flush` makes them), or before a message that may concern them.
     fn apply_del_nexthop(&mut self, id: u32, out: &mut Vec<Event>) {
         if let Some(old) = self.nexthops.remove(&id) {
             out.push(Event::Nexthop(Change::Removed(old)));
         }
-        self.remove_routes_with_nhid(&[id], out);
+        self.deleted_nhids.push(id);
+    }
+
+    /// Removes the routes of the nexthops deleted since the last call: what the messages
+    /// applied so far imply without asking the kernel. Call it before reading the routes.
+    pub(crate) fn settle(&mut self, out: &mut Vec<Event>) {
+        if self.deleted_nhids.is_empty() {
+            return;
+        }
+        let mut ids = std::mem::take(&mut self.deleted_nhids);
+        ids.sort_unstable();
+        ids.dedup();
+        self.remove_routes_with_nhid(&ids, out);
+    }
+
+    /// Settles first when `nh_id` was deleted and not settled yet: a nexthop added again
+    /// with that id, or a route on it, is new and must not go with the old routes.
+    fn settle_for(&mut self, nh_id: Option<u32>, out: &mut Vec<Event>) {
+        if nh_id.is_some_and(|id| self.deleted_nhids.contains(&id)) {
+            self.settle(out);
+        }
     }
 
     /// Removes the routes pointing at one of `ids` (the kernel deleted them with their
     /// nexthop). A walk over all routes: this runs only when nexthops go.
+    /// `ids` is sorted.
     fn remove_routes_with_nhid(&mut self, ids: &[u32], out: &mut Vec<Event>) {
+        if ids.is_empty() {
+            return;
+        }
         let gone: Vec<RouteId> = self
             .routes
             .iter()
-            .filter(|route| route.nh_id().is_some_and(|id| ids.contains(&id)))
+            .filter(|route| {
+                route
+                    .nh_id()
+                    .is_some_and(|id| ids.binary_search(&id).is_ok())
+            })
             .map(|route| Route::id(route))
             .collect();
         for id in gone {

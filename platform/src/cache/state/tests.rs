@@ -289,7 +289,10 @@ fn a_deleted_group_member_changes_the_group_and_asks_for_its_routes() {
 #[test]
 fn a_deleted_nexthop_takes_its_routes_along() {
     let mut state = loaded();
-    let events = feed(&mut state, NH_DEL);
+    let mut events = feed(&mut state, NH_DEL);
+    // Not before the state settles: one walk over the routes for many deletions.
+    assert!(route_on(&state, 3).is_some());
+    state.settle(&mut events);
     let removed: Vec<&Route> = events
         .iter()
         .filter_map(|event| match event {
@@ -343,4 +346,25 @@ fn a_link_deleted_keeps_routes_on_groups_for_the_nexthop_resync() {
     // The route on group 10 (hops on v0) waits for the nexthop resync, which decides.
     assert!(route_on(&state, 10).is_some());
     assert!(state.take_work().nexthops);
+}
+
+#[test]
+fn a_nexthop_deleted_and_added_again_keeps_its_new_routes() {
+    let mut state = loaded();
+    feed(&mut state, NH_DEL);
+    // `ip nexthop add id 3 blackhole` and `ip route add 10.62.0.0/16 nhid 3` again, before
+    // the state settles: the old route goes, the new one stays.
+    let mut events = feed(&mut state, &[NH_ADD[2], ROUTES_ADD[1]]);
+    state.settle(&mut events);
+    let removed = events
+        .iter()
+        .filter(|event| matches!(event, Event::Route(Change::Removed(_))))
+        .count();
+    let added = events
+        .iter()
+        .filter(|event| matches!(event, Event::Route(Change::Added(_))))
+        .count();
+    assert_eq!((removed, added), (1, 1), "{events:?}");
+    assert!(route_on(&state, 3).is_some());
+    assert!(state.nexthops.get(&3).is_some());
 }
