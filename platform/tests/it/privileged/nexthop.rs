@@ -445,6 +445,9 @@ fn nexthops_and_their_silent_changes_are_followed() {
             "link del nmy0",
             // Unrelated: nothing else may change.
             "addr del 203.0.113.1/24 dev nmx0",
+            // The link's last IPv4 address: plain routes via its gateway go silently, routes
+            // on nexthops there stay.
+            "addr del 192.0.2.1/24 dev nmx0",
         ];
         for step in script {
             ip(&ns, step);
