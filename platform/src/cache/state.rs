@@ -318,7 +318,7 @@ impl State {
             wire::RTM_NEWNEXTHOP => {
                 if let Some(nh) = Nexthop::parse(msg.payload)? {
                     self.settle_for(Some(nh.id()), out);
-                    self.apply_new_nexthop(nh, out);
+                    self.apply_new_nexthop(nh, msg.flags, out);
                 }
             }
             wire::RTM_DELNEXTHOP => {
@@ -414,10 +414,17 @@ impl State {
     /// nexthop does to the routes using it (their next hops are reported from it), so those
     /// routes, and the routes of the groups it is a member of, are asked again at the end of
     /// the poll.
-    fn apply_new_nexthop(&mut self, nh: Nexthop, out: &mut Vec<Event>) {
+    ///
+    /// A replace (`NLM_F_REPLACE`, as `ip nexthop replace` and routing daemons send it) is
+    /// the exception: the kernel then announces every route on the nexthop and on the groups
+    /// holding it, so nothing is asked again. A group changed because a member was deleted
+    /// carries the delete's flags.
+    fn apply_new_nexthop(&mut self, nh: Nexthop, flags: u16, out: &mut Vec<Event>) {
         let id = nh.id();
         if let Some(event) = upsert(&mut self.nexthops, nh, Event::Nexthop) {
-            if matches!(event, Event::Nexthop(Change::Replaced { .. })) {
+            if matches!(event, Event::Nexthop(Change::Replaced { .. }))
+                && flags & wire::NLM_F_REPLACE == 0
+            {
                 self.suspect_nhid(id);
             }
             out.push(event);

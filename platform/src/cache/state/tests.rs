@@ -368,3 +368,33 @@ fn a_nexthop_deleted_and_added_again_keeps_its_new_routes() {
     assert!(route_on(&state, 3).is_some());
     assert!(state.nexthops.get(&3).is_some());
 }
+
+#[test]
+fn a_replaced_nexthop_is_announced_with_its_routes_so_nothing_is_asked_again() {
+    let mut state = loaded();
+    // `ip nexthop replace id 1 via 192.0.2.9 dev v0`: the captured add of nexthop 1 with
+    // the replace's flags and another gateway.
+    let mut datagram = bytes(NH_ADD[0]);
+    datagram[6..8].copy_from_slice(&(wire::NLM_F_REQUEST | wire::NLM_F_REPLACE).to_ne_bytes());
+    let last = datagram.len() - 1;
+    datagram[last] = 9;
+    let mut out = Vec::new();
+    for msg in Msgs::new(&datagram) {
+        state.apply(&msg.unwrap(), &mut out).unwrap();
+    }
+    assert!(matches!(
+        out.as_slice(),
+        [Event::Nexthop(Change::Replaced { .. })]
+    ));
+    // The kernel announces the routes on it and on group 10 itself.
+    assert_eq!(state.take_nhid_refresh(), None);
+
+    // The same change without the replace flag (a group changed by a member's deletion
+    // carries the delete's flags): its routes and its groups' routes are asked again.
+    datagram[6..8].copy_from_slice(&wire::NLM_F_REQUEST.to_ne_bytes());
+    datagram[last] = 7;
+    for msg in Msgs::new(&datagram) {
+        state.apply(&msg.unwrap(), &mut out).unwrap();
+    }
+    assert_eq!(state.take_nhid_refresh(), Some(vec![1, 10]));
+}
