@@ -63,6 +63,28 @@ fn golden_gateway_nexthop() {
 }
 
 #[test]
+fn display_as_ip_prints() {
+    assert_eq!(
+        parse_one(&bytes(GATEWAY)).to_string(),
+        "id 1 via 192.0.2.2 oif 3 scope 253"
+    );
+    assert_eq!(parse_one(&bytes(BLACKHOLE)).to_string(), "id 3 blackhole");
+    assert_eq!(
+        parse_one(&bytes(GROUP)).to_string(),
+        "id 10 group 1/2,3 unknown 14:00000080"
+    );
+    let res = Nexthop::new(11)
+        .with_group(vec![GroupMember { id: 1, weight: 1 }])
+        .with_group_type(NEXTHOP_GRP_TYPE_RES)
+        .with_buckets(8)
+        .with_flags(RTNH_F_ONLINK);
+    assert_eq!(
+        res.to_string(),
+        "id 11 group 1 type resilient buckets 8 onlink"
+    );
+}
+
+#[test]
 fn golden_blackhole_nexthop() {
     let nh = parse_one(&bytes(BLACKHOLE));
     assert_eq!(nh.id(), 3);
