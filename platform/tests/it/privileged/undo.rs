@@ -70,6 +70,15 @@ fn undo_restores_every_kind_of_deleted_route_exactly() {
                 "route add 10.179.0.0/16 dev nmx0 scope link",
                 Some("10.179.0.0/16"),
             ),
+            // Lightweight tunnel encapsulations.
+            (
+                "route add 10.180.0.0/16 encap ip id 5 dst 198.51.100.9 ttl 3 dev nmx0",
+                Some("10.180.0.0/16"),
+            ),
+            (
+                "route add 10.181.0.0/16 encap seg6 mode encap segs 2001:db8::1 dev nmx0",
+                Some("10.181.0.0/16"),
+            ),
         ];
         for (line, _) in &deleted {
             ip(&ns, line);
