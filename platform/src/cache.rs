@@ -714,10 +714,23 @@ impl Cache {
             out.append(&mut changes);
         }
         if let Some(ids) = self.state.take_nhid_refresh() {
-            // The kernel has no filter by nexthop: a dump of every route, run only when a
-            // held route uses a changed nexthop.
-            let answer = self.platform.routes().execute()?;
-            self.state.nhid_routes_refreshed(&ids, answer.items, out);
+            // The kernel has no filter by nexthop: the routes of the devices the nexthops
+            // sit on (every route on them uses those), filtered by the kernel; without
+            // strict checking, or when a device is not known, a dump of every route.
+            let devices = self
+                .state
+                .devices_of_nexthops(&ids)
+                .filter(|_| self.platform.strict_check());
+            let mut fresh = Vec::new();
+            match devices {
+                Some(devices) => {
+                    for dev in devices {
+                        fresh.extend(self.platform.routes().through(dev).execute()?.items);
+                    }
+                }
+                None => fresh = self.platform.routes().execute()?.items,
+            }
+            self.state.nhid_routes_refreshed(&ids, fresh, out);
         }
         for ifindex in work.ifindexes {
             self.load(Kind::Routes, Some(ifindex), Some(&mut *out))?;

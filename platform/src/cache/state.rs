@@ -18,6 +18,9 @@ use super::{
 use crate::addr::Address;
 use crate::error::Result;
 use crate::link::{IFF_LOWER_UP, IFF_UP, Link};
+
+/// `IFF_LOOPBACK`.
+const IFF_LOOPBACK: u32 = 0x8;
 use crate::nexthop::Nexthop;
 use crate::route::{Family, Route, RouteId};
 use crate::rule::Rule;
@@ -147,8 +150,40 @@ impl State {
         held.then_some(ids)
     }
 
-    /// Makes the routes on the nexthops `ids` (sorted) what the kernel now reports of them:
-    /// `fresh` is a dump of every route.
+    /// The interfaces whose routes (as the kernel's dump filter by device selects them, by
+    /// any hop) include every route on the nexthops `ids`: a nexthop's own device, a group's
+    /// first member's, `lo` for a blackhole. `None` when one is not known (a full dump then).
+    pub(crate) fn devices_of_nexthops(&self, ids: &[u32]) -> Option<Vec<u32>> {
+        let device = |nh: &Nexthop| -> Option<u32> {
+            if nh.is_blackhole() {
+                // The kernel's blackhole nexthop sits on the loopback device.
+                return self
+                    .links
+                    .iter()
+                    .find(|link| link.flags() & IFF_LOOPBACK != 0)
+                    .map(|link| link.ifindex());
+            }
+            nh.oif()
+        };
+        let mut devices = Vec::new();
+        for id in ids {
+            let nh = self.nexthops.get(id)?;
+            let dev = match nh.group().first() {
+                Some(member) => device(self.nexthops.get(&member.id)?)?,
+                None => device(nh)?,
+            };
+            devices.push(dev);
+        }
+        devices.sort_unstable();
+        devices.dedup();
+        Some(devices)
+    }
+
+    /// Updates the routes on the nexthops `ids` (sorted) to what the kernel now reports of
+    /// them: `fresh` is a dump that covers them (of every route, or of the devices of
+    /// [`State::devices_of_nexthops`]). A held route the dump does not have is left alone:
+    /// routes on a nexthop go with their nexthop (see [`State::settle`]) or with their own
+    /// `RTM_DELROUTE`, never silently while it lives.
     pub(crate) fn nhid_routes_refreshed(
         &mut self,
         ids: &[u32],
@@ -160,18 +195,14 @@ impl State {
                 .nh_id()
                 .is_some_and(|id| ids.binary_search(&id).is_ok())
         };
-        let held: Vec<RouteId> = self
-            .routes
-            .iter()
-            .filter(|route| uses(route))
-            .map(|route| Route::id(route))
-            .collect();
-        let fresh: HashMap<RouteId, Route> = fresh
-            .into_iter()
-            .filter(|route| route.flags() & RTM_F_CLONED == 0 && uses(route))
-            .map(|route| (route.id(), route))
-            .collect();
-        self.replace_held(held, fresh, out);
+        for route in fresh {
+            if route.flags() & RTM_F_CLONED == 0
+                && uses(&route)
+                && self.routes.get(&route.id()).is_some()
+            {
+                out.extend(upsert(&mut self.routes, route, Event::Route));
+            }
+        }
     }
 
     /// Makes the held routes `held` what `fresh` (a dump that covers them) says: replaced,

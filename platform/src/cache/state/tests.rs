@@ -398,3 +398,15 @@ fn a_replaced_nexthop_is_announced_with_its_routes_so_nothing_is_asked_again() {
     }
     assert_eq!(state.take_nhid_refresh(), Some(vec![1, 10]));
 }
+
+#[test]
+fn routes_on_nexthops_are_asked_again_by_the_device_they_sit_on() {
+    let state = loaded();
+    // Group 10's first member, nexthop 1, is on v0: every route on the group uses v0.
+    assert_eq!(state.devices_of_nexthops(&[1, 10]), Some(vec![3]));
+    // A blackhole sits on the loopback device, which this state has no message of: then
+    // the routes are dumped whole.
+    assert_eq!(state.devices_of_nexthops(&[3]), None);
+    // A nexthop the state does not hold: the same.
+    assert_eq!(state.devices_of_nexthops(&[99]), None);
+}
