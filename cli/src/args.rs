@@ -105,6 +105,13 @@ pub(crate) enum Command {
                       netmirror route count"
     )]
     Route(RouteArgs),
+    /// Nexthop objects, like `ip nexthop`.
+    #[command(
+        visible_alias = "nh",
+        after_help = "Examples:\n  netmirror nexthop\n  netmirror nexthop show id 10\n  \
+                      netmirror --json nexthop show dev eth0"
+    )]
+    Nexthop(NexthopArgs),
     /// Kernel changes as they happen, each with its old and new value.
     #[command(after_help = "Example:\n  netmirror --json monitor route link")]
     Monitor(MonitorArgs),
@@ -139,7 +146,11 @@ pub(crate) enum Command {
 const BATCH_HELP: &str = "\
 Each line is one command, as `ip -batch` takes them:
   route add|del|replace PREFIX [via GW] [dev DEV] [table ID] [metric N] [proto P] [type T]
+                        [nhid ID]
   addr add|del PREFIX dev DEV
+  nexthop add|replace id ID [via GW] [dev DEV] [onlink] | blackhole | group ID[,W]/...
+                        [type mpath|resilient] [buckets N] [fdb] [proto P]
+  nexthop del id ID
 Empty lines and lines starting with `#` are skipped. Requests are pipelined to the kernel.
 
 Without --continue, the file is checked first: a malformed line applies nothing, and the first
@@ -199,6 +210,14 @@ pub(crate) struct AddrArgs {
     pub(crate) words: Vec<String>,
 }
 
+/// `nexthop [show] [id N] [dev DEV]`.
+#[derive(Debug, Args)]
+pub(crate) struct NexthopArgs {
+    /// `show` (optional), then `id N` and/or `dev DEV`.
+    #[arg(value_name = "show] [id N] [dev DEV")]
+    pub(crate) words: Vec<String>,
+}
+
 /// `rule [show]`.
 #[derive(Debug, Args)]
 pub(crate) struct RuleArgs {
@@ -247,6 +266,8 @@ pub(crate) enum MonitorObject {
     Addr,
     Route,
     Rule,
+    #[value(alias = "nh")]
+    Nexthop,
 }
 
 /// `batch FILE|- [--continue]`.

@@ -129,6 +129,11 @@ pub(crate) fn run(
             object.insert("failed".to_owned(), Value::Array(failures));
             object.insert("malformed".to_owned(), Value::from(n_malformed));
             object.insert("skipped".to_owned(), Value::from(report.n_skipped));
+            // Applied after the first failure and still applied: the undo was refused.
+            object.insert(
+                "not_undone".to_owned(),
+                Value::from(report.undo_failures.len()),
+            );
             printer.json(&Value::Object(object))?;
         }
         Mode::Human | Mode::Terse => {
@@ -141,6 +146,12 @@ pub(crate) fn run(
                 summary.push_str(&format!(
                     ", {} not applied after the first failure",
                     report.n_skipped
+                ));
+            }
+            if !report.undo_failures.is_empty() {
+                summary.push_str(&format!(
+                    ", {} applied after the first failure and not undone",
+                    report.undo_failures.len()
                 ));
             }
             printer.note(&summary)?;

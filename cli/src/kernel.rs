@@ -150,6 +150,7 @@ pub(crate) fn family_name(family: platform::Family) -> &'static str {
 /// Interface names by index, to print `dev eth0` instead of an index (shared, so a row naming
 /// a link costs no allocation). Kept sorted by index: a binary search is cheaper than hashing
 /// for the few links a host has, and route show looks up two per route.
+#[derive(Clone)]
 pub(crate) struct LinkNames(Vec<(u32, Arc<str>)>);
 
 impl LinkNames {

@@ -11,6 +11,7 @@ mod failure;
 mod heap;
 mod kernel;
 mod monitor;
+mod nexthop;
 mod nm;
 mod objects;
 mod overview;
@@ -98,6 +99,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Some(RouteAction::Count) => kernel::route_count(&mut printer, &cli.kernel),
         },
+        Some(Command::Nexthop(args)) => nexthop::show(&mut printer, &cli.kernel, &args),
         Some(Command::Monitor(args)) => monitor::run(&mut printer, &cli.kernel, &args),
         Some(Command::Batch(args)) => batch::run(&mut printer, &cli.kernel, &args),
         Some(Command::Nm(args)) => {

@@ -1,4 +1,4 @@
-//! `monitor [link|addr|route|rule]...`: the kernel's changes as they happen.
+//! `monitor [link|addr|route|rule|nexthop]...`: the kernel's changes as they happen.
 //!
 //! It opens a `netmirror-platform` [`Cache`] (which loads everything, then follows the
 //! multicast groups) and prints each change the cache reports, with the old and the new
@@ -7,12 +7,26 @@
 //! When the kernel drops events (ENOBUFS) the cache resyncs and reports what changed; the
 //! monitor says so with an `overrun` and a `resynced` line.
 
+use std::sync::LazyLock;
+
 use netmirror_platform::{Cache, Change, Config, Event};
 use serde_json::{Map, Value};
 
 use crate::args::{KernelArgs, MonitorArgs, MonitorObject};
 use crate::kernel::{self, LinkNames};
 use crate::render::{self, Cell, EventKind, Field, Printer};
+
+/// The route columns of monitor lines: those of `route`, with the next hops shown by default
+/// (an added multipath route or one on a nexthop group lists its hops).
+static MONITOR_ROUTE_FIELDS: LazyLock<Vec<Field>> = LazyLock::new(|| {
+    kernel::ROUTE_FIELDS
+        .iter()
+        .map(|field| match field.key {
+            "nexthops" => Field::common(field.header, field.key),
+            _ => *field,
+        })
+        .collect()
+});
 
 /// Runs until interrupted (or until stdout is closed).
 pub(crate) fn run(
@@ -44,12 +58,36 @@ pub(crate) fn run(
         for event in &events {
             match event {
                 Event::Link(change) => {
+                    let renamed = match change {
+                        Change::Replaced { old, new } if old.name() != new.name() => {
+                            Some((new.ifindex(), names.clone()))
+                        }
+                        _ => None,
+                    };
                     if let Some(link) = change.new_obj() {
                         names.insert(link.ifindex(), link.name());
                     }
                     if wanted(MonitorObject::Link) {
                         let row = |link: &netmirror_platform::Link| kernel::link_row(link, &names);
                         print_change(printer, "link", kernel::LINK_FIELDS, change, row)?;
+                        // The links that name it (its veth peer, its ports) show the new
+                        // name from now on: say so, as the change it is to their rows.
+                        if let Some((ifindex, old_names)) = renamed {
+                            for peer in cache.links().filter(|peer| {
+                                peer.ifindex() != ifindex
+                                    && ((peer.parent() == Some(ifindex)
+                                        && peer.link_netnsid().is_none())
+                                        || peer.controller() == Some(ifindex))
+                            }) {
+                                printer.event(&render::Event {
+                                    object: "link",
+                                    kind: EventKind::Changed,
+                                    fields: kernel::LINK_FIELDS,
+                                    old: Some(kernel::link_row(peer, &old_names)),
+                                    new: Some(kernel::link_row(peer, &names)),
+                                })?;
+                            }
+                        }
                     }
                 }
                 Event::Address(change) => {
@@ -71,7 +109,7 @@ pub(crate) fn run(
                     if wanted(MonitorObject::Route) && in_family {
                         let row =
                             |route: &netmirror_platform::Route| kernel::route_row(route, &names);
-                        print_change(printer, "route", kernel::ROUTE_FIELDS, change, row)?;
+                        print_change(printer, "route", &MONITOR_ROUTE_FIELDS, change, row)?;
                     }
                 }
                 Event::Rule(change) => {
@@ -86,6 +124,23 @@ pub(crate) fn run(
                             kernel::RULE_FIELDS,
                             change,
                             kernel::rule_row,
+                        )?;
+                    }
+                }
+                Event::Nexthop(change) => {
+                    let in_family = change.new_obj().or(change.old()).is_none_or(|nh| {
+                        family.is_none_or(|family| nh.family().is_none_or(|f| f == family))
+                    });
+                    if wanted(MonitorObject::Nexthop) && in_family {
+                        let row = |nh: &netmirror_platform::Nexthop| {
+                            crate::nexthop::nexthop_row(nh, &names)
+                        };
+                        print_change(
+                            printer,
+                            "nexthop",
+                            crate::nexthop::NEXTHOP_FIELDS,
+                            change,
+                            row,
                         )?;
                     }
                 }

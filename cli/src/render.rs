@@ -894,7 +894,15 @@ fn event_text(event: &Event<'_>, chosen: &[usize]) -> String {
     match (&event.old, &event.new) {
         (Some(old), Some(new)) => {
             let differs = |idx: usize| old[idx] != new[idx];
-            let changes: Vec<String> = chosen
+            // A change in a column not chosen is still shown: a `changed` line never reads
+            // as if nothing changed.
+            let all: Vec<usize> = (0..event.fields.len().min(old.len()).min(new.len())).collect();
+            let changed_cols = if chosen.iter().any(|&idx| differs(idx)) {
+                chosen
+            } else {
+                &all[..]
+            };
+            let changes: Vec<String> = changed_cols
                 .iter()
                 .filter(|&&idx| differs(idx))
                 .map(|&idx| {
@@ -909,8 +917,9 @@ fn event_text(event: &Event<'_>, chosen: &[usize]) -> String {
             // What stayed the same says which object it is; then what changed.
             let same = describe(new, &differs);
             match (same.is_empty(), changes.is_empty()) {
-                // Nothing differs: `same` describes the whole object.
-                (_, true) => same,
+                // Nothing the columns show differs: say so rather than print an unchanged
+                // object as a change.
+                (_, true) => format!("{same}: attributes without a column changed"),
                 (true, false) => changes.join(", "),
                 (false, false) => format!("{same}: {}", changes.join(", ")),
             }

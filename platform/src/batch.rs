@@ -11,14 +11,15 @@
 //! The kernel goes on with the next message of a send after a refused one. To stop exactly at
 //! the first failure while still packing many requests per send, a batch can undo what the
 //! kernel applied after the failing item in the same send ([`Batch::undo_past_failure`]): an
-//! added route is deleted again, a deleted IPv4 route added back as the kernel echoed it
-//! (`NLM_F_ECHO`). Items that cannot be undone exactly (replaces, addresses, IPv6 deletes)
-//! only ever start a send.
+//! added route or nexthop is deleted again, a deleted IPv4 route added back from the bytes the
+//! kernel echoed of it (`NLM_F_ECHO`), every attribute included. Items that cannot be undone
+//! exactly (replaces, addresses, IPv6 deletes, nexthop deletes) only ever start a send.
 
 use crate::addr::Address;
 use crate::error::{Error, KernelError, Result};
+use crate::nexthop::Nexthop;
 use crate::platform::{DUMP_RCVBUF, Platform};
-use crate::route::{Family, Route};
+use crate::route::{Family, RTMSG_LEN, RTN_BLACKHOLE, RTN_UNICAST, Route};
 use crate::socket::NlSocket;
 use crate::wire::{self, Msgs};
 
@@ -45,6 +46,8 @@ pub enum Item {
     Route(Op, Route),
     /// An address change.
     Address(Op, Address),
+    /// A nexthop object change (a delete needs only the id).
+    Nexthop(Op, Nexthop),
 }
 
 /// One item the kernel refused.
@@ -70,7 +73,8 @@ pub struct Report {
     pub n_skipped: usize,
     /// Of [`Report::n_skipped`], the items the kernel had applied and that were undone.
     pub n_undone: usize,
-    /// Undo requests the kernel refused (the item stays applied), with the batch's item.
+    /// Undo requests the kernel refused, with the batch's item: the item stays applied (it
+    /// is counted neither in [`Report::n_ok`] nor in [`Report::n_skipped`]).
     pub undo_failures: Vec<Failure>,
     /// Number of `sendmsg` calls (undo sends included).
     pub n_sends: usize,
@@ -154,6 +158,16 @@ impl Batch<'_> {
         self.push(Item::Address(Op::Delete, addr))
     }
 
+    /// Adds a nexthop object (fails if its id exists).
+    pub fn add_nexthop(self, nexthop: Nexthop) -> Self {
+        self.push(Item::Nexthop(Op::Add, nexthop))
+    }
+
+    /// Deletes a nexthop object, and with it the routes using it.
+    pub fn delete_nexthop(self, id: u32) -> Self {
+        self.push(Item::Nexthop(Op::Delete, Nexthop::new(id)))
+    }
+
     /// Stop at the first failure (default: go on and report every failure).
     ///
     /// The kernel applies every message of one send, so the items packed in the same send
@@ -173,8 +187,11 @@ impl Batch<'_> {
     /// Failures after the first one in its send are not reported (those items count as not
     /// applied). Other processes may see the undone changes come and go.
     ///
-    /// Replaces, address changes and IPv6 route deletes cannot be undone exactly: each of
-    /// them starts a new send, so nothing before it in a send can fail after it was applied.
+    /// A deleted route is added back from the bytes of the kernel's echo, so it comes back
+    /// with every attribute the kernel reported (on its nexthop object alone when it had
+    /// one). Replaces, address changes, IPv6 route deletes and nexthop deletes cannot be
+    /// undone exactly: each of them starts a new send, so nothing before it in a send can
+    /// fail after it was applied.
     pub fn undo_past_failure(mut self, undo: bool) -> Self {
         self.undo = undo;
         self
@@ -280,7 +297,8 @@ impl Batch<'_> {
                 } else {
                     index = chunk_end;
                 }
-                report.n_skipped = self.items.len() - index;
+                // An item whose undo failed stays applied: not skipped.
+                report.n_skipped = self.items.len() - index - report.undo_failures.len();
                 break;
             }
             index = chunk_end;
@@ -314,7 +332,10 @@ impl Batch<'_> {
                     emit_item(&Item::Route(Op::Delete, route.clone()), buf, seq, 0);
                 }
                 (Item::Route(Op::Delete, _), Some(deleted)) => {
-                    emit_item(&Item::Route(Op::Add, deleted), buf, seq, 0);
+                    emit_restore(&deleted, buf, seq);
+                }
+                (Item::Nexthop(Op::Add, nexthop), _) => {
+                    emit_item(&Item::Nexthop(Op::Delete, nexthop.clone()), buf, seq, 0);
                 }
                 (item, _) => {
                     // Only undoable items follow another in a send, and a delete's echo
@@ -361,8 +382,8 @@ impl Batch<'_> {
 struct Answer {
     /// The ack: `None` until it arrives.
     outcome: Option<std::result::Result<(), KernelError>>,
-    /// The deleted route, when a delete asked for an echo.
-    echo: Option<Route>,
+    /// The payload of the kernel's echo of a deleted route, when a delete asked for one.
+    echo: Option<Vec<u8>>,
 }
 
 /// The buffer acks and echoes are read into: each is a datagram of its own, of a few hundred
@@ -407,7 +428,7 @@ fn collect_answers(
                         Some(error) => Err(error),
                     });
                 }
-                wire::RTM_DELROUTE => answer.echo = Route::parse(msg.payload)?,
+                wire::RTM_DELROUTE => answer.echo = Some(msg.payload.to_vec()),
                 _ => {}
             }
         }
@@ -427,11 +448,12 @@ fn emit_end(buf: &mut Vec<u8>, seq: u32) {
 }
 
 /// Whether an applied item can be undone exactly: an exclusive route add (the route did not
-/// exist, so deleting the same route removes exactly it) and an IPv4 route delete (added
-/// back from the kernel's echo; IPv6 may echo a multipath delete hop by hop).
+/// exist, so deleting the same route removes exactly it), an IPv4 route delete (added back
+/// from the kernel's echo; IPv6 may echo a multipath delete hop by hop) and an exclusive
+/// nexthop add (nothing used it before).
 fn undoable(item: &Item) -> bool {
     match item {
-        Item::Route(Op::Add, _) => true,
+        Item::Route(Op::Add, _) | Item::Nexthop(Op::Add, _) => true,
         Item::Route(Op::Delete, route) => route.family() == Family::V4,
         _ => false,
     }
@@ -458,5 +480,85 @@ fn emit_item(item: &Item, buf: &mut Vec<u8>, seq: u32, extra_flags: u16) {
             };
             addr.emit(buf, kind, flags(*op) | extra_flags, seq);
         }
+        Item::Nexthop(op, nexthop) => {
+            let kind = match op {
+                Op::Delete => wire::RTM_DELNEXTHOP,
+                _ => wire::RTM_NEWNEXTHOP,
+            };
+            nexthop.emit(buf, kind, flags(*op) | extra_flags, seq);
+        }
     }
 }
+
+const RTA_OIF: u16 = 4;
+const RTA_GATEWAY: u16 = 5;
+const RTA_MULTIPATH: u16 = 9;
+const RTA_FLOW: u16 = 11;
+const RTA_CACHEINFO: u16 = 12;
+const RTA_VIA: u16 = 18;
+const RTA_ENCAP_TYPE: u16 = 21;
+const RTA_ENCAP: u16 = 22;
+const RTA_EXPIRES: u16 = 23;
+const RTA_NH_ID: u16 = 30;
+/// `RTNH_F_ONLINK`: the only next-hop flag a request may carry (the kernel refuses `dead`
+/// and `linkdown`, and sets the others itself).
+const RTNH_F_ONLINK: u8 = 4;
+
+/// Appends the request that adds back an IPv4 route the kernel echoed as deleted: the echo's
+/// own header and attributes (metrics, realms, encap, every hop with its weight and flags,
+/// and whatever this crate does not decode), without what the kernel reports but refuses in
+/// a request: the route's counters, state flags (`dead`, `linkdown`, offload) and, for a
+/// route on a nexthop object, the next hops and type it reports from that nexthop.
+pub(crate) fn emit_restore(echo: &[u8], buf: &mut Vec<u8>, seq: u32) {
+    let flags = wire::NLM_F_REQUEST | wire::NLM_F_CREATE | wire::NLM_F_EXCL;
+    let mut msg = wire::MsgWriter::new(buf, wire::RTM_NEWROUTE, flags, seq);
+    let Some(hdr) = echo.get(..RTMSG_LEN) else {
+        // Not a route: a request the kernel will refuse, reported as an undo failure.
+        msg.finish();
+        return;
+    };
+    let attrs = &echo[RTMSG_LEN..];
+    let on_nexthop = wire::Nlas::new(attrs).any(|(kind, _)| kind == RTA_NH_ID);
+    let mut hdr: [u8; RTMSG_LEN] = hdr.try_into().unwrap_or([0; RTMSG_LEN]);
+    let rtm_flags = wire::u32_at(&hdr, 8);
+    let keep = if on_nexthop {
+        0
+    } else {
+        rtm_flags & u32::from(RTNH_F_ONLINK)
+    };
+    hdr[8..12].copy_from_slice(&keep.to_ne_bytes());
+    if on_nexthop && hdr[7] == RTN_BLACKHOLE {
+        // Lent by a blackhole nexthop; the route itself is unicast.
+        hdr[7] = RTN_UNICAST;
+    }
+    msg.raw(&hdr);
+    let mut nlas = wire::Nlas::new(attrs);
+    while let Some((kind, value, whole)) = nlas.next_full() {
+        match kind {
+            RTA_CACHEINFO | RTA_EXPIRES => {}
+            RTA_OIF | RTA_GATEWAY | RTA_MULTIPATH | RTA_FLOW | RTA_VIA | RTA_ENCAP_TYPE
+            | RTA_ENCAP
+                if on_nexthop => {}
+            RTA_MULTIPATH => {
+                // Each rtnexthop's flags byte, cleared of what a request may not carry.
+                let mut hops = value.to_vec();
+                let mut at = 0;
+                while at + 8 <= hops.len() {
+                    let len = usize::from(wire::u16_at(&hops, at));
+                    if len < 8 {
+                        break;
+                    }
+                    hops[at + 2] &= RTNH_F_ONLINK;
+                    at += wire::align(len);
+                }
+                msg.attr(wire::u16_at(whole, 2), &hops);
+            }
+            // The type with its nested and byte-order bits, as the kernel sent it.
+            _ => drop(msg.attr(wire::u16_at(whole, 2), value)),
+        }
+    }
+    msg.finish();
+}
+
+#[cfg(test)]
+mod tests;

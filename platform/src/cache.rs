@@ -24,12 +24,16 @@ use netmirror_dedup_index as dedup;
 
 use crate::addr::{Address, AddressId};
 use crate::error::{Error, Result};
-use crate::link::{IFF_UP, Link};
+use crate::link::Link;
+use crate::nexthop::Nexthop;
 use crate::platform::{Chunk, Config, DumpReport, FibCounters, Platform};
 use crate::route::{Family, Route, RouteId, RouteWeakId};
 use crate::rule::Rule;
 use crate::socket::{NlSocket, RcvbufOutcome};
-use crate::wire::{self, Msg, MsgWriter, Msgs};
+use crate::wire::{self, MsgWriter, Msgs};
+
+mod state;
+use state::State;
 
 /// `NLM_F_APPEND` on an `RTM_NEWROUTE` event: the route went after its peers.
 const NLM_F_APPEND: u16 = 0x800;
@@ -41,6 +45,10 @@ const RTNLGRP_IPV4_RULE: u32 = 8;
 const RTNLGRP_IPV6_IFADDR: u32 = 9;
 const RTNLGRP_IPV6_ROUTE: u32 = 11;
 const RTNLGRP_IPV6_RULE: u32 = 19;
+const RTNLGRP_NEXTHOP: u32 = 32;
+
+/// `IFF_RUNNING` (the operational state is up).
+const IFF_RUNNING: u32 = 0x40;
 
 /// `RTM_F_CLONED`: a route cache entry, not a route of a table.
 const RTM_F_CLONED: u32 = 0x200;
@@ -106,6 +114,8 @@ pub enum Event {
     Route(Change<Route>),
     /// A rule changed.
     Rule(Change<Rule>),
+    /// A nexthop object changed.
+    Nexthop(Change<Nexthop>),
     /// The receive buffer overflowed (ENOBUFS): events were lost; a resync is scheduled.
     Overrun,
     /// A resync finished; the changes it found were reported just before this event.
@@ -182,6 +192,13 @@ impl Object for Rule {
     }
 }
 
+impl Object for Nexthop {
+    type Id = u32;
+    fn id(&self) -> u32 {
+        Nexthop::id(self)
+    }
+}
+
 impl IndexType<Route> for RoutesByIfindex {
     type Partition = u32;
     fn partition(&self, route: &Route) -> Option<u32> {
@@ -243,6 +260,7 @@ enum Kind {
     Addresses,
     Routes,
     Rules,
+    Nexthops,
 }
 
 /// A live cache of one namespace's links, addresses, routes (all tables, both families) and
@@ -269,18 +287,9 @@ pub struct Cache {
     platform: Platform,
     events: NlSocket,
     rcvbuf: RcvbufOutcome,
-    links: DedupIndex<Link>,
-    addresses: DedupIndex<Address>,
-    routes: DedupIndex<Route>,
-    rules: DedupIndex<Rule>,
-    routes_by_ifindex: IndexHandle<RoutesByIfindex>,
-    default_routes: IndexHandle<DefaultRoutes>,
-    routes_by_weak_id: IndexHandle<RoutesByWeakId>,
-    addresses_by_ifindex: IndexHandle<AddressesByIfindex>,
+    /// The objects and how events change them (socket-free).
+    state: State,
     resync: Resync,
-    /// Interfaces whose routes the kernel may have flushed without telling (link down,
-    /// address removed): their routes are dumped again at the end of the poll.
-    suspect_ifindexes: Vec<u32>,
     /// The kernel's route counters, to size the route index before a large initial dump.
     fib: FibCounters,
     stats: Stats,
@@ -289,10 +298,11 @@ pub struct Cache {
 impl std::fmt::Debug for Cache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cache")
-            .field("n_links", &self.links.len())
-            .field("n_addresses", &self.addresses.len())
-            .field("n_routes", &self.routes.len())
-            .field("n_rules", &self.rules.len())
+            .field("n_links", &self.state.links.len())
+            .field("n_addresses", &self.state.addresses.len())
+            .field("n_routes", &self.state.routes.len())
+            .field("n_rules", &self.state.rules.len())
+            .field("n_nexthops", &self.state.nexthops.len())
             .field("stats", &self.stats)
             .finish_non_exhaustive()
     }
@@ -319,26 +329,17 @@ impl Cache {
         ] {
             events.add_membership(group)?;
         }
+        // Kernels before 5.3 have no nexthop objects (nor their group): nothing to follow.
+        if let Err(err) = events.add_membership(RTNLGRP_NEXTHOP) {
+            tracing::debug!(%err, "no nexthop notifications");
+        }
         let backoff = config.resync_backoff;
         let platform = Platform::open(config)?;
-        let mut routes = DedupIndex::new();
-        let routes_by_ifindex = routes.add_index(RoutesByIfindex);
-        let default_routes = routes.add_index(DefaultRoutes);
-        let routes_by_weak_id = routes.add_index(RoutesByWeakId);
-        let mut addresses = DedupIndex::new();
-        let addresses_by_ifindex = addresses.add_index(AddressesByIfindex);
         let mut cache = Cache {
             platform,
             events,
             rcvbuf,
-            links: DedupIndex::new(),
-            addresses,
-            routes,
-            rules: DedupIndex::new(),
-            routes_by_ifindex,
-            default_routes,
-            routes_by_weak_id,
-            addresses_by_ifindex,
+            state: State::new(),
             resync: Resync {
                 pending: false,
                 first_overrun: None,
@@ -347,7 +348,6 @@ impl Cache {
                 backoff,
                 initial_backoff: backoff,
             },
-            suspect_ifindexes: Vec::new(),
             fib,
             stats: Stats::default(),
         };
@@ -386,49 +386,52 @@ impl Cache {
 
     /// All links, in kernel order.
     pub fn links(&self) -> impl Iterator<Item = &Arc<Link>> {
-        self.links.iter()
+        self.state.links.iter()
     }
 
     /// The link with this index.
     pub fn link(&self, ifindex: u32) -> Option<&Arc<Link>> {
-        self.links.get(&ifindex)
+        self.state.links.get(&ifindex)
     }
 
     /// The link with this name.
     pub fn link_by_name(&self, name: &str) -> Option<&Arc<Link>> {
-        self.links.iter().find(|link| link.name() == name)
+        self.state.links.iter().find(|link| link.name() == name)
     }
 
     /// All addresses, in kernel order.
     pub fn addresses(&self) -> impl Iterator<Item = &Arc<Address>> {
-        self.addresses.iter()
+        self.state.addresses.iter()
     }
 
     /// The addresses of one interface.
     pub fn addresses_of(&self, ifindex: u32) -> impl Iterator<Item = &Arc<Address>> {
-        self.addresses
-            .partition(self.addresses_by_ifindex, &ifindex)
+        self.state
+            .addresses
+            .partition(self.state.addresses_by_ifindex, &ifindex)
             .into_iter()
             .flatten()
     }
 
     /// All routes (every table, both families), in kernel order.
     pub fn routes(&self) -> impl Iterator<Item = &Arc<Route>> {
-        self.routes.iter()
+        self.state.routes.iter()
     }
 
     /// The routes going out of one interface (by their first next hop).
     pub fn routes_of(&self, ifindex: u32) -> impl Iterator<Item = &Arc<Route>> {
-        self.routes
-            .partition(self.routes_by_ifindex, &ifindex)
+        self.state
+            .routes
+            .partition(self.state.routes_by_ifindex, &ifindex)
             .into_iter()
             .flatten()
     }
 
     /// The default routes of every table.
     pub fn default_routes(&self) -> impl Iterator<Item = &Arc<Route>> {
-        self.routes
-            .partition(self.default_routes, &())
+        self.state
+            .routes
+            .partition(self.state.default_routes, &())
             .into_iter()
             .flatten()
     }
@@ -438,8 +441,9 @@ impl Cache {
         &'a self,
         weak: &'a RouteWeakId,
     ) -> impl Iterator<Item = &'a Arc<Route>> + 'a {
-        self.routes
-            .partition(self.routes_by_weak_id, &weak_bucket(weak))
+        self.state
+            .routes
+            .partition(self.state.routes_by_weak_id, &weak_bucket(weak))
             .into_iter()
             .flatten()
             .filter(move |route| route.weak_id() == *weak)
@@ -447,21 +451,44 @@ impl Cache {
 
     /// The route with this id.
     pub fn route(&self, id: &RouteId) -> Option<&Arc<Route>> {
-        self.routes.get(id)
+        self.state.routes.get(id)
     }
 
     /// All rules, in kernel order.
     pub fn rules(&self) -> impl Iterator<Item = &Arc<Rule>> {
-        self.rules.iter()
+        self.state.rules.iter()
+    }
+
+    /// All nexthop objects, in kernel order (by id).
+    pub fn nexthops(&self) -> impl Iterator<Item = &Arc<Nexthop>> {
+        self.state.nexthops.iter()
+    }
+
+    /// The nexthop object with this id.
+    pub fn nexthop(&self, id: u32) -> Option<&Arc<Nexthop>> {
+        self.state.nexthops.get(&id)
+    }
+
+    /// The nexthop object a route points at (`nhid`), if it has one and the cache holds it.
+    pub fn nexthop_of(&self, route: &Route) -> Option<&Arc<Nexthop>> {
+        route.nh_id().and_then(|id| self.state.nexthops.get(&id))
+    }
+
+    /// The routes that point at nexthop `id` (`nhid`). A walk over all routes.
+    pub fn routes_with_nhid(&self, id: u32) -> impl Iterator<Item = &Arc<Route>> {
+        self.state
+            .routes
+            .iter()
+            .filter(move |route| route.nh_id() == Some(id))
     }
 
     /// The number of links, addresses, routes and rules held.
     pub fn len(&self) -> (usize, usize, usize, usize) {
         (
-            self.links.len(),
-            self.addresses.len(),
-            self.routes.len(),
-            self.rules.len(),
+            self.state.links.len(),
+            self.state.addresses.len(),
+            self.state.routes.len(),
+            self.state.rules.len(),
         )
     }
 
@@ -500,7 +527,7 @@ impl Cache {
                 Err(err) => return Err(err),
             }
         }
-        self.refresh_suspects(out)?;
+        self.run_work(out)?;
         if self.resync.pending && self.resync_due(quiet) {
             self.run_resync(out)?;
         }
@@ -557,6 +584,7 @@ impl Cache {
 
     #[tracing::instrument(level = "debug", skip_all)]
     fn run_resync(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        self.state.settle(out);
         let before = out.len();
         let retries_before = self.stats.n_dump_retries;
         self.load_all(Some(out))?;
@@ -582,7 +610,13 @@ impl Cache {
     }
 
     fn load_all(&mut self, mut out: Option<&mut Vec<Event>>) -> Result<()> {
-        for kind in [Kind::Links, Kind::Addresses, Kind::Routes, Kind::Rules] {
+        for kind in [
+            Kind::Links,
+            Kind::Addresses,
+            Kind::Nexthops,
+            Kind::Routes,
+            Kind::Rules,
+        ] {
             self.load(kind, None, out.as_deref_mut())?;
         }
         Ok(())
@@ -603,12 +637,12 @@ impl Cache {
             Kind::Links => {
                 let parse = Link::parse;
                 let dump = Dump::new(platform, stats, kind, None, &parse);
-                dump.into_index(&mut self.links, whole, Event::Link, out)
+                dump.into_index(&mut self.state.links, whole, Event::Link, out)
             }
             Kind::Addresses => {
                 let parse = Address::parse;
                 let dump = Dump::new(platform, stats, kind, None, &parse);
-                dump.into_index(&mut self.addresses, whole, Event::Address, out)
+                dump.into_index(&mut self.state.addresses, whole, Event::Address, out)
             }
             Kind::Routes => {
                 let parse = |payload: &[u8]| {
@@ -618,17 +652,31 @@ impl Cache {
                             ifindex.is_none_or(|i| route.ifindexes().next() == Some(i))
                         }))
                 };
-                let partition = ifindex.map(|ifindex| (self.routes_by_ifindex, ifindex));
+                let partition = ifindex.map(|ifindex| (self.state.routes_by_ifindex, ifindex));
                 let mut dump = Dump::new(platform, stats, kind, ifindex, &parse);
                 if ifindex.is_none() && out.is_none() && counting_pays() {
                     dump = dump.sized_by(&self.fib);
                 }
-                dump.into_index(&mut self.routes, partition, Event::Route, out)
+                dump.into_index(&mut self.state.routes, partition, Event::Route, out)
             }
             Kind::Rules => {
                 let parse = Rule::parse;
                 let dump = Dump::new(platform, stats, kind, None, &parse);
-                dump.into_index(&mut self.rules, whole, Event::Rule, out)
+                dump.into_index(&mut self.state.rules, whole, Event::Rule, out)
+            }
+            Kind::Nexthops => {
+                let parse = Nexthop::parse;
+                let dump = Dump::new(platform, stats, kind, None, &parse);
+                match dump.into_index(&mut self.state.nexthops, whole, Event::Nexthop, out) {
+                    // A kernel without nexthop objects (before 5.3) refuses the dump.
+                    Err(Error::Kernel(err))
+                        if err.errno == libc::EOPNOTSUPP || err.errno == libc::EINVAL =>
+                    {
+                        tracing::debug!(%err, "no nexthop objects");
+                        Ok(())
+                    }
+                    other => other,
+                }
             }
         }
     }
@@ -638,7 +686,7 @@ impl Cache {
             match msg {
                 Ok(msg) => {
                     self.stats.n_messages += 1;
-                    if let Err(err) = self.apply(&msg, out) {
+                    if let Err(err) = self.state.apply(&msg, out) {
                         self.stats.n_malformed += 1;
                         tracing::warn!(%err, kind = msg.kind, "skipped a malformed event");
                     }
@@ -654,233 +702,48 @@ impl Cache {
         }
     }
 
-    fn apply(&mut self, msg: &Msg<'_>, out: &mut Vec<Event>) -> Result<()> {
-        match msg.kind {
-            wire::RTM_NEWLINK => {
-                let Some(link) = Link::parse(msg.payload)? else {
-                    return Ok(());
-                };
-                let ifindex = link.ifindex();
-                if let Some(event) = upsert(&mut self.links, link, Event::Link) {
-                    if let Event::Link(Change::Replaced { old, new }) = &event
-                        && old.flags() & IFF_UP != 0
-                        && new.flags() & IFF_UP == 0
-                    {
-                        // Going down flushes IPv4 routes without notifications.
-                        self.suspect_ifindexes.push(ifindex);
-                    }
-                    out.push(event);
-                }
-            }
-            wire::RTM_DELLINK => {
-                let Some(link) = Link::parse(msg.payload)? else {
-                    return Ok(());
-                };
-                let ifindex = link.ifindex();
-                // Its routes go without notifications; its addresses are announced, but drop
-                // any left so the cache never points at a missing link.
-                if let Ok(n) = self.routes.mark_partition(self.routes_by_ifindex, &ifindex)
-                    && n > 0
-                {
-                    let removed = self
-                        .routes
-                        .sweep_partition(self.routes_by_ifindex, &ifindex)
-                        .unwrap_or_default();
-                    out.extend(
-                        removed
-                            .into_iter()
-                            .map(|r| Event::Route(Change::Removed(r))),
-                    );
-                }
-                if let Ok(n) = self
-                    .addresses
-                    .mark_partition(self.addresses_by_ifindex, &ifindex)
-                    && n > 0
-                {
-                    let removed = self
-                        .addresses
-                        .sweep_partition(self.addresses_by_ifindex, &ifindex)
-                        .unwrap_or_default();
-                    out.extend(
-                        removed
-                            .into_iter()
-                            .map(|a| Event::Address(Change::Removed(a))),
-                    );
-                }
-                // IPv4 multipath routes with any hop on it die with it, also silently.
-                for id in self.multipath_through(ifindex) {
-                    if let Some(old) = self.routes.remove(&id) {
-                        out.push(Event::Route(Change::Removed(old)));
+    /// Asks the kernel again what the events applied by this poll may have changed without
+    /// a notification ([`State::take_work`]).
+    fn run_work(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        self.state.settle(out);
+        let work = self.state.take_work();
+        if work.nexthops {
+            let mut changes = Vec::new();
+            self.load(Kind::Nexthops, None, Some(&mut changes))?;
+            self.state.nexthops_resynced(&changes, out);
+            out.append(&mut changes);
+        }
+        if let Some(ids) = self.state.take_nhid_refresh() {
+            // The kernel has no filter by nexthop: the routes of the devices the nexthops
+            // sit on (every route on them uses those), filtered by the kernel; without
+            // strict checking, or when a device is not known, a dump of every route.
+            let devices = self
+                .state
+                .devices_of_nexthops(&ids)
+                .filter(|_| self.platform.strict_check());
+            let mut fresh = Vec::new();
+            match devices {
+                Some(devices) => {
+                    for dev in devices {
+                        fresh.extend(self.platform.routes().through(dev).execute()?.items);
                     }
                 }
-                if let Some(old) = self.links.remove(&ifindex) {
-                    out.push(Event::Link(Change::Removed(old)));
-                }
+                None => fresh = self.platform.routes().execute()?.items,
             }
-            wire::RTM_NEWADDR => {
-                if let Some(addr) = Address::parse(msg.payload)?
-                    && let Some(event) = upsert(&mut self.addresses, addr, Event::Address)
-                {
-                    out.push(event);
-                }
-            }
-            wire::RTM_DELADDR => {
-                if let Some(addr) = Address::parse(msg.payload)? {
-                    if let Some(old) = self.addresses.remove(&addr.id()) {
-                        out.push(Event::Address(Change::Removed(old)));
-                    }
-                    // Routes using it as preferred source go without notifications.
-                    if addr.family() == Family::V4 {
-                        self.suspect_ifindexes.push(addr.ifindex());
-                    }
-                }
-            }
-            wire::RTM_NEWROUTE => {
-                if let Some(route) = Route::parse(msg.payload)?
-                    && route.flags() & RTM_F_CLONED == 0
-                {
-                    self.apply_new_route(route, msg.flags, out);
-                }
-            }
-            wire::RTM_DELROUTE => {
-                if let Some(route) = Route::parse(msg.payload)? {
-                    self.apply_del_route(&route, out);
-                }
-            }
-            wire::RTM_NEWRULE => {
-                if let Some(rule) = Rule::parse(msg.payload)?
-                    && let Some(event) = upsert(&mut self.rules, rule, Event::Rule)
-                {
-                    out.push(event);
-                }
-            }
-            wire::RTM_DELRULE => {
-                if let Some(rule) = Rule::parse(msg.payload)?
-                    && let Some(old) = self.rules.remove(&rule)
-                {
-                    out.push(Event::Rule(Change::Removed(old)));
-                }
-            }
-            wire::NLMSG_DONE | wire::NLMSG_NOOP => {}
-            other => tracing::trace!(kind = other, "ignored message type"),
+            self.state.nhid_routes_refreshed(&ids, fresh, out);
         }
-        Ok(())
-    }
-
-    /// Applies an `RTM_NEWROUTE` event where the kernel put the route. Among routes with the
-    /// same prefix key (weak id) order is meaning: the kernel's flags say where the new route
-    /// went, as NetworkManager's platform cache reads them: `NLM_F_REPLACE` took the first
-    /// peer's place, `NLM_F_APPEND` (and `NLM_F_EXCL`, which IPv6 lets through with a
-    /// different next hop) went after the last peer, and `NLM_F_CREATE` alone (`ip route
-    /// prepend`) before the first. A route the cache already holds is updated where it is; an
-    /// IPv6 sibling added to a held multipath route is merged into it in the kernel's order.
-    fn apply_new_route(&mut self, route: Route, flags: u16, out: &mut Vec<Event>) {
-        let id = route.id();
-        if let Some(held) = self.routes.get(&id) {
-            if flags & wire::NLM_F_REPLACE == 0
-                && route.family() == Family::V6
-                && !route.multipath().is_empty()
-            {
-                let merged = held.with_siblings_of(&route);
-                if let Some(event) = upsert(&mut self.routes, merged, Event::Route) {
-                    out.push(event);
-                }
-                return;
-            }
-        } else {
-            let weak = route.weak_id();
-            let mut peers = self
-                .routes
-                .partition(self.routes_by_weak_id, &weak_bucket(&weak))
-                .into_iter()
-                .flatten()
-                .filter(|held| held.weak_id() == weak)
-                .map(|held| Route::id(held));
-            let first = peers.next();
-            let last = peers.next_back().or(first);
-            if let (Some(first), Some(last)) = (first, last) {
-                if flags & wire::NLM_F_REPLACE != 0 {
-                    let placed = self.routes.insert(route, Placement::Before(first));
-                    if let (Ok(dedup::Change::Added(new)), Some(old)) =
-                        (placed, self.routes.remove(&first))
-                    {
-                        out.push(Event::Route(Change::Replaced { old, new }));
-                    }
-                    return;
-                }
-                let placement = if flags & (NLM_F_APPEND | wire::NLM_F_EXCL) != 0 {
-                    Placement::After(last)
-                } else {
-                    Placement::Before(first)
-                };
-                out.extend(upsert_at(&mut self.routes, route, placement, Event::Route));
-                return;
-            }
-        }
-        if let Some(event) = upsert(&mut self.routes, route, Event::Route) {
-            out.push(event);
-        }
-    }
-
-    fn apply_del_route(&mut self, route: &Route, out: &mut Vec<Event>) {
-        let id = route.id();
-        // IPv6 announces the deletion of one sibling of a multipath route as that hop alone.
-        if route.family() == Family::V6 && route.multipath().is_empty() {
-            let reduced = self
-                .routes
-                .get(&id)
-                .filter(|held| !held.multipath().is_empty())
-                .and_then(|held| held.without_hop(route.gateway(), route.oif()));
-            if let Some(reduced) = reduced {
-                if let Some(event) = upsert(&mut self.routes, reduced, Event::Route) {
-                    out.push(event);
-                }
-                return;
-            }
-        }
-        match self.routes.remove(&id) {
-            Some(old) => out.push(Event::Route(Change::Removed(old))),
-            None => tracing::trace!(?route, "deleted route was not cached"),
-        }
-    }
-
-    /// Dumps again the routes of interfaces whose routes the kernel may have flushed silently.
-    fn refresh_suspects(&mut self, out: &mut Vec<Event>) -> Result<()> {
-        if self.suspect_ifindexes.is_empty() {
-            return Ok(());
-        }
-        let mut ifindexes = std::mem::take(&mut self.suspect_ifindexes);
-        ifindexes.sort_unstable();
-        ifindexes.dedup();
-        for ifindex in ifindexes {
+        for ifindex in work.ifindexes {
             self.load(Kind::Routes, Some(ifindex), Some(&mut *out))?;
             self.refresh_multipath_through(ifindex, out)?;
         }
         Ok(())
     }
 
-    /// The IPv4 multipath routes with a next hop on `ifindex` other than the first (those
-    /// are in the interface's partition already). A walk over all routes: this runs only
-    /// when a link goes down or away.
-    fn multipath_through(&self, ifindex: u32) -> Vec<RouteId> {
-        self.routes
-            .iter()
-            .filter(|route| route.family() == Family::V4)
-            .filter(|route| match route.multipath() {
-                [first, rest @ ..] => {
-                    first.ifindex != ifindex && rest.iter().any(|hop| hop.ifindex == ifindex)
-                }
-                [] => false,
-            })
-            .map(|route| Route::id(route))
-            .collect()
-    }
-
     /// Asks the kernel again for the IPv4 multipath routes with a later next hop on
     /// `ifindex`: taking a link down marks such hops dead (or kills the route when no hop
     /// is left) without a notification.
     fn refresh_multipath_through(&mut self, ifindex: u32, out: &mut Vec<Event>) -> Result<()> {
-        let held = self.multipath_through(ifindex);
+        let held = self.state.multipath_through(ifindex);
         if held.is_empty() {
             return Ok(());
         }
@@ -888,23 +751,14 @@ impl Cache {
             .platform
             .routes()
             .family(Family::V4)
-            .dev(ifindex)
+            .through(ifindex)
             .execute()?;
-        let mut fresh: HashMap<RouteId, Route> = answer
+        let fresh: HashMap<RouteId, Route> = answer
             .items
             .into_iter()
             .map(|route| (route.id(), route))
             .collect();
-        for id in held {
-            match fresh.remove(&id) {
-                Some(route) => out.extend(upsert(&mut self.routes, route, Event::Route)),
-                None => out.extend(
-                    self.routes
-                        .remove(&id)
-                        .map(|old| Event::Route(Change::Removed(old))),
-                ),
-            }
-        }
+        self.state.replace_held(held, fresh, out);
         Ok(())
     }
 }
@@ -1162,6 +1016,7 @@ fn emit_dump(buf: &mut Vec<u8>, seq: u32, kind: Kind, ifindex: Option<u32>, stri
         Kind::Addresses => (wire::RTM_GETADDR, wire::AF_UNSPEC, 8),
         Kind::Routes => (wire::RTM_GETROUTE, wire::AF_UNSPEC, 12),
         Kind::Rules => (wire::RTM_GETRULE, wire::AF_UNSPEC, 12),
+        Kind::Nexthops => (wire::RTM_GETNEXTHOP, wire::AF_UNSPEC, 8),
     };
     let mut msg = MsgWriter::new(buf, msg_kind, wire::NLM_F_REQUEST | wire::NLM_F_DUMP, seq);
     let mut hdr = [0u8; 16];

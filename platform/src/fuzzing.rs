@@ -5,11 +5,11 @@
 #![doc(hidden)]
 
 use crate::wire::{self, Msgs};
-use crate::{Address, Cache, Config, Event, Link, Result, Route, Rule};
+use crate::{Address, Cache, Config, Event, Link, Nexthop, Result, Route, Rule};
 
 /// Splits `datagram` into netlink messages as the receive path does, parses every message as
-/// each kind of object and as an error, and checks that a parsed route or address survives a
-/// round trip through the encoder with the same identity. Panics only on a broken invariant.
+/// each kind of object and as an error, and checks that a parsed route, address or nexthop
+/// survives a round trip through the encoder with the same identity. Panics only on a broken invariant.
 pub fn parse_datagram(datagram: &[u8]) {
     for msg in Msgs::new(datagram) {
         let Ok(msg) = msg else { break };
@@ -32,6 +32,25 @@ pub fn parse_datagram(datagram: &[u8]) {
                 again.as_ref().map(Address::id),
                 Some(addr.id()),
                 "{addr:?} re-encoded as {again:?}"
+            );
+        }
+        if let Ok(Some(nh)) = Nexthop::parse(msg.payload) {
+            let mut buf = Vec::new();
+            nh.emit(&mut buf, wire::RTM_NEWNEXTHOP, 0, 1);
+            let again = reparse(&buf, Nexthop::parse);
+            let key = |nh: &Nexthop| {
+                (
+                    nh.id(),
+                    nh.gateway(),
+                    nh.is_blackhole(),
+                    nh.group().to_vec(),
+                    nh.is_fdb(),
+                )
+            };
+            assert_eq!(
+                again.as_ref().map(key),
+                Some(key(&nh)),
+                "{nh:?} re-encoded as {again:?}"
             );
         }
         let _ = Rule::parse(msg.payload);

@@ -8,7 +8,7 @@
 //! type it is not given as wildcards, as `ip route del` does. [`parse`] reads a whole file,
 //! skipping blank lines and `#` comments and numbering the rest.
 //!
-//! Only `route` and `addr` with `add`, `del` and `replace` are understood: the changes a
+//! Only `route`, `addr` and `nexthop` with `add`, `del` and `replace` are understood: the changes a
 //! [`Batch`](crate::Batch) can send. Anything else is a [`ParseError`] naming the offending
 //! word, never a panic.
 //!
@@ -35,6 +35,7 @@ use std::net::IpAddr;
 use crate::addr::Address;
 use crate::batch::{Item, Op};
 use crate::names;
+use crate::nexthop::{GroupMember, NEXTHOP_GRP_TYPE_RES, Nexthop, RTNH_F_ONLINK};
 use crate::route::{
     RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RTN_LOCAL, RTN_UNICAST, Route, TABLE_LOCAL,
 };
@@ -110,6 +111,18 @@ pub enum ParseError {
     /// An address without its device.
     #[error("an address needs `dev DEVICE`")]
     NoDevice,
+    /// A nexthop line without `id N` (or with an id that is not a number above 0).
+    #[error("a nexthop needs `id N` (1 to 4294967295)")]
+    NoNexthopId,
+    /// A keyword `nexthop` does not know (or does not support here).
+    #[error("unknown nexthop keyword `{0}`")]
+    UnknownNexthopKeyword(String),
+    /// A group member that is not `ID` or `ID,WEIGHT` (weight 1 to 65536).
+    #[error("bad nexthop group member `{0}` (ID or ID,WEIGHT)")]
+    BadGroupMember(String),
+    /// A number that does not fit.
+    #[error("bad number `{0}`")]
+    BadNumber(String),
 }
 
 impl ParseError {
@@ -129,13 +142,17 @@ impl ParseError {
             | ParseError::UnknownScope(token)
             | ParseError::BadMetric(token)
             | ParseError::BroadcastNotIpv4(token)
-            | ParseError::GatewayFamily(token) => Some(token),
+            | ParseError::GatewayFamily(token)
+            | ParseError::UnknownNexthopKeyword(token)
+            | ParseError::BadGroupMember(token)
+            | ParseError::BadNumber(token) => Some(token),
             ParseError::Empty
             | ParseError::MissingCommand
             | ParseError::MissingPrefix
             | ParseError::MissingAddress
             | ParseError::NoNextHop
-            | ParseError::NoDevice => None,
+            | ParseError::NoDevice
+            | ParseError::NoNexthopId => None,
         }
     }
 }
@@ -188,6 +205,7 @@ pub fn parse_line(line: &str, ifindex: &dyn Fn(&str) -> Option<u32>) -> Result<I
     match *object {
         "route" | "r" | "ro" => parse_route(op, args, ifindex).map(|route| Item::Route(op, route)),
         "addr" | "address" | "a" => parse_addr(args, ifindex).map(|addr| Item::Address(op, addr)),
+        "nexthop" | "nh" => parse_nexthop(op, args, ifindex).map(|nh| Item::Nexthop(op, nh)),
         other => Err(ParseError::UnknownObject(other.to_owned())),
     }
 }
@@ -217,6 +235,7 @@ fn parse_route(
     let mut proto = None;
     let mut scope = None;
     let mut prefsrc = None;
+    let mut nh_id = None;
     while let Some(keyword) = words.next() {
         let value = words
             .next()
@@ -250,6 +269,7 @@ fn parse_route(
                 )
             }
             "src" => prefsrc = Some(parse_addr_value(value)?),
+            "nhid" => nh_id = Some(parse_number(value)?),
             other => return Err(ParseError::UnknownRouteKeyword(other.to_owned())),
         }
     }
@@ -305,10 +325,92 @@ fn parse_route(
     if let Some(prefsrc) = prefsrc {
         route = route.with_prefsrc(prefsrc);
     }
-    if !delete && kind == RTN_UNICAST && gateway.is_none() && dev.is_none() {
+    if let Some(nh_id) = nh_id {
+        route = route.with_nh_id(nh_id);
+    }
+    if !delete && kind == RTN_UNICAST && gateway.is_none() && dev.is_none() && nh_id.is_none() {
         return Err(ParseError::NoNextHop);
     }
     Ok(route)
+}
+
+/// `id N [via GW] [dev DEV] [onlink] | blackhole | group ID[,W]/... [type mpath|resilient
+/// [buckets N]] [fdb] [proto P]`, as `ip nexthop` reads them; a delete takes the id alone.
+fn parse_nexthop(
+    op: Op,
+    args: &[&str],
+    ifindex: &dyn Fn(&str) -> Option<u32>,
+) -> Result<Nexthop, ParseError> {
+    let mut words = args.iter().copied();
+    let mut nh = Nexthop::new(0);
+    let mut id = None;
+    while let Some(keyword) = words.next() {
+        let mut value = || {
+            words
+                .next()
+                .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))
+        };
+        match keyword {
+            "id" => id = Some(parse_number(value()?)?).filter(|id| *id != 0),
+            "via" => nh = nh.with_gateway(parse_addr_value(value()?)?),
+            "dev" => nh = nh.with_oif(resolve(ifindex, value()?)?),
+            "blackhole" => nh = nh.with_blackhole(),
+            "fdb" => nh = nh.with_fdb(),
+            "onlink" => {
+                let flags = nh.flags() | RTNH_F_ONLINK;
+                nh = nh.with_flags(flags);
+            }
+            "proto" | "protocol" => {
+                let value = value()?;
+                nh = nh.with_protocol(
+                    names::parse_protocol(value)
+                        .ok_or_else(|| ParseError::UnknownProtocol(value.to_owned()))?,
+                )
+            }
+            "group" => nh = nh.with_group(parse_group(value()?)?),
+            "type" => match value()? {
+                "mpath" => nh = nh.with_group_type(0),
+                "resilient" => nh = nh.with_group_type(NEXTHOP_GRP_TYPE_RES),
+                other => return Err(ParseError::UnknownNexthopKeyword(other.to_owned())),
+            },
+            "buckets" => {
+                let value = value()?;
+                let buckets = value
+                    .parse::<u16>()
+                    .map_err(|_| ParseError::BadNumber(value.to_owned()))?;
+                nh = nh.with_buckets(buckets);
+            }
+            other => return Err(ParseError::UnknownNexthopKeyword(other.to_owned())),
+        }
+    }
+    let id = id.ok_or(ParseError::NoNexthopId)?;
+    if op == Op::Delete {
+        return Ok(Nexthop::new(id));
+    }
+    Ok(nh.with_id(id))
+}
+
+/// `ID[,WEIGHT]/ID[,WEIGHT]/...`.
+fn parse_group(text: &str) -> Result<Vec<GroupMember>, ParseError> {
+    text.split('/')
+        .map(|member| {
+            let bad = || ParseError::BadGroupMember(member.to_owned());
+            let (id, weight) = match member.split_once(',') {
+                Some((id, weight)) => (id, weight.parse::<u32>().map_err(|_| bad())?),
+                None => (member, 1),
+            };
+            let id = id.parse::<u32>().map_err(|_| bad())?;
+            if !(1..=1 << 16).contains(&weight) || id == 0 {
+                return Err(bad());
+            }
+            Ok(GroupMember { id, weight })
+        })
+        .collect()
+}
+
+fn parse_number(text: &str) -> Result<u32, ParseError> {
+    text.parse()
+        .map_err(|_| ParseError::BadNumber(text.to_owned()))
 }
 
 /// `PREFIX dev DEV [broadcast ADDR]`.

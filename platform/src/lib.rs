@@ -75,6 +75,7 @@ pub mod ipbatch;
 mod link;
 pub mod names;
 mod netns;
+mod nexthop;
 mod platform;
 mod query;
 mod route;
@@ -94,6 +95,10 @@ pub use cache::{
 pub use error::{Error, KernelError, Result};
 pub use link::{IFF_LOWER_UP, IFF_UP, Link};
 pub use netns::Netns;
+pub use nexthop::{
+    GroupMember, NEXTHOP_GRP_TYPE_MPATH, NEXTHOP_GRP_TYPE_RES, Nexthop, NexthopQuery, RTNH_F_DEAD,
+    RTNH_F_LINKDOWN, RTNH_F_ONLINK, Resilient,
+};
 pub use platform::{Config, DumpReport, Platform};
 pub use query::{AddressQuery, Answer, FilterSide, LinkQuery, RouteQuery, RuleQuery};
 pub use route::{

@@ -68,6 +68,9 @@ pub struct RouteQuery<'a> {
     dev: Option<u32>,
     protocol: Option<u8>,
     kind: Option<u8>,
+    /// `dev` selects routes with any next hop on it (the kernel's own dev filter), not only
+    /// by their own device.
+    any_hop: bool,
 }
 
 impl Platform {
@@ -80,6 +83,7 @@ impl Platform {
             dev: None,
             protocol: None,
             kind: None,
+            any_hop: false,
         }
     }
 
@@ -122,17 +126,30 @@ impl RouteQuery<'_> {
         self.table = Some(table);
         self
     }
-    /// Only routes going out of this interface.
+    /// Only routes going out of this interface, as `ip route show dev` selects them: by the
+    /// route's own output interface (`RTA_OIF`). A multipath route (also one on a nexthop
+    /// group) has an interface per hop and none of its own, so it is not selected, as `ip`
+    /// does not select it.
     pub fn dev(mut self, ifindex: u32) -> Self {
         self.dev = Some(ifindex);
         self
     }
+    /// Only routes with a next hop on this interface, also multipath routes (as the
+    /// kernel's own filter selects them): what the cache asks again when the link changes.
+    pub(crate) fn through(mut self, ifindex: u32) -> Self {
+        self.dev = Some(ifindex);
+        self.any_hop = true;
+        self
+    }
+
     /// Only routes of this protocol (`RTPROT_*`).
     pub fn protocol(mut self, protocol: u8) -> Self {
         self.protocol = Some(protocol);
         self
     }
-    /// Only routes of this type (`RTN_*`).
+    /// Only routes of this type (`RTN_*`), as the kernel reports it: a route on a blackhole
+    /// nexthop object is a blackhole route (the kernel's own type filter sees it as unicast,
+    /// so this filter always runs here).
     pub fn kind(mut self, kind: u8) -> Self {
         self.kind = Some(kind);
         self
@@ -140,9 +157,13 @@ impl RouteQuery<'_> {
 
     fn matches(&self, route: &Route) -> bool {
         self.table.is_none_or(|table| route.table() == table)
-            && self
-                .dev
-                .is_none_or(|dev| route.ifindexes().any(|i| i == dev))
+            && self.dev.is_none_or(|dev| {
+                if self.any_hop {
+                    route.ifindexes().any(|i| i == dev)
+                } else {
+                    route.oif() == Some(dev)
+                }
+            })
             && self
                 .protocol
                 .is_none_or(|protocol| route.protocol() == protocol)
@@ -157,7 +178,10 @@ impl RouteQuery<'_> {
             || self.protocol.is_some()
             || self.kind.is_some();
         let strict = self.platform.strict_check();
-        let mut answer = Answer::new(filtered, strict);
+        // The type filter is never the kernel's (see `kind`): with it alone, only this crate
+        // filtered.
+        let kernel_filters = self.table.is_some() || self.dev.is_some() || self.protocol.is_some();
+        let mut answer = Answer::new(filtered, strict && kernel_filters);
         let families = match self.family {
             Some(family) => vec![family],
             None => vec![Family::V4, Family::V6],
@@ -198,7 +222,6 @@ impl RouteQuery<'_> {
         if strict {
             // With strict checking these header fields are filters; zero means "any".
             hdr[5] = self.protocol.unwrap_or(0);
-            hdr[7] = self.kind.unwrap_or(0);
         }
         msg.raw(&hdr);
         if strict {

@@ -627,6 +627,9 @@ impl Route {
                 small: [self.dst_len, self.tos, self.kind, u8::from(has_gateway)],
             });
         }
+        if let Some(nh_id) = self.nh_id() {
+            return self.nh_route_id(nh_id);
+        }
         let first_hop = match &self.extra {
             Some(extra) if self.bits & (HAS_OIF | HAS_GATEWAY) != (HAS_OIF | HAS_GATEWAY) => {
                 extra.rare().multipath.first()
@@ -672,6 +675,31 @@ impl Route {
                     _ => [0; 4],
                 },
                 small: [self.dst_len, self.tos, self.kind, has_gateway],
+            }),
+        }
+    }
+
+    /// The id of a route on a nexthop object (`nhid`): its next hops, and the type a
+    /// blackhole nexthop lends it, are only reported from the nexthop, so they change with
+    /// it; the nexthop's id tells such routes apart.
+    fn nh_route_id(&self, nh_id: u32) -> RouteId {
+        match &self.extra {
+            Some(extra) if self.bits & V6 != 0 => RouteId(IdInner::V6 {
+                table: self.table,
+                priority: self.priority,
+                oif: nh_id,
+                dst: extra.v6[0].octets(),
+                src: extra.v6[3].octets(),
+                gateway: [0; 16],
+                small: [self.dst_len, extra.src_len, 0, 2],
+            }),
+            _ => RouteId(IdInner::V4 {
+                table: self.table,
+                priority: self.priority,
+                oif: nh_id,
+                dst: self.v4[0],
+                gateway: [0; 4],
+                small: [self.dst_len, self.tos, 0, 2],
             }),
         }
     }
@@ -870,6 +898,14 @@ impl Route {
         Ok(Some(route))
     }
 
+    /// On nexthop object `id` (`nhid`): the kernel takes the gateway, device and hops from
+    /// it, so a route built with this carries no other next hop.
+    pub fn with_nh_id(mut self, id: u32) -> Self {
+        let extra = self.extra.get_or_insert_with(Box::default);
+        extra.rare_mut().nh_id = Some(id);
+        self
+    }
+
     /// Appends this route as a request of type `kind` (`RTM_NEWROUTE` / `RTM_DELROUTE`).
     pub(crate) fn emit(&self, buf: &mut Vec<u8>, kind: u16, flags: u16, seq: u32) {
         let mut msg = MsgWriter::new(buf, kind, flags, seq);
@@ -879,7 +915,15 @@ impl Route {
             252
         };
         let src_len = self.src().map_or(0, |(_, len)| len);
-        let rtm_flags = self.flags();
+        // A route on a nexthop object takes its flags and a blackhole's type from the
+        // nexthop: the kernel reports them on the route but refuses them in a request.
+        let on_nexthop = self.nh_id().is_some();
+        let rtm_flags = if on_nexthop { 0 } else { self.flags() };
+        let kind = if on_nexthop && self.kind == RTN_BLACKHOLE {
+            RTN_UNICAST
+        } else {
+            self.kind
+        };
         let mut hdr = [0u8; RTMSG_LEN];
         hdr[0] = self.family().af();
         hdr[1] = self.dst_len;
@@ -888,7 +932,7 @@ impl Route {
         hdr[4] = table_byte;
         hdr[5] = self.protocol;
         hdr[6] = self.scope;
-        hdr[7] = self.kind;
+        hdr[7] = kind;
         hdr[8..12].copy_from_slice(&rtm_flags.to_ne_bytes());
         msg.raw(&hdr);
         msg.attr_u32(RTA_TABLE, self.table);
@@ -901,13 +945,15 @@ impl Route {
         {
             attr_ip(&mut msg, RTA_SRC, IpAddr::V6(extra.v6[3]));
         }
-        if let Some(gateway) = self.gateway() {
+        // A route on a nexthop object is requested with its id alone: the kernel reports
+        // the nexthop's gateway, device and hops too, and refuses them beside an id.
+        if let Some(gateway) = self.gateway().filter(|_| !on_nexthop) {
             attr_ip(&mut msg, RTA_GATEWAY, gateway);
         }
         if let Some(prefsrc) = self.prefsrc() {
             attr_ip(&mut msg, RTA_PREFSRC, prefsrc);
         }
-        if let Some(oif) = self.oif() {
+        if let Some(oif) = self.oif().filter(|_| !on_nexthop) {
             msg.attr_u32(RTA_OIF, oif);
         }
         if self.bits & HAS_PRIORITY != 0 {
@@ -926,7 +972,7 @@ impl Route {
             if let Some(nh_id) = extra.rare().nh_id {
                 msg.attr_u32(RTA_NH_ID, nh_id);
             }
-            if !extra.rare().multipath.is_empty() {
+            if !extra.rare().multipath.is_empty() && !on_nexthop {
                 let nest = msg.begin_nest(RTA_MULTIPATH);
                 for hop in &extra.rare().multipath {
                     let mut rtnh = [0u8; 8];

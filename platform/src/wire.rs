@@ -44,6 +44,9 @@ pub(crate) const RTM_GETROUTE: u16 = 26;
 pub(crate) const RTM_NEWRULE: u16 = 32;
 pub(crate) const RTM_DELRULE: u16 = 33;
 pub(crate) const RTM_GETRULE: u16 = 34;
+pub(crate) const RTM_NEWNEXTHOP: u16 = 104;
+pub(crate) const RTM_DELNEXTHOP: u16 = 105;
+pub(crate) const RTM_GETNEXTHOP: u16 = 106;
 
 pub(crate) const AF_UNSPEC: u8 = 0;
 pub(crate) const AF_INET: u8 = 2;

@@ -6,4 +6,5 @@
 mod batch;
 mod kernel;
 mod monitor;
+mod nexthop;
 mod nm;

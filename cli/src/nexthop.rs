@@ -1,0 +1,190 @@
+//! `nexthop [show] [id N] [dev DEV]`: the kernel's nexthop objects, like `ip nexthop`.
+
+use netmirror_platform::{Nexthop, names};
+use serde_json::{Map, Value};
+
+use crate::args::{self, KernelArgs, NexthopArgs};
+use crate::kernel::{self, LinkNames};
+use crate::render::{Cell, Field, Printer, Table};
+
+/// Columns of `nexthop`; the JSON keys are those of `ip -j nexthop`.
+pub(crate) const NEXTHOP_FIELDS: &[Field] = &[
+    Field::common("ID", "id"),
+    Field::common("GATEWAY", "gateway"),
+    Field::common("DEV", "dev"),
+    Field::common("GROUP", "group"),
+    Field::common("BLACKHOLE", "blackhole"),
+    Field::common("FLAGS", "flags"),
+    Field::common("PROTO", "protocol"),
+    Field::extra("SCOPE", "scope"),
+    Field::extra("FDB", "fdb"),
+    Field::extra("TYPE", "type"),
+    Field::extra("RESILIENT", "resilient_args"),
+    Field::extra("ENCAP", "encap"),
+    Field::extra("UNKNOWN", "unknown_attributes"),
+];
+
+/// `RTNH_F_*` flags by `ip`'s names.
+pub(crate) fn nexthop_flags(flags: u32) -> Vec<String> {
+    let mut names: Vec<String> = [
+        (1, "dead"),
+        (2, "pervasive"),
+        (4, "onlink"),
+        (8, "offload"),
+        (16, "linkdown"),
+        (32, "unresolved"),
+        (64, "trap"),
+    ]
+    .into_iter()
+    .filter(|(bit, _)| flags & bit != 0)
+    .map(|(_, name)| name.to_owned())
+    .collect();
+    let rest = flags & !0x7f;
+    if rest != 0 {
+        names.push(format!("{rest:#x}"));
+    }
+    names
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A nexthop's row.
+pub(crate) fn nexthop_row(nh: &Nexthop, names: &LinkNames) -> Vec<Cell> {
+    let group = if nh.is_group() {
+        let text = nh
+            .group()
+            .iter()
+            .map(|m| match m.weight {
+                1 => m.id.to_string(),
+                weight => format!("{},{weight}", m.id),
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        let json = nh
+            .group()
+            .iter()
+            .map(|m| {
+                let mut member = Map::new();
+                member.insert("id".to_owned(), Value::from(m.id));
+                if m.weight != 1 {
+                    member.insert("weight".to_owned(), Value::from(m.weight));
+                }
+                Value::Object(member)
+            })
+            .collect();
+        Cell::Typed {
+            text,
+            json: Value::Array(json),
+        }
+    } else {
+        Cell::Null
+    };
+    let resilient = nh.resilient().map_or(Cell::Null, |res| {
+        let mut json = Map::new();
+        let mut text = Vec::new();
+        // The kernel counts the timers in USER_HZ ticks; `ip` prints seconds.
+        let fields = [
+            ("buckets", res.buckets.map(u64::from), 1),
+            ("idle_timer", res.idle_timer.map(u64::from), 100),
+            ("unbalanced_timer", res.unbalanced_timer.map(u64::from), 100),
+            ("unbalanced_time", res.unbalanced_time, 100),
+        ];
+        for (key, value, per) in fields {
+            if let Some(value) = value {
+                json.insert(key.to_owned(), Value::from(value / per));
+                text.push(format!("{key} {}", value / per));
+            }
+        }
+        Cell::Typed {
+            text: text.join(" "),
+            json: Value::Object(json),
+        }
+    });
+    let group_type = match nh.group_type() {
+        Some(0) => Cell::Text("mpath".into()),
+        Some(1) => Cell::Text("resilient".into()),
+        Some(other) => Cell::Int(other.into()),
+        None => Cell::Null,
+    };
+    vec![
+        nh.id().into(),
+        Cell::opt_text(nh.gateway()),
+        nh.oif().map_or(Cell::Null, |ifindex| names.cell(ifindex)),
+        group,
+        Cell::Bool(nh.is_blackhole()),
+        Cell::List(nexthop_flags(nh.flags())),
+        names::protocol(nh.protocol()).into(),
+        names::scope(nh.scope()).into(),
+        Cell::Bool(nh.is_fdb()),
+        group_type,
+        resilient,
+        Cell::opt_text(
+            nh.encap()
+                .map(|(kind, raw)| format!("type {kind} {}", hex(raw))),
+        ),
+        Cell::List(
+            nh.unknown_attributes()
+                .iter()
+                .map(|(kind, raw)| format!("{kind}:{}", hex(raw)))
+                .collect(),
+        ),
+    ]
+}
+
+/// `nexthop [show] [id N] [dev DEV]`.
+pub(crate) fn show(
+    printer: &mut Printer,
+    kernel_args: &KernelArgs,
+    args: &NexthopArgs,
+) -> anyhow::Result<()> {
+    let mut words = args.words.iter().map(String::as_str).peekable();
+    if words.peek() == Some(&"show") || words.peek() == Some(&"list") {
+        words.next();
+    }
+    let mut id = None;
+    let mut dev = None;
+    while let Some(word) = words.next() {
+        let value = words
+            .next()
+            .ok_or_else(|| args::usage_error(format!("`{word}` needs a value")))?;
+        match word {
+            "id" => {
+                id = Some(
+                    value
+                        .parse::<u32>()
+                        .map_err(|_| args::usage_error(format!("`{value}` is not a nexthop id")))?,
+                )
+            }
+            "dev" => dev = Some(value.to_owned()),
+            other => {
+                return Err(args::usage_error(format!(
+                    "unknown nexthop selector `{other}` (id N, dev DEV)"
+                ))
+                .into());
+            }
+        }
+    }
+    let platform = kernel::open(kernel_args)?;
+    let names = LinkNames::load(&platform)?;
+    let mut query = platform.nexthops();
+    if let Some(id) = id {
+        query = query.id(id);
+    }
+    if let Some(dev) = &dev {
+        query = query.dev(names.index(dev)?);
+    }
+    let answer = query
+        .execute()
+        .map_err(|err| kernel::explain(err, "dump nexthops"))?;
+    let family = kernel::family(kernel_args);
+    let mut table = Table::new(NEXTHOP_FIELDS);
+    for nh in &answer.items {
+        if family.is_some() && nh.family().is_some() && nh.family() != family {
+            continue;
+        }
+        table.push(nexthop_row(nh, &names));
+    }
+    printer.table(&table)
+}

@@ -1,0 +1,227 @@
+//! `nexthop` against `ip -j nexthop`, nexthop events in `monitor`, and the batch that lost a
+//! route on a nexthop object in stop mode.
+
+use std::time::Duration;
+
+use netmirror_platform::testing::{NetNs, Veth};
+use serde_json::Value;
+
+use crate::support::{Monitor, netmirror, nm};
+
+const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn namespace() -> NetNs {
+    let ns = NetNs::builder()
+        .veth(Veth::new("veth0", "veth1").address("192.0.2.1/24"))
+        .start()
+        .expect("make a namespace");
+    for line in [
+        "nexthop add id 1 via 192.0.2.2 dev veth0",
+        "nexthop add id 2 via 192.0.2.3 dev veth0 onlink proto zebra",
+        "nexthop add id 3 blackhole",
+        "nexthop add id 10 group 1/2,3",
+        "nexthop add id 11 group 1/2 type resilient buckets 8",
+    ] {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        ns.ip(&args).expect(line);
+    }
+    ns
+}
+
+fn ip_json(ns: &NetNs, args: &[&str]) -> Value {
+    serde_json::from_str(&ns.ip(args).expect("ip")).expect("JSON")
+}
+
+#[test]
+fn nexthop_json_has_the_keys_and_values_of_ip() {
+    let ns = namespace();
+    let ours = nm(&["--netns", ns.name(), "--json", "nexthop"]).json();
+    let ip = ip_json(&ns, &["-j", "nexthop", "show"]);
+    let ours = ours.as_array().expect("an array");
+    let ip = ip.as_array().expect("an array");
+    assert_eq!(ours.len(), ip.len(), "{ours:#?}\n{ip:#?}");
+    for (ours, ip) in ours.iter().zip(ip) {
+        for key in ["id", "gateway", "dev", "group", "type", "resilient_args"] {
+            if let Some(value) = ip.get(key) {
+                assert_eq!(&ours[key], value, "{key} of {ip}");
+            } else if key != "type" {
+                assert_eq!(ours[key], Value::Null, "{key} of {ip}");
+            }
+        }
+        assert_eq!(ours["blackhole"], ip.get("blackhole").is_some(), "{ip}");
+        assert_eq!(ours["flags"], ip["flags"], "{ip}");
+        let protocol = ip.get("protocol").cloned().unwrap_or("unspec".into());
+        assert_eq!(ours["protocol"], protocol, "{ip}");
+    }
+
+    let one = nm(&[
+        "--netns",
+        ns.name(),
+        "--json",
+        "nexthop",
+        "show",
+        "id",
+        "10",
+    ])
+    .json();
+    assert_eq!(one.as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        one[0]["group"],
+        serde_json::json!([{"id": 1}, {"id": 2, "weight": 3}])
+    );
+
+    let text = nm(&["--netns", ns.name(), "nexthop"]);
+    let text = text.ok();
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("10 ") && line.contains("1/2,3")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("2 ") && line.contains("onlink")),
+        "{text}"
+    );
+}
+
+#[test]
+fn monitor_prints_nexthop_events() {
+    let ns = namespace();
+    let mut command = netmirror(&["--netns", ns.name(), "--json", "monitor", "nexthop"]);
+    command.env("RUST_LOG", "netmirror::monitor=debug");
+    let mut monitor = Monitor::start(command, "monitor ready");
+    ns.ip(&["nexthop", "del", "id", "2"])
+        .expect("ip nexthop del");
+    let removed = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("\"removed\""));
+    let removed: Value = serde_json::from_str(&removed).expect("JSON");
+    assert_eq!(removed["object"], "nexthop");
+    assert_eq!(removed["old"]["id"], 2);
+    // The groups that held it are announced changed, with their old and new members.
+    let changed = monitor.expect_line(EVENT_TIMEOUT, |line| {
+        line.contains("\"changed\"") && line.contains("\"id\":10")
+    });
+    let changed: Value = serde_json::from_str(&changed).expect("JSON");
+    assert_eq!(
+        changed["old"]["group"],
+        serde_json::json!([{"id": 1}, {"id": 2, "weight": 3}])
+    );
+    assert_eq!(changed["new"]["group"], serde_json::json!([{"id": 1}]));
+}
+
+/// The issue's case: stop mode, `route add X`, the same line again (refused), then deletes of
+/// routes on nexthop objects. They were undone from the kernel's echo with both the nexthop
+/// id and its gateway (refused: "mutually exclusive"), so the routes were lost while the
+/// summary said only one line was applied.
+#[test]
+fn stop_mode_keeps_routes_on_nexthops() {
+    let ns = namespace();
+    for line in [
+        "route add 10.170.0.0/16 nhid 1",
+        "route add 10.171.0.0/16 nhid 10",
+        "route add 10.172.0.0/16 nhid 3",
+    ] {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        ns.ip(&args).expect(line);
+    }
+    let before = ns.ip(&["-d", "route", "show", "table", "all"]).expect("ip");
+    let dir = tempfile::Builder::new()
+        .prefix("netmirror-test-batch")
+        .tempdir()
+        .expect("temp dir");
+    let path = dir.path().join("loss.batch");
+    std::fs::write(
+        &path,
+        "route add 10.169.0.0/16 via 192.0.2.2\n\
+         route add 10.169.0.0/16 via 192.0.2.2\n\
+         route del 10.170.0.0/16\n\
+         route del 10.171.0.0/16\n\
+         route del 10.172.0.0/16\n\
+         nexthop add id 20 via 192.0.2.9 dev veth0\n\
+         route add 10.173.0.0/16 nhid 20\n",
+    )
+    .expect("write the batch");
+    let run = nm(&["--netns", ns.name(), "batch", &path.display().to_string()]);
+    assert_eq!(run.code(), 1, "{run:#?}");
+    assert_eq!(
+        run.stdout, "1 of 7 lines applied, 5 not applied after the first failure\n",
+        "{run:#?}"
+    );
+    assert!(run.stderr.contains("loss.batch:2:"), "{run:#?}");
+    assert!(!run.stderr.contains("undoing it failed"), "{run:#?}");
+    ns.ip(&["route", "del", "10.169.0.0/16"])
+        .expect("ip route del");
+    let after = ns.ip(&["-d", "route", "show", "table", "all"]).expect("ip");
+    assert_eq!(after, before, "the batch changed the routes");
+    let nexthops = ns.ip(&["nexthop", "show", "id", "20"]);
+    assert!(nexthops.is_err() || nexthops.is_ok_and(|out| out.trim().is_empty()));
+}
+
+#[test]
+fn a_renamed_link_updates_the_peer_that_names_it() {
+    let ns = namespace();
+    let mut command = netmirror(&["--netns", ns.name(), "--json", "monitor", "link"]);
+    command.env("RUST_LOG", "netmirror::monitor=debug");
+    let mut monitor = Monitor::start(command, "monitor ready");
+    for args in [
+        ["link", "set", "veth1", "down"].as_slice(),
+        &["link", "set", "veth1", "name", "vethpeer"],
+    ] {
+        ns.ip(args).expect("ip link set");
+    }
+    let peer = monitor.expect_line(EVENT_TIMEOUT, |line| {
+        line.contains("\"changed\"")
+            && line.contains("\"ifname\":\"veth0\"")
+            && line.contains("vethpeer")
+    });
+    let peer: Value = serde_json::from_str(&peer).expect("JSON");
+    assert_eq!(peer["old"]["link"], "veth1");
+    assert_eq!(peer["new"]["link"], "vethpeer");
+}
+
+#[test]
+fn a_change_the_columns_do_not_show_is_not_printed_as_no_change() {
+    let ns = namespace();
+    ns.ip(&["route", "add", "10.190.0.0/16", "via", "192.0.2.2"])
+        .expect("ip route add");
+    let mut command = netmirror(&["--netns", ns.name(), "monitor", "route"]);
+    command.env("RUST_LOG", "netmirror::monitor=debug");
+    let mut monitor = Monitor::start(command, "monitor ready");
+    ns.ip(&[
+        "route",
+        "change",
+        "10.190.0.0/16",
+        "via",
+        "192.0.2.2",
+        "mtu",
+        "1400",
+    ])
+    .expect("ip route change");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("10.190.0.0/16"));
+    assert!(line.contains("changed"), "{line}");
+    assert!(
+        line.contains('\u{2192}') || line.contains("attributes without a column changed"),
+        "a change printed as none: {line}"
+    );
+}
+
+#[test]
+fn monitor_lines_list_the_hops_of_a_route_on_a_group() {
+    let ns = namespace();
+    let mut command = netmirror(&["--netns", ns.name(), "monitor", "route"]);
+    command.env("RUST_LOG", "netmirror::monitor=debug");
+    let mut monitor = Monitor::start(command, "monitor ready");
+    ns.ip(&["route", "add", "10.191.0.0/16", "nhid", "10"])
+        .expect("ip route add");
+    let added = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("10.191.0.0/16"));
+    assert!(added.contains("added"), "{added}");
+    assert!(
+        added.contains("192.0.2.2") && added.contains("192.0.2.3"),
+        "the hops are not listed: {added}"
+    );
+    // A member deleted: the route's hops change without a route event from the kernel.
+    ns.ip(&["nexthop", "del", "id", "2"])
+        .expect("ip nexthop del");
+    let changed = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("10.191.0.0/16"));
+    assert!(changed.contains("changed"), "{changed}");
+    assert!(changed.contains('\u{2192}'), "{changed}");
+}

@@ -1,0 +1,560 @@
+//! The cache's objects and how kernel messages change them, without a socket: [`State`].
+//!
+//! [`State::apply`] takes one rtnetlink message and changes the indexes as the kernel changed
+//! its tables, including the changes the kernel makes without a notification that follow from
+//! the message alone; what needs the kernel's word (a re-dump) is handed to the socket side as
+//! [`Work`]. Unit tests drive it with captured kernel messages, without root.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use dedup::{DedupIndex, IndexHandle, Placement};
+use netmirror_dedup_index as dedup;
+
+use super::{
+    AddressesByIfindex, Change, DefaultRoutes, Event, IFF_RUNNING, NLM_F_APPEND, RTM_F_CLONED,
+    RoutesByIfindex, RoutesByWeakId, upsert, upsert_at, weak_bucket,
+};
+use crate::addr::Address;
+use crate::error::Result;
+use crate::link::{IFF_LOWER_UP, IFF_UP, Link};
+
+/// `IFF_LOOPBACK`.
+const IFF_LOOPBACK: u32 = 0x8;
+use crate::nexthop::Nexthop;
+use crate::route::{Family, Route, RouteId};
+use crate::rule::Rule;
+use crate::wire::{self, Msg};
+
+/// Links, addresses, routes, rules and nexthops with their indexes, and the re-dumps the
+/// messages applied so far call for.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) links: DedupIndex<Link>,
+    pub(crate) addresses: DedupIndex<Address>,
+    pub(crate) routes: DedupIndex<Route>,
+    pub(crate) rules: DedupIndex<Rule>,
+    pub(crate) nexthops: DedupIndex<Nexthop>,
+    pub(crate) routes_by_ifindex: IndexHandle<RoutesByIfindex>,
+    pub(crate) default_routes: IndexHandle<DefaultRoutes>,
+    pub(crate) routes_by_weak_id: IndexHandle<RoutesByWeakId>,
+    pub(crate) addresses_by_ifindex: IndexHandle<AddressesByIfindex>,
+    /// Interfaces whose routes the kernel may have flushed or flagged without telling (link
+    /// down, carrier change, address removed).
+    suspect_ifindexes: Vec<u32>,
+    /// The kernel may have flushed nexthops without telling (a link on which one sits went
+    /// down, lost its carrier or went away).
+    suspect_nexthops: bool,
+    /// Nexthops whose routes' reported next hops may have changed without a notification (a
+    /// group lost a member, a member changed).
+    suspect_nhids: Vec<u32>,
+    /// Nexthops deleted whose routes are not removed yet ([`State::settle`]).
+    deleted_nhids: Vec<u32>,
+}
+
+/// What the kernel must be asked again after the messages applied so far
+/// ([`State::take_work`]), in this order.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Work {
+    /// Dump the nexthops again ([`State::nexthops_resynced`] applies the consequences).
+    pub(crate) nexthops: bool,
+    /// Dump the routes again of the interfaces in `ifindexes`, sorted, without duplicates.
+    pub(crate) ifindexes: Vec<u32>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State::new()
+    }
+}
+
+impl State {
+    /// Empty indexes.
+    pub(crate) fn new() -> Self {
+        let mut routes = DedupIndex::new();
+        let routes_by_ifindex = routes.add_index(RoutesByIfindex);
+        let default_routes = routes.add_index(DefaultRoutes);
+        let routes_by_weak_id = routes.add_index(RoutesByWeakId);
+        let mut addresses = DedupIndex::new();
+        let addresses_by_ifindex = addresses.add_index(AddressesByIfindex);
+        State {
+            links: DedupIndex::new(),
+            addresses,
+            routes,
+            rules: DedupIndex::new(),
+            nexthops: DedupIndex::new(),
+            routes_by_ifindex,
+            default_routes,
+            routes_by_weak_id,
+            addresses_by_ifindex,
+            suspect_ifindexes: Vec::new(),
+            suspect_nexthops: false,
+            suspect_nhids: Vec::new(),
+            deleted_nhids: Vec::new(),
+        }
+    }
+
+    /// The routes going out of one interface (by their first next hop).
+    pub(crate) fn routes_of(&self, ifindex: u32) -> impl Iterator<Item = &Arc<Route>> {
+        self.routes
+            .partition(self.routes_by_ifindex, &ifindex)
+            .into_iter()
+            .flatten()
+    }
+
+    /// Takes the re-dumps the messages applied so far call for (the nexthops first: the
+    /// routes on them are then right before a device's routes are dumped again, so a route
+    /// that only lost a hop is not taken for gone). Routes on changed nexthops are asked
+    /// for by [`State::take_nhid_refresh`] after the nexthops are resynced.
+    /// Call [`State::settle`] first.
+    pub(crate) fn take_work(&mut self) -> Work {
+        let mut ifindexes = std::mem::take(&mut self.suspect_ifindexes);
+        ifindexes.sort_unstable();
+        ifindexes.dedup();
+        Work {
+            nexthops: std::mem::take(&mut self.suspect_nexthops),
+            ifindexes,
+        }
+    }
+
+    /// After a nexthop re-dump synced the nexthop index and reported `changes`: removes the
+    /// routes of the nexthops that are gone (the kernel deleted them silently) and notes the
+    /// routes of those that changed for [`State::take_nhid_refresh`].
+    pub(crate) fn nexthops_resynced(&mut self, changes: &[Event], out: &mut Vec<Event>) {
+        let mut gone = Vec::new();
+        for event in changes {
+            match event {
+                Event::Nexthop(Change::Removed(old)) => gone.push(old.id()),
+                Event::Nexthop(Change::Replaced { new, .. }) => self.suspect_nhid(new.id()),
+                _ => {}
+            }
+        }
+        gone.sort_unstable();
+        self.remove_routes_with_nhid(&gone, out);
+    }
+
+    /// The nexthops whose routes must be asked again (their reported next hops follow the
+    /// nexthop objects without notifications), when the cache holds such a route; sorted.
+    pub(crate) fn take_nhid_refresh(&mut self) -> Option<Vec<u32>> {
+        if self.suspect_nhids.is_empty() {
+            return None;
+        }
+        let mut ids = std::mem::take(&mut self.suspect_nhids);
+        ids.sort_unstable();
+        ids.dedup();
+        let held = self.routes.iter().any(|route| {
+            route
+                .nh_id()
+                .is_some_and(|id| ids.binary_search(&id).is_ok())
+        });
+        held.then_some(ids)
+    }
+
+    /// The interfaces whose routes (as the kernel's dump filter by device selects them, by
+    /// any hop) include every route on the nexthops `ids`: a nexthop's own device, a group's
+    /// first member's, `lo` for a blackhole. `None` when one is not known (a full dump then).
+    pub(crate) fn devices_of_nexthops(&self, ids: &[u32]) -> Option<Vec<u32>> {
+        let device = |nh: &Nexthop| -> Option<u32> {
+            if nh.is_blackhole() {
+                // The kernel's blackhole nexthop sits on the loopback device.
+                return self
+                    .links
+                    .iter()
+                    .find(|link| link.flags() & IFF_LOOPBACK != 0)
+                    .map(|link| link.ifindex());
+            }
+            nh.oif()
+        };
+        let mut devices = Vec::new();
+        for id in ids {
+            let nh = self.nexthops.get(id)?;
+            let dev = match nh.group().first() {
+                Some(member) => device(self.nexthops.get(&member.id)?)?,
+                None => device(nh)?,
+            };
+            devices.push(dev);
+        }
+        devices.sort_unstable();
+        devices.dedup();
+        Some(devices)
+    }
+
+    /// Updates the routes on the nexthops `ids` (sorted) to what the kernel now reports of
+    /// them: `fresh` is a dump that covers them (of every route, or of the devices of
+    /// [`State::devices_of_nexthops`]). A held route the dump does not have is left alone:
+    /// routes on a nexthop go with their nexthop (see [`State::settle`]) or with their own
+    /// `RTM_DELROUTE`, never silently while it lives.
+    pub(crate) fn nhid_routes_refreshed(
+        &mut self,
+        ids: &[u32],
+        fresh: Vec<Route>,
+        out: &mut Vec<Event>,
+    ) {
+        let uses = |route: &Route| {
+            route
+                .nh_id()
+                .is_some_and(|id| ids.binary_search(&id).is_ok())
+        };
+        for route in fresh {
+            if route.flags() & RTM_F_CLONED == 0
+                && uses(&route)
+                && self.routes.get(&route.id()).is_some()
+            {
+                out.extend(upsert(&mut self.routes, route, Event::Route));
+            }
+        }
+    }
+
+    /// Makes the held routes `held` what `fresh` (a dump that covers them) says: replaced,
+    /// or removed when the dump no longer has them. Routes the cache did not hold come with
+    /// their own events.
+    pub(crate) fn replace_held(
+        &mut self,
+        held: Vec<RouteId>,
+        mut fresh: HashMap<RouteId, Route>,
+        out: &mut Vec<Event>,
+    ) {
+        for id in held {
+            match fresh.remove(&id) {
+                Some(route) => out.extend(upsert(&mut self.routes, route, Event::Route)),
+                None => out.extend(
+                    self.routes
+                        .remove(&id)
+                        .map(|old| Event::Route(Change::Removed(old))),
+                ),
+            }
+        }
+    }
+
+    /// Applies one message of the event socket: the object it announces, and what the
+    /// kernel changes without a word because of it (a link's routes when it goes away, a
+    /// deleted nexthop's routes). What only the kernel can tell (routes flushed when a link
+    /// goes down, nexthops flushed with their link, routes whose nexthop changed) is noted
+    /// for [`State::take_work`].
+    pub(crate) fn apply(&mut self, msg: &Msg<'_>, out: &mut Vec<Event>) -> Result<()> {
+        match msg.kind {
+            wire::RTM_NEWLINK => {
+                let Some(link) = Link::parse(msg.payload)? else {
+                    return Ok(());
+                };
+                let ifindex = link.ifindex();
+                if let Some(event) = upsert(&mut self.links, link, Event::Link) {
+                    if let Event::Link(Change::Replaced { old, new }) = &event {
+                        // Going down flushes IPv4 routes without notifications; losing or
+                        // getting back the carrier flips the `linkdown` flag of every route
+                        // on the link, also silently.
+                        let watched = IFF_UP | IFF_LOWER_UP | IFF_RUNNING;
+                        if (old.flags() ^ new.flags()) & watched != 0 {
+                            self.suspect_ifindexes.push(ifindex);
+                        }
+                        // Going down or losing the carrier flushes the nexthops on it, and
+                        // changes the dead and linkdown flags of the others, silently.
+                        if old.flags() != new.flags() {
+                            self.suspect_nexthops_on(ifindex);
+                        }
+                    }
+                    out.push(event);
+                }
+            }
+            wire::RTM_DELLINK => {
+                let Some(link) = Link::parse(msg.payload)? else {
+                    return Ok(());
+                };
+                let ifindex = link.ifindex();
+                // Its nexthops go without notifications, and the routes using them.
+                self.suspect_nexthops_on(ifindex);
+                // Its routes go without notifications; its addresses are announced, but drop
+                // any left so the cache never points at a missing link. Routes on nexthop
+                // objects follow their nexthops (a group keeps its other members).
+                let gone: Vec<RouteId> = self
+                    .routes_of(ifindex)
+                    .filter(|route| route.nh_id().is_none())
+                    .map(|route| Route::id(route))
+                    .collect();
+                for id in gone {
+                    if let Some(old) = self.routes.remove(&id) {
+                        out.push(Event::Route(Change::Removed(old)));
+                    }
+                }
+                if let Ok(n) = self
+                    .addresses
+                    .mark_partition(self.addresses_by_ifindex, &ifindex)
+                    && n > 0
+                {
+                    let removed = self
+                        .addresses
+                        .sweep_partition(self.addresses_by_ifindex, &ifindex)
+                        .unwrap_or_default();
+                    out.extend(
+                        removed
+                            .into_iter()
+                            .map(|a| Event::Address(Change::Removed(a))),
+                    );
+                }
+                // IPv4 multipath routes with any hop on it die with it, also silently.
+                for id in self.multipath_through(ifindex) {
+                    if let Some(old) = self.routes.remove(&id) {
+                        out.push(Event::Route(Change::Removed(old)));
+                    }
+                }
+                if let Some(old) = self.links.remove(&ifindex) {
+                    out.push(Event::Link(Change::Removed(old)));
+                }
+            }
+            wire::RTM_NEWADDR => {
+                if let Some(addr) = Address::parse(msg.payload)?
+                    && let Some(event) = upsert(&mut self.addresses, addr, Event::Address)
+                {
+                    out.push(event);
+                }
+            }
+            wire::RTM_DELADDR => {
+                if let Some(addr) = Address::parse(msg.payload)? {
+                    if let Some(old) = self.addresses.remove(&addr.id()) {
+                        out.push(Event::Address(Change::Removed(old)));
+                    }
+                    // Routes using it as preferred source go without notifications.
+                    if addr.family() == Family::V4 {
+                        self.suspect_ifindexes.push(addr.ifindex());
+                    }
+                }
+            }
+            wire::RTM_NEWROUTE => {
+                if let Some(route) = Route::parse(msg.payload)?
+                    && route.flags() & RTM_F_CLONED == 0
+                {
+                    self.settle_for(route.nh_id(), out);
+                    self.apply_new_route(route, msg.flags, out);
+                }
+            }
+            wire::RTM_DELROUTE => {
+                if let Some(route) = Route::parse(msg.payload)? {
+                    self.apply_del_route(&route, out);
+                }
+            }
+            wire::RTM_NEWRULE => {
+                if let Some(rule) = Rule::parse(msg.payload)?
+                    && let Some(event) = upsert(&mut self.rules, rule, Event::Rule)
+                {
+                    out.push(event);
+                }
+            }
+            wire::RTM_DELRULE => {
+                if let Some(rule) = Rule::parse(msg.payload)?
+                    && let Some(old) = self.rules.remove(&rule)
+                {
+                    out.push(Event::Rule(Change::Removed(old)));
+                }
+            }
+            wire::RTM_NEWNEXTHOP => {
+                if let Some(nh) = Nexthop::parse(msg.payload)? {
+                    self.settle_for(Some(nh.id()), out);
+                    self.apply_new_nexthop(nh, msg.flags, out);
+                }
+            }
+            wire::RTM_DELNEXTHOP => {
+                if let Some(nh) = Nexthop::parse(msg.payload)? {
+                    self.apply_del_nexthop(nh.id(), out);
+                }
+            }
+            wire::NLMSG_DONE | wire::NLMSG_NOOP => {}
+            other => tracing::trace!(kind = other, "ignored message type"),
+        }
+        Ok(())
+    }
+
+    /// Applies an `RTM_NEWROUTE` event where the kernel put the route. Among routes with the
+    /// same prefix key (weak id) order is meaning: the kernel's flags say where the new route
+    /// went, as NetworkManager's platform cache reads them: `NLM_F_REPLACE` took the first
+    /// peer's place, `NLM_F_APPEND` (and `NLM_F_EXCL`, which IPv6 lets through with a
+    /// different next hop) went after the last peer, and `NLM_F_CREATE` alone (`ip route
+    /// prepend`) before the first. A route the cache already holds is updated where it is; an
+    /// IPv6 sibling added to a held multipath route is merged into it in the kernel's order.
+    fn apply_new_route(&mut self, route: Route, flags: u16, out: &mut Vec<Event>) {
+        let id = route.id();
+        if let Some(held) = self.routes.get(&id) {
+            if flags & wire::NLM_F_REPLACE == 0
+                && route.family() == Family::V6
+                && !route.multipath().is_empty()
+                && route.nh_id().is_none()
+            {
+                let merged = held.with_siblings_of(&route);
+                if let Some(event) = upsert(&mut self.routes, merged, Event::Route) {
+                    out.push(event);
+                }
+                return;
+            }
+        } else {
+            let weak = route.weak_id();
+            let mut peers = self
+                .routes
+                .partition(self.routes_by_weak_id, &weak_bucket(&weak))
+                .into_iter()
+                .flatten()
+                .filter(|held| held.weak_id() == weak)
+                .map(|held| Route::id(held));
+            let first = peers.next();
+            let last = peers.next_back().or(first);
+            if let (Some(first), Some(last)) = (first, last) {
+                if flags & wire::NLM_F_REPLACE != 0 {
+                    let placed = self.routes.insert(route, Placement::Before(first));
+                    if let (Ok(dedup::Change::Added(new)), Some(old)) =
+                        (placed, self.routes.remove(&first))
+                    {
+                        out.push(Event::Route(Change::Replaced { old, new }));
+                    }
+                    return;
+                }
+                let placement = if flags & (NLM_F_APPEND | wire::NLM_F_EXCL) != 0 {
+                    Placement::After(last)
+                } else {
+                    Placement::Before(first)
+                };
+                out.extend(upsert_at(&mut self.routes, route, placement, Event::Route));
+                return;
+            }
+        }
+        if let Some(event) = upsert(&mut self.routes, route, Event::Route) {
+            out.push(event);
+        }
+    }
+
+    fn apply_del_route(&mut self, route: &Route, out: &mut Vec<Event>) {
+        let id = route.id();
+        // IPv6 announces the deletion of one sibling of a multipath route as that hop alone.
+        if route.family() == Family::V6 && route.multipath().is_empty() && route.nh_id().is_none() {
+            let reduced = self
+                .routes
+                .get(&id)
+                .filter(|held| !held.multipath().is_empty())
+                .and_then(|held| held.without_hop(route.gateway(), route.oif()));
+            if let Some(reduced) = reduced {
+                if let Some(event) = upsert(&mut self.routes, reduced, Event::Route) {
+                    out.push(event);
+                }
+                return;
+            }
+        }
+        match self.routes.remove(&id) {
+            Some(old) => out.push(Event::Route(Change::Removed(old))),
+            None => tracing::trace!(?route, "deleted route was not cached"),
+        }
+    }
+
+    /// Applies an `RTM_NEWNEXTHOP` event. The kernel does not announce what a changed
+    /// nexthop does to the routes using it (their next hops are reported from it), so those
+    /// routes, and the routes of the groups it is a member of, are asked again at the end of
+    /// the poll.
+    ///
+    /// A replace (`NLM_F_REPLACE`, as `ip nexthop replace` and routing daemons send it) is
+    /// the exception: the kernel then announces every route on the nexthop and on the groups
+    /// holding it, so nothing is asked again. A group changed because a member was deleted
+    /// carries the delete's flags.
+    fn apply_new_nexthop(&mut self, nh: Nexthop, flags: u16, out: &mut Vec<Event>) {
+        let id = nh.id();
+        if let Some(event) = upsert(&mut self.nexthops, nh, Event::Nexthop) {
+            if matches!(event, Event::Nexthop(Change::Replaced { .. }))
+                && flags & wire::NLM_F_REPLACE == 0
+            {
+                self.suspect_nhid(id);
+            }
+            out.push(event);
+        }
+    }
+
+    /// Applies an `RTM_DELNEXTHOP` event: the kernel deletes the routes using the nexthop
+    /// without a notification for IPv4 (and the groups it was in are announced apart). The
+    /// routes go at the next [`State::settle`] (one walk over the routes for many deletions,
+    /// as `ip nexthop flush` makes them), or before a message that may concern them.
+    fn apply_del_nexthop(&mut self, id: u32, out: &mut Vec<Event>) {
+        if let Some(old) = self.nexthops.remove(&id) {
+            out.push(Event::Nexthop(Change::Removed(old)));
+        }
+        self.deleted_nhids.push(id);
+    }
+
+    /// Removes the routes of the nexthops deleted since the last call: what the messages
+    /// applied so far imply without asking the kernel. Call it before reading the routes.
+    pub(crate) fn settle(&mut self, out: &mut Vec<Event>) {
+        if self.deleted_nhids.is_empty() {
+            return;
+        }
+        let mut ids = std::mem::take(&mut self.deleted_nhids);
+        ids.sort_unstable();
+        ids.dedup();
+        self.remove_routes_with_nhid(&ids, out);
+    }
+
+    /// Settles first when `nh_id` was deleted and not settled yet: a nexthop added again
+    /// with that id, or a route on it, is new and must not go with the old routes.
+    fn settle_for(&mut self, nh_id: Option<u32>, out: &mut Vec<Event>) {
+        if nh_id.is_some_and(|id| self.deleted_nhids.contains(&id)) {
+            self.settle(out);
+        }
+    }
+
+    /// Removes the routes pointing at one of `ids` (the kernel deleted them with their
+    /// nexthop). A walk over all routes: this runs only when nexthops go.
+    /// `ids` is sorted.
+    fn remove_routes_with_nhid(&mut self, ids: &[u32], out: &mut Vec<Event>) {
+        if ids.is_empty() {
+            return;
+        }
+        let gone: Vec<RouteId> = self
+            .routes
+            .iter()
+            .filter(|route| {
+                route
+                    .nh_id()
+                    .is_some_and(|id| ids.binary_search(&id).is_ok())
+            })
+            .map(|route| Route::id(route))
+            .collect();
+        for id in gone {
+            if let Some(old) = self.routes.remove(&id) {
+                out.push(Event::Route(Change::Removed(old)));
+            }
+        }
+    }
+
+    /// Schedules the routes using nexthop `id`, directly or through a group, to be asked
+    /// again.
+    fn suspect_nhid(&mut self, id: u32) {
+        self.suspect_nhids.push(id);
+        let groups = self
+            .nexthops
+            .iter()
+            .filter(|nh| nh.has_member(id))
+            .map(|nh| nh.id());
+        self.suspect_nhids.extend(groups);
+    }
+
+    /// Schedules a nexthop re-dump if a held nexthop sits on `ifindex` (the kernel flushes
+    /// those without notifications when the link goes down, loses its carrier or goes
+    /// away).
+    fn suspect_nexthops_on(&mut self, ifindex: u32) {
+        if self.nexthops.iter().any(|nh| nh.oif() == Some(ifindex)) {
+            self.suspect_nexthops = true;
+        }
+    }
+
+    /// The IPv4 multipath routes with a next hop on `ifindex` other than the first (those
+    /// are in the interface's partition already). A walk over all routes: this runs only
+    /// when a link goes down or away.
+    pub(crate) fn multipath_through(&self, ifindex: u32) -> Vec<RouteId> {
+        self.routes
+            .iter()
+            .filter(|route| route.family() == Family::V4 && route.nh_id().is_none())
+            .filter(|route| match route.multipath() {
+                [first, rest @ ..] => {
+                    first.ifindex != ifindex && rest.iter().any(|hop| hop.ifindex == ifindex)
+                }
+                [] => false,
+            })
+            .map(|route| Route::id(route))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

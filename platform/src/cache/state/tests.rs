@@ -1,0 +1,412 @@
+//! [`State::apply`] driven by messages captured from a real kernel (Linux 6.18, a namespace
+//! with the veth pair v0 (ifindex 3, 192.0.2.1/24) and v1 (ifindex 2)), without a socket.
+
+use super::*;
+use crate::wire::Msgs;
+
+/// `ip nexthop add id 1 via 192.0.2.2 dev v0`, `... id 2 via 192.0.2.3 dev v0`, `... id 3
+/// blackhole`, `... id 10 group 1/2,3`: one `RTM_NEWNEXTHOP` each.
+const NH_ADD: &[&str] = &[
+    concat!(
+        "3000000068000506dbe90e6bd152000002fd0000000000000800010001000000080005000300000008000600",
+        "c0000202",
+    ),
+    concat!(
+        "3000000068000506dbe90e6bd752000002fd0000000000000800010002000000080005000300000008000600",
+        "c0000203",
+    ),
+    "2400000068000506dce90e6be65200000200000000000000080001000300000004000400",
+    concat!(
+        "4400000068000506dce90e6bfc5200000000000000000000080001000a000000060003000000000014000200",
+        "0100000000000000020000000200000008000e0000000080",
+    ),
+];
+
+/// `ip route add 10.60.0.0/16 nhid 10`, `ip route add 10.62.0.0/16 nhid 3`.
+const ROUTES_ADD: &[&str] = &[
+    concat!(
+        "5800000018000006dce90e6b1f53000002100000fe0300010000000008000f00fe000000080001000a3c0000",
+        "08001e000a00000024000900100000000300000008000500c0000202100000020300000008000500c0000203",
+    ),
+    concat!(
+        "3c00000018000006dce90e6b4b53000002100000fe0300060000000008000f00fe000000080001000a3e0000",
+        "08001e00030000000800040001000000",
+    ),
+];
+
+/// `ip nexthop del id 2`: `RTM_DELNEXTHOP` 2, `RTM_NEWNEXTHOP` for group 10 (now 1 alone), and
+/// an unrelated IPv6 multicast route event; nothing about route 10.60.0.0/16.
+const NH_DEL_MEMBER: &[&str] = &[
+    concat!(
+        "3000000069000500dce90e6b7553000002fd0000000000000800010002000000080005000300000008000600",
+        "c0000203",
+    ),
+    concat!(
+        "3c00000068000500dce90e6b755300000000000000000000080001000a00000006000300000000000c000200",
+        "010000000000000008000e0000000080",
+    ),
+    concat!(
+        "740000001800000600000000000000000a800000ff0200020000000008000f00ff00000014000100fe800000",
+        "00000000081fa6fffe8744a90800060000000000080004000300000024000c00000000000000000000000000",
+        "00000000000000000000000000000000000000000500140000000000",
+    ),
+];
+
+/// `ip nexthop del id 3`: `RTM_DELNEXTHOP` 3 (and an unrelated IPv6 event); no
+/// `RTM_DELROUTE` for 10.62.0.0/16, which the kernel deleted.
+const NH_DEL: &[&str] = &[
+    "2400000069000500dde90e6bb35300000200000000000000080001000300000004000400",
+    concat!(
+        "740000001800000600000000000000000a800000ff0200020000000008000f00ff00000014000100fe800000",
+        "00000000d4606bfffe2357bc0800060000000000080004000200000024000c00000000000000000000000000",
+        "00000000000000000000000000000000000000000500140000000000",
+    ),
+];
+
+/// `ip link set v1 down`: `RTM_NEWLINK` for v1 (down), IPv6 route deletions on v1, then
+/// `RTM_NEWLINK` for v0 (carrier lost). Nothing about nexthops 1 and 10 on v0, which the
+/// kernel flushed.
+const PEER_DOWN: &[&str] = &[
+    concat!(
+        "d405000010000000000000000000000000000100020000000210000001000000070003007631000008000d00",
+        "e803000005001000020000000500110000000000050043000000000008000400dc0500000800320044000000",
+        "08003300ffff000008001b000000000008001e000000000008003d000000000008001f000200000008002800",
+        "ffff0000080029000000010008003a000000010008003f0000000100080040000000010008003b00f8ff0700",
+        "08003c00ffff0000080042000000000008002000020000000500210000000000080023000300000008002f00",
+        "0100000008003000020000000600440000000000060045000000000005002700000000000a000100d6606b23",
+        "57bc00000a000200ffffffffffff0000cc00170005000000000000000500000000000000aa01000000000000",
+        "aa01000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "640007000500000005000000aa010000aa010000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000c002b0005000200000000001000120009000100766574680000000008000500",
+        "030000000c0006006e6f71756575650030031a008c0002008800010000000000000000000000000001000000",
+        "0100000001000000010000000000000001000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "10270000e80300000000000000000000000000000000000001000000a0020a00080001001000008014000500",
+        "ffff00004ebf0100407d0000e8030000f40002000000000040000000dc050000010000000100000001000000",
+        "01000000ffffffffa00f0000e803000000000000803a09008051010003000000580200001000000000000000",
+        "01000000010000000100000060ea000000000000000000000000000000000000000000000000000001000000",
+        "000000000000000010270000e803000001000000000000000000000001000000000000000000000001000000",
+        "0000000000000000000000000000000080ee3600000000000000000001000000000000000000000000000000",
+        "00000000000000000004000000000000ffff0000ffffffff0100000000000000000000000000000034010300",
+        "2600000000000000050000000000000064010000000000000000000000000000050000000000000000000000",
+        "0000000000000000000000000000000000000000050000000000000005000000000000006401000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "0000000005000000000000000500000000000000000000000000000000000000000000006401000000000000",
+        "640100000000000000000000000000000000000000000000000000000000000000000000000000003c000600",
+        "0700000000000000000000000000000000000000000000000500000000000000000000000000000000000000",
+        "0000000000000000000000001400070000000000000000000000000000000000050008000000000024000e00",
+        "000000000000000000000000000000000000000000000000000000000000000004003e8004004180",
+    ),
+    concat!(
+        "740000001900000000000000000000000a400000fe0200010000000008000f00fe00000014000100fe800000",
+        "0000000000000000000000000800060000010000080004000200000024000c00000000000000000000000000",
+        "00000000000000000000000000000000000000000500140000000000",
+    ),
+    concat!(
+        "740000001900000000000000000000000a800000ff0200020000000008000f00ff00000014000100fe800000",
+        "00000000d4606bfffe2357bc0800060000000000080004000200000024000c00000000000000000000000000",
+        "00000000000000000000000000000000000000000500140000000000",
+    ),
+    concat!(
+        "740000001900000000000000000000000a080000ff0200050000000008000f00ff00000014000100ff000000",
+        "0000000000000000000000000800060000010000080004000200000024000c00000000000000000000000000",
+        "00000000000000000000000000000000000000000500140000000000",
+    ),
+    concat!(
+        "d405000010000000000000000000000000000100030000000310000000000000070003007630000008000d00",
+        "e803000005001000030000000500110000000000050043000000000008000400dc0500000800320044000000",
+        "08003300ffff000008001b000000000008001e000000000008003d000000000008001f000200000008002800",
+        "ffff0000080029000000010008003a000000010008003f0000000100080040000000010008003b00f8ff0700",
+        "08003c00ffff0000080042000000000008002000020000000500210000000000080023000300000008002f00",
+        "0100000008003000020000000600440000000000060045000000000005002700000000000a0001000a1fa687",
+        "44a900000a000200ffffffffffff0000cc00170005000000000000000500000000000000aa01000000000000",
+        "aa01000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "640007000500000005000000aa010000aa010000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000c002b0005000200000000001000120009000100766574680000000008000500",
+        "020000000c0006006e6f71756575650030031a008c0002008800010000000000000000000000000001000000",
+        "0100000001000000010000000000000001000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "10270000e80300000000000000000000000000000000000001000000a0020a00080001001000008014000500",
+        "ffff00004ebf0100389e0000e8030000f40002000000000040000000dc050000010000000100000001000000",
+        "01000000ffffffffa00f0000e803000000000000803a09008051010003000000580200001000000000000000",
+        "01000000010000000100000060ea000000000000000000000000000000000000000000000000000001000000",
+        "000000000000000010270000e803000001000000000000000000000001000000000000000000000001000000",
+        "0000000000000000000000000000000080ee3600000000000000000001000000000000000000000000000000",
+        "00000000000000000004000000000000ffff0000ffffffff0100000000000000000000000000000034010300",
+        "2600000000000000050000000000000064010000000000000000000000000000050000000000000000000000",
+        "0000000000000000000000000000000000000000050000000000000005000000000000006401000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "0000000005000000000000000500000000000000000000000000000000000000000000006401000000000000",
+        "640100000000000000000000000000000000000000000000000000000000000000000000000000003c000600",
+        "0700000000000000000000000000000000000000000000000500000000000000000000000000000000000000",
+        "0000000000000000000000001400070000000000000000000000000000000000050008000000000024000e00",
+        "000000000000000000000000000000000000000000000000000000000000000004003e8004004180",
+    ),
+];
+
+fn bytes(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&hex[at..at + 2], 16).unwrap())
+        .collect()
+}
+
+/// Applies every message of `datagrams`; returns the events.
+fn feed(state: &mut State, datagrams: &[&str]) -> Vec<Event> {
+    let mut out = Vec::new();
+    for datagram in datagrams {
+        let datagram = bytes(datagram);
+        for msg in Msgs::new(&datagram) {
+            state.apply(&msg.unwrap(), &mut out).unwrap();
+        }
+    }
+    out
+}
+
+/// v1 and v0 as they were before `PEER_DOWN`: the same messages with the flags up, running
+/// and with carrier.
+fn links_up(state: &mut State) {
+    for datagram in [PEER_DOWN[0], PEER_DOWN[PEER_DOWN.len() - 1]] {
+        let mut datagram = bytes(datagram);
+        let flags = u32::from_ne_bytes(datagram[24..28].try_into().unwrap());
+        let up = flags | IFF_UP | IFF_RUNNING | IFF_LOWER_UP;
+        datagram[24..28].copy_from_slice(&up.to_ne_bytes());
+        let mut out = Vec::new();
+        for msg in Msgs::new(&datagram) {
+            state.apply(&msg.unwrap(), &mut out).unwrap();
+        }
+    }
+}
+
+/// The state after the nexthops and the two routes on them.
+fn loaded() -> State {
+    let mut state = State::new();
+    links_up(&mut state);
+    let events = feed(&mut state, NH_ADD);
+    assert_eq!(events.len(), 4);
+    assert!(
+        events
+            .iter()
+            .all(|event| matches!(event, Event::Nexthop(Change::Added(_))))
+    );
+    feed(&mut state, ROUTES_ADD);
+    assert_eq!(state.routes.len(), 2);
+    assert_eq!(state.take_work(), Work::default());
+    assert_eq!(state.take_nhid_refresh(), None);
+    state
+}
+
+fn route_on(state: &State, nh_id: u32) -> Option<Arc<Route>> {
+    state
+        .routes
+        .iter()
+        .find(|route| route.nh_id() == Some(nh_id))
+        .cloned()
+}
+
+#[test]
+fn captured_nexthops_parse_as_ip_shows_them() {
+    let state = loaded();
+    let one = state.nexthops.get(&1).unwrap();
+    assert_eq!(one.gateway(), Some("192.0.2.2".parse().unwrap()));
+    assert_eq!(one.oif(), Some(3));
+    assert_eq!(one.scope(), 253);
+    assert!(!one.is_group() && !one.is_blackhole());
+    let three = state.nexthops.get(&3).unwrap();
+    assert!(three.is_blackhole());
+    assert_eq!((three.oif(), three.gateway()), (None, None));
+    let group = state.nexthops.get(&10).unwrap();
+    assert_eq!(
+        group.group(),
+        [
+            crate::nexthop::GroupMember { id: 1, weight: 1 },
+            crate::nexthop::GroupMember { id: 2, weight: 3 },
+        ]
+    );
+    assert_eq!(group.group_type(), Some(0));
+    // A route on a group is reported with its hops; on a blackhole nexthop, as a blackhole.
+    let on_group = route_on(&state, 10).unwrap();
+    assert_eq!(on_group.multipath().len(), 2);
+    assert_eq!(on_group.multipath()[1].hops, 2);
+    let on_blackhole = route_on(&state, 3).unwrap();
+    assert_eq!(on_blackhole.kind(), crate::route::RTN_BLACKHOLE);
+}
+
+#[test]
+fn a_deleted_group_member_changes_the_group_and_asks_for_its_routes() {
+    let mut state = loaded();
+    let before = route_on(&state, 10).unwrap();
+    let events = feed(&mut state, NH_DEL_MEMBER);
+    let nexthop_events: Vec<&Event> = events
+        .iter()
+        .filter(|event| matches!(event, Event::Nexthop(_)))
+        .collect();
+    assert!(matches!(nexthop_events[0], Event::Nexthop(Change::Removed(old)) if old.id() == 2));
+    match nexthop_events[1] {
+        Event::Nexthop(Change::Replaced { old, new }) => {
+            assert_eq!(old.group().len(), 2);
+            assert_eq!(new.group().len(), 1);
+        }
+        other => panic!("{other:?}"),
+    }
+    // The route on the group is not removed: its hops are asked again.
+    assert!(
+        !events
+            .iter()
+            .any(|event| matches!(event, Event::Route(Change::Removed(_))))
+    );
+    assert_eq!(route_on(&state, 10), Some(before.clone()));
+    assert_eq!(state.take_nhid_refresh(), Some(vec![10]));
+
+    // What the kernel then reports of it: one hop, the same route.
+    let mut out = Vec::new();
+    let fresh = Route::new("10.60.0.0".parse().unwrap(), 16)
+        .with_nh_id(10)
+        .with_gateway("192.0.2.2".parse().unwrap())
+        .with_oif(3);
+    state.nhid_routes_refreshed(&[10], vec![fresh.clone()], &mut out);
+    match out.as_slice() {
+        [Event::Route(Change::Replaced { old, new })] => {
+            assert_eq!(**old, *before);
+            assert_eq!(**new, fresh);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_deleted_nexthop_takes_its_routes_along() {
+    let mut state = loaded();
+    let mut events = feed(&mut state, NH_DEL);
+    // Not before the state settles: one walk over the routes for many deletions.
+    assert!(route_on(&state, 3).is_some());
+    state.settle(&mut events);
+    let removed: Vec<&Route> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Route(Change::Removed(old)) => Some(&**old),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(removed.len(), 1, "{events:?}");
+    assert_eq!(removed[0].nh_id(), Some(3));
+    assert!(route_on(&state, 3).is_none());
+    assert!(state.nexthops.get(&3).is_none());
+}
+
+#[test]
+fn carrier_loss_asks_for_the_nexthops_and_the_routes_of_the_link() {
+    let mut state = loaded();
+    feed(&mut state, PEER_DOWN);
+    let work = state.take_work();
+    // v0 lost its carrier: nexthops on it may be flushed, its routes flagged linkdown; v1
+    // went down: its routes flushed.
+    assert!(work.nexthops, "{work:?}");
+    assert_eq!(work.ifindexes, vec![2, 3]);
+
+    // The re-dump finds nexthop 1 and group 10 gone: their routes go too.
+    let mut changes = Vec::new();
+    for id in [1, 10] {
+        let old = state.nexthops.remove(&id).unwrap();
+        changes.push(Event::Nexthop(Change::Removed(old)));
+    }
+    let mut out = Vec::new();
+    state.nexthops_resynced(&changes, &mut out);
+    assert!(route_on(&state, 10).is_none());
+    assert!(out.iter().any(
+        |event| matches!(event, Event::Route(Change::Removed(old)) if old.nh_id() == Some(10))
+    ));
+    // The route on the blackhole nexthop stays.
+    assert!(route_on(&state, 3).is_some());
+}
+
+#[test]
+fn a_link_deleted_keeps_routes_on_groups_for_the_nexthop_resync() {
+    let mut state = loaded();
+    // RTM_DELLINK of v0: the captured RTM_NEWLINK with its type changed.
+    let mut datagram = bytes(PEER_DOWN[PEER_DOWN.len() - 1]);
+    datagram[4..6].copy_from_slice(&wire::RTM_DELLINK.to_ne_bytes());
+    let mut out = Vec::new();
+    for msg in Msgs::new(&datagram) {
+        state.apply(&msg.unwrap(), &mut out).unwrap();
+    }
+    assert!(state.links.get(&3).is_none());
+    // The route on group 10 (hops on v0) waits for the nexthop resync, which decides.
+    assert!(route_on(&state, 10).is_some());
+    assert!(state.take_work().nexthops);
+}
+
+#[test]
+fn a_nexthop_deleted_and_added_again_keeps_its_new_routes() {
+    let mut state = loaded();
+    feed(&mut state, NH_DEL);
+    // `ip nexthop add id 3 blackhole` and `ip route add 10.62.0.0/16 nhid 3` again, before
+    // the state settles: the old route goes, the new one stays.
+    let mut events = feed(&mut state, &[NH_ADD[2], ROUTES_ADD[1]]);
+    state.settle(&mut events);
+    let removed = events
+        .iter()
+        .filter(|event| matches!(event, Event::Route(Change::Removed(_))))
+        .count();
+    let added = events
+        .iter()
+        .filter(|event| matches!(event, Event::Route(Change::Added(_))))
+        .count();
+    assert_eq!((removed, added), (1, 1), "{events:?}");
+    assert!(route_on(&state, 3).is_some());
+    assert!(state.nexthops.get(&3).is_some());
+}
+
+#[test]
+fn a_replaced_nexthop_is_announced_with_its_routes_so_nothing_is_asked_again() {
+    let mut state = loaded();
+    // `ip nexthop replace id 1 via 192.0.2.9 dev v0`: the captured add of nexthop 1 with
+    // the replace's flags and another gateway.
+    let mut datagram = bytes(NH_ADD[0]);
+    datagram[6..8].copy_from_slice(&(wire::NLM_F_REQUEST | wire::NLM_F_REPLACE).to_ne_bytes());
+    let last = datagram.len() - 1;
+    datagram[last] = 9;
+    let mut out = Vec::new();
+    for msg in Msgs::new(&datagram) {
+        state.apply(&msg.unwrap(), &mut out).unwrap();
+    }
+    assert!(matches!(
+        out.as_slice(),
+        [Event::Nexthop(Change::Replaced { .. })]
+    ));
+    // The kernel announces the routes on it and on group 10 itself.
+    assert_eq!(state.take_nhid_refresh(), None);
+
+    // The same change without the replace flag (a group changed by a member's deletion
+    // carries the delete's flags): its routes and its groups' routes are asked again.
+    datagram[6..8].copy_from_slice(&wire::NLM_F_REQUEST.to_ne_bytes());
+    datagram[last] = 7;
+    for msg in Msgs::new(&datagram) {
+        state.apply(&msg.unwrap(), &mut out).unwrap();
+    }
+    assert_eq!(state.take_nhid_refresh(), Some(vec![1, 10]));
+}
+
+#[test]
+fn routes_on_nexthops_are_asked_again_by_the_device_they_sit_on() {
+    let state = loaded();
+    // Group 10's first member, nexthop 1, is on v0: every route on the group uses v0.
+    assert_eq!(state.devices_of_nexthops(&[1, 10]), Some(vec![3]));
+    // A blackhole sits on the loopback device, which this state has no message of: then
+    // the routes are dumped whole.
+    assert_eq!(state.devices_of_nexthops(&[3]), None);
+    // A nexthop the state does not hold: the same.
+    assert_eq!(state.devices_of_nexthops(&[99]), None);
+}
