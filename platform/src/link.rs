@@ -181,7 +181,8 @@ impl Link {
     pub fn kind_data(&self) -> &[KindAttr] {
         self.info.as_deref().map_or(&[], |info| &info.data)
     }
-    /// The kind of the port role (`IFLA_INFO_SLAVE_KIND`: `bridge_slave` for a bridge port).
+    /// The kind of the port role (`IFLA_INFO_SLAVE_KIND`: the controller's kind, `bridge` for
+    /// a bridge port, which `ip -d` prints as `bridge_slave`).
     pub fn port_kind(&self) -> Option<&str> {
         self.info
             .as_deref()

@@ -200,13 +200,21 @@ const MACVLAN: &[(u16, &str, Ty)] = &[
     (9, "bc_cutoff", Ty::U32),
 ];
 
-/// The table for a kind's data (`port`: the data of a port role such as `bridge_slave`).
+/// The table for a kind's data.
 fn table(kind: &str) -> &'static [(u16, &'static str, Ty)] {
     match kind {
         "bridge" => BRIDGE,
-        "bridge_slave" => BRIDGE_PORT,
         "vxlan" => VXLAN,
         "macvlan" | "macvtap" => MACVLAN,
+        _ => &[],
+    }
+}
+
+/// The table for the data of a port role, by its controller's kind (`IFLA_INFO_SLAVE_KIND`
+/// is `bridge` for a bridge port, which `ip` prints as `bridge_slave`).
+fn port_table(kind: &str) -> &'static [(u16, &'static str, Ty)] {
+    match kind {
+        "bridge" => BRIDGE_PORT,
         _ => &[],
     }
 }
@@ -230,7 +238,7 @@ pub(crate) fn parse(payload: &[u8]) -> LinkInfo {
         info.data = decode(table(info.kind.as_deref().unwrap_or("")), data);
     }
     if let Some(data) = port_data {
-        info.port_data = decode(table(info.port_kind.as_deref().unwrap_or("")), data);
+        info.port_data = decode(port_table(info.port_kind.as_deref().unwrap_or("")), data);
     }
     info
 }

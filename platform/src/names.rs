@@ -598,6 +598,13 @@ pub fn ip_proto(proto: u8) -> Cow<'static, str> {
     name_of(NAMES, proto)
 }
 
+/// An address's protocol (`IFA_PROTO`) as `ip addr` prints it (`kernel_lo`, `kernel_ra`,
+/// `kernel_ll`), or its number.
+pub fn address_proto(proto: u8) -> Cow<'static, str> {
+    const NAMES: &[(u8, &str)] = &[(1, "kernel_lo"), (2, "kernel_ra"), (3, "kernel_ll")];
+    name_of(NAMES, proto)
+}
+
 /// Bytes in lowercase hex without separators.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()

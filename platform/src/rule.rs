@@ -26,6 +26,11 @@ const FRA_IP_PROTO: u16 = 22;
 const FRA_SPORT_RANGE: u16 = 23;
 const FRA_DPORT_RANGE: u16 = 24;
 const FRA_DSCP: u16 = 25;
+const FRA_FLOWLABEL: u16 = 26;
+const FRA_FLOWLABEL_MASK: u16 = 27;
+const FRA_SPORT_MASK: u16 = 28;
+const FRA_DPORT_MASK: u16 = 29;
+const FRA_DSCP_MASK: u16 = 30;
 
 /// Length of `struct fib_rule_hdr`.
 const FIB_RULE_HDR_LEN: usize = 12;
@@ -79,6 +84,10 @@ struct RuleMore {
     sport: Option<(u16, u16)>,
     dport: Option<(u16, u16)>,
     dscp: Option<u8>,
+    dscp_mask: Option<u8>,
+    sport_mask: Option<u16>,
+    dport_mask: Option<u16>,
+    flowlabel: Option<(u32, Option<u32>)>,
     /// Attributes this crate does not decode: type and payload.
     other: Vec<(u16, Box<[u8]>)>,
 }
@@ -94,6 +103,10 @@ static NO_MORE: RuleMore = RuleMore {
     sport: None,
     dport: None,
     dscp: None,
+    dscp_mask: None,
+    sport_mask: None,
+    dport_mask: None,
+    flowlabel: None,
     other: Vec::new(),
 };
 
@@ -216,6 +229,19 @@ impl Rule {
     pub fn dscp(&self) -> Option<u8> {
         self.more().dscp
     }
+    /// The DSCP mask (`FRA_DSCP_MASK`), if reported.
+    pub fn dscp_mask(&self) -> Option<u8> {
+        self.more().dscp_mask
+    }
+    /// The source and destination port masks (`FRA_SPORT_MASK`, `FRA_DPORT_MASK`), if
+    /// reported (`0xffff`: the whole port).
+    pub fn port_masks(&self) -> (Option<u16>, Option<u16>) {
+        (self.more().sport_mask, self.more().dport_mask)
+    }
+    /// The IPv6 flow label matched and its mask (`flowlabel`), if any.
+    pub fn flowlabel(&self) -> Option<(u32, Option<u32>)> {
+        self.more().flowlabel
+    }
     /// Attributes this crate does not decode, as the kernel sent them: type and payload.
     pub fn unknown_attributes(&self) -> &[(u16, Box<[u8]>)] {
         &self.more().other
@@ -292,6 +318,23 @@ impl Rule {
                     more.dport = Some((wire::u16_at(value, 0), wire::u16_at(value, 2)))
                 }
                 FRA_DSCP if value.len() == 1 => more.dscp = nla_u8(value),
+                FRA_DSCP_MASK if value.len() == 1 => more.dscp_mask = nla_u8(value),
+                FRA_SPORT_MASK if value.len() == 2 => {
+                    more.sport_mask = Some(wire::u16_at(value, 0))
+                }
+                FRA_DPORT_MASK if value.len() == 2 => {
+                    more.dport_mask = Some(wire::u16_at(value, 0))
+                }
+                FRA_FLOWLABEL if value.len() == 4 => {
+                    let label = u32::from_be_bytes(value.try_into().unwrap_or_default());
+                    let mask = more.flowlabel.and_then(|(_, mask)| mask);
+                    more.flowlabel = Some((label, mask));
+                }
+                FRA_FLOWLABEL_MASK if value.len() == 4 => {
+                    let mask = u32::from_be_bytes(value.try_into().unwrap_or_default());
+                    let label = more.flowlabel.map_or(0, |(label, _)| label);
+                    more.flowlabel = Some((label, Some(mask)));
+                }
                 _ => more.other.push((kind, value.into())),
             }
         }
@@ -352,15 +395,34 @@ impl Rule {
         if let Some(proto) = self.ip_proto() {
             out.push(format!("ipproto {}", names::ip_proto(proto)));
         }
-        for (word, range) in [("sport", self.sport()), ("dport", self.dport())] {
+        let (sport_mask, dport_mask) = self.port_masks();
+        for (word, range, mask) in [
+            ("sport", self.sport(), sport_mask),
+            ("dport", self.dport(), dport_mask),
+        ] {
+            let mask = match mask {
+                Some(mask) if mask != u16::MAX => format!("/{mask:#x}"),
+                _ => String::new(),
+            };
             match range {
-                Some((start, end)) if start == end => out.push(format!("{word} {start}")),
+                Some((start, end)) if start == end => out.push(format!("{word} {start}{mask}")),
                 Some((start, end)) => out.push(format!("{word} {start}-{end}")),
                 None => {}
             }
         }
         if let Some(dscp) = self.dscp() {
-            out.push(format!("dscp {dscp}"));
+            match self.dscp_mask() {
+                Some(mask) if mask != 0x3f => out.push(format!("dscp {dscp}/{mask:#x}")),
+                _ => out.push(format!("dscp {dscp}")),
+            }
+        }
+        if let Some((label, mask)) = self.flowlabel() {
+            match mask {
+                Some(mask) if mask != 0xfffff => {
+                    out.push(format!("flowlabel {label:#x}/{mask:#x}"))
+                }
+                _ => out.push(format!("flowlabel {label:#x}")),
+            }
         }
         if let Some(id) = self.tun_id() {
             out.push(format!("tun_id {id}"));
@@ -390,7 +452,8 @@ impl Rule {
             }
             action => out.push(names::rule_action(action).into_owned()),
         }
-        if self.protocol != 0 {
+        // As `ip rule` without `-d`: neither `unspec` nor `kernel` is printed.
+        if self.protocol != 0 && self.protocol != RTPROT_KERNEL {
             out.push(format!("proto {}", names::protocol(self.protocol)));
         }
         for (kind, value) in self.unknown_attributes() {
@@ -399,6 +462,9 @@ impl Rule {
         out
     }
 }
+
+/// Protocol `RTPROT_KERNEL`.
+const RTPROT_KERNEL: u8 = 2;
 
 /// Rule action `FR_ACT_GOTO`.
 const FR_ACT_GOTO: u8 = 2;

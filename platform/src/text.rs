@@ -132,6 +132,17 @@ pub fn encap_text(encap: &Encap) -> String {
                 words.push(format!("segs {} [ {} ]", segs.len(), segs.join(" ")))
             }
             ("dst", AttrValue::List(labels)) => words.push(format!("dst {}", labels.join("/"))),
+            // LWTUNNEL_IP_FLAGS: the TUNNEL_* bits ip names (none when 0).
+            ("flags", AttrValue::Uint(flags)) => {
+                for (bit, name) in [(0x1, "csum"), (0x4, "key"), (0x8, "seq")] {
+                    if flags & bit != 0 {
+                        words.push(name.to_owned());
+                    }
+                }
+                if flags & !0xd != 0 {
+                    words.push(format!("flags {:#x}", flags & !0xd));
+                }
+            }
             _ => words.push(format!("{name} {value}")),
         }
     }
@@ -196,7 +207,7 @@ pub fn address_text(addr: &Address) -> String {
         words.push(format!("metric {metric}"));
     }
     if let Some(proto) = addr.proto() {
-        words.push(format!("proto {proto}"));
+        words.push(format!("proto {}", names::address_proto(proto)));
     }
     let lifetime = |secs: u32| {
         if secs == crate::LIFETIME_FOREVER {
@@ -258,7 +269,7 @@ pub fn link_text(link: &Link, dev: IfName<'_>, details: bool) -> String {
             }
         }
         if let Some(kind) = link.port_kind() {
-            words.push(kind.to_owned());
+            words.push(format!("{kind}_slave"));
             for (name, value) in link.port_data() {
                 words.push(format!("{name} {value}"));
             }
