@@ -121,18 +121,18 @@ const BRIDGE_PORT: &[(u16, &str, Ty)] = &[
     (10, "proxy_arp", Ty::U8),
     (11, "learning_sync", Ty::U8),
     (12, "proxy_arp_wifi", Ty::U8),
-    (13, "designated_root", Ty::BridgeId),
-    (14, "designated_bridge", Ty::BridgeId),
+    (13, "root_id", Ty::BridgeId),
+    (14, "bridge_id", Ty::BridgeId),
     (15, "designated_port", Ty::U16),
     (16, "designated_cost", Ty::U16),
-    (17, "port_id", Ty::U16),
-    (18, "port_no", Ty::U16),
+    (17, "id", Ty::U16),
+    (18, "no", Ty::U16),
     (19, "topology_change_ack", Ty::U8),
     (20, "config_pending", Ty::U8),
     (21, "message_age_timer", Ty::Skip),
     (22, "forward_delay_timer", Ty::Skip),
     (23, "hold_timer", Ty::Skip),
-    (25, "mcast_router", Ty::U8),
+    (25, "multicast_router", Ty::U8),
     (26, "pad", Ty::Skip),
     (27, "mcast_flood", Ty::U8),
     (28, "mcast_to_unicast", Ty::U8),
@@ -278,11 +278,17 @@ fn read(ty: Ty, value: &[u8]) -> Option<AttrValue> {
             Ipv6Addr::from(<[u8; 16]>::try_from(value).ok()?).to_string(),
         )),
         (Ty::Mac, 6) => crate::names::hw_address(value).map(AttrValue::Text),
+        // As ip prints it: the priority in hex, then the address as ether_ntoa writes it
+        // (no leading zeros).
         (Ty::BridgeId, 8) => Some(AttrValue::Text(format!(
             "{:02x}{:02x}.{}",
             value[0],
             value[1],
-            crate::names::hw_address(&value[2..]).unwrap_or_default()
+            value[2..]
+                .iter()
+                .map(|byte| format!("{byte:x}"))
+                .collect::<Vec<_>>()
+                .join(":")
         ))),
         (Ty::Flag, 0) => Some(AttrValue::Flag),
         (Ty::PortRange, 4) => Some(AttrValue::List(vec![

@@ -1282,7 +1282,7 @@ impl Route {
                 RTA_CACHEINFO => {
                     let expires = wire::u32_at(value, 8);
                     if value.len() >= 12 && expires != 0 {
-                        cache_expires = Some(expires.div_ceil(USER_HZ));
+                        cache_expires = Some(expires / USER_HZ);
                     }
                 }
                 _ => extra_of(&mut extra)
