@@ -90,6 +90,8 @@ mod wire;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_attrs;
 
 pub use addr::{Address, AddressId, LIFETIME_FOREVER};
 pub use batch::{Batch, Failure, Item, Op, Report};

@@ -1347,7 +1347,7 @@ impl Route {
         {
             attr_ip(&mut msg, RTA_SRC, IpAddr::V6(extra.v6[3]));
         }
-        if let Some(gateway) = self.gateway() {
+        if let Some(gateway) = self.addr(1, HAS_GATEWAY) {
             attr_ip(&mut msg, RTA_GATEWAY, gateway);
         }
         if let Some(prefsrc) = self.prefsrc() {
