@@ -1390,9 +1390,6 @@ impl Route {
             {
                 msg.attr_u32(RTA_EXPIRES, expires);
             }
-            if let Some(iif) = rare.iif {
-                msg.attr_u32(RTA_IIF, iif);
-            }
             if !rare.multipath.is_empty() {
                 let nest = msg.begin_nest(RTA_MULTIPATH);
                 for hop in &rare.multipath {

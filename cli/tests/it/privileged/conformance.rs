@@ -766,3 +766,59 @@ fn addresses_match_ip_field_by_field() {
         );
     }
 }
+
+/// The route lines `batch` takes beyond the plain ones, applied by `netmirror batch` in one
+/// namespace and by `ip route add` in another: both kernels hold the same routes.
+#[test]
+fn batch_route_keywords_make_what_ip_route_add_makes() {
+    const LINES: &[&str] = &[
+        "route add 10.84.0.0/16 via 10.1.0.2 dev v0 onlink mtu lock 1400 advmss 1300 window 1000 rtt 10ms rttvar 5 ssthresh 3 cwnd 4 hoplimit 33 initcwnd 10 initrwnd 20 quickack 1 congctl lock cubic features ecn reordering 3 fastopen_no_cookie 1 rto_min 20 realm 5/6",
+        "route add 10.80.0.0/16 via inet6 fe80::1 dev v0",
+        "route add 10.83.0.0/16 nexthop via 10.1.0.2 dev v0 weight 1 nexthop via 10.1.0.3 dev v0 weight 3 realm 7",
+        "route add 10.87.0.0/16 nexthop via inet6 fe80::1 dev v0 weight 2 nexthop via 10.1.0.3 dev v0 onlink",
+        "route add 10.81.0.0/16 encap ip id 1 dst 1.2.3.4 ttl 9 dev v0",
+        "route add 10.82.0.0/16 via 10.1.0.2 dev v0 table 3000000000 realm 9",
+        "route add 2001:db8:6::/64 via 2001:db8::2 dev v0 pref high expires 600",
+        "route add 2001:db8:8::/64 via 2001:db8::2 dev v0 pref low mtu 1300 hoplimit 9",
+        "route add 2001:db8:7::/64 nexthop via 2001:db8::2 dev v0 weight 2 nexthop via 2001:db8::3 dev v0 weight 5",
+    ];
+    let make = || {
+        NetNs::builder()
+            .veth(
+                Veth::new("v0", "v1")
+                    .address("10.1.0.1/24")
+                    .address("2001:db8::1/64"),
+            )
+            .start()
+            .expect("make a namespace")
+    };
+    let (by_ip, by_us) = (make(), make());
+    for line in LINES {
+        ip(&by_ip, line);
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("netmirror-test-conformance")
+        .tempdir()
+        .expect("temp dir");
+    let path = dir.path().join("routes.batch");
+    std::fs::write(&path, LINES.join("\n")).expect("write the batch");
+    let run = nm(&[
+        "--netns",
+        by_us.name(),
+        "batch",
+        &path.display().to_string(),
+    ]);
+    assert_eq!(run.ok(), format!("{0} of {0} lines applied\n", LINES.len()));
+    for family in ["-4", "-6"] {
+        let routes = |ns: &NetNs| {
+            lines(
+                ip_json(ns, &[family, "route", "show", "table", "all"])
+                    .iter()
+                    // Link-local addresses differ between the namespaces.
+                    .filter(|route| !route["dst"].as_str().unwrap_or("").starts_with("fe80"))
+                    .map(ip_route),
+            )
+        };
+        assert_eq!(routes(&by_us), routes(&by_ip), "{family}");
+    }
+}
