@@ -36,8 +36,8 @@ use crate::addr::Address;
 use crate::batch::{Item, Op};
 use crate::names;
 use crate::route::{
-    Encap, NextHop, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RTN_LOCAL, RTN_UNICAST,
-    Route, TABLE_LOCAL,
+    Encap, NextHop, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RTN_LOCAL, RTN_UNICAST, Route,
+    TABLE_LOCAL,
 };
 
 /// Route type `RTN_BROADCAST`.
@@ -257,7 +257,8 @@ fn parse_route(
                     .next()
                     .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
             }
-            more.metrics.push((kind, metric_value(keyword, kind, value)?, locked));
+            more.metrics
+                .push((kind, metric_value(keyword, kind, value)?, locked));
             continue;
         }
         match keyword {
@@ -300,7 +301,9 @@ fn parse_route(
             "realm" | "realms" => {
                 more.realms = Some(names::parse_realms(value).ok_or_else(|| bad(keyword, value))?)
             }
-            "pref" => more.pref = Some(names::parse_pref(value).ok_or_else(|| bad(keyword, value))?),
+            "pref" => {
+                more.pref = Some(names::parse_pref(value).ok_or_else(|| bad(keyword, value))?)
+            }
             "expires" => {
                 more.expires = Some(value.parse::<u32>().map_err(|_| bad(keyword, value))?)
             }
@@ -543,7 +546,10 @@ fn parse_encap<'a>(
             flags |= flag;
             continue;
         }
-        if !matches!(keyword, "id" | "dst" | "src" | "ttl" | "tos" | "hoplimit" | "tc") {
+        if !matches!(
+            keyword,
+            "id" | "dst" | "src" | "ttl" | "tos" | "hoplimit" | "tc"
+        ) {
             break;
         }
         words.next();
@@ -566,7 +572,11 @@ fn parse_encap<'a>(
             }
             _ => {
                 let number = value.parse::<u8>().map_err(|_| bad(keyword, value))?;
-                let attr = if matches!(keyword, "ttl" | "hoplimit") { 4 } else { 5 };
+                let attr = if matches!(keyword, "ttl" | "hoplimit") {
+                    4
+                } else {
+                    5
+                };
                 push(attr, &[number]);
             }
         }

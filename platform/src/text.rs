@@ -286,3 +286,32 @@ impl fmt::Display for Link {
         f.write_str(&link_text(self, &default_name, false))
     }
 }
+
+/// Parses `payload` as each kind of object and runs every decoder and printer on what comes
+/// out (encapsulations, metrics, kind data, the `ip` texts): the fuzz targets' and the
+/// mutation tests' way to reach the lazily decoded attributes.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn decode_all(payload: &[u8]) {
+    let dev: IfName<'_> = &default_name;
+    if let Ok(Some(route)) = Route::parse(payload) {
+        let _ = route_lines(&route, dev, true);
+        let _ = route.metrics();
+        if let Some(encap) = route.encap() {
+            let _ = encap.fields();
+        }
+        for hop in route.multipath() {
+            if let Some(encap) = &hop.encap {
+                let _ = encap_text(encap);
+            }
+        }
+    }
+    if let Ok(Some(rule)) = crate::Rule::parse(payload) {
+        let _ = rule.to_string();
+    }
+    if let Ok(Some(link)) = Link::parse(payload) {
+        let _ = link_text(&link, dev, true);
+    }
+    if let Ok(Some(addr)) = Address::parse(payload) {
+        let _ = address_text(&addr);
+    }
+}

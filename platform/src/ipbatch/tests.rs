@@ -291,17 +291,23 @@ fn route_lines_take_what_ip_route_add_takes() {
         "route add 10.83.0.0/16 nexthop via 192.0.2.1 dev eth0 weight 1 \
          nexthop via inet6 fe80::2 dev veth1 weight 3 onlink realm 7",
     );
-    let hops: Vec<(Option<IpAddr>, u32, u16, u8, Option<u32>)> = route
+    let hops: Vec<String> = route
         .multipath()
         .iter()
-        .map(|hop| (hop.gateway, hop.ifindex, hop.weight(), hop.flags, hop.realms))
+        .map(|hop| {
+            format!(
+                "{:?} {} {} {} {:?}",
+                hop.gateway,
+                hop.ifindex,
+                hop.weight(),
+                hop.flags,
+                hop.realms
+            )
+        })
         .collect();
     assert_eq!(
         hops,
-        [
-            (Some("192.0.2.1".parse().unwrap()), 2, 1, 0, None),
-            (Some("fe80::2".parse().unwrap()), 7, 3, 4, Some(7)),
-        ]
+        ["Some(192.0.2.1) 2 1 0 None", "Some(fe80::2) 7 3 4 Some(7)"]
     );
     assert_eq!(route.oif(), None);
 
