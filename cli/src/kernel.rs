@@ -484,16 +484,16 @@ fn nexthops_cell(route: &Route, names: &LinkNames) -> Cell {
                 "flags".to_owned(),
                 names::route_flags(u32::from(hop.flags)).into(),
             );
-            if let Some(flow) = hop.realms {
+            if let Some(flow) = hop.realms() {
                 object.insert("flow".to_owned(), flow_cell(flow).json());
             }
-            if let Some(encap) = &hop.encap {
+            if let Some(encap) = hop.encap() {
                 object.insert("encap".to_owned(), encap_cell(encap).json());
             }
-            if !hop.unknown.is_empty() {
+            if !hop.unknown_attributes().is_empty() {
                 object.insert(
                     "unknown_attributes".to_owned(),
-                    unknown_cell(&hop.unknown).json(),
+                    unknown_cell(hop.unknown_attributes()).json(),
                 );
             }
             Value::Object(object)

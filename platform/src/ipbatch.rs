@@ -476,7 +476,7 @@ fn parse_hop<'a>(
                 continue;
             }
             "encap" => {
-                hop.encap = Some(parse_encap(words)?);
+                hop = hop.with_encap(parse_encap(words)?);
                 continue;
             }
             _ => {}
@@ -503,7 +503,8 @@ fn parse_hop<'a>(
                 hop = hop.with_weight(weight);
             }
             "realm" | "realms" => {
-                hop.realms = Some(names::parse_realms(value).ok_or_else(|| bad(keyword, value))?)
+                hop =
+                    hop.with_realms(names::parse_realms(value).ok_or_else(|| bad(keyword, value))?)
             }
             other => return Err(ParseError::UnknownRouteKeyword(other.to_owned())),
         }

@@ -115,12 +115,16 @@ pub struct NextHop {
     pub flags: u8,
     /// Weight minus one (`rtnh_hops`), as the kernel stores it; see [`NextHop::weight`].
     pub hops: u8,
-    /// The hop's realms (`RTA_FLOW`: `to` in the low 16 bits, `from` in the high ones).
-    pub realms: Option<u32>,
-    /// The hop's lightweight tunnel encapsulation (`RTA_ENCAP_TYPE` + `RTA_ENCAP`).
-    pub encap: Option<Encap>,
-    /// Hop attributes this crate does not decode: type and payload.
-    pub unknown: Vec<(u16, Box<[u8]>)>,
+    /// Realms, encapsulation and undecoded attributes, boxed: most hops have none.
+    more: Option<Box<HopMore>>,
+}
+
+/// The rare parts of a hop.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+struct HopMore {
+    realms: Option<u32>,
+    encap: Option<Encap>,
+    unknown: Vec<(u16, Box<[u8]>)>,
 }
 
 impl NextHop {
@@ -142,6 +146,37 @@ impl NextHop {
     /// The weight as `ip` prints it: `rtnh_hops + 1`.
     pub fn weight(&self) -> u16 {
         u16::from(self.hops) + 1
+    }
+
+    /// Sets the hop's realms (`realm`).
+    pub fn with_realms(mut self, realms: u32) -> Self {
+        self.more_mut().realms = Some(realms);
+        self
+    }
+
+    /// Sets the hop's encapsulation.
+    pub fn with_encap(mut self, encap: Encap) -> Self {
+        self.more_mut().encap = Some(encap);
+        self
+    }
+
+    fn more_mut(&mut self) -> &mut HopMore {
+        self.more.get_or_insert_with(Box::default)
+    }
+
+    /// The hop's realms (`RTA_FLOW`: `to` in the low 16 bits, `from` in the high ones).
+    pub fn realms(&self) -> Option<u32> {
+        self.more.as_ref().and_then(|more| more.realms)
+    }
+
+    /// The hop's lightweight tunnel encapsulation (`RTA_ENCAP_TYPE` + `RTA_ENCAP`).
+    pub fn encap(&self) -> Option<&Encap> {
+        self.more.as_ref().and_then(|more| more.encap.as_ref())
+    }
+
+    /// Hop attributes this crate does not decode: type and payload.
+    pub fn unknown_attributes(&self) -> &[(u16, Box<[u8]>)] {
+        self.more.as_ref().map_or(&[], |more| &more.unknown)
     }
 }
 
@@ -364,7 +399,7 @@ struct Rare {
     via: Option<IpAddr>,
     /// `RTA_FLOW`: realms.
     flow: Option<u32>,
-    encap: Option<Encap>,
+    encap: Option<Box<Encap>>,
     ttl_propagate: Option<u8>,
     /// Attributes this crate does not decode: type and payload.
     other: Vec<(u16, Box<[u8]>)>,
@@ -749,7 +784,7 @@ impl Route {
 
     /// Sets the lightweight tunnel encapsulation.
     pub fn with_encap(mut self, encap: Encap) -> Self {
-        self.rare_mut().encap = Some(encap);
+        self.rare_mut().encap = Some(Box::new(encap));
         self
     }
 
@@ -907,7 +942,7 @@ impl Route {
 
     /// The lightweight tunnel encapsulation (`encap ip ...`), if any.
     pub fn encap(&self) -> Option<&Encap> {
-        self.rare().encap.as_ref()
+        self.rare().encap.as_deref()
     }
 
     /// `RTA_TTL_PROPAGATE` (MPLS), if reported.
@@ -1295,7 +1330,8 @@ impl Route {
             return Err(Error::malformed("route attribute overruns its message"));
         }
         if let Some(data) = encap {
-            extra_of(&mut extra).rare_mut().encap = Some(Encap::new(encap_type.unwrap_or(0), data));
+            extra_of(&mut extra).rare_mut().encap =
+                Some(Box::new(Encap::new(encap_type.unwrap_or(0), data)));
         } else if let Some(kind) = encap_type {
             extra_of(&mut extra)
                 .rare_mut()
@@ -1405,10 +1441,10 @@ impl Route {
                         Some(gateway) => attr_via(&mut msg, gateway),
                         None => {}
                     }
-                    if let Some(realms) = hop.realms {
+                    if let Some(realms) = hop.realms() {
                         msg.attr_u32(RTA_FLOW, realms);
                     }
-                    if let Some(encap) = &hop.encap {
+                    if let Some(encap) = hop.encap() {
                         attr_encap(&mut msg, encap);
                     }
                     msg.patch_len16(at);
@@ -1526,6 +1562,7 @@ fn parse_multipath(mut buf: &[u8], v6: bool) -> Result<Vec<NextHop>> {
             ..NextHop::default()
         };
         let (mut encap_type, mut encap) = (None, None);
+        let mut more = HopMore::default();
         let mut nlas = Nlas::new(&buf[8..len]);
         for (kind, value) in &mut nlas {
             match kind {
@@ -1537,10 +1574,10 @@ fn parse_multipath(mut buf: &[u8], v6: bool) -> Result<Vec<NextHop>> {
                     }
                 }
                 RTA_VIA => hop.gateway = Some(parse_via(value)?),
-                RTA_FLOW => hop.realms = nla_u32(value),
+                RTA_FLOW => more.realms = nla_u32(value),
                 RTA_ENCAP_TYPE if value.len() == 2 => encap_type = Some(wire::u16_at(value, 0)),
                 RTA_ENCAP => encap = Some(value),
-                _ => hop.unknown.push((kind, value.into())),
+                _ => more.unknown.push((kind, value.into())),
             }
         }
         if nlas.malformed() {
@@ -1549,13 +1586,41 @@ fn parse_multipath(mut buf: &[u8], v6: bool) -> Result<Vec<NextHop>> {
             ));
         }
         if let Some(data) = encap {
-            hop.encap = Some(Encap::new(encap_type.unwrap_or(0), data));
+            more.encap = Some(Encap::new(encap_type.unwrap_or(0), data));
         } else if let Some(kind) = encap_type {
-            hop.unknown
+            more.unknown
                 .push((RTA_ENCAP_TYPE, kind.to_ne_bytes().into()));
+        }
+        if more != HopMore::default() {
+            hop.more = Some(Box::new(more));
         }
         hops.push(hop);
         buf = buf.get(wire::align(len)..).unwrap_or(&[]);
     }
     Ok(hops)
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// A plain IPv4 route is 40 bytes with nothing on the heap: the rare attributes kept
+    /// since issue 13 cost it nothing.
+    #[test]
+    fn plain_ipv4_route_stays_40_bytes() {
+        assert_eq!(std::mem::size_of::<Route>(), 40);
+        let route = Route::new("10.3.0.0".parse().unwrap(), 16)
+            .with_gateway("10.2.0.2".parse().unwrap())
+            .with_oif(3)
+            .with_table(100)
+            .with_priority(5);
+        let mut buf = Vec::new();
+        route.emit(&mut buf, wire::RTM_NEWROUTE, 0, 1);
+        let parsed = Route::parse(&buf[wire::NLMSG_HDRLEN..]).unwrap().unwrap();
+        assert!(parsed.extra.is_none(), "{parsed:?}");
+        assert_eq!(parsed, route);
+        // The parts a multipath route pays for: a hop keeps its rare attributes boxed.
+        assert!(std::mem::size_of::<NextHop>() <= 32);
+        assert!(std::mem::size_of::<Rare>() <= 144);
+    }
 }

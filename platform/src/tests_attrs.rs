@@ -445,9 +445,9 @@ fn golden_route_multipath_hop_via_and_weights() {
 fn golden_route_multipath_hop_realms_and_flags() {
     let route = route(ROUTE_MULTIPATH_REALMS);
     let hops = route.multipath();
-    assert_eq!(hops[0].realms, Some(7));
+    assert_eq!(hops[0].realms(), Some(7));
     assert_eq!(names::route_flags(u32::from(hops[1].flags)), ["onlink"]);
-    assert!(hops.iter().all(|hop| hop.unknown.is_empty()));
+    assert!(hops.iter().all(|hop| hop.unknown_attributes().is_empty()));
 }
 
 #[test]

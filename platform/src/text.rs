@@ -96,7 +96,7 @@ const RTM_F_CLONED: u32 = 0x200;
 /// One hop of a multipath route as `ip` prints it: `nexthop via X dev Y weight W [flags]`.
 pub fn hop_text(family: Family, hop: &NextHop, dev: IfName<'_>) -> String {
     let mut words = vec!["nexthop".to_owned()];
-    if let Some(encap) = &hop.encap {
+    if let Some(encap) = hop.encap() {
         words.push(encap_text(encap));
     }
     if let Some(gateway) = hop.gateway {
@@ -104,11 +104,11 @@ pub fn hop_text(family: Family, hop: &NextHop, dev: IfName<'_>) -> String {
     }
     words.push(format!("dev {}", dev(hop.ifindex)));
     words.push(format!("weight {}", hop.weight()));
-    if let Some(flow) = hop.realms {
+    if let Some(flow) = hop.realms() {
         words.push(format!("realms {}", names::realms(flow)));
     }
     words.extend(names::route_flags(u32::from(hop.flags)));
-    for (kind, value) in &hop.unknown {
+    for (kind, value) in hop.unknown_attributes() {
         words.push(format!("attr{kind} {}", names::hex(value)));
     }
     words.join(" ")
@@ -300,7 +300,7 @@ pub(crate) fn decode_all(payload: &[u8]) {
             let _ = encap.fields();
         }
         for hop in route.multipath() {
-            if let Some(encap) = &hop.encap {
+            if let Some(encap) = hop.encap() {
                 let _ = encap_text(encap);
             }
         }

@@ -301,7 +301,7 @@ fn route_lines_take_what_ip_route_add_takes() {
                 hop.ifindex,
                 hop.weight(),
                 hop.flags,
-                hop.realms
+                hop.realms()
             )
         })
         .collect();
