@@ -401,6 +401,29 @@ fn route_details_print_hops_and_attributes_as_ip_does() {
         out.contains("encap seg6 mode encap segs 2 [ 2001:db8::9 2001:db8::a ] dev v0"),
         "{out}"
     );
+    // The overview's multipath default route shows its hops, not `-- --`.
+    ip(
+        &ns,
+        "route add default nexthop via 10.1.0.2 dev v0 weight 2 nexthop via 10.1.0.3 dev v0",
+    );
+    let out = nm(&["--netns", ns.name()]).ok().to_owned();
+    let row = out
+        .lines()
+        .skip_while(|line| !line.contains("Default routes"))
+        .find(|line| line.contains("default"))
+        .unwrap_or_else(|| panic!("no default route row in\n{out}"));
+    assert!(
+        row.contains("10.1.0.2,10.1.0.3") && row.contains("v0,v0"),
+        "{row}"
+    );
+    let overview = nm(&["--json", "--netns", ns.name()]).json();
+    assert_eq!(
+        overview["default_routes"][0]["nexthops"],
+        json!([
+            {"gateway": "10.1.0.2", "dev": "v0", "weight": 2, "flags": []},
+            {"gateway": "10.1.0.3", "dev": "v0", "weight": 1, "flags": []}
+        ])
+    );
 }
 
 /// A rule from `ip -j -d`, in the shape compared.
