@@ -38,7 +38,41 @@ pub(crate) const LINK_FIELDS: &[Field] = &[
     Field::extra("LINK-NETNSID", "link_netnsid"),
     Field::extra("ALTNAMES", "altnames"),
     Field::extra("LINKINFO", "linkinfo"),
+    Field::extra("QDISC", "qdisc"),
+    Field::extra("ALLMULTI", "allmulti"),
+    Field::extra("NUM-TX-QUEUES", "num_tx_queues"),
+    Field::extra("NUM-RX-QUEUES", "num_rx_queues"),
+    Field::extra("GSO-MAX-SIZE", "gso_max_size"),
+    Field::extra("GSO-MAX-SEGS", "gso_max_segs"),
+    Field::extra("TSO-MAX-SIZE", "tso_max_size"),
+    Field::extra("TSO-MAX-SEGS", "tso_max_segs"),
+    Field::extra("GRO-MAX-SIZE", "gro_max_size"),
+    Field::extra("GSO-IPV4-MAX-SIZE", "gso_ipv4_max_size"),
+    Field::extra("GRO-IPV4-MAX-SIZE", "gro_ipv4_max_size"),
+    Field::extra("PROTO-DOWN", "proto_down"),
+    Field::extra("HEADROOM", "headroom"),
+    Field::extra("TAILROOM", "tailroom"),
+    Field::extra("NETNS-IMMUTABLE", "netns_immutable"),
     Field::extra("UNKNOWN", "unknown_attributes"),
+];
+
+/// The keys of [`LINK_FIELDS`] filled from [`Link::setting`], in column order.
+const LINK_SETTINGS: &[&str] = &[
+    "qdisc",
+    "allmulti",
+    "num_tx_queues",
+    "num_rx_queues",
+    "gso_max_size",
+    "gso_max_segs",
+    "tso_max_size",
+    "tso_max_segs",
+    "gro_max_size",
+    "gso_ipv4_max_size",
+    "gro_ipv4_max_size",
+    "proto_down",
+    "headroom",
+    "tailroom",
+    "netns_immutable",
 ];
 
 /// Columns of `addr`.
@@ -257,7 +291,7 @@ impl LinkNames {
 
 /// A link's row.
 pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
-    vec![
+    let mut row = vec![
         link.ifindex().into(),
         link.name().to_owned().into(),
         names::operstate(link.operstate()).into(),
@@ -286,8 +320,15 @@ pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
         Cell::opt_int(link.link_netnsid()),
         Cell::List(link.altnames().to_vec()),
         linkinfo_cell(link),
-        unknown_cell(link.unknown_attributes()),
-    ]
+    ];
+    for key in LINK_SETTINGS {
+        row.push(link.setting(key).map_or(Cell::Null, |value| match value {
+            AttrValue::Uint(number) => Cell::Int(i64::try_from(*number).unwrap_or(i64::MAX)),
+            other => Cell::Text(other.to_string().into()),
+        }));
+    }
+    row.push(unknown_cell(link.unknown_attributes()));
+    row
 }
 
 /// `linkinfo` as `ip -j -d` shapes it: `info_kind`, `info_data`, `info_slave_kind`,

@@ -68,6 +68,8 @@ pub struct Link {
     alias: Option<String>,
     altnames: Vec<String>,
     info: Option<Box<LinkInfo>>,
+    /// The scalar attributes decoded by [`linkinfo::LINK`] (qdisc, queues, GSO/GRO sizes, ...).
+    settings: Vec<KindAttr>,
     other: Vec<(u16, Box<[u8]>)>,
 }
 
@@ -192,6 +194,20 @@ impl Link {
     pub fn port_data(&self) -> &[KindAttr] {
         self.info.as_deref().map_or(&[], |info| &info.port_data)
     }
+    /// More of the link's settings as named values, with `ip -j -d link`'s keys: `qdisc`,
+    /// `allmulti`, `num_tx_queues`, `num_rx_queues`, `gso_max_size`, `gso_max_segs`,
+    /// `tso_max_size`, `tso_max_segs`, `gro_max_size`, `gso_ipv4_max_size`,
+    /// `gro_ipv4_max_size`, `proto_down`, `headroom`, `tailroom`, ...
+    pub fn settings(&self) -> &[KindAttr] {
+        &self.settings
+    }
+    /// One of [`Link::settings`] by name.
+    pub fn setting(&self, name: &str) -> Option<&crate::AttrValue> {
+        self.settings
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value)
+    }
     /// Attributes this crate does not decode, as the kernel sent them (type and payload),
     /// including undecoded `IFLA_INFO_*` ones as type `18 << 8 | N`. Counters
     /// (`IFLA_STATS*`, carrier counts) and `IFLA_AF_SPEC` are not kept.
@@ -232,6 +248,7 @@ impl Link {
             alias: None,
             altnames: Vec::new(),
             info: None,
+            settings: Vec::new(),
             other: Vec::new(),
         };
         let mut nlas = Nlas::new(&payload[IFINFOMSG_LEN..]);
@@ -275,7 +292,10 @@ impl Link {
                     }
                 }
                 kind if NOT_STATE.contains(&kind) => {}
-                _ => link.other.push((kind, value.into())),
+                _ => match linkinfo::decode_one(linkinfo::LINK, kind, value) {
+                    Some(attr) => link.settings.push(attr),
+                    None => link.other.push((kind, value.into())),
+                },
             }
         }
         if nlas.malformed() {

@@ -35,7 +35,7 @@ pub(crate) struct LinkInfo {
 
 /// How one attribute's payload is read.
 #[derive(Debug, Clone, Copy)]
-enum Ty {
+pub(crate) enum Ty {
     U8,
     U16,
     U32,
@@ -57,7 +57,29 @@ enum Ty {
     MacvlanMode,
     /// A counter, left out.
     Skip,
+    /// A NUL-terminated string.
+    Str,
 }
+
+/// A link's own scalar attributes (`IFLA_*`) beyond those `Link` has fields for, with
+/// `ip -j -d`'s keys.
+pub(crate) const LINK: &[(u16, &str, Ty)] = &[
+    (6, "qdisc", Ty::Str),
+    (31, "num_tx_queues", Ty::U32),
+    (32, "num_rx_queues", Ty::U32),
+    (39, "proto_down", Ty::U8),
+    (40, "gso_max_segs", Ty::U32),
+    (41, "gso_max_size", Ty::U32),
+    (58, "gro_max_size", Ty::U32),
+    (59, "tso_max_size", Ty::U32),
+    (60, "tso_max_segs", Ty::U32),
+    (61, "allmulti", Ty::U32),
+    (63, "gso_ipv4_max_size", Ty::U32),
+    (64, "gro_ipv4_max_size", Ty::U32),
+    (67, "netns_immutable", Ty::U8),
+    (68, "headroom", Ty::U16),
+    (69, "tailroom", Ty::U16),
+];
 
 const BRIDGE: &[(u16, &str, Ty)] = &[
     (1, "forward_delay", Ty::U32),
@@ -104,6 +126,8 @@ const BRIDGE: &[(u16, &str, Ty)] = &[
     (43, "mcast_igmp_version", Ty::U8),
     (44, "mcast_mld_version", Ty::U8),
     (45, "vlan_stats_per_port", Ty::U8),
+    // Holds the other querier's timers.
+    (47, "mcast_querier_state", Ty::Skip),
     (48, "fdb_n_learned", Ty::Skip),
     (49, "fdb_max_learned", Ty::U32),
 ];
@@ -262,6 +286,17 @@ fn decode(table: &[(u16, &'static str, Ty)], data: &[u8]) -> Vec<KindAttr> {
     out
 }
 
+/// Decodes one attribute by `table`: `None` when the table does not list it (or it has
+/// another size), so the caller keeps it raw.
+pub(crate) fn decode_one(
+    table: &[(u16, &'static str, Ty)],
+    kind: u16,
+    value: &[u8],
+) -> Option<KindAttr> {
+    let (_, name, ty) = table.iter().find(|(id, _, _)| *id == kind)?;
+    Some((Cow::Borrowed(*name), read(*ty, value)?))
+}
+
 fn read(ty: Ty, value: &[u8]) -> Option<AttrValue> {
     let uint = |number: u64| Some(AttrValue::Uint(number));
     match (ty, value.len()) {
@@ -310,6 +345,7 @@ fn read(ty: Ty, value: &[u8]) -> Option<AttrValue> {
             ))
         }
         (Ty::Skip, _) => Some(AttrValue::Flag),
+        (Ty::Str, _) => Some(AttrValue::Text(nla_str(value))),
         _ => None,
     }
 }

@@ -543,6 +543,12 @@ fn golden_link_altnames_and_peer_in_another_namespace() {
     assert_eq!(v0.altnames(), ["longaltname0"]);
     assert!(v0.is_named("longaltname0") && v0.is_named("v0"));
     assert_eq!((v0.parent(), v0.link_netnsid()), (Some(2), None));
+    // `ip -d link show v0` said: qdisc noqueue ... numtxqueues 2 ... gso_max_size 65536.
+    let setting = |name: &str| v0.setting(name).map(ToString::to_string);
+    assert_eq!(setting("qdisc").as_deref(), Some("noqueue"));
+    assert_eq!(setting("num_tx_queues").as_deref(), Some("2"));
+    assert_eq!(setting("gso_max_size").as_deref(), Some("65536"));
+    assert_eq!(setting("tso_max_size").as_deref(), Some("524280"));
     let p0 = link(LINK_P0);
     assert_eq!((p0.parent(), p0.link_netnsid()), (Some(2), Some(0)));
     // Never named after the local link 2 (v1).

@@ -618,6 +618,26 @@ fn links_match_ip_field_by_field() {
         ] {
             assert_eq!(get(our, key), get(ip_link, key), "{ifname}: {key}");
         }
+        // The link's other settings, where ip prints them (ip 6.1 knows no IPv4 GSO/GRO
+        // sizes, headroom or tailroom).
+        for key in [
+            "qdisc",
+            "allmulti",
+            "num_tx_queues",
+            "num_rx_queues",
+            "gso_max_size",
+            "gso_max_segs",
+            "tso_max_size",
+            "tso_max_segs",
+            "gro_max_size",
+            "gso_ipv4_max_size",
+            "gro_ipv4_max_size",
+        ] {
+            if let Some(theirs) = ip_link.get(key) {
+                assert_eq!(&get(our, key), theirs, "{ifname}: {key}");
+                compared += 1;
+            }
+        }
         assert_eq!(
             get(our, "altnames"),
             ip_link.get("altnames").cloned().unwrap_or(json!([])),
