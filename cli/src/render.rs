@@ -862,7 +862,13 @@ fn write_event(
             writeln!(out, "{line}")?;
         }
         Mode::Human => {
-            let text = event_text(event, &chosen);
+            // Without --fields, a change is looked for in every field, so that a change of
+            // one not shown by default (a hop's weight, a metric, a flag) is still printed.
+            let compared: Vec<usize> = match selection {
+                Selection::Default => (0..event.fields.len()).collect(),
+                _ => chosen.clone(),
+            };
+            let text = event_text(event, &chosen, &compared);
             let style = paint(
                 color,
                 match event.kind {
@@ -878,8 +884,9 @@ fn write_event(
     Ok(())
 }
 
-/// The text of an event for people: the object's fields, then what changed as `old -> new`.
-fn event_text(event: &Event<'_>, chosen: &[usize]) -> String {
+/// The text of an event for people: the object's fields, then what changed as `old -> new`
+/// among the `compared` fields.
+fn event_text(event: &Event<'_>, chosen: &[usize], compared: &[usize]) -> String {
     let shown =
         |row: &[Cell], idx: usize| row[idx] != Cell::Null && row[idx] != Cell::List(Vec::new());
     let describe = |row: &[Cell], skip: &dyn Fn(usize) -> bool| {
@@ -893,7 +900,7 @@ fn event_text(event: &Event<'_>, chosen: &[usize]) -> String {
     match (&event.old, &event.new) {
         (Some(old), Some(new)) => {
             let differs = |idx: usize| old[idx] != new[idx];
-            let changes: Vec<String> = chosen
+            let changes: Vec<String> = compared
                 .iter()
                 .filter(|&&idx| differs(idx))
                 .map(|&idx| {
