@@ -865,3 +865,50 @@ fn batch_route_keywords_make_what_ip_route_add_makes() {
         assert_eq!(routes(&by_us), routes(&by_ip), "{family}");
     }
 }
+
+/// A monitor's lines name the hops of a multipath route, and a change of weights or metrics
+/// alone prints what changed (it printed old and new alike).
+#[test]
+fn monitor_lines_show_hops_weights_and_metrics() {
+    let ns = NetNs::builder()
+        .veth(Veth::new("v0", "v1").address("10.1.0.1/24"))
+        .start()
+        .expect("make a namespace");
+    let mut command = crate::support::netmirror(&["--netns", ns.name(), "monitor", "route"]);
+    command.env("RUST_LOG", "netmirror::monitor=debug");
+    let mut monitor = crate::support::Monitor::start(command, "monitor ready");
+    let timeout = std::time::Duration::from_secs(10);
+    ip(
+        &ns,
+        "route add 10.83.0.0/16 nexthop via 10.1.0.2 dev v0 weight 1 nexthop via 10.1.0.3 dev v0 weight 1",
+    );
+    let line = monitor.expect_line(timeout, |line| line.contains("10.83.0.0/16"));
+    assert!(
+        line.contains("added") && line.contains("gateway 10.1.0.2,10.1.0.3"),
+        "{line}"
+    );
+    ip(
+        &ns,
+        "route replace 10.83.0.0/16 nexthop via 10.1.0.2 dev v0 weight 1 nexthop via 10.1.0.3 dev v0 weight 3",
+    );
+    let line = monitor.expect_line(timeout, |line| line.contains("10.83.0.0/16"));
+    assert!(
+        line.contains("changed")
+            && line.contains(
+                "nexthops via 10.1.0.2 dev v0 weight 1; via 10.1.0.3 dev v0 weight 1 \u{2192} \
+                 via 10.1.0.2 dev v0 weight 1; via 10.1.0.3 dev v0 weight 3"
+            ),
+        "{line}"
+    );
+    ip(&ns, "route add 10.84.0.0/16 via 10.1.0.2 dev v0 mtu 1400");
+    monitor.expect_line(timeout, |line| line.contains("10.84.0.0/16"));
+    ip(
+        &ns,
+        "route replace 10.84.0.0/16 via 10.1.0.2 dev v0 mtu lock 1300",
+    );
+    let line = monitor.expect_line(timeout, |line| line.contains("10.84.0.0/16"));
+    assert!(
+        line.contains("metrics mtu 1400 \u{2192} mtu lock 1300"),
+        "{line}"
+    );
+}
