@@ -62,7 +62,7 @@ pub fn route_lines(route: &Route, dev: IfName<'_>, details: bool) -> Vec<String>
         words.push(format!("mark {mark:#x}"));
     }
     if let Some(flow) = route.realms() {
-        words.push(format!("realms {}", names::realms(flow)));
+        words.push(realm_text(flow));
     }
     if let Some(expires) = route.expires() {
         words.push(format!("expires {expires}sec"));
@@ -102,16 +102,25 @@ pub fn hop_text(family: Family, hop: &NextHop, dev: IfName<'_>) -> String {
     if let Some(gateway) = hop.gateway {
         words.push(via_text(family, gateway));
     }
+    if let Some(flow) = hop.realms() {
+        words.push(realm_text(flow));
+    }
     words.push(format!("dev {}", dev(hop.ifindex)));
     words.push(format!("weight {}", hop.weight()));
-    if let Some(flow) = hop.realms() {
-        words.push(format!("realms {}", names::realms(flow)));
-    }
     words.extend(names::route_flags(u32::from(hop.flags)));
     for (kind, value) in hop.unknown_attributes() {
         words.push(format!("attr{kind} {}", names::hex(value)));
     }
     words.join(" ")
+}
+
+/// A route's or hop's realms as `ip route` prints them: `realm TO`, or `realms FROM/TO`.
+fn realm_text(flow: u32) -> String {
+    if flow >> 16 == 0 {
+        format!("realm {}", names::realms(flow))
+    } else {
+        format!("realms {}", names::realms(flow))
+    }
 }
 
 /// `via GW`, or `via inet6 GW` for a gateway of the other family.
