@@ -401,6 +401,13 @@ const LINK_VX0: &str = "\
     04004180\
 ";
 
+/// `ip nexthop add id 1 via 10.1.0.2 dev v0` then `ip route add 10.90.0.0/16 nhid 1`: RTA_NH_ID (30), with the
+/// gateway and device the kernel adds from the nexthop object.
+const ROUTE_NHID: &str = "\
+    440000001800020001000000dd01000002100000fe0300010000000008000f00fe000000080001000a5a000008001e00\
+    01000000080005000a0100020800040003000000\
+";
+
 #[test]
 fn golden_route_via_inet6() {
     let route = route(ROUTE_VIA_INET6);
@@ -689,6 +696,7 @@ const CAPTURES: &[&str] = &[
     LINK_MV0,
     ROUTE_ENCAP_IP,
     ROUTE_METRICS,
+    ROUTE_NHID,
     ROUTE_MULTIPATH_REALMS,
     ROUTE_MULTIPATH_VIA,
     ROUTE_PREF_EXPIRES,
@@ -773,4 +781,18 @@ fn golden_link_vxlan_and_macvlan_data() {
             "{expected} in {data:?}"
         );
     }
+}
+
+#[test]
+fn golden_route_nhid() {
+    let route = route(ROUTE_NHID);
+    assert_eq!(route.nh_id(), Some(1));
+    assert_eq!(
+        (route.gateway(), route.oif()),
+        (Some(ip("10.1.0.2")), Some(3))
+    );
+    assert_eq!(
+        route_lines(&route, DEV, false),
+        ["10.90.0.0/16 nhid 1 via 10.1.0.2 dev v0"]
+    );
 }
