@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::link::{IFF_UP, Link};
 use crate::platform::{Chunk, Config, DumpReport, FibCounters, Platform};
 use crate::route::{Family, Route, RouteId, RouteWeakId};
-use crate::rule::Rule;
+use crate::rule::{Rule, RuleId};
 use crate::socket::{NlSocket, RcvbufOutcome};
 use crate::wire::{self, Msg, MsgWriter, Msgs};
 
@@ -176,9 +176,9 @@ impl Object for Route {
 }
 
 impl Object for Rule {
-    type Id = Rule;
-    fn id(&self) -> Rule {
-        self.clone()
+    type Id = RuleId;
+    fn id(&self) -> RuleId {
+        Rule::id(self)
     }
 }
 
@@ -756,7 +756,7 @@ impl Cache {
             }
             wire::RTM_DELRULE => {
                 if let Some(rule) = Rule::parse(msg.payload)?
-                    && let Some(old) = self.rules.remove(&rule)
+                    && let Some(old) = self.rules.remove(&rule.id())
                 {
                     out.push(Event::Rule(Change::Removed(old)));
                 }

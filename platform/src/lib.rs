@@ -112,7 +112,7 @@ pub use route::{
 };
 pub use rule::{
     FIB_RULE_IIF_DETACHED, FIB_RULE_INVERT, FIB_RULE_OIF_DETACHED, FIB_RULE_UNRESOLVED,
-    FR_ACT_TO_TBL, Rule,
+    FR_ACT_TO_TBL, Rule, RuleId,
 };
 pub use socket::RcvbufOutcome;
 

@@ -71,6 +71,10 @@ pub struct Rule {
     more: Option<Box<RuleMore>>,
 }
 
+/// What identifies a rule in the kernel: see [`Rule::id`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RuleId(Rule);
+
 /// The less common selectors of a rule.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 struct RuleMore {
@@ -162,6 +166,17 @@ impl Rule {
     /// The protocol that installed the rule (`RTPROT_*`).
     pub fn protocol(&self) -> u8 {
         self.protocol
+    }
+
+    /// What identifies the rule in the kernel: every selector, the action and the flags it
+    /// was made with, but not the flags the kernel changes by itself without an event
+    /// (`unresolved` when a goto's target comes or goes, `iif`/`oif` `detached` when the named
+    /// interface does), so that the rule's deletion finds it whatever they were when it was
+    /// read.
+    pub fn id(&self) -> RuleId {
+        let mut rule = self.clone();
+        rule.flags &= !(FIB_RULE_UNRESOLVED | FIB_RULE_IIF_DETACHED | FIB_RULE_OIF_DETACHED);
+        RuleId(rule)
     }
 
     fn more(&self) -> &RuleMore {

@@ -141,3 +141,33 @@ fn events_keep_every_attribute_a_dump_has() {
         assert!(changes.is_empty(), "{changes:#?}");
     });
 }
+
+/// The kernel changes a rule's `unresolved` and `detached` flags without an event (a goto's
+/// target appears, a named interface appears). The flags are not part of the rule's identity,
+/// so the rule's deletion, which reports the current flags, still removes the held rule.
+#[test]
+fn rules_whose_flags_changed_silently_are_still_removed() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let mut cache = Cache::open(config(&ns)).unwrap();
+        settle(&mut cache, Duration::from_secs(20));
+        ip(&ns, "rule add tun_id 9 goto 300 pref 106");
+        ip(&ns, "rule add iif nmxlater0 table 53 pref 111");
+        settle(&mut cache, Duration::from_secs(20));
+        let held = |cache: &Cache, priority: u32| {
+            cache
+                .rules()
+                .filter(|rule| rule.priority() == priority)
+                .count()
+        };
+        assert_eq!((held(&cache, 106), held(&cache, 111)), (1, 1));
+        // The goto's target and the interface appear: the kernel clears the flags silently.
+        ip(&ns, "rule add from 10.2.0.0/16 table 60 pref 300");
+        ip(&ns, "link add nmxlater0 type bridge");
+        settle(&mut cache, Duration::from_secs(20));
+        ip(&ns, "rule del pref 106");
+        ip(&ns, "rule del pref 111");
+        settle(&mut cache, Duration::from_secs(20));
+        assert_eq!((held(&cache, 106), held(&cache, 111)), (0, 0));
+    });
+}
