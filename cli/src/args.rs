@@ -174,6 +174,10 @@ pub(crate) struct KernelArgs {
     /// IPv6 only.
     #[arg(short = '6', global = true)]
     pub(crate) ipv6: bool,
+    /// Every attribute, as `ip -d` prints it (routes, links, addresses, rules: one `ip`-style
+    /// line per object, one `nexthop` line per hop of a multipath route).
+    #[arg(short = 'd', long, global = true)]
+    pub(crate) details: bool,
 }
 
 impl KernelArgs {

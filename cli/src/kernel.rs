@@ -9,12 +9,13 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use netmirror_platform::{
-    self as platform, Address, Config, Link, Netns, Platform, Route, Rule, names,
+    self as platform, Address, AttrValue, Config, Link, Netns, Platform, Route, Rule, names,
 };
+use serde_json::{Map, Value};
 
 use crate::args::{self, Family, KernelArgs, RouteSelector};
 use crate::failure::Failure;
-use crate::render::{Cell, Field, Printer, Table};
+use crate::render::{Cell, Field, Mode, Printer, Table};
 
 /// Columns of `link`.
 pub(crate) const LINK_FIELDS: &[Field] = &[
@@ -33,6 +34,45 @@ pub(crate) const LINK_FIELDS: &[Field] = &[
     Field::extra("GROUP", "group"),
     Field::extra("CARRIER", "carrier"),
     Field::extra("ALIAS", "ifalias"),
+    Field::extra("LINK-INDEX", "link_index"),
+    Field::extra("LINK-NETNSID", "link_netnsid"),
+    Field::extra("ALTNAMES", "altnames"),
+    Field::extra("LINKINFO", "linkinfo"),
+    Field::extra("QDISC", "qdisc"),
+    Field::extra("ALLMULTI", "allmulti"),
+    Field::extra("NUM-TX-QUEUES", "num_tx_queues"),
+    Field::extra("NUM-RX-QUEUES", "num_rx_queues"),
+    Field::extra("GSO-MAX-SIZE", "gso_max_size"),
+    Field::extra("GSO-MAX-SEGS", "gso_max_segs"),
+    Field::extra("TSO-MAX-SIZE", "tso_max_size"),
+    Field::extra("TSO-MAX-SEGS", "tso_max_segs"),
+    Field::extra("GRO-MAX-SIZE", "gro_max_size"),
+    Field::extra("GSO-IPV4-MAX-SIZE", "gso_ipv4_max_size"),
+    Field::extra("GRO-IPV4-MAX-SIZE", "gro_ipv4_max_size"),
+    Field::extra("PROTO-DOWN", "proto_down"),
+    Field::extra("HEADROOM", "headroom"),
+    Field::extra("TAILROOM", "tailroom"),
+    Field::extra("NETNS-IMMUTABLE", "netns_immutable"),
+    Field::extra("UNKNOWN", "unknown_attributes"),
+];
+
+/// The keys of [`LINK_FIELDS`] filled from [`Link::setting`], in column order.
+const LINK_SETTINGS: &[&str] = &[
+    "qdisc",
+    "allmulti",
+    "num_tx_queues",
+    "num_rx_queues",
+    "gso_max_size",
+    "gso_max_segs",
+    "tso_max_size",
+    "tso_max_segs",
+    "gro_max_size",
+    "gso_ipv4_max_size",
+    "gro_ipv4_max_size",
+    "proto_down",
+    "headroom",
+    "tailroom",
+    "netns_immutable",
 ];
 
 /// Columns of `addr`.
@@ -49,6 +89,9 @@ pub(crate) const ADDR_FIELDS: &[Field] = &[
     Field::extra("FLAGS", "flags"),
     Field::extra("VALID", "valid_life_time"),
     Field::extra("PREFERRED", "preferred_life_time"),
+    Field::extra("METRIC", "metric"),
+    Field::extra("PROTO", "protocol"),
+    Field::extra("UNKNOWN", "unknown_attributes"),
 ];
 
 /// Columns of `route`.
@@ -66,22 +109,52 @@ pub(crate) const ROUTE_FIELDS: &[Field] = &[
     Field::extra("SRC", "src"),
     Field::extra("TOS", "tos"),
     Field::extra("NEXTHOPS", "nexthops"),
+    Field::extra("FLAGS", "flags"),
+    Field::extra("NHID", "nhid"),
+    Field::extra("ENCAP", "encap"),
+    Field::extra("REALMS", "flow"),
+    Field::extra("PREF", "pref"),
+    Field::extra("EXPIRES", "expires"),
+    Field::extra("MARK", "mark"),
+    Field::extra("IIF", "iif"),
+    Field::extra("TTL-PROPAGATE", "ttl_propagate"),
+    Field::extra("METRICS", "metrics"),
+    Field::extra("UNKNOWN", "unknown_attributes"),
 ];
 
-/// Columns of `rule`.
+/// Columns of `rule`: RULE is `ip rule`'s text after the priority (every selector, `not`
+/// first); the selectors one by one are there for `--fields` and JSON.
 pub(crate) const RULE_FIELDS: &[Field] = &[
     Field::common("PRIORITY", "priority"),
     Field::common("FAMILY", "family"),
-    Field::common("SRC", "src"),
-    Field::common("DST", "dst"),
-    Field::common("IIF", "iif"),
-    Field::common("OIF", "oif"),
-    Field::common("FWMARK", "fwmark"),
-    Field::common("ACTION", "action"),
-    Field::common("TABLE", "table"),
+    Field::common("RULE", "rule"),
+    Field::extra("NOT", "not"),
+    Field::extra("SRC", "src"),
+    Field::extra("DST", "dst"),
+    Field::extra("IIF", "iif"),
+    Field::extra("OIF", "oif"),
+    Field::extra("FWMARK", "fwmark"),
+    Field::extra("FWMASK", "fwmask"),
+    Field::extra("ACTION", "action"),
+    Field::extra("TABLE", "table"),
     Field::extra("TOS", "tos"),
     Field::extra("PROTO", "protocol"),
     Field::extra("GOTO", "goto"),
+    Field::extra("IIF-DETACHED", "iif_detached"),
+    Field::extra("OIF-DETACHED", "oif_detached"),
+    Field::extra("L3MDEV", "l3mdev"),
+    Field::extra("UID-START", "uid_start"),
+    Field::extra("UID-END", "uid_end"),
+    Field::extra("IPPROTO", "ipproto"),
+    Field::extra("SPORT", "sport"),
+    Field::extra("DPORT", "dport"),
+    Field::extra("TUN-ID", "tun_id"),
+    Field::extra("SUPPRESS-PREFIXLEN", "suppress_prefixlen"),
+    Field::extra("SUPPRESS-IFGROUP", "suppress_ifgroup"),
+    Field::extra("REALMS", "realms"),
+    Field::extra("DSCP", "dscp"),
+    Field::extra("UNRESOLVED", "unresolved"),
+    Field::extra("UNKNOWN", "unknown_attributes"),
 ];
 
 /// The namespace of `--netns`: a path when it contains `/`, else a name under /run/netns.
@@ -150,8 +223,9 @@ pub(crate) fn family_name(family: platform::Family) -> &'static str {
 /// Interface names by index, to print `dev eth0` instead of an index (shared, so a row naming
 /// a link costs no allocation). Kept sorted by index: a binary search is cheaper than hashing
 /// for the few links a host has, and route show looks up two per route.
+/// Altnames are kept beside, for [`LinkNames::index`] (`ip link show ALTNAME`).
 #[derive(Clone)]
-pub(crate) struct LinkNames(Vec<(u32, Arc<str>)>);
+pub(crate) struct LinkNames(Vec<(u32, Arc<str>)>, Vec<(u32, Arc<str>)>);
 
 impl LinkNames {
     /// Every link's name.
@@ -165,9 +239,12 @@ impl LinkNames {
 
     /// Names of these links.
     pub(crate) fn from_links(links: &[Link]) -> LinkNames {
-        let mut names = LinkNames(Vec::with_capacity(links.len()));
+        let mut names = LinkNames(Vec::with_capacity(links.len()), Vec::new());
         for link in links {
             names.insert(link.ifindex(), link.name());
+            for alt in link.altnames() {
+                names.1.push((link.ifindex(), Arc::from(alt.as_str())));
+            }
         }
         names
     }
@@ -198,6 +275,7 @@ impl LinkNames {
     pub(crate) fn index(&self, name: &str) -> anyhow::Result<u32> {
         self.0
             .iter()
+            .chain(&self.1)
             .find(|(_, link_name)| &**link_name == name)
             .map(|(ifindex, _)| *ifindex)
             .with_context(|| format!("cannot find device \"{name}\""))
@@ -214,7 +292,7 @@ impl LinkNames {
 
 /// A link's row.
 pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
-    vec![
+    let mut row = vec![
         link.ifindex().into(),
         link.name().to_owned().into(),
         names::operstate(link.operstate()).into(),
@@ -225,12 +303,99 @@ pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
         Cell::List(names::link_flags(link.flags())),
         Cell::opt_text(names::hw_address(link.broadcast())),
         Cell::opt_text(link.controller().map(|ifindex| names.name(ifindex))),
-        Cell::opt_text(link.parent().map(|ifindex| names.name(ifindex))),
+        // A parent in another namespace (IFLA_LINK_NETNSID) is only an index there: never
+        // named after a local link that happens to have the same index.
+        match (link.parent(), link.link_netnsid()) {
+            (Some(parent), Some(_)) => Cell::Typed {
+                text: format!("if{parent}"),
+                json: Value::Null,
+            },
+            (Some(parent), None) => names.name(parent).into(),
+            (None, _) => Cell::Null,
+        },
         link.txqlen().into(),
         link.group().into(),
         link.carrier().map_or(Cell::Null, Cell::Bool),
         Cell::opt_text(link.alias()),
-    ]
+        Cell::opt_int(link.parent().filter(|_| link.link_netnsid().is_some())),
+        Cell::opt_int(link.link_netnsid()),
+        Cell::List(link.altnames().to_vec()),
+        linkinfo_cell(link),
+    ];
+    for key in LINK_SETTINGS {
+        row.push(link.setting(key).map_or(Cell::Null, |value| match value {
+            AttrValue::Uint(number) => Cell::Int(i64::try_from(*number).unwrap_or(i64::MAX)),
+            other => Cell::Text(other.to_string().into()),
+        }));
+    }
+    row.push(unknown_cell(link.unknown_attributes()));
+    row
+}
+
+/// `linkinfo` as `ip -j -d` shapes it: `info_kind`, `info_data`, `info_slave_kind`,
+/// `info_slave_data`.
+fn linkinfo_cell(link: &Link) -> Cell {
+    if link.kind().is_none() && link.port_kind().is_none() {
+        return Cell::Null;
+    }
+    let data = |attrs: &[platform::KindAttr]| {
+        attrs
+            .iter()
+            .map(|(name, value)| (name.to_string(), attr_json(value)))
+            .collect::<Map<String, Value>>()
+    };
+    let mut object = Map::new();
+    let mut text = Vec::new();
+    if let Some(kind) = link.kind() {
+        object.insert("info_kind".to_owned(), kind.into());
+        text.push(kind.to_owned());
+        if !link.kind_data().is_empty() {
+            object.insert("info_data".to_owned(), data(link.kind_data()).into());
+        }
+    }
+    if let Some(kind) = link.port_kind() {
+        object.insert("info_slave_kind".to_owned(), kind.into());
+        text.push(kind.to_owned());
+        if !link.port_data().is_empty() {
+            object.insert("info_slave_data".to_owned(), data(link.port_data()).into());
+        }
+    }
+    Cell::Typed {
+        text: text.join(","),
+        json: Value::Object(object),
+    }
+}
+
+/// A decoded attribute value in JSON: numbers as numbers, lists as arrays, a flag as `true`,
+/// raw bytes as hex.
+fn attr_json(value: &AttrValue) -> Value {
+    match value {
+        AttrValue::Uint(number) => (*number).into(),
+        AttrValue::Text(text) => text.clone().into(),
+        AttrValue::List(items) => items.clone().into(),
+        AttrValue::Flag => true.into(),
+        AttrValue::Raw(bytes) => names::hex(bytes).into(),
+    }
+}
+
+/// Attributes the library keeps undecoded: `[{"type": N, "data": "HEX"}]`.
+fn unknown_cell(attrs: &[(u16, Box<[u8]>)]) -> Cell {
+    if attrs.is_empty() {
+        return Cell::List(Vec::new());
+    }
+    let json = attrs
+        .iter()
+        .map(|(kind, data)| serde_json::json!({"type": kind, "data": names::hex(data)}))
+        .collect();
+    let text = attrs
+        .iter()
+        .map(|(kind, data)| format!("attr{kind}={}", names::hex(data)))
+        .collect::<Vec<_>>()
+        .join(",");
+    Cell::Typed {
+        text,
+        json: Value::Array(json),
+    }
 }
 
 /// An address's row.
@@ -246,9 +411,12 @@ pub(crate) fn addr_row(addr: &Address, names: &LinkNames) -> Vec<Cell> {
         Cell::opt_text(addr.label()),
         Cell::opt_text(addr.peer()),
         Cell::opt_text(addr.broadcast()),
-        Cell::Int(addr.flags().into()),
+        Cell::List(addr.flag_names()),
         valid.into(),
         preferred.into(),
+        Cell::opt_int(addr.rt_priority()),
+        Cell::opt_text(addr.proto().map(names::protocol)),
+        unknown_cell(addr.unknown_attributes()),
     ]
 }
 
@@ -261,29 +429,41 @@ pub(crate) fn route_row(route: &Route, names: &LinkNames) -> Vec<Cell> {
 
 /// Pushes a route's cells (those of [`route_row`]) into `row`.
 pub(crate) fn route_cells(route: &Route, names: &LinkNames, row: &mut Vec<Cell>) {
-    let nexthops: Vec<String> = route
-        .multipath()
-        .iter()
-        .map(|hop| match hop.gateway {
-            Some(gateway) => format!("via {gateway} dev {}", names.name(hop.ifindex)),
-            None => format!("dev {}", names.name(hop.ifindex)),
-        })
-        .collect();
+    let hops = route.multipath();
     // One push per cell: a cell is written in place, where extending from an array would
     // build the row on the stack first and copy it.
     row.push(family_name(route.family()).into());
     row.push(names::route_type(route.kind()).into());
     row.push(names::route_prefix(route.dst(), route.dst_len()).into());
-    row.push(
-        route
-            .gateway()
-            .map_or(Cell::Null, |gateway| address(gateway).into()),
-    );
-    row.push(
-        route
-            .oif()
-            .map_or(Cell::Null, |ifindex| names.cell(ifindex)),
-    );
+    if route.gateway().is_none() && !hops.is_empty() {
+        // A multipath route: its hops' gateways and devices for people (the NEXTHOPS column
+        // and `-d` have each hop whole); JSON has them under `nexthops` only, as ip does.
+        let gateways: Vec<String> = hops
+            .iter()
+            .map(|hop| hop.gateway.map_or_else(|| "-".to_owned(), address))
+            .collect();
+        row.push(Cell::Typed {
+            text: gateways.join(","),
+            json: Value::Null,
+        });
+    } else {
+        row.push(
+            route
+                .gateway()
+                .map_or(Cell::Null, |gateway| address(gateway).into()),
+        );
+    }
+    match route.oif() {
+        Some(ifindex) => row.push(names.cell(ifindex)),
+        None if !hops.is_empty() => {
+            let devs: Vec<String> = hops.iter().map(|hop| names.name(hop.ifindex)).collect();
+            row.push(Cell::Typed {
+                text: devs.join(","),
+                json: Value::Null,
+            });
+        }
+        None => row.push(Cell::Null),
+    }
     row.push(names::table_name(route.table()).into());
     row.push(names::protocol(route.protocol()).into());
     row.push(names::scope(route.scope()).into());
@@ -297,7 +477,138 @@ pub(crate) fn route_cells(route: &Route, names: &LinkNames, row: &mut Vec<Cell>)
         route.src().map(|(addr, len)| format!("{addr}/{len}")),
     ));
     row.push(route.tos().into());
-    row.push(Cell::List(nexthops));
+    row.push(nexthops_cell(route, names));
+    row.push(Cell::List(names::route_flags(route.flags())));
+    row.push(Cell::opt_int(route.nh_id()));
+    row.push(route.encap().map_or(Cell::Null, encap_cell));
+    row.push(route.realms().map_or(Cell::Null, flow_cell));
+    row.push(Cell::opt_text(route.pref().map(names::pref)));
+    row.push(Cell::opt_int(route.expires()));
+    row.push(Cell::opt_text(
+        route.mark().map(|mark| format!("{mark:#x}")),
+    ));
+    row.push(Cell::opt_text(route.iif().map(|iif| names.name(iif))));
+    row.push(Cell::opt_text(
+        route
+            .ttl_propagate()
+            .map(|ttl| if ttl == 0 { "disabled" } else { "enabled" }),
+    ));
+    row.push(metrics_cell(route));
+    row.push(unknown_cell(route.unknown_attributes()));
+}
+
+/// The hops of a multipath route, as `ip -j` lists them (`gateway`, `dev`, `weight`,
+/// `flags`, plus `flow` and `encap` when a hop has them).
+fn nexthops_cell(route: &Route, names: &LinkNames) -> Cell {
+    let hops = route.multipath();
+    if hops.is_empty() {
+        return Cell::List(Vec::new());
+    }
+    let name = |ifindex: u32| names.name(ifindex);
+    let text: Vec<String> = hops
+        .iter()
+        .map(|hop| {
+            platform::text::hop_text(route.family(), hop, &name)
+                .trim_start_matches("nexthop ")
+                .to_owned()
+        })
+        .collect();
+    let json = hops
+        .iter()
+        .map(|hop| {
+            let mut object = Map::new();
+            if let Some(gateway) = hop.gateway {
+                object.insert("gateway".to_owned(), address(gateway).into());
+            }
+            object.insert("dev".to_owned(), names.name(hop.ifindex).into());
+            object.insert("weight".to_owned(), hop.weight().into());
+            object.insert(
+                "flags".to_owned(),
+                names::route_flags(u32::from(hop.flags)).into(),
+            );
+            if let Some(flow) = hop.realms() {
+                object.insert("flow".to_owned(), flow_cell(flow).json());
+            }
+            if let Some(encap) = hop.encap() {
+                object.insert("encap".to_owned(), encap_cell(encap).json());
+            }
+            if !hop.unknown_attributes().is_empty() {
+                object.insert(
+                    "unknown_attributes".to_owned(),
+                    unknown_cell(hop.unknown_attributes()).json(),
+                );
+            }
+            Value::Object(object)
+        })
+        .collect();
+    Cell::Typed {
+        text: text.join("; "),
+        json: Value::Array(json),
+    }
+}
+
+/// An encapsulation: `{"type": "ip", "id": 1, "dst": "1.2.3.4", ...}` (nested, where `ip -j`
+/// puts the fields beside the route's own `dst` and `src` and so overwrites them).
+fn encap_cell(encap: &platform::Encap) -> Cell {
+    let mut object = Map::new();
+    object.insert("type".to_owned(), encap.kind_name().into_owned().into());
+    for (name, value) in encap.fields() {
+        object.insert(name.into_owned(), attr_json(&value));
+    }
+    Cell::Typed {
+        text: platform::text::encap_text(encap)
+            .trim_start_matches("encap ")
+            .to_owned(),
+        json: Value::Object(object),
+    }
+}
+
+/// Realms as `ip -j` shapes a route's `flow`: `{"from": "5", "to": "6"}` (`to` only when
+/// `from` is 0).
+fn flow_cell(flow: u32) -> Cell {
+    let (from, to) = (flow >> 16, flow & 0xffff);
+    let mut object = Map::new();
+    if from != 0 {
+        object.insert("from".to_owned(), from.to_string().into());
+    }
+    object.insert("to".to_owned(), to.to_string().into());
+    Cell::Typed {
+        text: names::realms(flow),
+        json: Value::Object(object),
+    }
+}
+
+/// Metrics as `ip -j -d` shapes them (`[{"mtu": 1400, "congestion": "cubic", ...}]`), with
+/// the kernel's raw values (`ip` divides `rtt` by 8 and `rttvar` by 4) and a `lock` list of the
+/// locked ones, which `ip -j` leaves out.
+fn metrics_cell(route: &Route) -> Cell {
+    let metrics = route.metrics();
+    if metrics.is_empty() {
+        return Cell::List(Vec::new());
+    }
+    let json_name = |kind: u16| match kind {
+        platform::RTAX_CC_ALGO => "congestion".into(),
+        kind => names::metric(kind),
+    };
+    let mut object = Map::new();
+    let mut locked = Vec::new();
+    for metric in &metrics {
+        object.insert(
+            json_name(metric.kind).into_owned(),
+            attr_json(&metric.value),
+        );
+        if metric.locked {
+            locked.push(Value::from(json_name(metric.kind).into_owned()));
+        }
+    }
+    if !locked.is_empty() {
+        object.insert("lock".to_owned(), Value::Array(locked));
+    }
+    let text: Vec<String> = metrics.iter().map(platform::text::metric_text).collect();
+    Cell::Typed {
+        text: text.join(" "),
+        json: Value::Array(vec![Value::Object(object)]),
+    }
 }
 
 /// An address as `ip` prints it: a prefix of full length prints as the bare address.
@@ -308,18 +619,33 @@ fn address(addr: IpAddr) -> String {
 
 /// A rule's row.
 pub(crate) fn rule_row(rule: &Rule) -> Vec<Cell> {
-    let looks_up = rule.action() == platform::FR_ACT_TO_TBL;
+    let looks_up = rule.action() == platform::FR_ACT_TO_TBL && rule.table() != 0;
+    let range = |range: Option<(u16, u16)>| {
+        Cell::opt_text(range.map(|(start, end)| {
+            if start == end {
+                start.to_string()
+            } else {
+                format!("{start}-{end}")
+            }
+        }))
+    };
+    let selectors = rule.selectors();
     vec![
         rule.priority().into(),
         family_name(rule.family()).into(),
+        selectors.join(" ").into(),
+        rule.is_inverted().into(),
         names::rule_prefix(rule.src()).into(),
-        names::rule_prefix(rule.dst()).into(),
+        Cell::opt_text(rule.dst().map(|dst| names::rule_prefix(Some(dst)))),
         Cell::opt_text(rule.iifname()),
         Cell::opt_text(rule.oifname()),
-        Cell::opt_text(rule.fwmark().map(|(mark, mask)| match mask {
-            Some(mask) if mask != u32::MAX => format!("{mark:#x}/{mask:#x}"),
-            _ => format!("{mark:#x}"),
-        })),
+        Cell::opt_text(rule.fwmark().map(|(mark, _)| format!("{mark:#x}"))),
+        Cell::opt_text(
+            rule.fwmark()
+                .and_then(|(_, mask)| mask)
+                .filter(|mask| *mask != u32::MAX)
+                .map(|mask| format!("{mask:#x}")),
+        ),
         names::rule_action(rule.action()).into(),
         if looks_up {
             names::table_name(rule.table()).into()
@@ -329,6 +655,21 @@ pub(crate) fn rule_row(rule: &Rule) -> Vec<Cell> {
         rule.tos().into(),
         names::protocol(rule.protocol()).into(),
         Cell::opt_int(rule.goto()),
+        rule.iif_detached().into(),
+        rule.oif_detached().into(),
+        rule.l3mdev().into(),
+        Cell::opt_int(rule.uid_range().map(|(start, _)| start)),
+        Cell::opt_int(rule.uid_range().map(|(_, end)| end)),
+        Cell::opt_text(rule.ip_proto().map(names::ip_proto)),
+        range(rule.sport()),
+        range(rule.dport()),
+        Cell::opt_text(rule.tun_id()),
+        Cell::opt_int(rule.suppress_prefixlen().map(|len| len as i32)),
+        Cell::opt_int(rule.suppress_ifgroup()),
+        Cell::opt_text(rule.realms().map(names::realms)),
+        Cell::opt_int(rule.dscp()),
+        rule.is_unresolved().into(),
+        unknown_cell(rule.unknown_attributes()),
     ]
 }
 
@@ -356,6 +697,13 @@ pub(crate) fn link(
         }
         None => all.items.iter().collect(),
     };
+    if kernel.details && printer.mode() == Mode::Human {
+        let name = |ifindex: u32| names.name(ifindex);
+        for link in links {
+            printer.line(&platform::text::link_text(link, &name, true))?;
+        }
+        return Ok(());
+    }
     for link in links {
         table.push(link_row(link, &names));
     }
@@ -381,6 +729,17 @@ pub(crate) fn addr(
     let answer = query
         .execute()
         .map_err(|err| explain(err, "dump addresses"))?;
+    if kernel.details && printer.mode() == Mode::Human {
+        for addr in &answer.items {
+            printer.line(&format!(
+                "{}: {}    {}",
+                addr.ifindex(),
+                names.name(addr.ifindex()),
+                platform::text::address_text(addr)
+            ))?;
+        }
+        return Ok(());
+    }
     let mut table = Table::new(ADDR_FIELDS);
     for addr in &answer.items {
         table.push(addr_row(addr, &names));
@@ -401,6 +760,12 @@ pub(crate) fn rule(
         query = query.family(family);
     }
     let answer = query.execute().map_err(|err| explain(err, "dump rules"))?;
+    if kernel.details && printer.mode() == Mode::Human {
+        for rule in &answer.items {
+            printer.line(&rule.to_string())?;
+        }
+        return Ok(());
+    }
     let mut table = Table::new(RULE_FIELDS);
     for rule in &answer.items {
         table.push(rule_row(rule));
@@ -452,6 +817,13 @@ pub(crate) fn route_show(
     let answer = query.execute().map_err(|err| explain(err, "dump routes"))?;
     drop(progress);
     tracing::debug!(n_routes = answer.items.len(), filter = ?answer.filter, "routes dumped");
+    if kernel.details && printer.mode() == Mode::Human {
+        let name = |ifindex: u32| names.name(ifindex);
+        for route in &answer.items {
+            printer.line(&platform::text::route_lines(route, &name, true).join("\n\t"))?;
+        }
+        return Ok(());
+    }
     printer.stream(ROUTE_FIELDS, &answer.items, |route, row| {
         route_cells(route, &names, row);
     })

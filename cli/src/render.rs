@@ -863,7 +863,13 @@ fn write_event(
             writeln!(out, "{line}")?;
         }
         Mode::Human => {
-            let text = event_text(event, &chosen);
+            // Without --fields, a change is looked for in every field, so that a change of
+            // one not shown by default (a hop's weight, a metric, a flag) is still printed.
+            let compared: Vec<usize> = match selection {
+                Selection::Default => (0..event.fields.len()).collect(),
+                _ => chosen.clone(),
+            };
+            let text = event_text(event, &chosen, &compared);
             let style = paint(
                 color,
                 match event.kind {
@@ -879,8 +885,9 @@ fn write_event(
     Ok(())
 }
 
-/// The text of an event for people: the object's fields, then what changed as `old -> new`.
-fn event_text(event: &Event<'_>, chosen: &[usize]) -> String {
+/// The text of an event for people: the object's fields, then what changed as `old -> new`
+/// among the `compared` fields.
+fn event_text(event: &Event<'_>, chosen: &[usize], compared: &[usize]) -> String {
     let shown =
         |row: &[Cell], idx: usize| row[idx] != Cell::Null && row[idx] != Cell::List(Vec::new());
     let describe = |row: &[Cell], skip: &dyn Fn(usize) -> bool| {
@@ -894,11 +901,11 @@ fn event_text(event: &Event<'_>, chosen: &[usize]) -> String {
     match (&event.old, &event.new) {
         (Some(old), Some(new)) => {
             let differs = |idx: usize| old[idx] != new[idx];
-            // A change in a column not chosen is still shown: a `changed` line never reads
+            // A change in a column not compared is still shown: a `changed` line never reads
             // as if nothing changed.
             let all: Vec<usize> = (0..event.fields.len().min(old.len()).min(new.len())).collect();
-            let changed_cols = if chosen.iter().any(|&idx| differs(idx)) {
-                chosen
+            let changed_cols = if compared.iter().any(|&idx| differs(idx)) {
+                compared
             } else {
                 &all[..]
             };

@@ -36,6 +36,8 @@ pub struct Address {
     prefix_len: u8,
     scope: u8,
     proto: Option<u8>,
+    /// Attributes this crate does not decode: type and payload.
+    other: Vec<(u16, Box<[u8]>)>,
 }
 
 /// What identifies an address in the kernel.
@@ -65,6 +67,7 @@ impl Address {
             prefix_len,
             scope: 0,
             proto: None,
+            other: Vec::new(),
         }
     }
 
@@ -121,6 +124,28 @@ impl Address {
     /// The protocol that added the address (`IFA_PROTO`), if set.
     pub fn proto(&self) -> Option<u8> {
         self.proto
+    }
+    /// The flags as `ip addr` prints them (`dynamic`, `noprefixroute`, `temporary`, ...).
+    pub fn flag_names(&self) -> Vec<String> {
+        crate::names::address_flags(self.flags, self.family() == Family::V6)
+    }
+    /// Attributes this crate does not decode, as the kernel sent them: type and payload.
+    pub fn unknown_attributes(&self) -> &[(u16, Box<[u8]>)] {
+        &self.other
+    }
+
+    /// Sets `IFA_F_*` flags (`noprefixroute`, `nodad`, ... ; see
+    /// [`crate::names::parse_address_flag`]).
+    pub fn with_flags(mut self, flags: u32) -> Self {
+        self.flags |= flags;
+        self
+    }
+
+    /// Sets the valid and preferred lifetimes in seconds.
+    pub fn with_lifetimes(mut self, valid: u32, preferred: u32) -> Self {
+        self.valid_lft = valid;
+        self.preferred_lft = preferred;
+        self
     }
 
     /// Sets the IPv4 broadcast address.
@@ -181,6 +206,7 @@ impl Address {
             prefix_len: hdr[1],
             scope: hdr[3],
             proto: None,
+            other: Vec::new(),
         };
         let mut nlas = Nlas::new(&payload[IFADDRMSG_LEN..]);
         for (kind, value) in &mut nlas {
@@ -200,7 +226,9 @@ impl Address {
                 }
                 IFA_RT_PRIORITY => addr.rt_priority = nla_u32(value),
                 IFA_PROTO => addr.proto = nla_u8(value),
-                _ => {}
+                // Lifetimes only: the rest are timestamps.
+                IFA_CACHEINFO => {}
+                _ => addr.other.push((kind, value.into())),
             }
         }
         if nlas.malformed() {

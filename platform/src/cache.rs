@@ -28,7 +28,7 @@ use crate::link::Link;
 use crate::nexthop::Nexthop;
 use crate::platform::{Chunk, Config, DumpReport, FibCounters, Platform};
 use crate::route::{Family, Route, RouteId, RouteWeakId};
-use crate::rule::Rule;
+use crate::rule::{Rule, RuleId};
 use crate::socket::{NlSocket, RcvbufOutcome};
 use crate::wire::{self, MsgWriter, Msgs};
 
@@ -186,9 +186,9 @@ impl Object for Route {
 }
 
 impl Object for Rule {
-    type Id = Rule;
-    fn id(&self) -> Rule {
-        self.clone()
+    type Id = RuleId;
+    fn id(&self) -> RuleId {
+        Rule::id(self)
     }
 }
 

@@ -55,6 +55,7 @@ pub fn parse_datagram(datagram: &[u8]) {
         }
         let _ = Rule::parse(msg.payload);
         let _ = Link::parse(msg.payload);
+        crate::text::decode_all(msg.payload);
         let _ = wire::parse_error(&msg);
     }
 }

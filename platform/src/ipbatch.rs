@@ -37,7 +37,8 @@ use crate::batch::{Item, Op};
 use crate::names;
 use crate::nexthop::{GroupMember, NEXTHOP_GRP_TYPE_RES, Nexthop, RTNH_F_ONLINK};
 use crate::route::{
-    RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RTN_LOCAL, RTN_UNICAST, Route, TABLE_LOCAL,
+    Encap, NextHop, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RTN_LOCAL, RTN_UNICAST, Route,
+    TABLE_LOCAL,
 };
 
 /// Route type `RTN_BROADCAST`.
@@ -123,6 +124,14 @@ pub enum ParseError {
     /// A number that does not fit.
     #[error("bad number `{0}`")]
     BadNumber(String),
+    /// A keyword's value is not one it takes (a weight, a metric, a realm, `pref`, ...).
+    #[error("bad {keyword} `{value}`")]
+    BadValue {
+        /// The keyword.
+        keyword: String,
+        /// Its value as written.
+        value: String,
+    },
 }
 
 impl ParseError {
@@ -145,7 +154,8 @@ impl ParseError {
             | ParseError::GatewayFamily(token)
             | ParseError::UnknownNexthopKeyword(token)
             | ParseError::BadGroupMember(token)
-            | ParseError::BadNumber(token) => Some(token),
+            | ParseError::BadNumber(token)
+            | ParseError::BadValue { value: token, .. } => Some(token),
             ParseError::Empty
             | ParseError::MissingCommand
             | ParseError::MissingPrefix
@@ -210,8 +220,9 @@ pub fn parse_line(line: &str, ifindex: &dyn Fn(&str) -> Option<u32>) -> Result<I
     }
 }
 
-/// `[TYPE] PREFIX|default [via GW] [dev DEV] [table T] [metric N] [proto P] [scope S]
-/// [src A]`.
+/// `[TYPE] PREFIX|default [via [inet|inet6] GW] [dev DEV] [table T] [metric N] [proto P]
+/// [scope S] [src A] [onlink] [realm R] [pref P] [expires N] [METRIC [lock] VALUE]...
+/// [encap ip|ip6 ...] [nexthop via GW dev DEV weight W [onlink] [realm R]]...`.
 fn parse_route(
     op: Op,
     args: &[&str],
@@ -229,6 +240,8 @@ fn parse_route(
     }
     let prefix = words.next().ok_or(ParseError::MissingPrefix)?;
     let mut gateway = None;
+    // `via inet6 ADDR`: a gateway of another family is asked for, not a mistake.
+    let mut gateway_family_given = false;
     let mut dev = None;
     let mut table = None;
     let mut metric = None;
@@ -236,12 +249,47 @@ fn parse_route(
     let mut scope = None;
     let mut prefsrc = None;
     let mut nh_id = None;
+    let mut more = More::default();
     while let Some(keyword) = words.next() {
-        let value = words
+        match keyword {
+            "onlink" | "pervasive" => {
+                more.flags |= names::parse_route_flag(keyword).unwrap_or(0);
+                continue;
+            }
+            "nexthop" => {
+                more.hops.push(parse_hop(&mut words, ifindex)?);
+                continue;
+            }
+            "encap" => {
+                more.encap = Some(parse_encap(&mut words)?);
+                continue;
+            }
+            _ => {}
+        }
+        let mut value = words
             .next()
             .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
+        if let Some(kind) = names::parse_metric(keyword).filter(|kind| *kind > 1) {
+            let locked = value == "lock";
+            if locked {
+                value = words
+                    .next()
+                    .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
+            }
+            more.metrics
+                .push((kind, metric_value(keyword, kind, value)?, locked));
+            continue;
+        }
         match keyword {
-            "via" => gateway = Some(parse_addr_value(value)?),
+            "via" => {
+                if matches!(value, "inet" | "inet6") {
+                    gateway_family_given = true;
+                    value = words
+                        .next()
+                        .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
+                }
+                gateway = Some(parse_addr_value(value)?)
+            }
             "dev" | "oif" => dev = Some(resolve(ifindex, value)?),
             "table" => {
                 table = Some(
@@ -270,10 +318,20 @@ fn parse_route(
             }
             "src" => prefsrc = Some(parse_addr_value(value)?),
             "nhid" => nh_id = Some(parse_number(value)?),
+            "realm" | "realms" => {
+                more.realms = Some(names::parse_realms(value).ok_or_else(|| bad(keyword, value))?)
+            }
+            "pref" => {
+                more.pref = Some(names::parse_pref(value).ok_or_else(|| bad(keyword, value))?)
+            }
+            "expires" => {
+                more.expires = Some(value.parse::<u32>().map_err(|_| bad(keyword, value))?)
+            }
             other => return Err(ParseError::UnknownRouteKeyword(other.to_owned())),
         }
     }
-    let is_v6 = prefix.contains(':') || gateway.is_some_and(|gw: IpAddr| gw.is_ipv6());
+    let is_v6 = prefix.contains(':')
+        || (!gateway_family_given && gateway.is_some_and(|gw: IpAddr| gw.is_ipv6()));
     let (dst, dst_len) = match prefix {
         "default" | "all" | "any" => (
             if is_v6 {
@@ -290,7 +348,7 @@ fn parse_route(
     let mut route =
         Route::new(dst, dst_len).with_kind(if delete && !explicit_kind { 0 } else { kind });
     if let Some(gateway) = gateway {
-        if gateway.is_ipv6() != dst.is_ipv6() {
+        if gateway.is_ipv6() != dst.is_ipv6() && !gateway_family_given {
             return Err(ParseError::GatewayFamily(gateway.to_string()));
         }
         route = route.with_gateway(gateway);
@@ -328,10 +386,234 @@ fn parse_route(
     if let Some(nh_id) = nh_id {
         route = route.with_nh_id(nh_id);
     }
-    if !delete && kind == RTN_UNICAST && gateway.is_none() && dev.is_none() && nh_id.is_none() {
+    if !delete
+        && kind == RTN_UNICAST
+        && gateway.is_none()
+        && dev.is_none()
+        && nh_id.is_none()
+        && more.hops.is_empty()
+    {
         return Err(ParseError::NoNextHop);
     }
-    Ok(route)
+    Ok(more.apply(route))
+}
+
+/// The rarer parts of a route line.
+#[derive(Default)]
+struct More {
+    flags: u32,
+    /// `RTAX_*`, value, locked.
+    metrics: Vec<(u16, MetricValue, bool)>,
+    realms: Option<u32>,
+    pref: Option<u8>,
+    expires: Option<u32>,
+    encap: Option<Encap>,
+    hops: Vec<NextHop>,
+}
+
+enum MetricValue {
+    Number(u32),
+    Name(String),
+}
+
+impl More {
+    fn apply(self, mut route: Route) -> Route {
+        if self.flags != 0 {
+            route = route.with_flags(self.flags);
+        }
+        for (kind, value, locked) in self.metrics {
+            route = match value {
+                MetricValue::Number(number) => route.with_metric(kind, number, locked),
+                MetricValue::Name(name) => route.with_congctl(&name, locked),
+            };
+        }
+        if let Some(realms) = self.realms {
+            route = route.with_realms(realms);
+        }
+        if let Some(pref) = self.pref {
+            route = route.with_pref(pref);
+        }
+        if let Some(expires) = self.expires {
+            route = route.with_expires(expires);
+        }
+        if let Some(encap) = self.encap {
+            route = route.with_encap(encap);
+        }
+        if !self.hops.is_empty() {
+            route = route.with_multipath(self.hops);
+        }
+        route
+    }
+}
+
+fn bad(keyword: &str, value: &str) -> ParseError {
+    ParseError::BadValue {
+        keyword: keyword.to_owned(),
+        value: value.to_owned(),
+    }
+}
+
+/// A metric's value as `ip route` takes it: a number; `rtt`, `rttvar` and `rto_min` also
+/// as a time (`10ms`, `1s`, sent in the kernel's units: 1/8 ms, 1/4 ms, ms) where a bare
+/// number is sent as it is; `features ecn`; `congctl NAME`.
+fn metric_value(keyword: &str, kind: u16, value: &str) -> Result<MetricValue, ParseError> {
+    const RTAX_RTT: u16 = 4;
+    const RTAX_RTTVAR: u16 = 5;
+    const RTAX_FEATURES: u16 = 12;
+    const RTAX_RTO_MIN: u16 = 13;
+    if kind == crate::route::RTAX_CC_ALGO {
+        return Ok(MetricValue::Name(value.to_owned()));
+    }
+    if kind == RTAX_FEATURES && value == "ecn" {
+        return Ok(MetricValue::Number(1));
+    }
+    if let Ok(number) = value.parse::<u32>() {
+        return Ok(MetricValue::Number(number));
+    }
+    let ms = match (value.strip_suffix("ms"), value.strip_suffix('s')) {
+        (Some(ms), _) => ms.parse::<u32>().ok(),
+        (None, Some(secs)) => secs.parse::<u32>().ok().and_then(|s| s.checked_mul(1000)),
+        _ => None,
+    };
+    let scaled = match (kind, ms) {
+        (RTAX_RTT, Some(ms)) => ms.checked_mul(8),
+        (RTAX_RTTVAR, Some(ms)) => ms.checked_mul(4),
+        (RTAX_RTO_MIN, Some(ms)) => Some(ms),
+        _ => None,
+    };
+    scaled
+        .map(MetricValue::Number)
+        .ok_or_else(|| bad(keyword, value))
+}
+
+/// `nexthop [via [inet|inet6] ADDR] [dev DEV] [weight W] [onlink] [realm R] [encap ...]`, up
+/// to the next `nexthop` or the end of the line.
+fn parse_hop<'a>(
+    words: &mut std::iter::Peekable<impl Iterator<Item = &'a str>>,
+    ifindex: &dyn Fn(&str) -> Option<u32>,
+) -> Result<NextHop, ParseError> {
+    let mut hop = NextHop::default();
+    while let Some(&keyword) = words.peek() {
+        if keyword == "nexthop" {
+            break;
+        }
+        words.next();
+        match keyword {
+            "onlink" | "pervasive" => {
+                hop.flags |= names::parse_route_flag(keyword).unwrap_or(0) as u8;
+                continue;
+            }
+            "encap" => {
+                hop = hop.with_encap(parse_encap(words)?);
+                continue;
+            }
+            _ => {}
+        }
+        let mut value = words
+            .next()
+            .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
+        match keyword {
+            "via" => {
+                if matches!(value, "inet" | "inet6") {
+                    value = words
+                        .next()
+                        .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
+                }
+                hop.gateway = Some(parse_addr_value(value)?);
+            }
+            "dev" => hop.ifindex = resolve(ifindex, value)?,
+            "weight" => {
+                let weight = value
+                    .parse::<u16>()
+                    .ok()
+                    .filter(|weight| (1..=256).contains(weight))
+                    .ok_or_else(|| bad(keyword, value))?;
+                hop = hop.with_weight(weight);
+            }
+            "realm" | "realms" => {
+                hop =
+                    hop.with_realms(names::parse_realms(value).ok_or_else(|| bad(keyword, value))?)
+            }
+            other => return Err(ParseError::UnknownRouteKeyword(other.to_owned())),
+        }
+    }
+    Ok(hop)
+}
+
+/// `encap ip|ip6 [id N] [dst A] [src A] [ttl|hoplimit N] [tos|tc N] [key] [csum] [seq]`: an
+/// IP tunnel encapsulation (`LWTUNNEL_ENCAP_IP`, `LWTUNNEL_ENCAP_IP6`), the types `ip route`
+/// builds from words alone.
+fn parse_encap<'a>(
+    words: &mut std::iter::Peekable<impl Iterator<Item = &'a str>>,
+) -> Result<Encap, ParseError> {
+    let kind = words
+        .next()
+        .ok_or_else(|| ParseError::MissingValue("encap".to_owned()))?;
+    let (code, v6) = match kind {
+        "ip" => (2, false),
+        "ip6" => (4, true),
+        other => return Err(bad("encap", other)),
+    };
+    let mut data = Vec::new();
+    let mut push = |attr: u16, value: &[u8]| {
+        let len = (4 + value.len()) as u16;
+        data.extend_from_slice(&len.to_ne_bytes());
+        data.extend_from_slice(&attr.to_ne_bytes());
+        data.extend_from_slice(value);
+        data.resize(crate::wire::align(data.len()), 0);
+    };
+    let mut flags: u16 = 0;
+    while let Some(&keyword) = words.peek() {
+        let flag = match keyword {
+            "csum" => Some(0x1),
+            "key" => Some(0x4),
+            "seq" => Some(0x8),
+            _ => None,
+        };
+        if let Some(flag) = flag {
+            words.next();
+            flags |= flag;
+            continue;
+        }
+        if !matches!(
+            keyword,
+            "id" | "dst" | "src" | "ttl" | "tos" | "hoplimit" | "tc"
+        ) {
+            break;
+        }
+        words.next();
+        let value = words
+            .next()
+            .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
+        match keyword {
+            "id" => {
+                let id = value.parse::<u64>().map_err(|_| bad(keyword, value))?;
+                push(1, &id.to_be_bytes());
+            }
+            "dst" | "src" => {
+                let addr = parse_addr_value(value)?;
+                let attr = if keyword == "dst" { 2 } else { 3 };
+                match addr {
+                    IpAddr::V4(v4) if !v6 => push(attr, &v4.octets()),
+                    IpAddr::V6(v6addr) if v6 => push(attr, &v6addr.octets()),
+                    _ => return Err(ParseError::GatewayFamily(value.to_owned())),
+                }
+            }
+            _ => {
+                let number = value.parse::<u8>().map_err(|_| bad(keyword, value))?;
+                let attr = if matches!(keyword, "ttl" | "hoplimit") {
+                    4
+                } else {
+                    5
+                };
+                push(attr, &[number]);
+            }
+        }
+    }
+    if flags != 0 {
+        push(6, &flags.to_be_bytes());
+    }
+    Ok(Encap::new(code, data))
 }
 
 /// `id N [via GW] [dev DEV] [onlink] | blackhole | group ID[,W]/... [type mpath|resilient

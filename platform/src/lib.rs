@@ -73,6 +73,7 @@ mod error;
 pub mod fuzzing;
 pub mod ipbatch;
 mod link;
+mod linkinfo;
 pub mod names;
 mod netns;
 mod nexthop;
@@ -81,10 +82,13 @@ mod query;
 mod route;
 mod rule;
 mod socket;
+pub mod text;
 mod wire;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_attrs;
 
 pub use addr::{Address, AddressId, LIFETIME_FOREVER};
 pub use batch::{Batch, Failure, Item, Op, Report};
@@ -94,6 +98,7 @@ pub use cache::{
 };
 pub use error::{Error, KernelError, Result};
 pub use link::{IFF_LOWER_UP, IFF_UP, Link};
+pub use linkinfo::KindAttr;
 pub use netns::Netns;
 pub use nexthop::{
     GroupMember, NEXTHOP_GRP_TYPE_MPATH, NEXTHOP_GRP_TYPE_RES, Nexthop, NexthopQuery, RTNH_F_DEAD,
@@ -102,11 +107,14 @@ pub use nexthop::{
 pub use platform::{Config, DumpReport, Platform};
 pub use query::{AddressQuery, Answer, FilterSide, LinkQuery, RouteQuery, RuleQuery};
 pub use route::{
-    Family, NextHop, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RTN_BLACKHOLE, RTN_LOCAL,
-    RTN_UNICAST, RTN_UNREACHABLE, RTPROT_BOOT, RTPROT_RA, RTPROT_STATIC, Route, RouteId,
-    RouteWeakId, TABLE_LOCAL, TABLE_MAIN,
+    AttrValue, Encap, Family, NextHop, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE,
+    RTAX_CC_ALGO, RTN_BLACKHOLE, RTN_LOCAL, RTN_UNICAST, RTN_UNREACHABLE, RTPROT_BOOT, RTPROT_RA,
+    RTPROT_STATIC, Route, RouteId, RouteMetric, RouteWeakId, TABLE_LOCAL, TABLE_MAIN,
 };
-pub use rule::{FR_ACT_TO_TBL, Rule};
+pub use rule::{
+    FIB_RULE_IIF_DETACHED, FIB_RULE_INVERT, FIB_RULE_OIF_DETACHED, FIB_RULE_UNRESOLVED,
+    FR_ACT_TO_TBL, Rule, RuleId,
+};
 pub use socket::RcvbufOutcome;
 
 // Documented by its own inner docs: an outer doc comment here would make rustdoc resolve

@@ -1,10 +1,7 @@
-//! Links (network interfaces), with the kind-specific info netlink-packet-route decodes.
-
-use netlink_packet_core::{NlaBuffer, ParseableParametrized};
-use netlink_packet_route::AddressFamily;
-use netlink_packet_route::link::{LinkAttribute, LinkInfo};
+//! Links (network interfaces), with their altnames and kind-specific data.
 
 use crate::error::{Error, Result};
+use crate::linkinfo::{self, KindAttr, LinkInfo};
 use crate::wire::{self, Nlas, nla_str, nla_u8, nla_u32};
 
 const IFLA_ADDRESS: u16 = 1;
@@ -24,7 +21,15 @@ const IFLA_CARRIER: u16 = 33;
 const IFLA_LINK_NETNSID: u16 = 37;
 const IFLA_MIN_MTU: u16 = 50;
 const IFLA_MAX_MTU: u16 = 51;
+const IFLA_PROP_LIST: u16 = 52;
+const IFLA_ALT_IFNAME: u16 = 53;
 const IFLA_PERM_ADDRESS: u16 = 54;
+
+/// Attributes that are counters or per-message, not the link's state: `IFLA_STATS`,
+/// `IFLA_STATS64`, `IFLA_AF_SPEC` (per-family counters and timestamps besides settings),
+/// `IFLA_CARRIER_CHANGES`, `IFLA_PAD`, `IFLA_EVENT`, `IFLA_CARRIER_UP_COUNT`,
+/// `IFLA_CARRIER_DOWN_COUNT`.
+const NOT_STATE: &[u16] = &[7, 23, 26, 35, 42, 44, 47, 48];
 
 /// Length of `struct ifinfomsg`.
 pub(crate) const IFINFOMSG_LEN: usize = 16;
@@ -36,7 +41,8 @@ pub const IFF_LOWER_UP: u32 = 0x10000;
 
 /// A network interface.
 ///
-/// Statistics are left out on purpose: they change all the time and are not state.
+/// Statistics are left out on purpose: they change all the time and are not state (see
+/// [`Link::unknown_attributes`] for what else is kept).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Link {
     ifindex: u32,
@@ -60,7 +66,11 @@ pub struct Link {
     broadcast: Vec<u8>,
     perm_address: Vec<u8>,
     alias: Option<String>,
-    info: Vec<LinkInfo>,
+    altnames: Vec<String>,
+    info: Option<Box<LinkInfo>>,
+    /// The scalar attributes decoded by [`linkinfo::LINK`] (qdisc, queues, GSO/GRO sizes, ...).
+    settings: Vec<KindAttr>,
+    other: Vec<(u16, Box<[u8]>)>,
 }
 
 impl std::hash::Hash for Link {
@@ -159,9 +169,50 @@ impl Link {
     pub fn alias(&self) -> Option<&str> {
         self.alias.as_deref()
     }
-    /// Kind-specific information (`IFLA_LINKINFO`) as netlink-packet-route decodes it.
-    pub fn info(&self) -> &[LinkInfo] {
-        &self.info
+    /// The alternative names (`ip link property add altname`), in the kernel's order.
+    pub fn altnames(&self) -> &[String] {
+        &self.altnames
+    }
+    /// Whether `name` is this link's name or one of its altnames (as `ip link show NAME`
+    /// resolves it).
+    pub fn is_named(&self, name: &str) -> bool {
+        self.name == name || self.altnames.iter().any(|alt| alt == name)
+    }
+    /// The kind's data (`IFLA_INFO_DATA`) as named key/values: a bridge's `stp_state`, a
+    /// vxlan's `id`, a macvlan's `mode`, ...; undecoded attributes as `attrN` and raw bytes.
+    pub fn kind_data(&self) -> &[KindAttr] {
+        self.info.as_deref().map_or(&[], |info| &info.data)
+    }
+    /// The kind of the port role (`IFLA_INFO_SLAVE_KIND`: the controller's kind, `bridge` for
+    /// a bridge port, which `ip -d` prints as `bridge_slave`).
+    pub fn port_kind(&self) -> Option<&str> {
+        self.info
+            .as_deref()
+            .and_then(|info| info.port_kind.as_deref())
+    }
+    /// The port role's data (`IFLA_INFO_SLAVE_DATA`: a bridge port's `state`, `cost`, ...).
+    pub fn port_data(&self) -> &[KindAttr] {
+        self.info.as_deref().map_or(&[], |info| &info.port_data)
+    }
+    /// More of the link's settings as named values, with `ip -j -d link`'s keys: `qdisc`,
+    /// `allmulti`, `num_tx_queues`, `num_rx_queues`, `gso_max_size`, `gso_max_segs`,
+    /// `tso_max_size`, `tso_max_segs`, `gro_max_size`, `gso_ipv4_max_size`,
+    /// `gro_ipv4_max_size`, `proto_down`, `headroom`, `tailroom`, ...
+    pub fn settings(&self) -> &[KindAttr] {
+        &self.settings
+    }
+    /// One of [`Link::settings`] by name.
+    pub fn setting(&self, name: &str) -> Option<&crate::AttrValue> {
+        self.settings
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value)
+    }
+    /// Attributes this crate does not decode, as the kernel sent them (type and payload),
+    /// including undecoded `IFLA_INFO_*` ones as type `18 << 8 | N`. Counters
+    /// (`IFLA_STATS*`, carrier counts) and `IFLA_AF_SPEC` are not kept.
+    pub fn unknown_attributes(&self) -> &[(u16, Box<[u8]>)] {
+        &self.other
     }
 
     /// Parses an `RTM_NEWLINK`/`RTM_DELLINK` payload. Returns `Ok(None)` for messages of
@@ -195,10 +246,13 @@ impl Link {
             broadcast: Vec::new(),
             perm_address: Vec::new(),
             alias: None,
-            info: Vec::new(),
+            altnames: Vec::new(),
+            info: None,
+            settings: Vec::new(),
+            other: Vec::new(),
         };
         let mut nlas = Nlas::new(&payload[IFINFOMSG_LEN..]);
-        while let Some((kind, value, full)) = nlas.next_full() {
+        for (kind, value) in &mut nlas {
             match kind {
                 IFLA_ADDRESS => link.address = value.to_vec(),
                 IFLA_BROADCAST => link.broadcast = value.to_vec(),
@@ -217,34 +271,36 @@ impl Link {
                 IFLA_GROUP => link.group = nla_u32(value).unwrap_or(0),
                 IFLA_PROMISCUITY => link.promiscuity = nla_u32(value).unwrap_or(0),
                 IFLA_LINK_NETNSID => link.link_netnsid = nla_u32(value).map(|v| v as i32),
-                IFLA_LINKINFO => link.info = parse_link_info(full, link.ifindex),
-                _ => {}
+                IFLA_LINKINFO => {
+                    let mut info = linkinfo::parse(value);
+                    link.kind = info.kind.take();
+                    for (kind, value) in std::mem::take(&mut info.other) {
+                        link.other.push(((IFLA_LINKINFO << 8) | kind, value));
+                    }
+                    if info != LinkInfo::default() {
+                        link.info = Some(Box::new(info));
+                    }
+                }
+                IFLA_PROP_LIST => {
+                    for (kind, value) in Nlas::new(value) {
+                        if kind == IFLA_ALT_IFNAME {
+                            link.altnames.push(nla_str(value));
+                        } else {
+                            link.other
+                                .push(((IFLA_PROP_LIST << 8) | kind, value.into()));
+                        }
+                    }
+                }
+                kind if NOT_STATE.contains(&kind) => {}
+                _ => match linkinfo::decode_one(linkinfo::LINK, kind, value) {
+                    Some(attr) => link.settings.push(attr),
+                    None => link.other.push((kind, value.into())),
+                },
             }
         }
         if nlas.malformed() {
             return Err(Error::malformed("link attribute overruns its message"));
         }
-        link.kind = link.info.iter().find_map(|info| match info {
-            LinkInfo::Kind(kind) => Some(kind.to_string()),
-            _ => None,
-        });
         Ok(Some(link))
-    }
-}
-
-fn parse_link_info(full: &[u8], ifindex: u32) -> Vec<LinkInfo> {
-    let parsed = NlaBuffer::new_checked(&full)
-        .and_then(|buf| LinkAttribute::parse_with_param(&buf, AddressFamily::Unspec));
-    match parsed {
-        Ok(LinkAttribute::LinkInfo(infos)) => infos
-            .into_iter()
-            // Counters, not state.
-            .filter(|info| !matches!(info, LinkInfo::Xstats(_)))
-            .collect(),
-        Ok(_) => Vec::new(),
-        Err(err) => {
-            tracing::warn!(ifindex, %err, "cannot decode IFLA_LINKINFO, kept without it");
-            Vec::new()
-        }
     }
 }

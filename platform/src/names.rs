@@ -198,53 +198,14 @@ impl RouteTables {
     /// A file that cannot be read is skipped with a warning (a missing one silently); a line
     /// that is not `NUMBER NAME` is skipped with a warning.
     pub fn load_from(mut self, dirs: &[&Path]) -> Self {
-        for dir in dirs {
-            let path = dir.join("rt_tables");
-            match std::fs::read_to_string(&path) {
-                Ok(text) => {
-                    self.add_text(&text, &path);
-                    break;
-                }
-                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
-                Err(err) => tracing::warn!(path = %path.display(), %err, "cannot read"),
-            }
-        }
-        for dir in dirs.iter().rev() {
-            for path in conf_files(&dir.join("rt_tables.d")) {
-                match std::fs::read_to_string(&path) {
-                    Ok(text) => self.add_text(&text, &path),
-                    Err(err) => tracing::warn!(path = %path.display(), %err, "cannot read"),
-                }
-            }
-        }
+        load_name_files(&mut self.entries, "rt_tables", dirs);
         self
     }
 
     /// Adds the names of one `rt_tables` text (`NUMBER NAME` lines, `#` comments).
     pub fn with_text(mut self, text: &str) -> Self {
-        self.add_text(text, Path::new("-"));
+        add_name_text(&mut self.entries, text, Path::new("-"));
         self
-    }
-
-    fn add_text(&mut self, text: &str, path: &Path) {
-        for (idx, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let mut words = line.split_whitespace();
-            let id = words.next().and_then(parse_u32);
-            let name = words.next().filter(|name| !name.starts_with('#'));
-            match (id, name) {
-                (Some(id), Some(name)) => self.entries.push((id, name.to_owned())),
-                _ => tracing::warn!(
-                    path = %path.display(),
-                    line = idx + 1,
-                    text = line,
-                    "not a routing table definition"
-                ),
-            }
-        }
     }
 
     /// A table's name, or its number when it has none.
@@ -270,6 +231,125 @@ impl RouteTables {
     }
 }
 
+/// Reads `BASE` (the first that exists among `dirs`) and every `BASE.d/*.conf`, as iproute2
+/// reads `rt_tables` and `rt_protos`.
+fn load_name_files(entries: &mut Vec<(u32, String)>, base: &str, dirs: &[&Path]) {
+    for dir in dirs {
+        let path = dir.join(base);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                add_name_text(entries, &text, &path);
+                break;
+            }
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            Err(err) => tracing::warn!(path = %path.display(), %err, "cannot read"),
+        }
+    }
+    for dir in dirs.iter().rev() {
+        for path in conf_files(&dir.join(format!("{base}.d"))) {
+            match std::fs::read_to_string(&path) {
+                Ok(text) => add_name_text(entries, &text, &path),
+                Err(err) => tracing::warn!(path = %path.display(), %err, "cannot read"),
+            }
+        }
+    }
+}
+
+/// Adds the `NUMBER NAME` lines of one file (`#` comments).
+fn add_name_text(entries: &mut Vec<(u32, String)>, text: &str, path: &Path) {
+    for (idx, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let id = words.next().and_then(parse_u32);
+        let name = words.next().filter(|name| !name.starts_with('#'));
+        match (id, name) {
+            (Some(id), Some(name)) => entries.push((id, name.to_owned())),
+            _ => tracing::warn!(
+                path = %path.display(),
+                line = idx + 1,
+                text = line,
+                "not a NUMBER NAME definition"
+            ),
+        }
+    }
+}
+
+/// Route protocol names: iproute2's built-in ones plus those of `rt_protos` and
+/// `rt_protos.d/*.conf`, read as [`RouteTables`] reads `rt_tables`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteProtocols {
+    /// `(id, name)` in the order they were defined; searched from the end.
+    entries: Vec<(u32, String)>,
+}
+
+impl Default for RouteProtocols {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
+impl RouteProtocols {
+    /// Only the names iproute2 6.1 knows without files.
+    pub fn builtin() -> Self {
+        RouteProtocols {
+            entries: PROTOCOLS
+                .iter()
+                .map(|&(id, name)| (u32::from(id), name.to_owned()))
+                .collect(),
+        }
+    }
+
+    /// The built-in names plus the system's files under [`CONFIG_DIRS`].
+    pub fn load() -> Self {
+        let dirs: Vec<&Path> = CONFIG_DIRS.iter().map(Path::new).collect();
+        Self::builtin().load_from(&dirs)
+    }
+
+    /// Adds the names of the `rt_protos` files under `dirs` (most important first): the
+    /// first `rt_protos` that exists, then every `rt_protos.d/*.conf`.
+    pub fn load_from(mut self, dirs: &[&Path]) -> Self {
+        load_name_files(&mut self.entries, "rt_protos", dirs);
+        self
+    }
+
+    /// Adds the names of one `rt_protos` text.
+    pub fn with_text(mut self, text: &str) -> Self {
+        add_name_text(&mut self.entries, text, Path::new("-"));
+        self
+    }
+
+    /// A protocol's name, or its number when it has none.
+    pub fn name(&self, id: u8) -> Cow<'_, str> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|(number, _)| *number == u32::from(id))
+            .map_or_else(
+                || Cow::Owned(id.to_string()),
+                |(_, name)| Cow::Borrowed(name.as_str()),
+            )
+    }
+
+    /// A protocol from its name or number.
+    pub fn id(&self, text: &str) -> Option<u8> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|(number, name)| name == text && *number <= 255)
+            .map(|(id, _)| *id as u8)
+            .or_else(|| parse_u32(text).and_then(|id| u8::try_from(id).ok()))
+    }
+}
+
+/// The system's route protocol names, read on first use.
+pub fn route_protocols() -> &'static RouteProtocols {
+    static PROTOS: OnceLock<RouteProtocols> = OnceLock::new();
+    PROTOS.get_or_init(RouteProtocols::load)
+}
+
 /// The system's routing table names, read on first use.
 pub fn route_tables() -> &'static RouteTables {
     static TABLES: OnceLock<RouteTables> = OnceLock::new();
@@ -286,14 +366,248 @@ pub fn parse_table(text: &str) -> Option<u32> {
     route_tables().id(text)
 }
 
-/// A route protocol's name (`kernel`) or number.
+/// A route protocol's name (`kernel`, or one from `rt_protos`) or number.
 pub fn protocol(id: u8) -> Cow<'static, str> {
-    name_of(PROTOCOLS, id)
+    route_protocols().name(id)
 }
 
-/// A route protocol from its name or number.
+/// A route protocol from its name (built-in or from `rt_protos`) or number.
 pub fn parse_protocol(text: &str) -> Option<u8> {
-    number_of(PROTOCOLS, text)
+    route_protocols().id(text)
+}
+
+/// Route and next-hop flags (`rtm_flags`, `rtnh_flags`) as `ip route` prints them, in its
+/// order; an unnamed rest in hex.
+pub fn route_flags(flags: u32) -> Vec<String> {
+    const NAMES: &[(u32, &str)] = &[
+        (0x1, "dead"),
+        (0x4, "onlink"),
+        (0x2, "pervasive"),
+        (0x8, "offload"),
+        (0x40, "trap"),
+        (0x100, "notify"),
+        (0x10, "linkdown"),
+        (0x20, "unresolved"),
+        (0x4000, "rt_offload"),
+        (0x8000, "rt_trap"),
+        (0x2000_0000, "rt_offload_failed"),
+    ];
+    named_bits(NAMES, flags)
+}
+
+/// `flags` as the names of `table`'s bits in its order, then any unnamed rest in hex.
+fn named_bits(table: &[(u32, &str)], flags: u32) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = flags;
+    for &(bit, name) in table {
+        if flags & bit != 0 {
+            names.push(name.to_owned());
+            rest &= !bit;
+        }
+    }
+    if rest != 0 {
+        names.push(format!("{rest:#x}"));
+    }
+    names
+}
+
+/// Parses a route flag name (`onlink`, `pervasive`) to its bit.
+pub fn parse_route_flag(text: &str) -> Option<u32> {
+    match text {
+        "onlink" => Some(0x4),
+        "pervasive" => Some(0x2),
+        _ => None,
+    }
+}
+
+/// Address flags (`IFA_F_*`) as `ip addr` prints them, in its order: `dynamic` for an address
+/// without `permanent`, `temporary` for an IPv6 `secondary`; an unnamed rest in hex.
+pub fn address_flags(flags: u32, v6: bool) -> Vec<String> {
+    const NAMES: &[(u32, &str)] = &[
+        (0x01, "secondary"),
+        (0x02, "nodad"),
+        (0x04, "optimistic"),
+        (0x08, "dadfailed"),
+        (0x10, "home"),
+        (0x20, "deprecated"),
+        (0x40, "tentative"),
+        (0x80, "permanent"),
+        (0x100, "mngtmpaddr"),
+        (0x200, "noprefixroute"),
+        (0x400, "autojoin"),
+        (0x800, "stable-privacy"),
+    ];
+    let mut names = Vec::new();
+    let mut rest = flags;
+    for &(bit, name) in NAMES {
+        rest &= !bit;
+        match (bit, flags & bit != 0) {
+            (0x80, false) => names.push("dynamic".to_owned()),
+            (0x80, true) => {}
+            (0x01, true) if v6 => names.push("temporary".to_owned()),
+            (_, true) => names.push(name.to_owned()),
+            (_, false) => {}
+        }
+    }
+    if rest != 0 {
+        names.push(format!("{rest:#x}"));
+    }
+    names
+}
+
+/// Parses an address flag as `ip addr add` takes it.
+pub fn parse_address_flag(text: &str) -> Option<u32> {
+    match text {
+        "home" => Some(0x10),
+        "nodad" => Some(0x02),
+        "optimistic" => Some(0x04),
+        "mngtmpaddr" => Some(0x100),
+        "noprefixroute" => Some(0x200),
+        "autojoin" => Some(0x400),
+        _ => None,
+    }
+}
+
+/// Route metrics (`RTAX_*`) as `ip route` names them.
+const METRICS: &[(u16, &str)] = &[
+    (1, "lock"),
+    (2, "mtu"),
+    (3, "window"),
+    (4, "rtt"),
+    (5, "rttvar"),
+    (6, "ssthresh"),
+    (7, "cwnd"),
+    (8, "advmss"),
+    (9, "reordering"),
+    (10, "hoplimit"),
+    (11, "initcwnd"),
+    (12, "features"),
+    (13, "rto_min"),
+    (14, "initrwnd"),
+    (15, "quickack"),
+    (16, "congctl"),
+    (17, "fastopen_no_cookie"),
+];
+
+/// A route metric's name (`mtu`, `advmss`, ...; `congctl` for `RTAX_CC_ALGO`) or `metricN`.
+pub fn metric(kind: u16) -> Cow<'static, str> {
+    METRICS
+        .iter()
+        .find(|(number, _)| *number == kind)
+        .map_or_else(
+            || Cow::Owned(format!("metric{kind}")),
+            |(_, name)| Cow::Borrowed(*name),
+        )
+}
+
+/// A route metric from its name.
+pub fn parse_metric(text: &str) -> Option<u16> {
+    METRICS
+        .iter()
+        .find(|(_, name)| *name == text)
+        .map(|(number, _)| *number)
+}
+
+/// An IPv6 router preference (`RTA_PREF`) as `ip` prints it: `medium`, `high`, `low`.
+pub fn pref(value: u8) -> Cow<'static, str> {
+    match value {
+        0 => Cow::Borrowed("medium"),
+        1 => Cow::Borrowed("high"),
+        3 => Cow::Borrowed("low"),
+        other => Cow::Owned(other.to_string()),
+    }
+}
+
+/// A router preference from its name.
+pub fn parse_pref(text: &str) -> Option<u8> {
+    match text {
+        "medium" => Some(0),
+        "high" => Some(1),
+        "low" => Some(3),
+        _ => None,
+    }
+}
+
+/// Realms (`RTA_FLOW`, `FRA_FLOW`) as `ip` prints them: `TO`, or `FROM/TO` when `FROM` is set.
+pub fn realms(flow: u32) -> String {
+    let (from, to) = (flow >> 16, flow & 0xffff);
+    if from == 0 {
+        to.to_string()
+    } else {
+        format!("{from}/{to}")
+    }
+}
+
+/// Parses `TO` or `FROM/TO` realms.
+pub fn parse_realms(text: &str) -> Option<u32> {
+    match text.split_once('/') {
+        Some((from, to)) => {
+            let from: u16 = from.parse().ok()?;
+            let to: u16 = to.parse().ok()?;
+            Some((u32::from(from) << 16) | u32::from(to))
+        }
+        None => text.parse::<u16>().ok().map(u32::from),
+    }
+}
+
+/// A lightweight tunnel type's name (`LWTUNNEL_ENCAP_*`) as `ip` prints it, or its number.
+pub fn encap_type(kind: u16) -> Cow<'static, str> {
+    const NAMES: &[(u16, &str)] = &[
+        (1, "mpls"),
+        (2, "ip"),
+        (3, "ila"),
+        (4, "ip6"),
+        (5, "seg6"),
+        (6, "bpf"),
+        (7, "seg6local"),
+        (8, "rpl"),
+        (9, "ioam6"),
+        (10, "xfrm"),
+    ];
+    name_of(NAMES, kind)
+}
+
+/// A seg6 tunnel mode as `ip` prints it.
+pub fn seg6_mode(mode: u32) -> Cow<'static, str> {
+    const NAMES: &[(u32, &str)] = &[
+        (0, "inline"),
+        (1, "encap"),
+        (2, "l2encap"),
+        (3, "encap.red"),
+        (4, "l2encap.red"),
+    ];
+    name_of(NAMES, mode)
+}
+
+/// An IP protocol's name as `ip rule` prints `ipproto` (`tcp`, `udp`, ...), or its number.
+pub fn ip_proto(proto: u8) -> Cow<'static, str> {
+    const NAMES: &[(u8, &str)] = &[
+        (1, "icmp"),
+        (2, "igmp"),
+        (6, "tcp"),
+        (17, "udp"),
+        (33, "dccp"),
+        (41, "ipv6"),
+        (47, "gre"),
+        (50, "esp"),
+        (51, "ah"),
+        (58, "ipv6-icmp"),
+        (132, "sctp"),
+        (136, "udplite"),
+    ];
+    name_of(NAMES, proto)
+}
+
+/// An address's protocol (`IFA_PROTO`) as `ip addr` prints it (`kernel_lo`, `kernel_ra`,
+/// `kernel_ll`), or its number.
+pub fn address_proto(proto: u8) -> Cow<'static, str> {
+    const NAMES: &[(u8, &str)] = &[(1, "kernel_lo"), (2, "kernel_ra"), (3, "kernel_ll")];
+    name_of(NAMES, proto)
+}
+
+/// Bytes in lowercase hex without separators.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// A route type's name (`unicast`) or number.

@@ -19,11 +19,24 @@ const RTA_PREFSRC: u16 = 7;
 const RTA_METRICS: u16 = 8;
 const RTA_MULTIPATH: u16 = 9;
 const RTA_CACHEINFO: u16 = 12;
+const RTA_FLOW: u16 = 11;
 const RTA_TABLE: u16 = 15;
 const RTA_MARK: u16 = 16;
+const RTA_VIA: u16 = 18;
 const RTA_PREF: u16 = 20;
+const RTA_ENCAP_TYPE: u16 = 21;
+const RTA_ENCAP: u16 = 22;
 const RTA_EXPIRES: u16 = 23;
+const RTA_TTL_PROPAGATE: u16 = 26;
 const RTA_NH_ID: u16 = 30;
+
+/// `RTAX_LOCK`: the bit mask of locked metrics inside `RTA_METRICS`.
+const RTAX_LOCK: u16 = 1;
+/// `RTAX_CC_ALGO`: the congestion control algorithm, a string.
+pub const RTAX_CC_ALGO: u16 = 16;
+
+/// The kernel's `USER_HZ`: the unit of `rta_expires` in `RTA_CACHEINFO`.
+const USER_HZ: u32 = 100;
 
 /// Length of `struct rtmsg`.
 pub(crate) const RTMSG_LEN: usize = 12;
@@ -91,16 +104,269 @@ impl Family {
 }
 
 /// One next hop of a multipath route.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct NextHop {
     /// Output interface index.
     pub ifindex: u32,
-    /// Gateway, if any.
+    /// Gateway, if any: from `RTA_GATEWAY`, or from `RTA_VIA` when its family differs from
+    /// the route's (`nexthop via inet6 fe80::1` in an IPv4 route).
     pub gateway: Option<IpAddr>,
-    /// `RTNH_F_*` flags.
+    /// `RTNH_F_*` flags (see [`crate::names::route_flags`]).
     pub flags: u8,
-    /// Weight minus one (`rtnh_hops`), as the kernel stores it.
+    /// Weight minus one (`rtnh_hops`), as the kernel stores it; see [`NextHop::weight`].
     pub hops: u8,
+    /// Realms, encapsulation and undecoded attributes, boxed: most hops have none.
+    more: Option<Box<HopMore>>,
+}
+
+/// The rare parts of a hop.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+struct HopMore {
+    realms: Option<u32>,
+    encap: Option<Encap>,
+    unknown: Vec<(u16, Box<[u8]>)>,
+}
+
+impl NextHop {
+    /// A hop out of `ifindex` via `gateway` with weight 1.
+    pub fn new(ifindex: u32, gateway: Option<IpAddr>) -> Self {
+        NextHop {
+            ifindex,
+            gateway,
+            ..NextHop::default()
+        }
+    }
+
+    /// Sets the weight (1 to 256; clamped).
+    pub fn with_weight(mut self, weight: u16) -> Self {
+        self.hops = weight.clamp(1, 256).saturating_sub(1) as u8;
+        self
+    }
+
+    /// The weight as `ip` prints it: `rtnh_hops + 1`.
+    pub fn weight(&self) -> u16 {
+        u16::from(self.hops) + 1
+    }
+
+    /// Sets the hop's realms (`realm`).
+    pub fn with_realms(mut self, realms: u32) -> Self {
+        self.more_mut().realms = Some(realms);
+        self
+    }
+
+    /// Sets the hop's encapsulation.
+    pub fn with_encap(mut self, encap: Encap) -> Self {
+        self.more_mut().encap = Some(encap);
+        self
+    }
+
+    fn more_mut(&mut self) -> &mut HopMore {
+        self.more.get_or_insert_with(Box::default)
+    }
+
+    /// The hop's realms (`RTA_FLOW`: `to` in the low 16 bits, `from` in the high ones).
+    pub fn realms(&self) -> Option<u32> {
+        self.more.as_ref().and_then(|more| more.realms)
+    }
+
+    /// The hop's lightweight tunnel encapsulation (`RTA_ENCAP_TYPE` + `RTA_ENCAP`).
+    pub fn encap(&self) -> Option<&Encap> {
+        self.more.as_ref().and_then(|more| more.encap.as_ref())
+    }
+
+    /// Hop attributes this crate does not decode: type and payload.
+    pub fn unknown_attributes(&self) -> &[(u16, Box<[u8]>)] {
+        self.more.as_ref().map_or(&[], |more| &more.unknown)
+    }
+}
+
+/// A lightweight tunnel encapsulation (`RTA_ENCAP_TYPE` and the nested `RTA_ENCAP`), kept as
+/// the kernel sent it and decoded on demand by [`Encap::fields`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Encap {
+    kind: u16,
+    data: Box<[u8]>,
+}
+
+/// A decoded attribute value (of an encapsulation, a link's kind data, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum AttrValue {
+    /// An unsigned number.
+    Uint(u64),
+    /// Text (a name, an address).
+    Text(String),
+    /// Several texts (segments, labels).
+    List(Vec<String>),
+    /// A flag that is present (no value).
+    Flag,
+    /// Bytes this crate does not decode further, printed in hex.
+    Raw(Box<[u8]>),
+}
+
+impl std::fmt::Display for AttrValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttrValue::Uint(value) => write!(f, "{value}"),
+            AttrValue::Text(text) => f.write_str(text),
+            AttrValue::List(items) => f.write_str(&items.join(",")),
+            AttrValue::Flag => f.write_str("on"),
+            AttrValue::Raw(bytes) => f.write_str(&crate::names::hex(bytes)),
+        }
+    }
+}
+
+const LWTUNNEL_ENCAP_MPLS: u16 = 1;
+const LWTUNNEL_ENCAP_IP: u16 = 2;
+const LWTUNNEL_ENCAP_IP6: u16 = 4;
+const LWTUNNEL_ENCAP_SEG6: u16 = 5;
+
+impl Encap {
+    /// An encapsulation of type `kind` (`LWTUNNEL_ENCAP_*`) with its nested attributes.
+    pub fn new(kind: u16, data: impl Into<Box<[u8]>>) -> Self {
+        Encap {
+            kind,
+            data: data.into(),
+        }
+    }
+
+    /// The type (`LWTUNNEL_ENCAP_*`: 1 mpls, 2 ip, 4 ip6, 5 seg6, ...).
+    pub fn kind(&self) -> u16 {
+        self.kind
+    }
+
+    /// The nested attributes, as the kernel sent them.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The type's name as `ip` prints it (`ip`, `seg6`, ...), or its number.
+    pub fn kind_name(&self) -> std::borrow::Cow<'static, str> {
+        crate::names::encap_type(self.kind)
+    }
+
+    /// The encapsulation's fields as `ip route` prints them (`id`, `src`, `dst`, `ttl`,
+    /// `tos`, ...; `mode` and `segs` for seg6), in `ip`'s order. Types and attributes this
+    /// crate does not decode are listed as `attrN` with their raw bytes, so nothing is lost.
+    pub fn fields(&self) -> Vec<(std::borrow::Cow<'static, str>, AttrValue)> {
+        use std::borrow::Cow;
+        let mut out: Vec<(Cow<'static, str>, AttrValue)> = Vec::new();
+        let raw = |kind: u16, value: &[u8]| {
+            (
+                Cow::Owned(format!("attr{kind}")),
+                AttrValue::Raw(value.into()),
+            )
+        };
+        let ip = |value: &[u8]| match value.len() {
+            4 => <[u8; 4]>::try_from(value).ok().map(IpAddr::from),
+            16 => <[u8; 16]>::try_from(value).ok().map(IpAddr::from),
+            _ => None,
+        };
+        match self.kind {
+            LWTUNNEL_ENCAP_IP | LWTUNNEL_ENCAP_IP6 => {
+                let v6 = self.kind == LWTUNNEL_ENCAP_IP6;
+                // LWTUNNEL_IP_{ID, DST, SRC, TTL/HOPLIMIT, TOS/TC, FLAGS, OPTS}: printed in
+                // ip's order (id, src, dst, ttl, tos, flags).
+                let mut by_kind: Vec<(u16, &[u8])> = Nlas::new(&self.data).collect();
+                by_kind.sort_by_key(|(kind, _)| match kind {
+                    1 => 0,
+                    3 => 1,
+                    2 => 2,
+                    other => *other,
+                });
+                for (kind, value) in by_kind {
+                    let field = match (kind, value.len()) {
+                        (1, 8) => Some((
+                            "id",
+                            AttrValue::Uint(u64::from_be_bytes(
+                                value.try_into().unwrap_or_default(),
+                            )),
+                        )),
+                        (2 | 3, _) => ip(value).map(|addr| {
+                            (
+                                if kind == 2 { "dst" } else { "src" },
+                                AttrValue::Text(addr.to_string()),
+                            )
+                        }),
+                        (4, 1) => Some((
+                            if v6 { "hoplimit" } else { "ttl" },
+                            AttrValue::Uint(u64::from(value[0])),
+                        )),
+                        (5, 1) => Some((
+                            if v6 { "tc" } else { "tos" },
+                            AttrValue::Uint(u64::from(value[0])),
+                        )),
+                        (6, 2) => Some((
+                            "flags",
+                            AttrValue::Uint(u64::from(u16::from_be_bytes([value[0], value[1]]))),
+                        )),
+                        _ => None,
+                    };
+                    out.push(match field {
+                        Some((name, value)) => (Cow::Borrowed(name), value),
+                        None => raw(kind, value),
+                    });
+                }
+            }
+            LWTUNNEL_ENCAP_SEG6 => {
+                for (kind, value) in Nlas::new(&self.data) {
+                    // SEG6_IPTUNNEL_SRH: `int mode`, then an `ipv6_sr_hdr` with its
+                    // segments, the last one first.
+                    if kind == 1 && value.len() >= 12 {
+                        let mode = wire::u32_at(value, 0);
+                        out.push((
+                            Cow::Borrowed("mode"),
+                            AttrValue::Text(crate::names::seg6_mode(mode).into_owned()),
+                        ));
+                        let srh = &value[4..];
+                        let first = usize::from(srh[4]);
+                        let segs: Vec<String> = (0..=first)
+                            .rev()
+                            .filter_map(|at| srh.get(8 + at * 16..8 + at * 16 + 16))
+                            .filter_map(|seg| <[u8; 16]>::try_from(seg).ok())
+                            .map(|seg| Ipv6Addr::from(seg).to_string())
+                            .collect();
+                        out.push((Cow::Borrowed("segs"), AttrValue::List(segs)));
+                    } else {
+                        out.push(raw(kind, value));
+                    }
+                }
+            }
+            LWTUNNEL_ENCAP_MPLS => {
+                for (kind, value) in Nlas::new(&self.data) {
+                    match kind {
+                        1 if value.len() % 4 == 0 => {
+                            let labels = value
+                                .chunks_exact(4)
+                                .map(|entry| {
+                                    let word =
+                                        u32::from_be_bytes(entry.try_into().unwrap_or_default());
+                                    (word >> 12).to_string()
+                                })
+                                .collect();
+                            out.push((Cow::Borrowed("dst"), AttrValue::List(labels)));
+                        }
+                        2 if value.len() == 1 => {
+                            out.push((Cow::Borrowed("ttl"), AttrValue::Uint(value[0].into())))
+                        }
+                        _ => out.push(raw(kind, value)),
+                    }
+                }
+            }
+            _ => out.push((Cow::Borrowed("data"), AttrValue::Raw(self.data.clone()))),
+        }
+        out
+    }
+}
+
+/// One route metric (`RTAX_*` inside `RTA_METRICS`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RouteMetric {
+    /// The `RTAX_*` type (2 mtu, 8 advmss, ...; see [`crate::names::metric`]).
+    pub kind: u16,
+    /// The value as the kernel holds it (`ip` prints `rtt` divided by 8 and `rttvar` by 4).
+    pub value: AttrValue,
+    /// Whether the metric is locked (`lock mtu 1400`).
+    pub locked: bool,
 }
 
 /// The less common parts of a route (IPv6 addresses, large flags, preference), boxed so the
@@ -129,6 +395,12 @@ struct Rare {
     /// `RTA_METRICS` payload (nested `RTAX_*` attributes), as sent by the kernel.
     metrics: Vec<u8>,
     multipath: Vec<NextHop>,
+    /// A gateway of another family than the route's (`RTA_VIA`).
+    via: Option<IpAddr>,
+    /// `RTA_FLOW`: realms.
+    flow: Option<u32>,
+    encap: Option<Box<Encap>>,
+    ttl_propagate: Option<u8>,
     /// Attributes this crate does not decode: type and payload.
     other: Vec<(u16, Box<[u8]>)>,
 }
@@ -140,6 +412,10 @@ static NO_RARE: Rare = Rare {
     nh_id: None,
     metrics: Vec::new(),
     multipath: Vec::new(),
+    via: None,
+    flow: None,
+    encap: None,
+    ttl_propagate: None,
     other: Vec::new(),
 };
 
@@ -241,6 +517,19 @@ impl std::fmt::Debug for Route {
             }
             if let Some(pref) = extra.pref {
                 out.field("pref", &pref);
+            }
+            let rare = extra.rare();
+            if let Some(via) = rare.via {
+                out.field("via", &via);
+            }
+            if let Some(flow) = rare.flow {
+                out.field("realms", &format_args!("{flow:#x}"));
+            }
+            if let Some(encap) = &rare.encap {
+                out.field("encap", encap);
+            }
+            if let Some(ttl) = rare.ttl_propagate {
+                out.field("ttl_propagate", &ttl);
             }
             if !extra.rare().other.is_empty() {
                 let kinds: Vec<u16> = extra.rare().other.iter().map(|(kind, _)| *kind).collect();
@@ -410,10 +699,121 @@ impl Route {
         self
     }
 
-    /// Sets the gateway (ignored when its family differs from the route's).
+    /// Sets the gateway; one of another family than the route's is sent as `RTA_VIA`
+    /// (`via inet6 fe80::1` on an IPv4 route).
     pub fn with_gateway(mut self, gateway: IpAddr) -> Self {
-        self.set_addr(1, HAS_GATEWAY, gateway);
+        if Family::of(gateway) == self.family() {
+            self.set_addr(1, HAS_GATEWAY, gateway);
+        } else {
+            self.rare_mut().via = Some(gateway);
+        }
         self
+    }
+
+    /// Sets the next hops of a multipath route.
+    pub fn with_multipath(mut self, hops: Vec<NextHop>) -> Self {
+        self.rare_mut().multipath = hops;
+        self.normalize();
+        self
+    }
+
+    /// Adds a metric (`RTAX_*` with its value; `locked` for `lock`). The congestion control
+    /// algorithm ([`RTAX_CC_ALGO`]) takes its name with [`Route::with_congctl`].
+    pub fn with_metric(mut self, kind: u16, value: u32, locked: bool) -> Self {
+        self.push_metric(kind, &value.to_ne_bytes(), locked);
+        self
+    }
+
+    /// Sets the congestion control algorithm (`congctl NAME`).
+    pub fn with_congctl(mut self, name: &str, locked: bool) -> Self {
+        let mut bytes = name.as_bytes().to_vec();
+        bytes.push(0);
+        self.push_metric(RTAX_CC_ALGO, &bytes, locked);
+        self
+    }
+
+    fn push_metric(&mut self, kind: u16, value: &[u8], locked: bool) {
+        let rare = self.rare_mut();
+        let mut entries: Vec<(u16, Vec<u8>)> = Nlas::new(&rare.metrics)
+            .filter(|(held, _)| *held != kind)
+            .map(|(held, bytes)| (held, bytes.to_vec()))
+            .collect();
+        let mut lock = entries
+            .iter()
+            .position(|(held, _)| *held == RTAX_LOCK)
+            .map_or(0, |at| nla_u32(&entries.remove(at).1).unwrap_or(0));
+        if kind < 32 {
+            if locked {
+                lock |= 1 << kind;
+            } else {
+                lock &= !(1 << kind);
+            }
+        }
+        if lock != 0 {
+            entries.insert(0, (RTAX_LOCK, lock.to_ne_bytes().to_vec()));
+        }
+        entries.push((kind, value.to_vec()));
+        let mut buf = Vec::new();
+        for (kind, bytes) in entries {
+            let len = (4 + bytes.len()) as u16;
+            buf.extend_from_slice(&len.to_ne_bytes());
+            buf.extend_from_slice(&kind.to_ne_bytes());
+            buf.extend_from_slice(&bytes);
+            buf.resize(wire::align(buf.len()), 0);
+        }
+        rare.metrics = buf;
+    }
+
+    /// Sets the realms (`realm`: `to`, or `from/to` as `(from << 16) | to`).
+    pub fn with_realms(mut self, realms: u32) -> Self {
+        self.rare_mut().flow = Some(realms);
+        self
+    }
+
+    /// Sets the IPv6 router preference (`RTA_PREF`: 0 medium, 1 high, 3 low).
+    pub fn with_pref(mut self, pref: u8) -> Self {
+        self.extra_mut().pref = Some(pref);
+        self
+    }
+
+    /// Sets the lifetime in seconds (`RTA_EXPIRES`, IPv6).
+    pub fn with_expires(mut self, seconds: u32) -> Self {
+        self.rare_mut().expires = Some(seconds);
+        self
+    }
+
+    /// Sets the lightweight tunnel encapsulation.
+    pub fn with_encap(mut self, encap: Encap) -> Self {
+        self.rare_mut().encap = Some(Box::new(encap));
+        self
+    }
+
+    /// Adds `rtm_flags` bits (e.g. `RTNH_F_ONLINK` = 4 for `onlink`).
+    pub fn with_flags(mut self, flags: u32) -> Self {
+        let flags = self.flags() | flags;
+        self.flags = flags as u16;
+        if flags > 0xffff {
+            self.extra_mut().flags_hi = (flags >> 16) as u16;
+        }
+        self
+    }
+
+    fn extra_mut(&mut self) -> &mut RouteExtra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+
+    fn rare_mut(&mut self) -> &mut Rare {
+        self.extra_mut().rare_mut()
+    }
+
+    /// Drops an emptied rare part (equality stays exact).
+    fn normalize(&mut self) {
+        if let Some(extra) = &mut self.extra {
+            extra.normalize();
+        }
+        if self.bits & V6 == 0 && self.extra.as_deref() == Some(&RouteExtra::default()) {
+            self.extra = None;
+        }
     }
 
     /// Sets the output interface.
@@ -519,9 +919,47 @@ impl Route {
         Some((addr, extra.src_len))
     }
 
-    /// The gateway, if any (see [`Route::multipath`] for multipath routes).
+    /// The gateway, if any (see [`Route::multipath`] for multipath routes): `RTA_GATEWAY`,
+    /// or `RTA_VIA` for a gateway of the other family.
     pub fn gateway(&self) -> Option<IpAddr> {
-        self.addr(1, HAS_GATEWAY)
+        self.addr(1, HAS_GATEWAY).or_else(|| self.rare().via)
+    }
+
+    fn rare(&self) -> &Rare {
+        self.extra.as_deref().map_or(&NO_RARE, RouteExtra::rare)
+    }
+
+    /// The realms (`RTA_FLOW`: `from` in the high 16 bits, `to` in the low ones), if any.
+    pub fn realms(&self) -> Option<u32> {
+        self.rare().flow
+    }
+
+    /// The lightweight tunnel encapsulation (`encap ip ...`), if any.
+    pub fn encap(&self) -> Option<&Encap> {
+        self.rare().encap.as_deref()
+    }
+
+    /// `RTA_TTL_PROPAGATE` (MPLS), if reported.
+    pub fn ttl_propagate(&self) -> Option<u8> {
+        self.rare().ttl_propagate
+    }
+
+    /// The input interface (`RTA_IIF`), if any.
+    pub fn iif(&self) -> Option<u32> {
+        self.rare().iif
+    }
+
+    /// Attributes this crate does not decode, as the kernel sent them: type and payload.
+    pub fn unknown_attributes(&self) -> &[(u16, Box<[u8]>)] {
+        &self.rare().other
+    }
+
+    /// The bit mask of locked metrics (`RTAX_LOCK`: bit N locks `RTAX_*` N).
+    pub fn metrics_lock(&self) -> u32 {
+        Nlas::new(&self.rare().metrics)
+            .find(|(kind, _)| *kind == RTAX_LOCK)
+            .and_then(|(_, value)| nla_u32(value))
+            .unwrap_or(0)
     }
 
     /// The preferred source address, if any.
@@ -572,13 +1010,22 @@ impl Route {
             .map_or(&[], |extra| &extra.rare().multipath)
     }
 
-    /// The route metrics (`RTAX_*` type and value), e.g. `(2, 1400)` for an MTU of 1400.
-    pub fn metrics(&self) -> Vec<(u16, u32)> {
-        let Some(extra) = &self.extra else {
-            return Vec::new();
-        };
-        Nlas::new(&extra.rare().metrics)
-            .filter_map(|(kind, value)| nla_u32(value).map(|v| (kind, v)))
+    /// The route metrics (`RTA_METRICS`) in the kernel's order, each with its lock bit
+    /// (`RTAX_LOCK` itself is folded into [`RouteMetric::locked`]; see
+    /// [`Route::metrics_lock`]): e.g. kind 2 (mtu) with value 1400.
+    pub fn metrics(&self) -> Vec<RouteMetric> {
+        let lock = self.metrics_lock();
+        Nlas::new(&self.rare().metrics)
+            .filter(|(kind, _)| *kind != RTAX_LOCK)
+            .map(|(kind, value)| RouteMetric {
+                kind,
+                value: match (kind, nla_u32(value)) {
+                    (RTAX_CC_ALGO, _) => AttrValue::Text(wire::nla_str(value)),
+                    (_, Some(number)) => AttrValue::Uint(number.into()),
+                    (_, None) => AttrValue::Raw(value.into()),
+                },
+                locked: kind < 32 && lock & (1 << kind) != 0,
+            })
             .collect()
     }
 
@@ -644,7 +1091,12 @@ impl Route {
         let gateway = self
             .gateway()
             .or_else(|| first_hop.and_then(|hop| hop.gateway));
-        let has_gateway = u8::from(gateway.is_some());
+        // 2 for a gateway of the other family (`RTA_VIA`), whose last octets stand in.
+        let has_gateway = match gateway {
+            None => 0,
+            Some(gateway) if Family::of(gateway) == self.family() => 1,
+            Some(_) => 2,
+        };
         match &self.extra {
             // IPv6 keeps one route per prefix and metric among the routes that qualify for
             // ECMP (a gateway, not learned from router advertisements): next hops added to
@@ -672,7 +1124,11 @@ impl Route {
                 dst: self.v4[0],
                 gateway: match gateway {
                     Some(IpAddr::V4(gw)) => gw.octets(),
-                    _ => [0; 4],
+                    Some(IpAddr::V6(gw)) => {
+                        let [.., a, b, c, d] = gw.octets();
+                        [a, b, c, d]
+                    }
+                    None => [0; 4],
                 },
                 small: [self.dst_len, self.tos, self.kind, has_gateway],
             }),
@@ -784,12 +1240,7 @@ impl Route {
         let plain;
         let held = match self.multipath() {
             [] => {
-                plain = [NextHop {
-                    ifindex: self.oif().unwrap_or(0),
-                    gateway: self.gateway(),
-                    flags: 0,
-                    hops: 0,
-                }];
+                plain = [NextHop::new(self.oif().unwrap_or(0), self.gateway())];
                 &plain[..]
             }
             hops => hops,
@@ -852,6 +1303,7 @@ impl Route {
         if rtm_flags > 0xffff {
             extra_of(&mut extra).flags_hi = (rtm_flags >> 16) as u16;
         }
+        let (mut encap_type, mut encap, mut cache_expires) = (None, None, None);
         let mut nlas = Nlas::new(&payload[RTMSG_LEN..]);
         for (kind, value) in &mut nlas {
             match kind {
@@ -877,8 +1329,19 @@ impl Route {
                 RTA_MULTIPATH => {
                     extra_of(&mut extra).rare_mut().multipath = parse_multipath(value, v6)?
                 }
-                // Counters that change on every use; not part of the route's state.
-                RTA_CACHEINFO => {}
+                RTA_VIA => extra_of(&mut extra).rare_mut().via = Some(parse_via(value)?),
+                RTA_FLOW => extra_of(&mut extra).rare_mut().flow = nla_u32(value),
+                RTA_ENCAP_TYPE if value.len() == 2 => encap_type = Some(wire::u16_at(value, 0)),
+                RTA_ENCAP => encap = Some(value),
+                RTA_TTL_PROPAGATE => extra_of(&mut extra).rare_mut().ttl_propagate = nla_u8(value),
+                // Counters that change on every use, not the route's state; but the remaining
+                // lifetime (`rta_expires`, in USER_HZ) is what `ip` shows as `expires`.
+                RTA_CACHEINFO => {
+                    let expires = wire::u32_at(value, 8);
+                    if value.len() >= 12 && expires != 0 {
+                        cache_expires = Some(expires / USER_HZ);
+                    }
+                }
                 _ => extra_of(&mut extra)
                     .rare_mut()
                     .other
@@ -887,6 +1350,19 @@ impl Route {
         }
         if nlas.malformed() {
             return Err(Error::malformed("route attribute overruns its message"));
+        }
+        if let Some(data) = encap {
+            extra_of(&mut extra).rare_mut().encap =
+                Some(Box::new(Encap::new(encap_type.unwrap_or(0), data)));
+        } else if let Some(kind) = encap_type {
+            extra_of(&mut extra)
+                .rare_mut()
+                .other
+                .push((RTA_ENCAP_TYPE, kind.to_ne_bytes().into()));
+        }
+        if let Some(expires) = cache_expires {
+            let rare = extra_of(&mut extra).rare_mut();
+            rare.expires = rare.expires.or(Some(expires));
         }
         if let Some(extra) = &mut extra {
             extra.normalize();
@@ -947,7 +1423,7 @@ impl Route {
         }
         // A route on a nexthop object is requested with its id alone: the kernel reports
         // the nexthop's gateway, device and hops too, and refuses them beside an id.
-        if let Some(gateway) = self.gateway().filter(|_| !on_nexthop) {
+        if let Some(gateway) = self.addr(1, HAS_GATEWAY).filter(|_| !on_nexthop) {
             attr_ip(&mut msg, RTA_GATEWAY, gateway);
         }
         if let Some(prefsrc) = self.prefsrc() {
@@ -972,16 +1448,45 @@ impl Route {
             if let Some(nh_id) = extra.rare().nh_id {
                 msg.attr_u32(RTA_NH_ID, nh_id);
             }
-            if !extra.rare().multipath.is_empty() && !on_nexthop {
+            let rare = extra.rare();
+            // The gateway, encap and hops of a route on a nexthop object are the nexthop's.
+            if let Some(via) = rare.via.filter(|_| !on_nexthop) {
+                attr_via(&mut msg, via);
+            }
+            if let Some(flow) = rare.flow {
+                msg.attr_u32(RTA_FLOW, flow);
+            }
+            if let Some(encap) = rare.encap.as_ref().filter(|_| !on_nexthop) {
+                attr_encap(&mut msg, encap);
+            }
+            if let Some(ttl) = rare.ttl_propagate {
+                msg.attr(RTA_TTL_PROPAGATE, &[ttl]);
+            }
+            if let Some(expires) = rare.expires
+                && self.family() == Family::V6
+            {
+                msg.attr_u32(RTA_EXPIRES, expires);
+            }
+            if !rare.multipath.is_empty() && !on_nexthop {
                 let nest = msg.begin_nest(RTA_MULTIPATH);
-                for hop in &extra.rare().multipath {
+                for hop in &rare.multipath {
                     let mut rtnh = [0u8; 8];
                     rtnh[2] = hop.flags;
                     rtnh[3] = hop.hops;
                     rtnh[4..8].copy_from_slice(&hop.ifindex.to_ne_bytes());
                     let at = msg.nested_raw(&rtnh);
-                    if let Some(gateway) = hop.gateway {
-                        attr_ip(&mut msg, RTA_GATEWAY, gateway);
+                    match hop.gateway {
+                        Some(gateway) if Family::of(gateway) == self.family() => {
+                            attr_ip(&mut msg, RTA_GATEWAY, gateway)
+                        }
+                        Some(gateway) => attr_via(&mut msg, gateway),
+                        None => {}
+                    }
+                    if let Some(realms) = hop.realms() {
+                        msg.attr_u32(RTA_FLOW, realms);
+                    }
+                    if let Some(encap) = hop.encap() {
+                        attr_encap(&mut msg, encap);
                     }
                     msg.patch_len16(at);
                 }
@@ -989,6 +1494,49 @@ impl Route {
             }
         }
         msg.finish();
+    }
+}
+
+/// `RTA_VIA`: a `struct rtvia` (family, then the address).
+fn attr_via(msg: &mut MsgWriter<'_>, addr: IpAddr) {
+    let mut bytes = Vec::with_capacity(18);
+    match addr {
+        IpAddr::V4(v4) => {
+            bytes.extend_from_slice(&u16::from(AF_INET).to_ne_bytes());
+            bytes.extend_from_slice(&v4.octets());
+        }
+        IpAddr::V6(v6) => {
+            bytes.extend_from_slice(&u16::from(AF_INET6).to_ne_bytes());
+            bytes.extend_from_slice(&v6.octets());
+        }
+    }
+    msg.attr(RTA_VIA, &bytes);
+}
+
+fn attr_encap(msg: &mut MsgWriter<'_>, encap: &Encap) {
+    msg.attr(RTA_ENCAP_TYPE, &encap.kind.to_ne_bytes());
+    let nest = msg.begin_nest(RTA_ENCAP | NLA_F_NESTED);
+    msg.nested_raw(&encap.data);
+    let pad = wire::align(encap.data.len()) - encap.data.len();
+    msg.nested_raw(&[0; 3][..pad]);
+    msg.end_nest(nest);
+}
+
+/// The nested bit of an attribute type.
+const NLA_F_NESTED: u16 = 1 << 15;
+
+/// Reads a `struct rtvia`.
+fn parse_via(value: &[u8]) -> Result<IpAddr> {
+    let family = wire::u16_at(value, 0);
+    let addr = value.get(2..).unwrap_or(&[]);
+    match (family, addr.len()) {
+        (family, 4) if family == u16::from(AF_INET) => {
+            Ok(IpAddr::from(<[u8; 4]>::try_from(addr).unwrap_or_default()))
+        }
+        (family, 16) if family == u16::from(AF_INET6) => {
+            Ok(IpAddr::from(<[u8; 16]>::try_from(addr).unwrap_or_default()))
+        }
+        _ => Err(bad_attr(RTA_VIA)),
     }
 }
 
@@ -1050,21 +1598,70 @@ fn parse_multipath(mut buf: &[u8], v6: bool) -> Result<Vec<NextHop>> {
         }
         let mut hop = NextHop {
             ifindex: wire::u32_at(buf, 4),
-            gateway: None,
             flags: buf[2],
             hops: buf[3],
+            ..NextHop::default()
         };
-        for (kind, value) in Nlas::new(&buf[8..len]) {
-            if kind == RTA_GATEWAY {
-                hop.gateway = match (v6, value.len()) {
-                    (false, 4) => <[u8; 4]>::try_from(value).ok().map(IpAddr::from),
-                    (true, 16) => <[u8; 16]>::try_from(value).ok().map(IpAddr::from),
-                    _ => return Err(bad_attr(kind)),
-                };
+        let (mut encap_type, mut encap) = (None, None);
+        let mut more = HopMore::default();
+        let mut nlas = Nlas::new(&buf[8..len]);
+        for (kind, value) in &mut nlas {
+            match kind {
+                RTA_GATEWAY => {
+                    hop.gateway = match (v6, value.len()) {
+                        (false, 4) => <[u8; 4]>::try_from(value).ok().map(IpAddr::from),
+                        (true, 16) => <[u8; 16]>::try_from(value).ok().map(IpAddr::from),
+                        _ => return Err(bad_attr(kind)),
+                    }
+                }
+                RTA_VIA => hop.gateway = Some(parse_via(value)?),
+                RTA_FLOW => more.realms = nla_u32(value),
+                RTA_ENCAP_TYPE if value.len() == 2 => encap_type = Some(wire::u16_at(value, 0)),
+                RTA_ENCAP => encap = Some(value),
+                _ => more.unknown.push((kind, value.into())),
             }
+        }
+        if nlas.malformed() {
+            return Err(Error::malformed(
+                "next hop attribute overruns its rtnexthop",
+            ));
+        }
+        if let Some(data) = encap {
+            more.encap = Some(Encap::new(encap_type.unwrap_or(0), data));
+        } else if let Some(kind) = encap_type {
+            more.unknown
+                .push((RTA_ENCAP_TYPE, kind.to_ne_bytes().into()));
+        }
+        if more != HopMore::default() {
+            hop.more = Some(Box::new(more));
         }
         hops.push(hop);
         buf = buf.get(wire::align(len)..).unwrap_or(&[]);
     }
     Ok(hops)
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// A plain IPv4 route is 40 bytes with nothing on the heap: the rare attributes kept
+    /// since issue 13 cost it nothing.
+    #[test]
+    fn plain_ipv4_route_stays_40_bytes() {
+        assert_eq!(std::mem::size_of::<Route>(), 40);
+        let route = Route::new("10.3.0.0".parse().unwrap(), 16)
+            .with_gateway("10.2.0.2".parse().unwrap())
+            .with_oif(3)
+            .with_table(100)
+            .with_priority(5);
+        let mut buf = Vec::new();
+        route.emit(&mut buf, wire::RTM_NEWROUTE, 0, 1);
+        let parsed = Route::parse(&buf[wire::NLMSG_HDRLEN..]).unwrap().unwrap();
+        assert!(parsed.extra.is_none(), "{parsed:?}");
+        assert_eq!(parsed, route);
+        // The parts a multipath route pays for: a hop keeps its rare attributes boxed.
+        assert!(std::mem::size_of::<NextHop>() <= 32);
+        assert!(std::mem::size_of::<Rare>() <= 144);
+    }
 }

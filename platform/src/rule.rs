@@ -12,10 +12,25 @@ const FRA_IIFNAME: u16 = 3;
 const FRA_GOTO: u16 = 4;
 const FRA_PRIORITY: u16 = 6;
 const FRA_FWMARK: u16 = 10;
+const FRA_FLOW: u16 = 11;
+const FRA_TUN_ID: u16 = 12;
+const FRA_SUPPRESS_IFGROUP: u16 = 13;
+const FRA_SUPPRESS_PREFIXLEN: u16 = 14;
 const FRA_TABLE: u16 = 15;
 const FRA_FWMASK: u16 = 16;
 const FRA_OIFNAME: u16 = 17;
+const FRA_L3MDEV: u16 = 19;
+const FRA_UID_RANGE: u16 = 20;
 const FRA_PROTOCOL: u16 = 21;
+const FRA_IP_PROTO: u16 = 22;
+const FRA_SPORT_RANGE: u16 = 23;
+const FRA_DPORT_RANGE: u16 = 24;
+const FRA_DSCP: u16 = 25;
+const FRA_FLOWLABEL: u16 = 26;
+const FRA_FLOWLABEL_MASK: u16 = 27;
+const FRA_SPORT_MASK: u16 = 28;
+const FRA_DPORT_MASK: u16 = 29;
+const FRA_DSCP_MASK: u16 = 30;
 
 /// Length of `struct fib_rule_hdr`.
 const FIB_RULE_HDR_LEN: usize = 12;
@@ -23,7 +38,19 @@ const FIB_RULE_HDR_LEN: usize = 12;
 /// Rule action `FR_ACT_TO_TBL` (look up a table).
 pub const FR_ACT_TO_TBL: u8 = 1;
 
-/// A routing policy rule.
+/// Rule flag `FIB_RULE_INVERT` (`not`).
+pub const FIB_RULE_INVERT: u32 = 0x2;
+/// Rule flag `FIB_RULE_UNRESOLVED` (a `goto` whose target does not exist).
+pub const FIB_RULE_UNRESOLVED: u32 = 0x4;
+/// Rule flag `FIB_RULE_IIF_DETACHED` (the input interface does not exist).
+pub const FIB_RULE_IIF_DETACHED: u32 = 0x8;
+/// Rule flag `FIB_RULE_OIF_DETACHED` (the output interface does not exist).
+pub const FIB_RULE_OIF_DETACHED: u32 = 0x10;
+
+/// A routing policy rule, with every selector the kernel reports.
+///
+/// Equality (and so the cache's identity) covers every field: two rules at one priority that
+/// differ in any selector, or in `not`, are two objects.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Rule {
     family: Family,
@@ -40,9 +67,52 @@ pub struct Rule {
     fwmask: Option<u32>,
     goto: Option<u32>,
     protocol: u8,
-    /// Attributes this crate does not decode (port ranges, uid range, l3mdev, ...).
+    /// The rarely set selectors, boxed.
+    more: Option<Box<RuleMore>>,
+}
+
+/// What identifies a rule in the kernel: see [`Rule::id`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RuleId(Rule);
+
+/// The less common selectors of a rule.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+struct RuleMore {
+    flow: Option<u32>,
+    tun_id: Option<u64>,
+    suppress_ifgroup: Option<u32>,
+    suppress_prefixlen: Option<u32>,
+    l3mdev: Option<u8>,
+    uid_range: Option<(u32, u32)>,
+    ip_proto: Option<u8>,
+    sport: Option<(u16, u16)>,
+    dport: Option<(u16, u16)>,
+    dscp: Option<u8>,
+    dscp_mask: Option<u8>,
+    sport_mask: Option<u16>,
+    dport_mask: Option<u16>,
+    flowlabel: Option<(u32, Option<u32>)>,
+    /// Attributes this crate does not decode: type and payload.
     other: Vec<(u16, Box<[u8]>)>,
 }
+
+static NO_MORE: RuleMore = RuleMore {
+    flow: None,
+    tun_id: None,
+    suppress_ifgroup: None,
+    suppress_prefixlen: None,
+    l3mdev: None,
+    uid_range: None,
+    ip_proto: None,
+    sport: None,
+    dport: None,
+    dscp: None,
+    dscp_mask: None,
+    sport_mask: None,
+    dport_mask: None,
+    flowlabel: None,
+    other: Vec::new(),
+};
 
 impl Rule {
     /// The address family.
@@ -98,6 +168,100 @@ impl Rule {
         self.protocol
     }
 
+    /// What identifies the rule in the kernel: every selector, the action and the flags it
+    /// was made with, but not the flags the kernel changes by itself without an event
+    /// (`unresolved` when a goto's target comes or goes, `iif`/`oif` `detached` when the named
+    /// interface does), so that the rule's deletion finds it whatever they were when it was
+    /// read.
+    pub fn id(&self) -> RuleId {
+        let mut rule = self.clone();
+        rule.flags &= !(FIB_RULE_UNRESOLVED | FIB_RULE_IIF_DETACHED | FIB_RULE_OIF_DETACHED);
+        RuleId(rule)
+    }
+
+    fn more(&self) -> &RuleMore {
+        self.more.as_deref().unwrap_or(&NO_MORE)
+    }
+
+    /// `not`: the rule matches what its selectors do not.
+    pub fn is_inverted(&self) -> bool {
+        self.flags & FIB_RULE_INVERT != 0
+    }
+    /// The input interface does not exist (`iif X [detached]`).
+    pub fn iif_detached(&self) -> bool {
+        self.flags & FIB_RULE_IIF_DETACHED != 0
+    }
+    /// The output interface does not exist (`oif X [detached]`).
+    pub fn oif_detached(&self) -> bool {
+        self.flags & FIB_RULE_OIF_DETACHED != 0
+    }
+    /// A `goto` whose target does not exist (`[unresolved]`).
+    pub fn is_unresolved(&self) -> bool {
+        self.flags & FIB_RULE_UNRESOLVED != 0
+    }
+    /// The realms (`FRA_FLOW`: `from` in the high 16 bits, `to` in the low ones), if any.
+    pub fn realms(&self) -> Option<u32> {
+        self.more().flow
+    }
+    /// The tunnel id matched (`tun_id`), if any.
+    pub fn tun_id(&self) -> Option<u64> {
+        self.more().tun_id
+    }
+    /// `suppress_ifgroup`, if set.
+    pub fn suppress_ifgroup(&self) -> Option<u32> {
+        self.more()
+            .suppress_ifgroup
+            .filter(|group| *group != u32::MAX)
+    }
+    /// `suppress_prefixlength`, if set (the kernel reports `u32::MAX`, printed by nobody,
+    /// when it is not; that value is kept too).
+    pub fn suppress_prefixlen(&self) -> Option<u32> {
+        self.more()
+            .suppress_prefixlen
+            .filter(|len| *len != u32::MAX)
+    }
+    /// `l3mdev`: look up the table of the packet's L3 master device.
+    pub fn l3mdev(&self) -> bool {
+        self.more().l3mdev.is_some_and(|value| value != 0)
+    }
+    /// The uid range matched (`uidrange A-B`), if any.
+    pub fn uid_range(&self) -> Option<(u32, u32)> {
+        self.more().uid_range
+    }
+    /// The IP protocol matched (`ipproto`), if any.
+    pub fn ip_proto(&self) -> Option<u8> {
+        self.more().ip_proto
+    }
+    /// The source port range matched (`sport A[-B]`), if any.
+    pub fn sport(&self) -> Option<(u16, u16)> {
+        self.more().sport
+    }
+    /// The destination port range matched (`dport A[-B]`), if any.
+    pub fn dport(&self) -> Option<(u16, u16)> {
+        self.more().dport
+    }
+    /// The DSCP matched (`dscp`), if the kernel reports one.
+    pub fn dscp(&self) -> Option<u8> {
+        self.more().dscp
+    }
+    /// The DSCP mask (`FRA_DSCP_MASK`), if reported.
+    pub fn dscp_mask(&self) -> Option<u8> {
+        self.more().dscp_mask
+    }
+    /// The source and destination port masks (`FRA_SPORT_MASK`, `FRA_DPORT_MASK`), if
+    /// reported (`0xffff`: the whole port).
+    pub fn port_masks(&self) -> (Option<u16>, Option<u16>) {
+        (self.more().sport_mask, self.more().dport_mask)
+    }
+    /// The IPv6 flow label matched and its mask (`flowlabel`), if any.
+    pub fn flowlabel(&self) -> Option<(u32, Option<u32>)> {
+        self.more().flowlabel
+    }
+    /// Attributes this crate does not decode, as the kernel sent them: type and payload.
+    pub fn unknown_attributes(&self) -> &[(u16, Box<[u8]>)] {
+        &self.more().other
+    }
+
     /// Parses an `RTM_NEWRULE`/`RTM_DELRULE` payload; `Ok(None)` for other families.
     pub fn parse(payload: &[u8]) -> Result<Option<Self>> {
         let Some(hdr) = payload.get(..FIB_RULE_HDR_LEN) else {
@@ -124,8 +288,9 @@ impl Rule {
             fwmask: None,
             goto: None,
             protocol: 0,
-            other: Vec::new(),
+            more: None,
         };
+        let mut more = RuleMore::default();
         let ip = |value: &[u8]| -> Result<IpAddr> {
             match (family, value.len()) {
                 (Family::V4, 4) => Ok(IpAddr::from(<[u8; 4]>::try_from(value).unwrap_or_default())),
@@ -148,12 +313,173 @@ impl Rule {
                 FRA_FWMASK => rule.fwmask = nla_u32(value),
                 FRA_TABLE => rule.table = nla_u32(value).unwrap_or(rule.table),
                 FRA_PROTOCOL => rule.protocol = nla_u8(value).unwrap_or(0),
-                _ => rule.other.push((kind, value.into())),
+                FRA_FLOW if value.len() == 4 => more.flow = nla_u32(value),
+                FRA_TUN_ID if value.len() == 8 => {
+                    more.tun_id = Some(u64::from_be_bytes(value.try_into().unwrap_or_default()))
+                }
+                FRA_SUPPRESS_IFGROUP if value.len() == 4 => more.suppress_ifgroup = nla_u32(value),
+                FRA_SUPPRESS_PREFIXLEN if value.len() == 4 => {
+                    more.suppress_prefixlen = nla_u32(value)
+                }
+                FRA_L3MDEV if value.len() == 1 => more.l3mdev = nla_u8(value),
+                FRA_UID_RANGE if value.len() == 8 => {
+                    more.uid_range = Some((wire::u32_at(value, 0), wire::u32_at(value, 4)))
+                }
+                FRA_IP_PROTO if value.len() == 1 => more.ip_proto = nla_u8(value),
+                FRA_SPORT_RANGE if value.len() == 4 => {
+                    more.sport = Some((wire::u16_at(value, 0), wire::u16_at(value, 2)))
+                }
+                FRA_DPORT_RANGE if value.len() == 4 => {
+                    more.dport = Some((wire::u16_at(value, 0), wire::u16_at(value, 2)))
+                }
+                FRA_DSCP if value.len() == 1 => more.dscp = nla_u8(value),
+                FRA_DSCP_MASK if value.len() == 1 => more.dscp_mask = nla_u8(value),
+                FRA_SPORT_MASK if value.len() == 2 => {
+                    more.sport_mask = Some(wire::u16_at(value, 0))
+                }
+                FRA_DPORT_MASK if value.len() == 2 => {
+                    more.dport_mask = Some(wire::u16_at(value, 0))
+                }
+                FRA_FLOWLABEL if value.len() == 4 => {
+                    let label = u32::from_be_bytes(value.try_into().unwrap_or_default());
+                    let mask = more.flowlabel.and_then(|(_, mask)| mask);
+                    more.flowlabel = Some((label, mask));
+                }
+                FRA_FLOWLABEL_MASK if value.len() == 4 => {
+                    let mask = u32::from_be_bytes(value.try_into().unwrap_or_default());
+                    let label = more.flowlabel.map_or(0, |(label, _)| label);
+                    more.flowlabel = Some((label, Some(mask)));
+                }
+                _ => more.other.push((kind, value.into())),
             }
         }
         if nlas.malformed() {
             return Err(Error::malformed("rule attribute overruns its message"));
         }
+        if more != RuleMore::default() {
+            rule.more = Some(Box::new(more));
+        }
         Ok(Some(rule))
     }
 }
+
+/// `ip rule`'s line for the rule: `PRIORITY:\tSELECTORS ACTION`, e.g.
+/// `100:\tnot from all fwmark 0xca6c lookup 51820`.
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:\t{}", self.priority, self.selectors().join(" "))
+    }
+}
+
+impl Rule {
+    /// The words `ip rule` prints after the priority, in its order: `not`, `from`, `to`,
+    /// `tos`, `fwmark`, `iif`, `oif`, `l3mdev`, `uidrange`, `ipproto`, `sport`, `dport`,
+    /// `tun_id`, `lookup` (with `suppress_*`), `realms`, the action, `proto`.
+    pub fn selectors(&self) -> Vec<String> {
+        use crate::names;
+        let mut out = Vec::new();
+        if self.is_inverted() {
+            out.push("not".to_owned());
+        }
+        out.push(format!("from {}", names::rule_prefix(self.src)));
+        if self.dst.is_some() {
+            out.push(format!("to {}", names::rule_prefix(self.dst)));
+        }
+        if self.tos != 0 {
+            out.push(format!("tos {:#x}", self.tos));
+        }
+        if let Some((mark, mask)) = self.fwmark() {
+            match mask {
+                Some(mask) if mask != u32::MAX => out.push(format!("fwmark {mark:#x}/{mask:#x}")),
+                _ => out.push(format!("fwmark {mark:#x}")),
+            }
+        }
+        let detached = |yes: bool| if yes { " [detached]" } else { "" };
+        if let Some(iif) = self.iifname() {
+            out.push(format!("iif {iif}{}", detached(self.iif_detached())));
+        }
+        if let Some(oif) = self.oifname() {
+            out.push(format!("oif {oif}{}", detached(self.oif_detached())));
+        }
+        if self.l3mdev() {
+            out.push("lookup [l3mdev-table]".to_owned());
+        }
+        if let Some((start, end)) = self.uid_range() {
+            out.push(format!("uidrange {start}-{end}"));
+        }
+        if let Some(proto) = self.ip_proto() {
+            out.push(format!("ipproto {}", names::ip_proto(proto)));
+        }
+        let (sport_mask, dport_mask) = self.port_masks();
+        for (word, range, mask) in [
+            ("sport", self.sport(), sport_mask),
+            ("dport", self.dport(), dport_mask),
+        ] {
+            let mask = match mask {
+                Some(mask) if mask != u16::MAX => format!("/{mask:#x}"),
+                _ => String::new(),
+            };
+            match range {
+                Some((start, end)) if start == end => out.push(format!("{word} {start}{mask}")),
+                Some((start, end)) => out.push(format!("{word} {start}-{end}")),
+                None => {}
+            }
+        }
+        if let Some(dscp) = self.dscp() {
+            match self.dscp_mask() {
+                Some(mask) if mask != 0x3f => out.push(format!("dscp {dscp}/{mask:#x}")),
+                _ => out.push(format!("dscp {dscp}")),
+            }
+        }
+        if let Some((label, mask)) = self.flowlabel() {
+            match mask {
+                Some(mask) if mask != 0xfffff => {
+                    out.push(format!("flowlabel {label:#x}/{mask:#x}"))
+                }
+                _ => out.push(format!("flowlabel {label:#x}")),
+            }
+        }
+        if let Some(id) = self.tun_id() {
+            out.push(format!("tun_id {id}"));
+        }
+        if self.table != 0 {
+            out.push(format!("lookup {}", names::table_name(self.table)));
+            if let Some(len) = self.suppress_prefixlen() {
+                out.push(format!("suppress_prefixlength {}", len as i32));
+            }
+            if let Some(group) = self.suppress_ifgroup() {
+                out.push(format!("suppress_ifgroup {group}"));
+            }
+        }
+        if let Some(flow) = self.realms() {
+            out.push(format!("realms {}", names::realms(flow)));
+        }
+        match self.action {
+            FR_ACT_TO_TBL => {}
+            FR_ACT_GOTO => {
+                match self.goto {
+                    Some(target) => out.push(format!("goto {target}")),
+                    None => out.push("goto none".to_owned()),
+                }
+                if self.is_unresolved() {
+                    out.push("[unresolved]".to_owned());
+                }
+            }
+            action => out.push(names::rule_action(action).into_owned()),
+        }
+        // As `ip rule` without `-d`: neither `unspec` nor `kernel` is printed.
+        if self.protocol != 0 && self.protocol != RTPROT_KERNEL {
+            out.push(format!("proto {}", names::protocol(self.protocol)));
+        }
+        for (kind, value) in self.unknown_attributes() {
+            out.push(format!("attr{kind} {}", names::hex(value)));
+        }
+        out
+    }
+}
+
+/// Protocol `RTPROT_KERNEL`.
+const RTPROT_KERNEL: u8 = 2;
+
+/// Rule action `FR_ACT_GOTO`.
+const FR_ACT_GOTO: u8 = 2;

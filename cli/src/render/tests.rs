@@ -214,7 +214,7 @@ fn events() {
         Mode::Human,
         &changed,
         expect![[r#"
-            [DEVICE] changed device eth0 type ethernet: state disconnected → connected
+            [DEVICE] changed device eth0 type ethernet: state disconnected → connected, addresses -- → 10.0.0.1/24
         "#]],
     );
     check_event(

@@ -341,7 +341,7 @@ impl State {
             }
             wire::RTM_DELRULE => {
                 if let Some(rule) = Rule::parse(msg.payload)?
-                    && let Some(old) = self.rules.remove(&rule)
+                    && let Some(old) = self.rules.remove(&rule.id())
                 {
                     out.push(Event::Rule(Change::Removed(old)));
                 }

@@ -161,9 +161,9 @@ fn malformed_lines() {
         Some("dev"),
     );
     check_error(
-        "route add 10.0.0.0/24 mtu 1400 dev eth0",
-        "unknown route keyword `mtu`",
-        Some("mtu"),
+        "route add 10.0.0.0/24 fastmode 1400 dev eth0",
+        "unknown route keyword `fastmode`",
+        Some("fastmode"),
     );
     check_error(
         "route add 10.0.0.0/24",
@@ -245,4 +245,109 @@ fn any_words_give_an_answer_not_a_panic() {
             }
         }
     }
+}
+
+#[test]
+fn route_lines_take_what_ip_route_add_takes() {
+    let (_, route) = parse_route_line(
+        "route add 10.84.0.0/16 via 192.0.2.1 dev eth0 onlink mtu lock 1400 advmss 1300 \
+         rtt 10ms rttvar 5 hoplimit 33 initcwnd 10 initrwnd 20 features ecn congctl lock cubic \
+         realm 5/6",
+    );
+    assert_eq!(names::route_flags(route.flags()), ["onlink"]);
+    assert_eq!(route.realms(), Some((5 << 16) | 6));
+    let metrics: Vec<(String, String, bool)> = route
+        .metrics()
+        .iter()
+        .map(|metric| {
+            (
+                names::metric(metric.kind).into_owned(),
+                metric.value.to_string(),
+                metric.locked,
+            )
+        })
+        .collect();
+    let expect = [
+        ("mtu", "1400", true),
+        ("advmss", "1300", false),
+        ("rtt", "80", false),
+        ("rttvar", "5", false),
+        ("hoplimit", "33", false),
+        ("initcwnd", "10", false),
+        ("initrwnd", "20", false),
+        ("features", "1", false),
+        ("congctl", "cubic", true),
+    ]
+    .map(|(name, value, locked)| (name.to_owned(), value.to_owned(), locked));
+    assert_eq!(metrics, expect);
+
+    let (_, route) =
+        parse_route_line("route add 10.80.0.0/16 via inet6 fe80::1 dev eth0 pref low expires 60");
+    assert_eq!(route.family(), Family::V4);
+    assert_eq!(route.gateway(), Some("fe80::1".parse().unwrap()));
+    assert_eq!((route.pref(), route.expires()), (Some(3), Some(60)));
+
+    let (_, route) = parse_route_line(
+        "route add 10.83.0.0/16 nexthop via 192.0.2.1 dev eth0 weight 1 \
+         nexthop via inet6 fe80::2 dev veth1 weight 3 onlink realm 7",
+    );
+    let hops: Vec<String> = route
+        .multipath()
+        .iter()
+        .map(|hop| {
+            format!(
+                "{:?} {} {} {} {:?}",
+                hop.gateway,
+                hop.ifindex,
+                hop.weight(),
+                hop.flags,
+                hop.realms()
+            )
+        })
+        .collect();
+    assert_eq!(
+        hops,
+        ["Some(192.0.2.1) 2 1 0 None", "Some(fe80::2) 7 3 4 Some(7)"]
+    );
+    assert_eq!(route.oif(), None);
+
+    let (_, route) =
+        parse_route_line("route add 10.81.0.0/16 encap ip id 1 dst 1.2.3.4 ttl 9 key dev eth0");
+    let encap = route.encap().expect("encap");
+    let fields: Vec<String> = encap
+        .fields()
+        .iter()
+        .map(|(name, value)| format!("{name} {value}"))
+        .collect();
+    assert_eq!(fields, ["id 1", "dst 1.2.3.4", "ttl 9", "flags 4"]);
+    assert_eq!(route.oif(), Some(2));
+}
+
+#[test]
+fn bad_route_values_name_the_word() {
+    check_error(
+        "route add 10.1.0.0/16 dev eth0 mtu lots",
+        "bad mtu `lots`",
+        Some("lots"),
+    );
+    check_error(
+        "route add 10.1.0.0/16 nexthop via 192.0.2.1 dev eth0 weight 0",
+        "bad weight `0`",
+        Some("0"),
+    );
+    check_error(
+        "route add 10.1.0.0/16 dev eth0 pref urgent",
+        "bad pref `urgent`",
+        Some("urgent"),
+    );
+    check_error(
+        "route add 10.1.0.0/16 dev eth0 encap mpls 100",
+        "bad encap `mpls`",
+        Some("mpls"),
+    );
+    check_error(
+        "route add 10.1.0.0/16 dev eth0 mtu lock",
+        "`mtu` needs a value",
+        Some("mtu"),
+    );
 }

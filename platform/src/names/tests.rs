@@ -199,3 +199,72 @@ fn states_and_addresses() {
     assert_eq!(hw_address(&[]), None);
     assert_eq!(scope(253), "link");
 }
+
+#[test]
+fn rt_protos_files_are_read_like_iproute2() {
+    let root = tempfile::Builder::new()
+        .prefix("netmirror-test-rt-protos")
+        .tempdir()
+        .unwrap();
+    let etc = root.path().join("etc");
+    let usr = root.path().join("usr");
+    std::fs::create_dir_all(etc.join("rt_protos.d")).unwrap();
+    std::fs::create_dir_all(usr.join("rt_protos.d")).unwrap();
+    std::fs::write(etc.join("rt_protos"), "77 zooproto\n4 mystatic\n").unwrap();
+    // Ignored: the administrator's rt_protos wins over the distribution's.
+    std::fs::write(usr.join("rt_protos"), "77 distproto\n").unwrap();
+    std::fs::write(usr.join("rt_protos.d/a.conf"), "78 fromusr\n").unwrap();
+    std::fs::write(etc.join("rt_protos.d/b.conf"), "0x4f hexproto\n").unwrap();
+    std::fs::write(etc.join("rt_protos.d/c.txt"), "80 notconf\n").unwrap();
+    let protos = RouteProtocols::builtin().load_from(&[&etc, &usr]);
+    assert_eq!(protos.name(77), "zooproto");
+    assert_eq!(protos.name(4), "mystatic");
+    assert_eq!(protos.name(78), "fromusr");
+    assert_eq!(protos.name(79), "hexproto");
+    assert_eq!(protos.name(80), "80");
+    assert_eq!(protos.name(186), "bgp");
+    assert_eq!(protos.id("zooproto"), Some(77));
+    assert_eq!(protos.id("kernel"), Some(2));
+    assert_eq!(protos.id("300"), None);
+    let text = RouteProtocols::builtin().with_text("250 mine\n");
+    assert_eq!(
+        (text.name(250), text.id("mine")),
+        ("mine".into(), Some(250))
+    );
+}
+
+#[test]
+fn flags_metrics_and_realms_as_ip_names_them() {
+    assert_eq!(
+        route_flags(0x4 | 0x1 | 0x10),
+        ["dead", "onlink", "linkdown"]
+    );
+    assert_eq!(route_flags(0x4000 | 0x80_0000), ["rt_offload", "0x800000"]);
+    assert_eq!(address_flags(0x80, false), Vec::<String>::new());
+    assert_eq!(address_flags(0x01, true), ["temporary", "dynamic"]);
+    assert_eq!(address_flags(0x01 | 0x80, false), ["secondary"]);
+    assert_eq!(
+        address_flags(0x80 | 0x200 | 0x800 | 0x1000, false),
+        ["noprefixroute", "stable-privacy", "0x1000"]
+    );
+    assert_eq!(
+        (metric(2), metric(16), metric(99)),
+        ("mtu".into(), "congctl".into(), "metric99".into())
+    );
+    assert_eq!(parse_metric("initrwnd"), Some(14));
+    assert_eq!(
+        (pref(0), pref(1), pref(3)),
+        ("medium".into(), "high".into(), "low".into())
+    );
+    assert_eq!(parse_pref("low"), Some(3));
+    assert_eq!(
+        (realms(7), realms((5 << 16) | 6)),
+        ("7".to_owned(), "5/6".to_owned())
+    );
+    assert_eq!(parse_realms("5/6"), Some((5 << 16) | 6));
+    assert_eq!(parse_realms("70000"), None);
+    assert_eq!(
+        (encap_type(2), encap_type(5), encap_type(77)),
+        ("ip".into(), "seg6".into(), "77".into())
+    );
+}

@@ -4,6 +4,7 @@
 //! what `ip -j` or `nmcli -t` say about the same state.
 
 mod batch;
+mod conformance;
 mod kernel;
 mod monitor;
 mod nexthop;

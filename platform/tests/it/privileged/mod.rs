@@ -1,5 +1,6 @@
 //! Tests that need root: they make network namespaces.
 
+mod attrs;
 mod batch;
 mod burst;
 mod cache;

@@ -1,0 +1,956 @@
+//! Conformance: a wide set of real kernel objects in throwaway namespaces (routes of every
+//! type in several tables, one above 2^31, multipath v4/v6 with weights, every metric with
+//! locks, realms, pref, expires, encap, via inet6, onlink; rules with every selector, five at
+//! one priority; a veth peer in another namespace, a bridge and its port, altnames; addresses
+//! with every flag the kernel lets us set, and lifetimes), and netmirror's `--json` compared
+//! with `ip -j -d` field by field, after normalising what netmirror names or shapes
+//! differently.
+//!
+//! The differences are decisions (README, "JSON compared with ip"), each normalised here:
+//! - `gateway` holds an `RTA_VIA` gateway too (`ip -j` has `via: {family, host}`);
+//! - `encap` is one nested object (`ip -j` writes its fields beside the route's, and its `dst`
+//!   overwrites the route's `dst`);
+//! - `metrics` values are the kernel's (`ip` divides `rtt` by 8 and `rttvar` by 4), `features`
+//!   is the number (`ip` writes `ecn`), and locked metrics are listed in `lock`;
+//! - an address's flags are one `flags` list (`ip -j` has one boolean key per flag);
+//! - a rule's realms are `realms: "FROM/TO"` (`ip -j` has `flow_from` and `flow_to`), port
+//!   ranges are `"A-B"` text (`ip -j` has `sport` or `sport_start`/`sport_end`), `not`,
+//!   `l3mdev` and `unresolved` are booleans (`ip -j` prints them as `null` when set);
+//! - link kind data keeps the kernel's numbers (`ip -j` turns some into booleans and names).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use netmirror_platform::testing::{NetNs, Veth};
+use serde_json::{Value, json};
+
+use crate::support::nm;
+
+/// Runs `ip` in `ns` with `args`, panicking with the command on failure.
+fn ip(ns: &NetNs, line: &str) {
+    let args: Vec<&str> = line.split_whitespace().collect();
+    ns.ip(&args)
+        .unwrap_or_else(|err| panic!("ip {line}: {err}"));
+}
+
+/// Every route, rule, link and address kind this kernel lets a test make.
+fn world() -> (NetNs, NetNs) {
+    let other = NetNs::new().expect("second namespace");
+    let ns = NetNs::builder()
+        .veth(
+            Veth::new("v0", "v1")
+                .address("10.1.0.1/24")
+                .address("2001:db8::1/64"),
+        )
+        .veth(Veth::new("p0", "p1").peer_in(&other))
+        .start()
+        .expect("make a namespace");
+    for line in [
+        "link add br0 type bridge",
+        "link set v1 master br0",
+        "link set br0 up",
+        "link add br1 type bridge",
+        "link property add dev v0 altname conformance-alt0",
+        "link property add dev v0 altname conformance-alt1",
+        // Addresses: lifetimes, noprefixroute, a secondary, autojoin; IPv6 flags; br1 stays
+        // down, so its addresses stay tentative (one optimistic).
+        "addr add 10.9.0.1/24 dev br0 valid_lft 3000 preferred_lft 2000 noprefixroute",
+        "addr add 10.9.0.2/24 dev br0",
+        "addr add 239.1.1.1/32 dev br0 autojoin",
+        "-6 addr add 2001:db8:9::1/64 dev br0 nodad home mngtmpaddr",
+        "-6 addr add 2001:db8:9::3/64 dev br0 nodad preferred_lft 0 valid_lft 4000",
+        "-6 addr add 2001:db8:a::1/64 dev br1 optimistic",
+        "-6 addr add 2001:db8:a::2/64 dev br1",
+        // Routes of every type, in several tables, one above 2^31.
+        "route add 10.85.0.0/16 via 10.1.0.2 dev v0 table 3000000000",
+        "route add 10.80.0.0/16 via inet6 fe80::1 dev v0",
+        "route add 10.81.0.0/16 encap ip id 1 dst 1.2.3.4 dev v0",
+        "route add 10.83.0.0/16 nexthop via 10.1.0.2 dev v0 weight 1 nexthop via 10.1.0.3 dev v0 weight 3",
+        "route add 10.84.0.0/16 via 10.1.0.2 dev v0 mtu lock 1400 advmss 1300 window 1000 rtt 10 rttvar 5 ssthresh 3 cwnd 4 hoplimit 33 initcwnd 10 initrwnd 20 quickack 1 congctl lock cubic features ecn reordering 3 fastopen_no_cookie 1 rto_min 20 realm 5/6",
+        "route add 10.86.0.0/16 via 10.99.0.1 dev v0 onlink",
+        "route add 10.87.0.0/16 nexthop via inet6 fe80::1 dev v0 weight 2 nexthop via 10.1.0.3 dev v0",
+        "route add 10.88.0.0/16 nexthop via 10.1.0.2 dev v0 realm 7 nexthop via 10.1.0.3 dev v0 onlink",
+        "route add 10.89.0.0/16 via 10.1.0.2 dev v0 metric 50 proto static realm 9",
+        "route add local 10.77.0.1 dev v0 table 100",
+        "route add broadcast 10.77.0.255 dev v0 table 100",
+        "route add multicast 224.1.0.0/16 dev v0 table 100",
+        "route add anycast 10.74.0.0/16 dev v0 table 100",
+        "route add throw 10.78.0.0/16 table 100",
+        "route add prohibit 10.79.0.0/16 table 100",
+        "route add blackhole 10.79.0.0/16 table 200",
+        "route add unreachable 10.76.0.0/16 table 200",
+        "-6 route add 2001:db8:5::/64 encap seg6 mode encap segs 2001:db8::9,2001:db8::a dev v0",
+        "-6 route add 2001:db8:6::/64 via 2001:db8::2 dev v0 pref high expires 600",
+        "-6 route add 2001:db8:7::/64 nexthop via 2001:db8::2 dev v0 weight 2 nexthop via 2001:db8::3 dev v0 weight 5",
+        "-6 route add 2001:db8:8::/64 via 2001:db8::2 dev v0 pref low mtu 1300 hoplimit 9 table 100",
+        "-6 route add anycast 2001:db8:74::/64 dev v0 table 100",
+        "-6 route add unreachable 2001:db8:75::/64 table 100",
+        "-6 route add prohibit 2001:db8:76::/64 table 3000000000",
+        // Rules with every selector; five at priority 200.
+        "rule add not fwmark 0xca6c table 51820 pref 100",
+        "rule add uidrange 100-200 table 5 pref 101",
+        "rule add ipproto tcp sport 80-90 dport 443 table 6 pref 102",
+        "rule add from all lookup main suppress_prefixlength 0 pref 103",
+        "rule add l3mdev pref 104",
+        "rule add iif v0 oif v1 fwmark 0x10/0xff realms 3/4 table 7 pref 105 proto 77",
+        "rule add tun_id 9 goto 200 pref 106",
+        "rule add suppress_ifgroup 5 table 8 pref 107",
+        "rule add tos 0x10 prohibit pref 109",
+        "rule add not from 10.0.0.0/8 to 10.1.0.0/16 table 52 pref 110",
+        "rule add iif nosuch0 table 53 pref 111",
+        "rule add from 10.2.0.0/16 table 60 pref 200",
+        "rule add not fwmark 0x2 table 60 pref 200",
+        "rule add to 10.2.0.0/16 table 60 pref 200",
+        "rule add fwmark 0x1 table 60 pref 200",
+        "rule add ipproto udp dport 53 table 60 pref 200",
+        "-6 rule add from 2001:db8::/32 ipproto tcp dport 22 blackhole pref 300",
+    ] {
+        if line.contains("optimistic") {
+            // The kernel keeps `optimistic` only where optimistic DAD is on.
+            let status = ns
+                .command("sysctl")
+                .args(["-qw", "net.ipv6.conf.br1.optimistic_dad=1"])
+                .status()
+                .expect("sysctl");
+            assert!(status.success());
+        }
+        ip(&ns, line);
+    }
+    settle(&ns);
+    (ns, other)
+}
+
+/// Waits until duplicate address detection is over on the links that are up, so that the
+/// `tentative` flags do not change between the two reads (br1 is down: its addresses stay
+/// tentative).
+fn settle(ns: &NetNs) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let text = ns.ip(&["-j", "-6", "addr", "show"]).expect("ip addr");
+        let links: Value = serde_json::from_str(&text).expect("JSON");
+        let busy = links.as_array().unwrap().iter().any(|link| {
+            link["ifname"] != "br1"
+                && link["addr_info"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|addr| addr.get("tentative").is_some())
+        });
+        if !busy {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "DAD still running: {text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// An object with its keys sorted (key order is not compared).
+fn sorted(value: &Value) -> Value {
+    match value.as_object() {
+        Some(object) => json!(object.iter().collect::<BTreeMap<_, _>>()),
+        None => value.clone(),
+    }
+}
+
+/// `ip -j -d ARGS` in `ns`, parsed.
+fn ip_json(ns: &NetNs, args: &[&str]) -> Vec<Value> {
+    let mut full = vec!["-j", "-d"];
+    full.extend_from_slice(args);
+    let text = ns.ip(&full).expect("ip -j -d");
+    match serde_json::from_str(&text).expect("ip -j prints JSON") {
+        Value::Array(items) => items,
+        other => panic!("ip -j printed {other}"),
+    }
+}
+
+/// `netmirror --json --netns NS ARGS`, parsed.
+fn our_json(ns: &NetNs, args: &[&str]) -> Vec<Value> {
+    let mut full = vec!["--json", "--netns", ns.name()];
+    full.extend_from_slice(args);
+    match nm(&full).json() {
+        Value::Array(items) => items,
+        other => panic!("netmirror --json printed {other}"),
+    }
+}
+
+/// An object with only the keys whose values are set (not null, not an empty list), so that
+/// "absent in ip" and "null in netmirror" compare equal.
+fn compact(map: BTreeMap<&str, Value>) -> Value {
+    Value::Object(
+        map.into_iter()
+            .filter(|(_, value)| !value.is_null() && value != &json!([]) && value != &json!({}))
+            .map(|(key, value)| (key.to_owned(), value))
+            .collect(),
+    )
+}
+
+fn get(object: &Value, key: &str) -> Value {
+    object.get(key).cloned().unwrap_or(Value::Null)
+}
+
+/// A number as text, or text as it is: ip prints some numbers as strings (`"table": "100"`).
+fn text_of(value: &Value) -> Value {
+    match value {
+        Value::Number(number) => Value::String(number.to_string()),
+        other => other.clone(),
+    }
+}
+
+/// A route from `ip -j -d`, in the shape compared.
+fn ip_route(route: &Value) -> Value {
+    let mut map: BTreeMap<&str, Value> = BTreeMap::new();
+    for key in [
+        "type", "dev", "protocol", "scope", "prefsrc", "pref", "flags",
+    ] {
+        map.insert(key, get(route, key));
+    }
+    map.insert("table", text_of(&get(route, "table")));
+    map.insert("metric", get(route, "metric"));
+    map.insert("dst", get(route, "dst"));
+    map.insert(
+        "gateway",
+        match route.get("via") {
+            Some(via) => get(via, "host"),
+            None => get(route, "gateway"),
+        },
+    );
+    if let Some(flow) = route.get("flow") {
+        map.insert("flow", flow.clone());
+    }
+    if let Some(expires) = route.get("expires").and_then(Value::as_u64) {
+        // A countdown: compared to the ten seconds.
+        map.insert("expires", json!(expires / 10));
+    }
+    if let Some(kind) = route.get("encap") {
+        let mut encap = serde_json::Map::new();
+        encap.insert("type".to_owned(), kind.clone());
+        let fields: &[&str] = match kind.as_str() {
+            Some("ip") => &["id", "src", "ttl", "tos"],
+            Some("seg6") => &["mode", "segs"],
+            _ => &[],
+        };
+        for key in fields {
+            encap.insert((*key).to_owned(), get(route, key));
+        }
+        if kind == "ip" {
+            // ip -j writes the encapsulation's dst over the route's.
+            encap.insert("dst".to_owned(), get(route, "dst"));
+            map.remove("dst");
+        }
+        map.insert("encap", sorted(&Value::Object(encap)));
+    }
+    if let Some(Value::Array(metrics)) = route.get("metrics") {
+        let mut object = serde_json::Map::new();
+        for (key, value) in metrics[0].as_object().unwrap() {
+            match key.as_str() {
+                "ecn" => object.insert("features".to_owned(), json!(1)),
+                _ => object.insert(key.clone(), value.clone()),
+            };
+        }
+        map.insert("metrics", json!([object]));
+    }
+    if let Some(Value::Array(hops)) = route.get("nexthops") {
+        let hops: Vec<Value> = hops
+            .iter()
+            .map(|hop| {
+                let mut hop_map: BTreeMap<&str, Value> = BTreeMap::new();
+                for key in ["dev", "weight", "flags", "flow"] {
+                    hop_map.insert(key, get(hop, key));
+                }
+                hop_map.insert(
+                    "gateway",
+                    match hop.get("via") {
+                        Some(via) => get(via, "host"),
+                        None => get(hop, "gateway"),
+                    },
+                );
+                compact(hop_map)
+            })
+            .collect();
+        map.insert("nexthops", Value::Array(hops));
+    }
+    compact(map)
+}
+
+/// A route from netmirror's JSON, in the shape compared.
+fn our_route(route: &Value) -> Value {
+    let mut map: BTreeMap<&str, Value> = BTreeMap::new();
+    for key in [
+        "type", "dev", "protocol", "scope", "prefsrc", "pref", "flags", "gateway", "flow",
+    ] {
+        map.insert(key, get(route, key));
+    }
+    map.insert("table", get(route, "table"));
+    map.insert("dst", get(route, "dst"));
+    // ip prints a metric for IPv6 routes, and for IPv4 ones only when it is set.
+    let metric = get(route, "metric");
+    if route["family"] == "inet6" || metric != json!(0) {
+        map.insert("metric", metric);
+    }
+    if let Some(expires) = route.get("expires").and_then(Value::as_u64) {
+        map.insert("expires", json!(expires / 10));
+    }
+    if let Some(encap) = route.get("encap").filter(|encap| !encap.is_null()) {
+        let mut encap = encap.clone();
+        let object = encap.as_object_mut().unwrap();
+        object.remove("flags");
+        if object["type"] == "ip" {
+            map.remove("dst");
+        }
+        map.insert("encap", sorted(&encap));
+    }
+    if let Some(Value::Array(metrics)) = route.get("metrics")
+        && let Some(first) = metrics.first()
+    {
+        let mut object = first.as_object().unwrap().clone();
+        object.remove("lock");
+        // ip prints rtt and rttvar divided by 8 and 4 (decision: netmirror keeps the kernel's).
+        for (key, div) in [("rtt", 8), ("rttvar", 4)] {
+            if let Some(value) = object.get(key).and_then(Value::as_u64) {
+                object.insert(key.to_owned(), json!(value / div));
+            }
+        }
+        map.insert("metrics", json!([object]));
+    }
+    if let Some(Value::Array(hops)) = route.get("nexthops") {
+        let hops: Vec<Value> = hops
+            .iter()
+            .map(|hop| {
+                let mut hop_map: BTreeMap<&str, Value> = BTreeMap::new();
+                for key in ["dev", "weight", "flags", "flow", "gateway"] {
+                    hop_map.insert(key, get(hop, key));
+                }
+                compact(hop_map)
+            })
+            .collect();
+        map.insert("nexthops", Value::Array(hops));
+    }
+    compact(map)
+}
+
+fn lines(values: impl IntoIterator<Item = Value>) -> BTreeSet<String> {
+    values.into_iter().map(|value| value.to_string()).collect()
+}
+
+#[test]
+fn routes_match_ip_field_by_field() {
+    let (ns, _other) = world();
+    for family in ["-4", "-6"] {
+        let theirs = lines(
+            ip_json(&ns, &[family, "route", "show", "table", "all"])
+                .iter()
+                .map(ip_route),
+        );
+        let ours = lines(
+            our_json(&ns, &[family, "route", "show", "table", "all"])
+                .iter()
+                .map(our_route),
+        );
+        let only_ip: Vec<&String> = theirs.difference(&ours).collect();
+        let only_us: Vec<&String> = ours.difference(&theirs).collect();
+        assert!(
+            only_ip.is_empty() && only_us.is_empty(),
+            "{family}: only in ip: {only_ip:#?}\nonly in netmirror: {only_us:#?}"
+        );
+        assert!(theirs.len() > 10, "{theirs:#?}");
+    }
+    // What ip -j leaves out: the locks.
+    let ours = our_json(&ns, &["route", "show"]);
+    let metrics = ours
+        .iter()
+        .find(|route| route["dst"] == "10.84.0.0/16")
+        .map(|route| route["metrics"][0].clone())
+        .expect("the route with metrics");
+    assert_eq!(metrics["lock"], json!(["mtu", "rto_min", "congestion"]));
+    assert_eq!(metrics["rtt"], json!(10));
+}
+
+#[test]
+fn route_details_print_hops_and_attributes_as_ip_does() {
+    let (ns, _other) = world();
+    let out = nm(&["-d", "--netns", ns.name(), "route", "show"])
+        .ok()
+        .to_owned();
+    for expected in [
+        "unicast 10.83.0.0/16 table main proto boot scope global\n\tnexthop via 10.1.0.2 dev v0 weight 1\n\tnexthop via 10.1.0.3 dev v0 weight 3\n",
+        "unicast 10.80.0.0/16 via inet6 fe80::1 dev v0 table main proto boot scope global\n",
+        "\tnexthop via inet6 fe80::1 dev v0 weight 2\n",
+        "\tnexthop via 10.1.0.2 realm 7 dev v0 weight 1\n\tnexthop via 10.1.0.3 dev v0 weight 1 onlink\n",
+        "unicast 10.81.0.0/16 encap ip id 1 src 0.0.0.0 dst 1.2.3.4 ttl 0 tos 0 dev v0",
+        "via 10.99.0.1 dev v0 table main proto boot scope global onlink\n",
+        "realms 5/6 mtu lock 1400 window 1000 rtt 1ms rttvar 1ms ssthresh 3 cwnd 4 advmss 1300 reordering 3 hoplimit 33 initcwnd 10 features ecn rto_min lock 20ms initrwnd 20 quickack 1 congctl lock cubic fastopen_no_cookie 1\n",
+    ] {
+        assert!(out.contains(expected), "{expected:?} not in\n{out}");
+    }
+    // Line for line what `ip -d route` prints (blanks squeezed; the countdown of `expires`
+    // read at two moments is left out).
+    for family in ["-4", "-6"] {
+        let normal = |text: &str| -> Vec<String> {
+            text.lines()
+                .map(|line| {
+                    let words: Vec<&str> = line.split_whitespace().collect();
+                    let mut kept = Vec::new();
+                    let mut skip = false;
+                    for word in words {
+                        if skip {
+                            skip = false;
+                            continue;
+                        }
+                        if word == "expires" {
+                            skip = true;
+                            continue;
+                        }
+                        kept.push(word);
+                    }
+                    let indent = if line.starts_with('\t') { "\t" } else { "" };
+                    format!("{indent}{}", kept.join(" "))
+                })
+                .collect()
+        };
+        let theirs = ns
+            .ip(&["-d", family, "route", "show", "table", "all"])
+            .expect("ip -d route");
+        let ours = nm(&[
+            "-d",
+            "--netns",
+            ns.name(),
+            family,
+            "route",
+            "show",
+            "table",
+            "all",
+        ])
+        .ok()
+        .to_owned();
+        assert_eq!(normal(&ours), normal(&theirs), "{family}");
+    }
+    // The table view: a multipath route lists its hops, never `-- --`.
+    let out = nm(&["--netns", ns.name(), "route", "show"]).ok().to_owned();
+    let row = out
+        .lines()
+        .find(|line| line.contains("10.83.0.0/16"))
+        .expect("the multipath route");
+    assert!(
+        row.contains("10.1.0.2,10.1.0.3") && row.contains("v0,v0"),
+        "{row}"
+    );
+    let out = nm(&["-d", "--netns", ns.name(), "-6", "route", "show"])
+        .ok()
+        .to_owned();
+    assert!(
+        out.contains("encap seg6 mode encap segs 2 [ 2001:db8::9 2001:db8::a ] dev v0"),
+        "{out}"
+    );
+    // The overview's multipath default route shows its hops, not `-- --`.
+    ip(
+        &ns,
+        "route add default nexthop via 10.1.0.2 dev v0 weight 2 nexthop via 10.1.0.3 dev v0",
+    );
+    let out = nm(&["--netns", ns.name()]).ok().to_owned();
+    let row = out
+        .lines()
+        .skip_while(|line| !line.contains("Default routes"))
+        .find(|line| line.contains("default"))
+        .unwrap_or_else(|| panic!("no default route row in\n{out}"));
+    assert!(
+        row.contains("10.1.0.2,10.1.0.3") && row.contains("v0,v0"),
+        "{row}"
+    );
+    let overview = nm(&["--json", "--netns", ns.name()]).json();
+    assert_eq!(
+        overview["default_routes"][0]["nexthops"],
+        json!([
+            {"gateway": "10.1.0.2", "dev": "v0", "weight": 2, "flags": []},
+            {"gateway": "10.1.0.3", "dev": "v0", "weight": 1, "flags": []}
+        ])
+    );
+}
+
+/// A rule from `ip -j -d`, in the shape compared.
+fn ip_rule(rule: &Value) -> Value {
+    let mut map: BTreeMap<&str, Value> = BTreeMap::new();
+    for key in [
+        "priority",
+        "src",
+        "dst",
+        "iif",
+        "oif",
+        "fwmark",
+        "fwmask",
+        "tun_id",
+        "goto",
+        "tos",
+        "uid_start",
+        "uid_end",
+        "ipproto",
+        "suppress_prefixlen",
+    ] {
+        map.insert(key, get(rule, key));
+    }
+    map.insert("table", text_of(&get(rule, "table")));
+    map.insert("protocol", get(rule, "protocol"));
+    map.insert("action", get(rule, "action"));
+    map.insert(
+        "suppress_ifgroup",
+        get(rule, "suppress_ifgroup")
+            .as_str()
+            .map_or(Value::Null, |text| json!(text.parse::<u64>().unwrap())),
+    );
+    for flag in [
+        "not",
+        "l3mdev",
+        "unresolved",
+        "iif_detached",
+        "oif_detached",
+    ] {
+        if rule.get(flag).is_some() {
+            map.insert(flag, json!(true));
+        }
+    }
+    for port in ["sport", "dport"] {
+        let start = format!("{port}_start");
+        let end = format!("{port}_end");
+        if let Some(single) = rule.get(port) {
+            map.insert(port, json!(single.to_string()));
+        } else if let (Some(start), Some(end)) = (rule.get(&start), rule.get(&end)) {
+            map.insert(port, json!(format!("{start}-{end}")));
+        }
+    }
+    if let (Some(from), Some(to)) = (rule.get("flow_from"), rule.get("flow_to")) {
+        map.insert(
+            "realms",
+            json!(format!(
+                "{}/{}",
+                from.as_str().unwrap(),
+                to.as_str().unwrap()
+            )),
+        );
+    } else if let Some(to) = rule.get("flow_to") {
+        map.insert("realms", to.clone());
+    }
+    // ip's src and dst carry the prefix length as srclen/dstlen.
+    for (key, len) in [("src", "srclen"), ("dst", "dstlen")] {
+        if let (Some(addr), Some(len)) = (rule.get(key).and_then(Value::as_str), rule.get(len)) {
+            map.insert(key, json!(format!("{addr}/{len}")));
+        }
+    }
+    compact(map)
+}
+
+/// A rule from netmirror's JSON, in the shape compared.
+fn our_rule(rule: &Value) -> Value {
+    let mut map: BTreeMap<&str, Value> = BTreeMap::new();
+    for key in [
+        "priority",
+        "src",
+        "dst",
+        "iif",
+        "oif",
+        "fwmark",
+        "fwmask",
+        "tun_id",
+        "goto",
+        "table",
+        "protocol",
+        "uid_start",
+        "uid_end",
+        "ipproto",
+        "suppress_prefixlen",
+        "suppress_ifgroup",
+        "sport",
+        "dport",
+        "realms",
+    ] {
+        map.insert(key, get(rule, key));
+    }
+    if rule["tos"] != json!(0) {
+        map.insert(
+            "tos",
+            json!(format!("{:#x}", rule["tos"].as_u64().unwrap())),
+        );
+    }
+    if rule["action"] != "lookup" && rule["action"] != "goto" {
+        map.insert("action", get(rule, "action"));
+    }
+    if let Some(tun_id) = rule.get("tun_id").and_then(Value::as_str) {
+        map.insert("tun_id", json!(tun_id.parse::<u64>().unwrap()));
+    }
+    for flag in [
+        "not",
+        "l3mdev",
+        "unresolved",
+        "iif_detached",
+        "oif_detached",
+    ] {
+        if rule[flag] == json!(true) {
+            map.insert(flag, json!(true));
+        }
+    }
+    compact(map)
+}
+
+#[test]
+fn rules_match_ip_field_by_field() {
+    let (ns, _other) = world();
+    for family in ["-4", "-6"] {
+        let theirs = lines(ip_json(&ns, &[family, "rule", "show"]).iter().map(ip_rule));
+        let ours_json = our_json(&ns, &[family, "rule", "show"]);
+        let ours = lines(ours_json.iter().map(our_rule));
+        let only_ip: Vec<&String> = theirs.difference(&ours).collect();
+        let only_us: Vec<&String> = ours.difference(&theirs).collect();
+        assert!(
+            only_ip.is_empty() && only_us.is_empty(),
+            "{family}: only in ip: {only_ip:#?}\nonly in netmirror: {only_us:#?}"
+        );
+    }
+    // The text of each rule is ip rule's, and five rules at one priority are five rows.
+    let text = ns.ip(&["rule", "show"]).expect("ip rule");
+    let theirs: Vec<String> = text
+        .lines()
+        .map(|line| line.trim_end().replace(" proto kernel", ""))
+        .collect();
+    let out = nm(&["-d", "--netns", ns.name(), "-4", "rule"])
+        .ok()
+        .to_owned();
+    let ours: Vec<String> = out.lines().map(str::to_owned).collect();
+    assert_eq!(ours, theirs);
+    for expected in [
+        "100:\tnot from all fwmark 0xca6c lookup 51820",
+        "104:\tfrom all lookup [l3mdev-table]",
+        "101:\tfrom all uidrange 100-200 lookup 5",
+        "102:\tfrom all ipproto tcp sport 80-90 dport 443 lookup 6",
+        "103:\tfrom all lookup main suppress_prefixlength 0",
+    ] {
+        assert!(
+            ours.iter().any(|line| line == expected),
+            "{expected:?} in {ours:#?}"
+        );
+    }
+    assert_eq!(
+        ours.iter().filter(|line| line.starts_with("200:")).count(),
+        5
+    );
+}
+
+#[test]
+fn links_match_ip_field_by_field() {
+    let (ns, other) = world();
+    let theirs = ip_json(&ns, &["link", "show"]);
+    let ours = our_json(&ns, &["link"]);
+    assert_eq!(theirs.len(), ours.len());
+    let mut compared = 0;
+    for ip_link in &theirs {
+        let ifname = ip_link["ifname"].as_str().unwrap();
+        let our = ours
+            .iter()
+            .find(|link| link["ifname"] == ifname)
+            .unwrap_or_else(|| panic!("{ifname} not in {ours:#?}"));
+        for key in [
+            "ifindex",
+            "link",
+            "link_index",
+            "link_netnsid",
+            "master",
+            "mtu",
+            "address",
+            "operstate",
+            "flags",
+        ] {
+            assert_eq!(get(our, key), get(ip_link, key), "{ifname}: {key}");
+        }
+        // The link's other settings, where ip prints them (ip 6.1 knows no IPv4 GSO/GRO
+        // sizes, headroom or tailroom).
+        for key in [
+            "qdisc",
+            "allmulti",
+            "num_tx_queues",
+            "num_rx_queues",
+            "gso_max_size",
+            "gso_max_segs",
+            "tso_max_size",
+            "tso_max_segs",
+            "gro_max_size",
+            "gso_ipv4_max_size",
+            "gro_ipv4_max_size",
+        ] {
+            if let Some(theirs) = ip_link.get(key) {
+                assert_eq!(&get(our, key), theirs, "{ifname}: {key}");
+                compared += 1;
+            }
+        }
+        assert_eq!(
+            get(our, "altnames"),
+            ip_link.get("altnames").cloned().unwrap_or(json!([])),
+            "{ifname}: altnames"
+        );
+        let (ip_info, our_info) = (get(ip_link, "linkinfo"), get(our, "linkinfo"));
+        for key in ["info_kind", "info_slave_kind"] {
+            assert_eq!(get(&our_info, key), get(&ip_info, key), "{ifname}: {key}");
+        }
+        // Kind data: the numbers ip prints as numbers, and its booleans as 0/1.
+        for (section, keys) in [
+            (
+                "info_data",
+                &[
+                    "forward_delay",
+                    "hello_time",
+                    "max_age",
+                    "ageing_time",
+                    "stp_state",
+                    "priority",
+                    "vlan_filtering",
+                    "bridge_id",
+                    "root_id",
+                    "mcast_snooping",
+                    "mcast_hash_max",
+                ][..],
+            ),
+            (
+                "info_slave_data",
+                &[
+                    "priority",
+                    "cost",
+                    "designated_port",
+                    "designated_cost",
+                    "bridge_id",
+                    "root_id",
+                    "learning",
+                    "flood",
+                    "hairpin",
+                    "isolated",
+                ][..],
+            ),
+        ] {
+            let (ip_data, our_data) = (get(&ip_info, section), get(&our_info, section));
+            for key in keys {
+                let Some(theirs) = ip_data.get(key) else {
+                    continue;
+                };
+                let theirs = match theirs {
+                    Value::Bool(yes) => json!(u64::from(*yes)),
+                    other => other.clone(),
+                };
+                assert_eq!(get(&our_data, key), theirs, "{ifname}: {section}.{key}");
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 15, "kind data compared: {compared}");
+    // The peer in the other namespace: by index and netnsid, never by a local name.
+    let p0 = ours.iter().find(|link| link["ifname"] == "p0").unwrap();
+    let peer_index = other
+        .ip(&["-j", "link", "show", "p1"])
+        .map(|text| serde_json::from_str::<Value>(&text).unwrap()[0]["ifindex"].clone())
+        .unwrap();
+    assert_eq!(p0["link_index"], peer_index);
+    assert!(p0["link"].is_null(), "{p0}");
+    assert!(p0["link_netnsid"].is_number(), "{p0}");
+    let text = nm(&["-d", "--netns", ns.name(), "link", "show", "p0"])
+        .ok()
+        .to_owned();
+    assert!(text.contains(&format!("p0@if{peer_index}:")), "{text}");
+    // `link show ALTNAME` resolves it as ip does.
+    let by_alt = our_json(&ns, &["link", "show", "conformance-alt1"]);
+    assert_eq!(by_alt.len(), 1);
+    assert_eq!(by_alt[0]["ifname"], "v0");
+    assert_eq!(
+        by_alt[0]["altnames"],
+        json!(["conformance-alt0", "conformance-alt1"])
+    );
+}
+
+/// ip's flag keys of an address, in ip's order.
+const ADDRESS_FLAGS: &[&str] = &[
+    "secondary",
+    "temporary",
+    "nodad",
+    "optimistic",
+    "dadfailed",
+    "home",
+    "deprecated",
+    "tentative",
+    "dynamic",
+    "mngtmpaddr",
+    "noprefixroute",
+    "autojoin",
+    "stable-privacy",
+];
+
+#[test]
+fn addresses_match_ip_field_by_field() {
+    let (ns, _other) = world();
+    let mut theirs = BTreeSet::new();
+    for link in ip_json(&ns, &["addr", "show"]) {
+        for addr in link["addr_info"].as_array().into_iter().flatten() {
+            let flags: Vec<&str> = ADDRESS_FLAGS
+                .iter()
+                .copied()
+                .filter(|flag| addr.get(*flag) == Some(&json!(true)))
+                .collect();
+            let mut map: BTreeMap<&str, Value> = BTreeMap::new();
+            map.insert("ifname", get(&link, "ifname"));
+            for key in [
+                "family",
+                "local",
+                "prefixlen",
+                "scope",
+                "label",
+                "broadcast",
+            ] {
+                map.insert(key, get(addr, key));
+            }
+            map.insert("flags", json!(flags));
+            for key in ["valid_life_time", "preferred_life_time"] {
+                // Countdowns: compared to the hundred seconds.
+                map.insert(key, json!(addr[key].as_u64().unwrap() / 100));
+            }
+            theirs.insert(compact(map).to_string());
+        }
+    }
+    let ours: BTreeSet<String> = our_json(&ns, &["addr", "show"])
+        .iter()
+        .map(|addr| {
+            let mut map: BTreeMap<&str, Value> = BTreeMap::new();
+            for key in [
+                "ifname",
+                "family",
+                "local",
+                "prefixlen",
+                "scope",
+                "label",
+                "broadcast",
+                "flags",
+            ] {
+                map.insert(key, get(addr, key));
+            }
+            for key in ["valid_life_time", "preferred_life_time"] {
+                map.insert(key, json!(addr[key].as_u64().unwrap() / 100));
+            }
+            compact(map).to_string()
+        })
+        .collect();
+    assert_eq!(ours, theirs);
+    for flag in [
+        "noprefixroute",
+        "secondary",
+        "autojoin",
+        "nodad",
+        "home",
+        "mngtmpaddr",
+        "deprecated",
+        "optimistic",
+        "tentative",
+        "dynamic",
+    ] {
+        assert!(
+            ours.iter()
+                .any(|line| line.contains(&format!("\"{flag}\""))),
+            "{flag} in {ours:#?}"
+        );
+    }
+}
+
+/// The route lines `batch` takes beyond the plain ones, applied by `netmirror batch` in one
+/// namespace and by `ip route add` in another: both kernels hold the same routes.
+#[test]
+fn batch_route_keywords_make_what_ip_route_add_makes() {
+    const LINES: &[&str] = &[
+        "route add 10.84.0.0/16 via 10.1.0.2 dev v0 onlink mtu lock 1400 advmss 1300 window 1000 rtt 10ms rttvar 5 ssthresh 3 cwnd 4 hoplimit 33 initcwnd 10 initrwnd 20 quickack 1 congctl lock cubic features ecn reordering 3 fastopen_no_cookie 1 rto_min 20 realm 5/6",
+        "route add 10.80.0.0/16 via inet6 fe80::1 dev v0",
+        "route add 10.83.0.0/16 nexthop via 10.1.0.2 dev v0 weight 1 nexthop via 10.1.0.3 dev v0 weight 3 realm 7",
+        "route add 10.87.0.0/16 nexthop via inet6 fe80::1 dev v0 weight 2 nexthop via 10.1.0.3 dev v0 onlink",
+        "route add 10.81.0.0/16 encap ip id 1 dst 1.2.3.4 ttl 9 dev v0",
+        "route add 10.82.0.0/16 via 10.1.0.2 dev v0 table 3000000000 realm 9",
+        "route add 2001:db8:6::/64 via 2001:db8::2 dev v0 pref high expires 600",
+        "route add 2001:db8:8::/64 via 2001:db8::2 dev v0 pref low mtu 1300 hoplimit 9",
+        "route add 2001:db8:7::/64 nexthop via 2001:db8::2 dev v0 weight 2 nexthop via 2001:db8::3 dev v0 weight 5",
+    ];
+    let make = || {
+        NetNs::builder()
+            .veth(
+                Veth::new("v0", "v1")
+                    .address("10.1.0.1/24")
+                    .address("2001:db8::1/64"),
+            )
+            .start()
+            .expect("make a namespace")
+    };
+    let (by_ip, by_us) = (make(), make());
+    for line in LINES {
+        ip(&by_ip, line);
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("netmirror-test-conformance")
+        .tempdir()
+        .expect("temp dir");
+    let path = dir.path().join("routes.batch");
+    std::fs::write(&path, LINES.join("\n")).expect("write the batch");
+    let run = nm(&[
+        "--netns",
+        by_us.name(),
+        "batch",
+        &path.display().to_string(),
+    ]);
+    assert_eq!(run.ok(), format!("{0} of {0} lines applied\n", LINES.len()));
+    for family in ["-4", "-6"] {
+        let routes = |ns: &NetNs| {
+            lines(
+                ip_json(ns, &[family, "route", "show", "table", "all"])
+                    .iter()
+                    // Link-local addresses differ between the namespaces.
+                    .filter(|route| !route["dst"].as_str().unwrap_or("").starts_with("fe80"))
+                    .map(ip_route),
+            )
+        };
+        assert_eq!(routes(&by_us), routes(&by_ip), "{family}");
+    }
+}
+
+/// A monitor's lines name the hops of a multipath route, and a change of weights or metrics
+/// alone prints what changed (it printed old and new alike).
+#[test]
+fn monitor_lines_show_hops_weights_and_metrics() {
+    let ns = NetNs::builder()
+        .veth(Veth::new("v0", "v1").address("10.1.0.1/24"))
+        .start()
+        .expect("make a namespace");
+    let mut command = crate::support::netmirror(&["--netns", ns.name(), "monitor", "route"]);
+    command.env("RUST_LOG", "netmirror::monitor=debug");
+    let mut monitor = crate::support::Monitor::start(command, "monitor ready");
+    let timeout = std::time::Duration::from_secs(10);
+    ip(
+        &ns,
+        "route add 10.83.0.0/16 nexthop via 10.1.0.2 dev v0 weight 1 nexthop via 10.1.0.3 dev v0 weight 1",
+    );
+    let line = monitor.expect_line(timeout, |line| line.contains("10.83.0.0/16"));
+    assert!(
+        line.contains("added") && line.contains("gateway 10.1.0.2,10.1.0.3"),
+        "{line}"
+    );
+    ip(
+        &ns,
+        "route replace 10.83.0.0/16 nexthop via 10.1.0.2 dev v0 weight 1 nexthop via 10.1.0.3 dev v0 weight 3",
+    );
+    let line = monitor.expect_line(timeout, |line| line.contains("10.83.0.0/16"));
+    assert!(
+        line.contains("changed")
+            && line.contains(
+                "nexthops via 10.1.0.2 dev v0 weight 1; via 10.1.0.3 dev v0 weight 1 \u{2192} \
+                 via 10.1.0.2 dev v0 weight 1; via 10.1.0.3 dev v0 weight 3"
+            ),
+        "{line}"
+    );
+    ip(&ns, "route add 10.84.0.0/16 via 10.1.0.2 dev v0 mtu 1400");
+    monitor.expect_line(timeout, |line| line.contains("10.84.0.0/16"));
+    ip(
+        &ns,
+        "route replace 10.84.0.0/16 via 10.1.0.2 dev v0 mtu lock 1300",
+    );
+    let line = monitor.expect_line(timeout, |line| line.contains("10.84.0.0/16"));
+    assert!(
+        line.contains("metrics mtu 1400 \u{2192} mtu lock 1300"),
+        "{line}"
+    );
+}

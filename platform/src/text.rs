@@ -1,0 +1,326 @@
+//! The objects as `ip` prints them: `Display` for [`Route`], [`Address`], [`Link`] (with
+//! interfaces as `ifN`), and `*_text` functions that take a way to name interfaces and whether
+//! to print the details `ip -d` adds.
+
+use std::fmt;
+
+use crate::route::{AttrValue, Encap, NextHop, RTAX_CC_ALGO, RTN_UNICAST, RouteMetric, TABLE_MAIN};
+use crate::{Address, Family, Link, Route, names};
+
+/// Names an interface index (`eth0`), or `ifN` when it is unknown.
+pub type IfName<'a> = &'a dyn Fn(u32) -> String;
+
+fn default_name(ifindex: u32) -> String {
+    format!("if{ifindex}")
+}
+
+/// A route's words as `ip route show` prints them (`ip -d route` with `details`): its
+/// first line, then one `nexthop ...` line per hop of a multipath route.
+pub fn route_lines(route: &Route, dev: IfName<'_>, details: bool) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    if route.kind() != RTN_UNICAST || details {
+        words.push(names::route_type(route.kind()).into_owned());
+    }
+    words.push(names::route_prefix(route.dst(), route.dst_len()));
+    if let Some((src, len)) = route.src() {
+        words.push(format!("from {}", names::route_prefix(src, len)));
+    }
+    if route.tos() != 0 {
+        words.push(format!("tos {:#x}", route.tos()));
+    }
+    if let Some(id) = route.nh_id() {
+        words.push(format!("nhid {id}"));
+    }
+    if let Some(encap) = route.encap() {
+        words.push(encap_text(encap));
+    }
+    if let Some(gateway) = route.gateway() {
+        words.push(via_text(route.family(), gateway));
+    }
+    if let Some(oif) = route.oif() {
+        words.push(format!("dev {}", dev(oif)));
+    }
+    if route.table() != TABLE_MAIN || details {
+        words.push(format!("table {}", names::table_name(route.table())));
+    }
+    if route.flags() & RTM_F_CLONED == 0 {
+        if route.protocol() != crate::RTPROT_BOOT || details {
+            words.push(format!("proto {}", names::protocol(route.protocol())));
+        }
+        if route.scope() != crate::RT_SCOPE_UNIVERSE || details {
+            words.push(format!("scope {}", names::scope(route.scope())));
+        }
+    }
+    if let Some(prefsrc) = route.prefsrc() {
+        words.push(format!("src {prefsrc}"));
+    }
+    if route.family() == Family::V6 || route.priority() != 0 {
+        words.push(format!("metric {}", route.priority()));
+    }
+    words.extend(names::route_flags(route.flags()));
+    if let Some(mark) = route.mark() {
+        words.push(format!("mark {mark:#x}"));
+    }
+    if let Some(flow) = route.realms() {
+        words.push(realm_text(flow));
+    }
+    if let Some(expires) = route.expires() {
+        words.push(format!("expires {expires}sec"));
+    }
+    for metric in route.metrics() {
+        words.push(metric_text(&metric));
+    }
+    if let Some(iif) = route.iif() {
+        words.push(format!("iif {}", dev(iif)));
+    }
+    if let Some(pref) = route.pref() {
+        words.push(format!("pref {}", names::pref(pref)));
+    }
+    if let Some(ttl) = route.ttl_propagate() {
+        let state = if ttl == 0 { "disabled" } else { "enabled" };
+        words.push(format!("ttl-propagate {state}"));
+    }
+    for (kind, value) in route.unknown_attributes() {
+        words.push(format!("attr{kind} {}", names::hex(value)));
+    }
+    let mut lines = vec![words.join(" ")];
+    for hop in route.multipath() {
+        lines.push(hop_text(route.family(), hop, dev));
+    }
+    lines
+}
+
+/// `RTM_F_CLONED`: a cached route (no protocol or scope printed).
+const RTM_F_CLONED: u32 = 0x200;
+
+/// One hop of a multipath route as `ip` prints it: `nexthop via X dev Y weight W [flags]`.
+pub fn hop_text(family: Family, hop: &NextHop, dev: IfName<'_>) -> String {
+    let mut words = vec!["nexthop".to_owned()];
+    if let Some(encap) = hop.encap() {
+        words.push(encap_text(encap));
+    }
+    if let Some(gateway) = hop.gateway {
+        words.push(via_text(family, gateway));
+    }
+    if let Some(flow) = hop.realms() {
+        words.push(realm_text(flow));
+    }
+    words.push(format!("dev {}", dev(hop.ifindex)));
+    words.push(format!("weight {}", hop.weight()));
+    words.extend(names::route_flags(u32::from(hop.flags)));
+    for (kind, value) in hop.unknown_attributes() {
+        words.push(format!("attr{kind} {}", names::hex(value)));
+    }
+    words.join(" ")
+}
+
+/// A route's or hop's realms as `ip route` prints them: `realm TO`, or `realms FROM/TO`.
+fn realm_text(flow: u32) -> String {
+    if flow >> 16 == 0 {
+        format!("realm {}", names::realms(flow))
+    } else {
+        format!("realms {}", names::realms(flow))
+    }
+}
+
+/// `via GW`, or `via inet6 GW` for a gateway of the other family.
+fn via_text(family: Family, gateway: std::net::IpAddr) -> String {
+    match (family, gateway) {
+        (Family::V4, std::net::IpAddr::V6(v6)) => format!("via inet6 {v6}"),
+        (Family::V6, std::net::IpAddr::V4(v4)) => format!("via inet {v4}"),
+        (_, gateway) => format!("via {gateway}"),
+    }
+}
+
+/// `encap TYPE FIELD VALUE ...` as `ip` prints it (seg6 segments as `segs N [ A B ]`).
+pub fn encap_text(encap: &Encap) -> String {
+    let mut words = vec![format!("encap {}", encap.kind_name())];
+    for (name, value) in encap.fields() {
+        match (&*name, &value) {
+            ("segs", AttrValue::List(segs)) => {
+                words.push(format!("segs {} [ {} ]", segs.len(), segs.join(" ")))
+            }
+            ("dst", AttrValue::List(labels)) => words.push(format!("dst {}", labels.join("/"))),
+            // LWTUNNEL_IP_FLAGS: the TUNNEL_* bits ip names (none when 0).
+            ("flags", AttrValue::Uint(flags)) => {
+                for (bit, name) in [(0x1, "csum"), (0x4, "key"), (0x8, "seq")] {
+                    if flags & bit != 0 {
+                        words.push(name.to_owned());
+                    }
+                }
+                if flags & !0xd != 0 {
+                    words.push(format!("flags {:#x}", flags & !0xd));
+                }
+            }
+            _ => words.push(format!("{name} {value}")),
+        }
+    }
+    words.join(" ")
+}
+
+/// One metric as `ip` prints it: `mtu lock 1400`, `rtt 1ms`, `features ecn`.
+pub fn metric_text(metric: &RouteMetric) -> String {
+    let lock = if metric.locked { "lock " } else { "" };
+    let name = names::metric(metric.kind);
+    let value = match (metric.kind, &metric.value) {
+        // rtt in 1/8 ms, rttvar in 1/4 ms, rto_min in ms.
+        (4, AttrValue::Uint(raw)) => ms(raw / 8),
+        (5, AttrValue::Uint(raw)) => ms(raw / 4),
+        (13, AttrValue::Uint(raw)) => ms(*raw),
+        (12, AttrValue::Uint(raw)) if raw & 1 != 0 && raw & !1 == 0 => "ecn".to_owned(),
+        (RTAX_CC_ALGO, value) => value.to_string(),
+        (_, value) => value.to_string(),
+    };
+    format!("{name} {lock}{value}")
+}
+
+fn ms(value: u64) -> String {
+    if value >= 1000 {
+        format!("{}s", value as f64 / 1000.0)
+    } else {
+        format!("{value}ms")
+    }
+}
+
+/// `ip route`'s text for the route, interfaces as `ifN` (see [`route_lines`] to name them).
+impl fmt::Display for Route {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&route_lines(self, &default_name, false).join("\n\t"))
+    }
+}
+
+/// An address as `ip -o addr` prints it after the interface: `inet 10.0.0.1/24 brd ...
+/// scope global dynamic noprefixroute LABEL valid_lft 300sec preferred_lft 200sec`.
+pub fn address_text(addr: &Address) -> String {
+    let family = match addr.family() {
+        Family::V4 => "inet",
+        Family::V6 => "inet6",
+    };
+    let mut words = vec![family.to_owned()];
+    match addr.peer() {
+        Some(peer) => {
+            words.push(addr.local().to_string());
+            words.push(format!("peer {peer}/{}", addr.prefix_len()));
+        }
+        None => words.push(format!("{}/{}", addr.local(), addr.prefix_len())),
+    }
+    if let Some(brd) = addr.broadcast() {
+        words.push(format!("brd {brd}"));
+    }
+    words.push(format!("scope {}", names::scope(addr.scope())));
+    words.extend(addr.flag_names());
+    if let Some(label) = addr.label() {
+        words.push(label.to_owned());
+    }
+    if let Some(metric) = addr.rt_priority() {
+        words.push(format!("metric {metric}"));
+    }
+    if let Some(proto) = addr.proto() {
+        words.push(format!("proto {}", names::address_proto(proto)));
+    }
+    let lifetime = |secs: u32| {
+        if secs == crate::LIFETIME_FOREVER {
+            "forever".to_owned()
+        } else {
+            format!("{secs}sec")
+        }
+    };
+    let (valid, preferred) = addr.lifetimes();
+    words.push(format!("valid_lft {}", lifetime(valid)));
+    words.push(format!("preferred_lft {}", lifetime(preferred)));
+    words.join(" ")
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&address_text(self))
+    }
+}
+
+/// A link as the first line of `ip link` prints it: `3: v0@v1: <FLAGS> mtu 1500 ...`, the
+/// parent as `@ifN` (with `link-netnsid N`) when it is in another namespace; then with
+/// `details`, the kind and its data, and the altnames.
+pub fn link_text(link: &Link, dev: IfName<'_>, details: bool) -> String {
+    let mut head = format!("{}: {}", link.ifindex(), link.name());
+    if let Some(parent) = link.parent()
+        && parent != link.ifindex()
+    {
+        match link.link_netnsid() {
+            Some(_) => head.push_str(&format!("@if{parent}")),
+            None => head.push_str(&format!("@{}", dev(parent))),
+        }
+    }
+    let mut words = vec![
+        format!("{head}:"),
+        format!("<{}>", names::link_flags(link.flags()).join(",")),
+        format!("mtu {}", link.mtu()),
+    ];
+    if let Some(master) = link.controller() {
+        words.push(format!("master {}", dev(master)));
+    }
+    words.push(format!("state {}", names::operstate(link.operstate())));
+    words.push(format!("qlen {}", link.txqlen()));
+    words.push(format!("link/{}", names::link_type(link.link_type())));
+    if let Some(address) = names::hw_address(link.address()) {
+        words.push(address);
+    }
+    if let Some(brd) = names::hw_address(link.broadcast()) {
+        words.push(format!("brd {brd}"));
+    }
+    if let Some(netnsid) = link.link_netnsid() {
+        words.push(format!("link-netnsid {netnsid}"));
+    }
+    if details {
+        if let Some(kind) = link.kind() {
+            words.push(kind.to_owned());
+            for (name, value) in link.kind_data() {
+                words.push(format!("{name} {value}"));
+            }
+        }
+        if let Some(kind) = link.port_kind() {
+            words.push(format!("{kind}_slave"));
+            for (name, value) in link.port_data() {
+                words.push(format!("{name} {value}"));
+            }
+        }
+    }
+    for alt in link.altnames() {
+        words.push(format!("altname {alt}"));
+    }
+    words.join(" ")
+}
+
+impl fmt::Display for Link {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&link_text(self, &default_name, false))
+    }
+}
+
+/// Parses `payload` as each kind of object and runs every decoder and printer on what comes
+/// out (encapsulations, metrics, kind data, the `ip` texts): the fuzz targets' and the
+/// mutation tests' way to reach the lazily decoded attributes.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn decode_all(payload: &[u8]) {
+    let dev: IfName<'_> = &default_name;
+    if let Ok(Some(route)) = Route::parse(payload) {
+        let _ = route_lines(&route, dev, true);
+        let _ = route.metrics();
+        if let Some(encap) = route.encap() {
+            let _ = encap.fields();
+        }
+        for hop in route.multipath() {
+            if let Some(encap) = hop.encap() {
+                let _ = encap_text(encap);
+            }
+        }
+    }
+    if let Ok(Some(rule)) = crate::Rule::parse(payload) {
+        let _ = rule.to_string();
+    }
+    if let Ok(Some(link)) = Link::parse(payload) {
+        let _ = link_text(&link, dev, true);
+    }
+    if let Ok(Some(addr)) = Address::parse(payload) {
+        let _ = address_text(&addr);
+    }
+}
