@@ -104,6 +104,16 @@ pub enum ParseError {
     /// The gateway's family is not the prefix's.
     #[error("the gateway's family differs from the prefix's")]
     GatewayFamily(String),
+    /// A gateway of another family than the prefix's asked for with `via inet6` (or `via
+    /// inet`): an `RTA_VIA` next hop, which batches cannot send.
+    #[error("a gateway of another family (`via {0}`) is not supported in a batch")]
+    ViaOtherFamily(String),
+    /// The `via` family word does not match the address after it.
+    #[error("`via {0}` names another family than its address")]
+    ViaFamilyMismatch(String),
+    /// The preferred source's family is not the prefix's (`ip` refuses it too).
+    #[error("the source address's family differs from the prefix's")]
+    SourceFamily(String),
     /// A unicast route to add names neither a gateway nor a device.
     #[error("a unicast route needs `via GATEWAY` or `dev DEVICE`")]
     NoNextHop,
@@ -129,7 +139,10 @@ impl ParseError {
             | ParseError::UnknownScope(token)
             | ParseError::BadMetric(token)
             | ParseError::BroadcastNotIpv4(token)
-            | ParseError::GatewayFamily(token) => Some(token),
+            | ParseError::GatewayFamily(token)
+            | ParseError::ViaOtherFamily(token)
+            | ParseError::ViaFamilyMismatch(token)
+            | ParseError::SourceFamily(token) => Some(token),
             ParseError::Empty
             | ParseError::MissingCommand
             | ParseError::MissingPrefix
@@ -217,10 +230,18 @@ fn parse_route(
     let mut proto = None;
     let mut scope = None;
     let mut prefsrc = None;
+    // The family word of `via inet6 ADDR`, when given.
+    let mut via_family: Option<&str> = None;
     while let Some(keyword) = words.next() {
-        let value = words
+        let mut value = words
             .next()
             .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
+        if keyword == "via" && matches!(value, "inet" | "inet6") {
+            via_family = Some(value);
+            value = words
+                .next()
+                .ok_or_else(|| ParseError::MissingValue(format!("via {value}")))?;
+        }
         match keyword {
             "via" => gateway = Some(parse_addr_value(value)?),
             "dev" | "oif" => dev = Some(resolve(ifindex, value)?),
@@ -253,7 +274,16 @@ fn parse_route(
             other => return Err(ParseError::UnknownRouteKeyword(other.to_owned())),
         }
     }
-    let is_v6 = prefix.contains(':') || gateway.is_some_and(|gw: IpAddr| gw.is_ipv6());
+    if let (Some(family), Some(gateway)) = (via_family, gateway)
+        && (family == "inet6") != gateway.is_ipv6()
+    {
+        return Err(ParseError::ViaFamilyMismatch(format!("{family} {gateway}")));
+    }
+    let is_default = matches!(prefix, "default" | "all" | "any");
+    // `default` takes its family from the other addresses of the line, as in `ip`.
+    let is_v6 = prefix.contains(':')
+        || gateway.is_some_and(|gw: IpAddr| gw.is_ipv6() && via_family.is_none())
+        || (is_default && gateway.is_none() && prefsrc.is_some_and(|src: IpAddr| src.is_ipv6()));
     let (dst, dst_len) = match prefix {
         "default" | "all" | "any" => (
             if is_v6 {
@@ -271,9 +301,17 @@ fn parse_route(
         Route::new(dst, dst_len).with_kind(if delete && !explicit_kind { 0 } else { kind });
     if let Some(gateway) = gateway {
         if gateway.is_ipv6() != dst.is_ipv6() {
-            return Err(ParseError::GatewayFamily(gateway.to_string()));
+            return Err(match via_family {
+                Some(family) => ParseError::ViaOtherFamily(format!("{family} {gateway}")),
+                None => ParseError::GatewayFamily(gateway.to_string()),
+            });
         }
         route = route.with_gateway(gateway);
+    }
+    if let Some(src) = prefsrc
+        && src.is_ipv6() != dst.is_ipv6()
+    {
+        return Err(ParseError::SourceFamily(src.to_string()));
     }
     if let Some(dev) = dev {
         route = route.with_oif(dev);

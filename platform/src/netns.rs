@@ -110,9 +110,11 @@ impl Netns {
     pub fn watch(&self) -> Result<NetnsWatch> {
         let fd = self.open()?;
         let identity = match &fd {
-            Some(fd) => Some(identity(&rustix::fs::fstat(fd).map_err(|errno| Error::Netns {
-                netns: self.describe(),
-                source: errno.into(),
+            Some(fd) => Some(identity(&rustix::fs::fstat(fd).map_err(|errno| {
+                Error::Netns {
+                    netns: self.describe(),
+                    source: errno.into(),
+                }
             })?)),
             None => None,
         };
