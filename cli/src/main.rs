@@ -16,6 +16,7 @@ mod objects;
 mod overview;
 mod progress;
 mod render;
+mod signals;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
