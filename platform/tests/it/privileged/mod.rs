@@ -3,6 +3,7 @@
 mod batch;
 mod burst;
 mod cache;
+mod churn;
 mod dump;
 mod multipath;
 mod netns;
