@@ -217,7 +217,7 @@ fn a_cancelled_batch_stops_between_sends_and_reports_exactly() {
         let n = 100_000;
         let batch = (0..n)
             .fold(platform.batch(), |batch, i| batch.add_route(route(i)))
-            .per_send(64)
+            .per_send(16)
             .stop_on_error(true)
             .undo_past_failure(true)
             .cancel_on(Arc::clone(&flag));
