@@ -7,3 +7,4 @@ mod batch;
 mod kernel;
 mod monitor;
 mod nm;
+mod reliability;
