@@ -532,8 +532,7 @@ fn the_monitor_forgets_links_that_go() {
     // lo, veth0 and veth1 are left: the map holds three names, not 43.
     let last = stderr
         .iter()
-        .filter(|line| line.contains("link name forgotten"))
-        .last()
+        .rfind(|line| line.contains("link name forgotten"))
         .expect("links forgotten");
     assert!(last.contains("n_names=3"), "{last}");
 }

@@ -95,7 +95,7 @@ fn resync_under_continuous_address_churn_never_ends_the_cache() {
                 panic!("poll failed under churn: {err} ({:?})", cache.stats());
             }
             n_polls += 1;
-            if n_polls % 50 == 0 {
+            if n_polls.is_multiple_of(50) {
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
