@@ -1,11 +1,13 @@
 //! netmirror's build and CI driver: `cargo xtask ci` runs every check and test that CI runs,
-//! `cargo xtask tidy` checks the repository's own rules, `cargo xtask bench` runs the benchmarks.
+//! `cargo xtask tidy` checks the repository's own rules, `cargo xtask bench` runs the benchmarks,
+//! `cargo xtask soak` runs netmirror's monitor under kernel churn for a long time.
 //!
 //! It is a plain binary with few dependencies, since every contributor compiles it.
 
 mod bench;
 mod ci;
 mod cmd;
+mod soak;
 mod system;
 mod tidy;
 
@@ -22,6 +24,10 @@ commands:
   setup                  install (as root) or name (otherwise) the system packages tests need,
                          and install cargo-fuzz when missing
   bench [--quick] [ARGS] criterion benches of every crate, then the side-by-side comparisons
+  soak [--minutes N] [--dev]
+                         (root, not in CI) N minutes (default 30) of kernel churn with
+                         `netmirror monitor` running: its RSS over time, its final state
+                         checked against `ip -j`
 ";
 
 fn main() -> anyhow::Result<()> {
@@ -37,6 +43,7 @@ fn main() -> anyhow::Result<()> {
         "tidy" => tidy::run(&root),
         "setup" => system::ensure_packages().and_then(|()| system::ensure_cargo_fuzz()),
         "bench" => bench::run(&root, rest),
+        "soak" => soak::run(rest),
         "-h" | "--help" | "help" => {
             eprint!("{USAGE}");
             Ok(())
