@@ -387,19 +387,26 @@ fn closed_or_full_stderr_never_panics_nor_skips_valid_lines() {
     assert_eq!(table_100(&ns), expected);
     ns.ip(&["route", "flush", "table", "100"]).expect("flush");
 
-    // stderr on a full device.
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .expect("open /dev/full");
-    let mut command = netmirror(&["--netns", ns.name(), "batch", "--continue", &file]);
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(full);
-    let status = command.status().expect("run");
-    assert_eq!(status.code(), Some(1));
-    assert_eq!(table_100(&ns), expected);
+    // stderr on a full device, with and without logs (the log subscriber reported its own
+    // write errors with a panicking `eprintln!`).
+    for log in [false, true] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("open /dev/full");
+        let mut command = netmirror(&["--netns", ns.name(), "batch", "--continue", &file]);
+        if log {
+            command.env("RUST_LOG", "debug");
+        }
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(full);
+        let status = command.status().expect("run");
+        assert_eq!(status.code(), Some(1), "log: {log}");
+        assert_eq!(table_100(&ns), expected);
+        ns.ip(&["route", "flush", "table", "100"]).expect("flush");
+    }
 }
 
 #[test]
