@@ -173,6 +173,7 @@ pub(crate) fn run(
 ) -> anyhow::Result<()> {
     let interrupt = Interrupt::install()?;
     let mut input = Input::open(&args.file)?;
+    tracing::debug!(file = %input.name, "reading the batch");
     let platform = kernel::open(kernel_args)?;
     let links = platform
         .links()
@@ -195,11 +196,18 @@ pub(crate) fn run(
         file: input.name.clone(),
     };
     let mut too_long = None;
-    let mut lines = Vec::new();
+    let mut lines: Vec<Line> = Vec::new();
     loop {
         if interrupt.received().is_some() {
-            if !input.eof {
-                totals.stopped_at.get_or_insert(input.number + 1);
+            // The lines read and not sent yet are not applied: the first of them, or the
+            // next line, is where the batch stopped.
+            // (Unless a send stopped earlier already.)
+            if totals.stopped_at.is_none() {
+                match lines.first() {
+                    Some(line) => totals.stopped_at = Some(line.number),
+                    None if !input.eof => totals.stopped_at = Some(input.number + 1),
+                    None => {}
+                }
             }
             break;
         }
