@@ -970,7 +970,7 @@ pub(crate) fn escape_terse(text: &str) -> String {
 /// left as it is (tables print names as `ip` and `nmcli` do). Borrowed when nothing needs
 /// escaping, the usual case.
 pub(crate) fn escape(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(needs_escape) {
+    if is_clean(text) {
         return Cow::Borrowed(text);
     }
     let mut escaped = String::with_capacity(text.len() + 8);
@@ -981,7 +981,7 @@ pub(crate) fn escape(text: &str) -> Cow<'_, str> {
 /// Appends `text` to `out` escaped as [`escape`] does; `terse` also escapes `\` and `:` with a
 /// `\`, as [`escape_terse`] does.
 fn push_escaped(out: &mut String, text: &str, terse: bool) {
-    if !terse && !text.chars().any(needs_escape) {
+    if !terse && is_clean(text) {
         out.push_str(text);
         return;
     }
@@ -1016,6 +1016,12 @@ fn push_hex(out: &mut String, byte: u8) {
     out.push_str("\\x");
     out.push(char::from(HEX[usize::from(byte >> 4)]));
     out.push(char::from(HEX[usize::from(byte & 0xf)]));
+}
+
+/// Whether nothing in `text` needs escaping: a byte scan for printable ASCII (names,
+/// addresses: the usual case, a million times for a routing table), chars otherwise.
+fn is_clean(text: &str) -> bool {
+    text.bytes().all(|byte| (0x20..0x7f).contains(&byte)) || !text.chars().any(needs_escape)
 }
 
 /// Whether a character must not reach a terminal as it is: C0 and C1 control characters,
