@@ -5,10 +5,17 @@
 //! bus, a permission the kernel or the bus refused, a namespace that does not exist, a batch
 //! line that is malformed or refused) each get a message of their own, built from the library
 //! errors by the `explain` functions of `kernel` and `bus`; everything else prints the whole
-//! error chain on one line.
+//! error chain on one line. A command that SIGINT or SIGTERM cut short (a batch) ends with
+//! 130 or 143, as a shell reports a process the signal killed.
+//!
+//! Nothing here panics when stderr is closed or full: messages go through [`warn`], which
+//! drops what cannot be written (`eprintln!` would panic, and abort work not done yet).
 
-use std::io;
+use std::fmt::Display;
+use std::io::{self, Write};
 use std::process::ExitCode;
+
+use crate::signals::Signal;
 
 /// A failure with a message of its own.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +40,40 @@ pub(crate) enum Failure {
     #[error("permission denied: {what} (run as root, or with CAP_NET_ADMIN for the kernel)")]
     PermissionDenied {
         /// What was refused.
+        what: String,
+    },
+    /// Entering the network namespace of `--netns` was refused.
+    #[error(
+        "permission denied: enter network namespace {netns} (run as root, or with CAP_SYS_ADMIN; changing it also needs CAP_NET_ADMIN)"
+    )]
+    NetnsPermissionDenied {
+        /// The name or path given.
+        netns: String,
+    },
+    /// The network namespace of a monitor was deleted while it ran.
+    #[error("network namespace {netns} was deleted")]
+    NamespaceDeleted {
+        /// The name or path given.
+        netns: String,
+    },
+    /// A batch line is longer than the limit: reading stopped there.
+    #[error("{file}:{line}: line longer than {limit} bytes; {what}")]
+    BatchLineTooLong {
+        /// The file name (`-` for stdin).
+        file: String,
+        /// The line number, from 1.
+        line: usize,
+        /// The limit in bytes.
+        limit: usize,
+        /// What was applied (`nothing was applied`, or the lines applied before).
+        what: String,
+    },
+    /// SIGINT or SIGTERM cut a command short; `what` says what was done and what was not.
+    #[error("interrupted by {}: {what}", signal.name())]
+    Interrupted {
+        /// The signal.
+        signal: Signal,
+        /// What was done and what was not.
         what: String,
     },
     /// The network namespace named with `--netns` does not exist.
@@ -77,8 +118,19 @@ pub(crate) fn report(err: &anyhow::Error) -> ExitCode {
         return ExitCode::from(USAGE);
     }
     let message = format!("{err:#}");
-    eprintln!("netmirror: {}", message.replace('\n', " "));
-    ExitCode::FAILURE
+    // The chain may quote what a source sent (a name, the kernel's message): escaped.
+    warn(crate::render::escape(&message.replace('\n', " ")));
+    match err.downcast_ref::<Failure>() {
+        Some(Failure::Interrupted { signal, .. }) => ExitCode::from(signal.exit_status()),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// Writes `netmirror: MESSAGE` as one line on stderr; when stderr is closed or full the
+/// line is lost, and nothing else happens (no panic, the work goes on).
+pub(crate) fn warn(message: impl Display) {
+    let mut stderr = io::stderr().lock();
+    let _ = writeln!(stderr, "netmirror: {message}");
 }
 
 /// Whether writing stdout failed because its reader went away.

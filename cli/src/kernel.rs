@@ -191,11 +191,13 @@ pub(crate) fn explain(err: platform::Error, doing: &str) -> anyhow::Error {
         platform::Error::Netns { netns, source }
             if source.kind() == std::io::ErrorKind::PermissionDenied =>
         {
-            Failure::PermissionDenied {
-                what: format!("enter network namespace {netns}"),
+            Failure::NetnsPermissionDenied {
+                netns: netns.clone(),
             }
             .into()
         }
+        // Its message says it all: `/tmp/x is not a network namespace`.
+        platform::Error::NotNetns { .. } => anyhow::Error::new(err),
         _ if crate::failure::is_permission_denied(&err) => Failure::PermissionDenied {
             what: doing.to_owned(),
         }
@@ -284,9 +286,22 @@ impl LinkNames {
     /// Inserts or renames a link (monitors keep the map current).
     pub(crate) fn insert(&mut self, ifindex: u32, name: &str) {
         match self.0.binary_search_by_key(&ifindex, |(index, _)| *index) {
+            Ok(at) if &*self.0[at].1 == name => {}
             Ok(at) => self.0[at].1 = Arc::from(name),
             Err(at) => self.0.insert(at, (ifindex, Arc::from(name))),
         }
+    }
+
+    /// Forgets a link that is gone (monitors prune the map, so it never outgrows the links).
+    pub(crate) fn remove(&mut self, ifindex: u32) {
+        if let Ok(at) = self.0.binary_search_by_key(&ifindex, |(index, _)| *index) {
+            self.0.remove(at);
+        }
+    }
+
+    /// The number of links known.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
     }
 }
 

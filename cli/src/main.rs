@@ -17,6 +17,7 @@ mod objects;
 mod overview;
 mod progress;
 mod render;
+mod signals;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -66,6 +67,9 @@ fn init_tracing(verbose: u8) {
     }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        // On a closed or full stderr the subscriber would report its failure with
+        // `eprintln!`, which panics there: a log line that cannot be written is dropped.
+        .log_internal_errors(false)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(true)

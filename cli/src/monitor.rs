@@ -6,6 +6,14 @@
 //! object per line with `--json` (`{"object":"route","event":"added","old":null,"new":{...}}`).
 //! When the kernel drops events (ENOBUFS) the cache resyncs and reports what changed; the
 //! monitor says so with an `overrun` and a `resynced` line.
+//!
+//! SIGINT and SIGTERM end it with a last `[MONITOR] stopped` line and status 0. With
+//! `--netns NAME|PATH`, it checks every second that the name still leads to the namespace it
+//! follows; when the namespace was deleted (`ip netns delete`, or the process of a
+//! `/proc/PID/ns/net` path ended) it says so and ends with status 1, rather than holding the
+//! namespace alive unseen (its socket keeps the namespace from going away).
+
+use std::time::{Duration, Instant};
 
 use std::sync::LazyLock;
 
@@ -13,8 +21,10 @@ use netmirror_platform::{Cache, Change, Config, Event};
 use serde_json::{Map, Value};
 
 use crate::args::{KernelArgs, MonitorArgs, MonitorObject};
+use crate::failure::Failure;
 use crate::kernel::{self, LinkNames};
 use crate::render::{self, Cell, EventKind, Field, Printer};
+use crate::signals::Interrupt;
 
 /// The route columns of monitor lines: those of `route`, with the next hops shown by default
 /// (an added multipath route or one on a nexthop group lists its hops).
@@ -28,7 +38,13 @@ static MONITOR_ROUTE_FIELDS: LazyLock<Vec<Field>> = LazyLock::new(|| {
         .collect()
 });
 
-/// Runs until interrupted (or until stdout is closed).
+/// The longest wait for events before the monitor looks at signals and its namespace again.
+const TICK: Duration = Duration::from_millis(200);
+
+/// How often the namespace's name is checked.
+const NETNS_CHECK: Duration = Duration::from_secs(1);
+
+/// Runs until interrupted (or until stdout is closed, or the namespace is deleted).
 pub(crate) fn run(
     printer: &mut Printer,
     kernel_args: &KernelArgs,
@@ -36,9 +52,18 @@ pub(crate) fn run(
 ) -> anyhow::Result<()> {
     let wanted = |object: MonitorObject| args.objects.is_empty() || args.objects.contains(&object);
     let family = kernel::family(kernel_args);
+    let interrupt = Interrupt::install()?;
+    let watch = match kernel::netns(kernel_args) {
+        Some(netns) => Some(
+            netns
+                .watch()
+                .map_err(|err| kernel::explain(err, "open the network namespace"))?,
+        ),
+        None => None,
+    };
     let mut config = Config::new();
-    if let Some(netns) = kernel::netns(kernel_args) {
-        config = config.with_netns(netns);
+    if let Some(watch) = &watch {
+        config = config.with_netns(watch.netns());
     }
     let mut cache =
         Cache::open(config).map_err(|err| kernel::explain(err, "open the kernel cache"))?;
@@ -50,10 +75,33 @@ pub(crate) fn run(
     );
     tracing::debug!(sizes = ?cache.len(), "monitor ready");
     let mut events = Vec::new();
+    let mut checked = Instant::now();
     loop {
+        if let Some(signal) = interrupt.received() {
+            let mut details = Map::new();
+            details.insert("signal".to_owned(), Value::from(signal.name()));
+            let text = format!("[MONITOR] stopped by {}", signal.name());
+            print_status(printer, "monitor", "stopped", details, &text)?;
+            return Ok(());
+        }
+        if let Some(watch) = &watch
+            && checked.elapsed() >= NETNS_CHECK
+        {
+            checked = Instant::now();
+            if watch.deleted() {
+                let mut details = Map::new();
+                details.insert("netns".to_owned(), Value::from(watch.name()));
+                let text = format!("[NETNS] deleted: network namespace {}", watch.name());
+                print_status(printer, "netns", "deleted", details, &text)?;
+                return Err(Failure::NamespaceDeleted {
+                    netns: watch.name(),
+                }
+                .into());
+            }
+        }
         events.clear();
         cache
-            .poll(None, &mut events)
+            .poll(Some(TICK), &mut events)
             .map_err(|err| kernel::explain(err, "read kernel events"))?;
         for event in &events {
             match event {
@@ -88,6 +136,10 @@ pub(crate) fn run(
                                 })?;
                             }
                         }
+                    }
+                    if let Change::Removed(link) = change {
+                        names.remove(link.ifindex());
+                        tracing::trace!(n_names = names.len(), "link name forgotten");
                     }
                 }
                 Event::Address(change) => {
@@ -145,8 +197,8 @@ pub(crate) fn run(
                     }
                 }
                 Event::Overrun => {
-                    let text = "the kernel dropped events (receive buffer full); resyncing";
-                    print_status(printer, "overrun", Map::new(), text)?;
+                    let text = "[CACHE] overrun: the kernel dropped events (receive buffer full); resyncing";
+                    print_status(printer, "cache", "overrun", Map::new(), text)?;
                 }
                 Event::Resynced {
                     n_changes,
@@ -155,9 +207,10 @@ pub(crate) fn run(
                     let mut details = Map::new();
                     details.insert("changes".to_owned(), Value::from(*n_changes));
                     details.insert("interrupted_dumps".to_owned(), Value::from(*n_interrupted));
-                    let text =
-                        format!("cache equals a fresh dump again ({n_changes} changes found)");
-                    print_status(printer, "resynced", details, &text)?;
+                    let text = format!(
+                        "[CACHE] resynced: cache equals a fresh dump again ({n_changes} changes found)"
+                    );
+                    print_status(printer, "cache", "resynced", details, &text)?;
                 }
                 other => tracing::debug!(?other, "event not shown"),
             }
@@ -187,16 +240,18 @@ fn print_change<T>(
     })
 }
 
-/// Prints a line about the cache itself (`overrun`, `resynced`).
+/// Prints a line about the monitor itself: the cache's `overrun` and `resynced`, the
+/// monitor `stopped` by a signal, the namespace `deleted`.
 fn print_status(
     printer: &mut Printer,
+    object: &str,
     event: &str,
     details: Map<String, Value>,
     text: &str,
 ) -> anyhow::Result<()> {
-    let mut object = Map::new();
-    object.insert("object".to_owned(), Value::from("cache"));
-    object.insert("event".to_owned(), Value::from(event));
-    object.extend(details);
-    printer.status(&Value::Object(object), &format!("[CACHE] {event}: {text}"))
+    let mut json = Map::new();
+    json.insert("object".to_owned(), Value::from(object));
+    json.insert("event".to_owned(), Value::from(event));
+    json.extend(details);
+    printer.status(&Value::Object(json), text)
 }

@@ -63,8 +63,20 @@ impl Cell {
         value.map_or(Cell::Null, |value| Cell::Int(value.into()))
     }
 
-    /// The value as people read it in a table.
+    /// The value as people read it in a table, escaped for a terminal ([`escape`]).
     pub(crate) fn text(&self) -> Cow<'_, str> {
+        match self.raw_text() {
+            Cow::Borrowed(text) => escape(text),
+            Cow::Owned(text) => match escape(&text) {
+                Cow::Borrowed(_) => Cow::Owned(text),
+                Cow::Owned(escaped) => Cow::Owned(escaped),
+            },
+        }
+    }
+
+    /// The value as people read it, as the source sent it (not escaped: never write it to a
+    /// terminal as it is).
+    fn raw_text(&self) -> Cow<'_, str> {
         match self {
             Cell::Null => Cow::Borrowed("--"),
             Cell::Bool(true) => Cow::Borrowed("yes"),
@@ -88,9 +100,11 @@ impl Cell {
                     if idx > 0 {
                         line.push(',');
                     }
-                    line.push_str(item);
+                    push_escaped(line, item, false);
                 }
             }
+            Cell::Text(text) => push_escaped(line, text, false),
+            Cell::Shared(text) => push_escaped(line, text, false),
             other => line.push_str(&other.text()),
         }
     }
@@ -107,19 +121,25 @@ impl Cell {
                 sign + digits as usize
             }
             Cell::List(items) if !items.is_empty() => {
-                items.iter().map(|item| width_of(item)).sum::<usize>() + items.len() - 1
+                items
+                    .iter()
+                    .map(|item| width_of(&escape(item)))
+                    .sum::<usize>()
+                    + items.len()
+                    - 1
             }
             other => width_of(&other.text()),
         }
     }
 
-    /// The value in terse output: like [`Cell::text`] but empty when missing.
+    /// The value in terse output, not escaped yet ([`escape_terse`] does it): like
+    /// [`Cell::text`] but empty when missing.
     fn terse(&self) -> Cow<'_, str> {
         match self {
             Cell::Null => Cow::Borrowed(""),
             Cell::Typed { text, .. } => Cow::Borrowed(text),
             Cell::List(items) => Cow::Owned(items.join(",")),
-            other => other.text(),
+            other => other.raw_text(),
         }
     }
 
@@ -419,12 +439,17 @@ pub(crate) struct Printer {
     mode: Mode,
     selection: Selection,
     color: bool,
-    out: BufWriter<io::Stdout>,
+    out: BufWriter<Box<dyn Write>>,
 }
 
 impl Printer {
     /// A printer on stdout; colour only when stdout is a terminal.
     pub(crate) fn new(args: &OutputArgs) -> Printer {
+        Printer::with_writer(args, use_color(args.color), Box::new(io::stdout()))
+    }
+
+    /// A printer on `out` (tests print into a buffer).
+    fn with_writer(args: &OutputArgs, color: bool, out: Box<dyn Write>) -> Printer {
         let mode = if args.json {
             Mode::Json
         } else if args.terse {
@@ -435,8 +460,8 @@ impl Printer {
         Printer {
             mode,
             selection: Selection::from_args(&args.fields),
-            color: use_color(args.color),
-            out: BufWriter::with_capacity(64 * 1024, io::stdout()),
+            color,
+            out: BufWriter::with_capacity(64 * 1024, out),
         }
     }
 
@@ -514,17 +539,23 @@ impl Printer {
             return self.json(&Value::Object(object));
         }
         let terse = self.mode == Mode::Terse;
+        // Names and values come from the service: escaped here, where they are written (in
+        // both layouts with `escape`: nmcli escapes nothing in this one, but a control
+        // character or a newline must never reach the terminal or forge a line).
         let mut lines: Vec<(String, String)> = Vec::new();
         for (name, cell) in props {
+            let name = escape(name);
             match cell {
                 Cell::List(items) if !items.is_empty() && (items.len() > 1 || terse) => {
                     for (idx, item) in items.iter().enumerate() {
-                        lines.push((format!("{name}[{}]", idx + 1), item.clone()));
+                        lines.push((format!("{name}[{}]", idx + 1), escape(item).into_owned()));
                     }
                 }
                 Cell::List(items) if items.is_empty() && terse => {}
-                cell if terse => lines.push((name.clone(), cell.terse().into_owned())),
-                cell => lines.push((name.clone(), cell.text().into_owned())),
+                cell if terse => {
+                    lines.push((name.into_owned(), escape(&cell.terse()).into_owned()))
+                }
+                cell => lines.push((name.into_owned(), cell.text().into_owned())),
             }
         }
         let width = lines
@@ -565,14 +596,15 @@ impl Printer {
     pub(crate) fn heading(&mut self, title: &str) -> anyhow::Result<()> {
         if self.mode == Mode::Human {
             let style = paint(self.color, Style::new().bold().underline());
-            writeln!(self.out, "{style}{title}{style:#}")?;
+            writeln!(self.out, "{style}{}{style:#}", escape(title))?;
         }
         Ok(())
     }
 
-    /// Prints one plain line and flushes it (monitors, notes in the overview).
+    /// Prints one plain line (escaped: callers may quote what a source sent) and flushes it
+    /// (monitors, notes in the overview).
     pub(crate) fn line(&mut self, text: &str) -> anyhow::Result<()> {
-        writeln!(self.out, "{text}")?;
+        writeln!(self.out, "{}", escape(text))?;
         self.out.flush()?;
         Ok(())
     }
@@ -589,7 +621,7 @@ impl Printer {
     pub(crate) fn note(&mut self, text: &str) -> anyhow::Result<()> {
         if self.mode == Mode::Human {
             let style = paint(self.color, Style::new().italic());
-            writeln!(self.out, "{style}{text}{style:#}")?;
+            writeln!(self.out, "{style}{}{style:#}", escape(text))?;
         }
         Ok(())
     }
@@ -606,7 +638,9 @@ impl Printer {
                     escape_terse(field("object")),
                     escape_terse(field("event"))
                 );
-                self.line(&line)
+                writeln!(self.out, "{line}")?;
+                self.out.flush()?;
+                Ok(())
             }
             Mode::Human => self.line(text),
         }
@@ -783,6 +817,7 @@ fn write_details(
         let mut row_lines = Vec::new();
         for &idx in chosen {
             let header = table.fields[idx].header;
+            // Values as sent here; escaped where they are written below.
             match &row[idx] {
                 Cell::List(items) if !items.is_empty() && (items.len() > 1 || terse) => {
                     for (item_idx, item) in items.iter().enumerate() {
@@ -792,7 +827,7 @@ fn write_details(
                 // nmcli -t leaves out empty multi-valued properties.
                 Cell::List(items) if items.is_empty() && terse => {}
                 cell if terse => row_lines.push((header.to_owned(), cell.terse().into_owned())),
-                cell => row_lines.push((header.to_owned(), cell.text().into_owned())),
+                cell => row_lines.push((header.to_owned(), cell.raw_text().into_owned())),
             }
         }
         lines.push(row_lines);
@@ -812,7 +847,8 @@ fn write_details(
                 writeln!(out, "{name}:{}", escape_terse(value))?;
             } else {
                 let label = format!("{name}:");
-                let style = value_style(color, value);
+                let value = escape(value);
+                let style = value_style(color, &value);
                 writeln!(out, "{label:width$}  {style}{value}{style:#}")?;
             }
         }
@@ -936,16 +972,88 @@ fn event_text(event: &Event<'_>, chosen: &[usize], compared: &[usize]) -> String
     }
 }
 
-/// Escapes `\` and `:` with `\`, as `nmcli --terse` does.
+/// Escapes `\` and `:` with `\`, as `nmcli --terse` does, and what [`escape`] escapes, so a
+/// value can neither end its field nor its record.
 pub(crate) fn escape_terse(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
-    for ch in text.chars() {
-        if ch == '\\' || ch == ':' {
-            escaped.push('\\');
-        }
-        escaped.push(ch);
-    }
+    push_escaped(&mut escaped, text, true);
     escaped
+}
+
+/// `text` made safe for a terminal: control characters (newlines and tabs included) and
+/// characters that change how text is laid out (bidirectional overrides, zero-width marks)
+/// are written as C escapes (`\e` for ESC, `\n`, `\t`, `\r`, `\a`, `\b`, `\v`, `\f`) and
+/// `\xNN` for each byte of the others, as `ls -b` and systemd's `cescape` do. A backslash is
+/// left as it is (tables print names as `ip` and `nmcli` do). Borrowed when nothing needs
+/// escaping, the usual case.
+pub(crate) fn escape(text: &str) -> Cow<'_, str> {
+    if is_clean(text) {
+        return Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    push_escaped(&mut escaped, text, false);
+    Cow::Owned(escaped)
+}
+
+/// Appends `text` to `out` escaped as [`escape`] does; `terse` also escapes `\` and `:` with a
+/// `\`, as [`escape_terse`] does.
+fn push_escaped(out: &mut String, text: &str, terse: bool) {
+    if !terse && is_clean(text) {
+        out.push_str(text);
+        return;
+    }
+    for ch in text.chars() {
+        match ch {
+            '\\' | ':' if terse => {
+                out.push('\\');
+                out.push(ch);
+            }
+            '\x07' => out.push_str("\\a"),
+            '\x08' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\x0b' => out.push_str("\\v"),
+            '\x0c' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            '\x1b' => out.push_str("\\e"),
+            ch if needs_escape(ch) => {
+                let mut bytes = [0u8; 4];
+                for byte in ch.encode_utf8(&mut bytes).bytes() {
+                    push_hex(out, byte);
+                }
+            }
+            ch => out.push(ch),
+        }
+    }
+}
+
+/// Appends `\xNN`.
+fn push_hex(out: &mut String, byte: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push_str("\\x");
+    out.push(char::from(HEX[usize::from(byte >> 4)]));
+    out.push(char::from(HEX[usize::from(byte & 0xf)]));
+}
+
+/// Whether nothing in `text` needs escaping: a byte scan for printable ASCII (names,
+/// addresses: the usual case, a million times for a routing table), chars otherwise.
+fn is_clean(text: &str) -> bool {
+    text.bytes().all(|byte| (0x20..0x7f).contains(&byte)) || !text.chars().any(needs_escape)
+}
+
+/// Whether a character must not reach a terminal as it is: C0 and C1 control characters,
+/// DEL, and the invisible characters that reorder or hide text (bidirectional embeddings,
+/// overrides and isolates, zero-width marks, line and paragraph separators, the BOM).
+fn needs_escape(ch: char) -> bool {
+    ch.is_control()
+        || matches!(
+            ch,
+            '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{feff}'
+                | '\u{fff9}'..='\u{fffb}'
+        )
 }
 
 /// Appends a number in decimal (as `Display` writes it, without the formatting machinery).

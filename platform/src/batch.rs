@@ -15,6 +15,9 @@
 //! kernel echoed of it (`NLM_F_ECHO`), every attribute included. Items that cannot be undone
 //! exactly (replaces, addresses, IPv6 deletes, nexthop deletes) only ever start a send.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::addr::Address;
 use crate::error::{Error, KernelError, Result};
 use crate::nexthop::Nexthop;
@@ -78,12 +81,19 @@ pub struct Report {
     pub undo_failures: Vec<Failure>,
     /// Number of `sendmsg` calls (undo sends included).
     pub n_sends: usize,
+    /// Items never sent because the batch was cancelled ([`Batch::cancel_on`]): the last
+    /// ones, from position `items - n_cancelled` on. Everything before them was sent and is
+    /// counted above.
+    pub n_cancelled: usize,
 }
 
 impl Report {
     /// True when every item was applied.
     pub fn is_success(&self) -> bool {
-        self.failures.is_empty() && self.n_skipped == 0 && self.undo_failures.is_empty()
+        self.failures.is_empty()
+            && self.n_skipped == 0
+            && self.undo_failures.is_empty()
+            && self.n_cancelled == 0
     }
 }
 
@@ -96,6 +106,7 @@ pub struct Batch<'a> {
     stop_on_error: bool,
     undo: bool,
     per_send: usize,
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Platform {
@@ -107,6 +118,7 @@ impl Platform {
             stop_on_error: false,
             undo: false,
             per_send: 256,
+            cancel: None,
         }
     }
 }
@@ -197,6 +209,15 @@ impl Batch<'_> {
         self
     }
 
+    /// Stop before the next send once `flag` is set (by a signal handler, say): the send in
+    /// flight is finished (its answers read, and with [`Batch::undo_past_failure`] what
+    /// followed a failure undone), so the state is that of a batch made of the items sent so
+    /// far; the others are counted in [`Report::n_cancelled`].
+    pub fn cancel_on(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.cancel = Some(flag);
+        self
+    }
+
     /// How many requests go in one `sendmsg` (default 256; 100 to 1000 is the sweet spot).
     pub fn per_send(mut self, n: usize) -> Self {
         self.per_send = n.max(1);
@@ -242,6 +263,15 @@ impl Batch<'_> {
         let mut ack_buf = vec![0u8; ACK_BUF];
         let mut index = 0;
         while index < self.items.len() {
+            if self
+                .cancel
+                .as_ref()
+                .is_some_and(|flag| flag.load(Ordering::Relaxed))
+            {
+                tracing::debug!(index, "batch cancelled");
+                report.n_cancelled = self.items.len() - index;
+                break;
+            }
             let mut chunk_end = (index + per_send).min(self.items.len());
             if undo {
                 // What cannot be undone only starts a send.

@@ -138,6 +138,8 @@ pub struct Stats {
     pub n_resyncs: u64,
     /// Dumps redone because they were interrupted (NLM_F_DUMP_INTR).
     pub n_dump_retries: u64,
+    /// Resyncs put off because every attempt of one of their dumps was interrupted.
+    pub n_deferred_resyncs: u64,
     /// Datagrams dropped because their sender was not the kernel.
     pub n_foreign: u64,
     /// Messages that could not be parsed (traced and skipped).
@@ -527,16 +529,45 @@ impl Cache {
                 Err(err) => return Err(err),
             }
         }
-        self.run_work(out)?;
-        if self.resync.pending && self.resync_due(quiet) {
-            self.run_resync(out)?;
+        let mut res = self.run_work(out);
+        if res.is_ok() && self.resync.pending && self.resync_due(quiet) {
+            res = self.run_resync(out);
+        }
+        match res {
+            Err(Error::DumpInterrupted { attempts }) => self.defer_resync(attempts),
+            other => other?,
         }
         Ok(out.len() - before)
     }
 
     /// Resyncs everything now (mark, dump, sweep), reporting the differences as events.
+    ///
+    /// When the kernel interrupted every attempt of a dump ([`Error::DumpInterrupted`]), the
+    /// error is returned and a resync is scheduled: [`Cache::poll`] tries again after a
+    /// back-off.
     pub fn resync(&mut self, out: &mut Vec<Event>) -> Result<()> {
-        self.run_resync(out)
+        let res = self.run_resync(out);
+        if let Err(Error::DumpInterrupted { attempts }) = &res {
+            self.defer_resync(*attempts);
+        }
+        res
+    }
+
+    /// The kernel interrupted every attempt of a resync's (or a refresh's) dump: concurrent
+    /// changes go on. Schedules a whole resync again after a doubled back-off, as after an
+    /// overflow, for as long as the churn lasts: the cache never gives up on following.
+    fn defer_resync(&mut self, attempts: u32) {
+        let now = Instant::now();
+        self.stats.n_deferred_resyncs += 1;
+        self.resync.backoff = self.resync.backoff.saturating_mul(2).min(MAX_BACKOFF);
+        self.resync.pending = true;
+        self.resync.first_overrun = Some(now);
+        self.resync.last_overrun = Some(now);
+        tracing::warn!(
+            attempts,
+            backoff = ?self.resync.backoff,
+            "every dump attempt was interrupted by concurrent changes: resync again after a back-off"
+        );
     }
 
     fn note_overrun(&mut self, out: &mut Vec<Event>) {

@@ -25,6 +25,13 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// The file given as a network namespace is not one (a FIFO, a regular file, another
+    /// kind of namespace).
+    #[error("{netns} is not a network namespace")]
+    NotNetns {
+        /// The namespace as the caller named it.
+        netns: String,
+    },
     /// The kernel answered a request with an error.
     #[error("kernel refused the request: {}", .0)]
     Kernel(KernelError),

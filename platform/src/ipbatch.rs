@@ -106,6 +106,12 @@ pub enum ParseError {
     /// The gateway's family is not the prefix's.
     #[error("the gateway's family differs from the prefix's")]
     GatewayFamily(String),
+    /// The `via` family word does not match the address after it.
+    #[error("`via {0}` names another family than its address")]
+    ViaFamilyMismatch(String),
+    /// The preferred source's family is not the prefix's (`ip` refuses it too).
+    #[error("the source address's family differs from the prefix's")]
+    SourceFamily(String),
     /// A unicast route to add names neither a gateway nor a device.
     #[error("a unicast route needs `via GATEWAY` or `dev DEVICE`")]
     NoNextHop,
@@ -155,7 +161,9 @@ impl ParseError {
             | ParseError::UnknownNexthopKeyword(token)
             | ParseError::BadGroupMember(token)
             | ParseError::BadNumber(token)
-            | ParseError::BadValue { value: token, .. } => Some(token),
+            | ParseError::BadValue { value: token, .. }
+            | ParseError::ViaFamilyMismatch(token)
+            | ParseError::SourceFamily(token) => Some(token),
             ParseError::Empty
             | ParseError::MissingCommand
             | ParseError::MissingPrefix
@@ -241,7 +249,9 @@ fn parse_route(
     let prefix = words.next().ok_or(ParseError::MissingPrefix)?;
     let mut gateway = None;
     // `via inet6 ADDR`: a gateway of another family is asked for, not a mistake.
-    let mut gateway_family_given = false;
+    // The family word of `via inet6 ADDR`, when given: a gateway of the other family is then
+    // an `RTA_VIA` next hop.
+    let mut via_family: Option<&str> = None;
     let mut dev = None;
     let mut table = None;
     let mut metric = None;
@@ -283,10 +293,11 @@ fn parse_route(
         match keyword {
             "via" => {
                 if matches!(value, "inet" | "inet6") {
-                    gateway_family_given = true;
+                    let family = value;
+                    via_family = Some(family);
                     value = words
                         .next()
-                        .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
+                        .ok_or_else(|| ParseError::MissingValue(format!("via {family}")))?;
                 }
                 gateway = Some(parse_addr_value(value)?)
             }
@@ -330,8 +341,16 @@ fn parse_route(
             other => return Err(ParseError::UnknownRouteKeyword(other.to_owned())),
         }
     }
+    if let (Some(family), Some(gateway)) = (via_family, gateway)
+        && (family == "inet6") != gateway.is_ipv6()
+    {
+        return Err(ParseError::ViaFamilyMismatch(format!("{family} {gateway}")));
+    }
+    let is_default = matches!(prefix, "default" | "all" | "any");
+    // `default` takes its family from the other addresses of the line, as in `ip`.
     let is_v6 = prefix.contains(':')
-        || (!gateway_family_given && gateway.is_some_and(|gw: IpAddr| gw.is_ipv6()));
+        || gateway.is_some_and(|gw: IpAddr| gw.is_ipv6() && via_family.is_none())
+        || (is_default && gateway.is_none() && prefsrc.is_some_and(|src: IpAddr| src.is_ipv6()));
     let (dst, dst_len) = match prefix {
         "default" | "all" | "any" => (
             if is_v6 {
@@ -348,10 +367,15 @@ fn parse_route(
     let mut route =
         Route::new(dst, dst_len).with_kind(if delete && !explicit_kind { 0 } else { kind });
     if let Some(gateway) = gateway {
-        if gateway.is_ipv6() != dst.is_ipv6() && !gateway_family_given {
+        if gateway.is_ipv6() != dst.is_ipv6() && via_family.is_none() {
             return Err(ParseError::GatewayFamily(gateway.to_string()));
         }
         route = route.with_gateway(gateway);
+    }
+    if let Some(src) = prefsrc
+        && src.is_ipv6() != dst.is_ipv6()
+    {
+        return Err(ParseError::SourceFamily(src.to_string()));
     }
     if let Some(dev) = dev {
         route = route.with_oif(dev);

@@ -30,7 +30,9 @@
 //! quiet for a back-off that doubles while overflows go on, it marks everything dirty, dumps,
 //! re-adds and sweeps, and reports the differences as ordinary events between
 //! [`Event::Overrun`] and [`Event::Resynced`]. Dumps interrupted by concurrent changes
-//! (`NLM_F_DUMP_INTR`) are redone up to [`Config::with_dump_attempts`] times. IPv4 routes the
+//! (`NLM_F_DUMP_INTR`) are redone up to [`Config::with_dump_attempts`] times; when a resync's
+//! dump is interrupted every time, the resync is tried again after a doubled back-off, for as
+//! long as the churn lasts ([`Cache::poll`] never fails for it). IPv4 routes the
 //! kernel flushes without telling (link down, address removed) are found by a filtered re-dump
 //! of that interface's routes.
 //!
@@ -99,7 +101,7 @@ pub use cache::{
 pub use error::{Error, KernelError, Result};
 pub use link::{IFF_LOWER_UP, IFF_UP, Link};
 pub use linkinfo::KindAttr;
-pub use netns::Netns;
+pub use netns::{Netns, NetnsWatch};
 pub use nexthop::{
     GroupMember, NEXTHOP_GRP_TYPE_MPATH, NEXTHOP_GRP_TYPE_RES, Nexthop, NexthopQuery, RTNH_F_DEAD,
     RTNH_F_LINKDOWN, RTNH_F_ONLINK, Resilient,

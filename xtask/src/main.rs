@@ -1,11 +1,13 @@
 //! netmirror's build and CI driver: `cargo xtask ci` runs every check and test that CI runs,
-//! `cargo xtask tidy` checks the repository's own rules, `cargo xtask bench` runs the benchmarks.
+//! `cargo xtask tidy` checks the repository's own rules, `cargo xtask bench` runs the benchmarks,
+//! `cargo xtask soak` runs netmirror's monitor under kernel churn for a long time.
 //!
 //! It is a plain binary with few dependencies, since every contributor compiles it.
 
 mod bench;
 mod ci;
 mod cmd;
+mod soak;
 mod system;
 mod tidy;
 
@@ -24,6 +26,10 @@ commands:
   bench [--quick] [ARGS] criterion benches of every crate, then the side-by-side comparisons
   man [DIR]              write the manual page (`netmirror.1`) and the shell completions into
                          DIR (default target/assets), as the Debian package ships them
+  soak [--minutes N] [--dev]
+                         (root, not in CI) N minutes (default 30) of kernel churn with
+                         `netmirror monitor` running: its RSS over time, its final state
+                         checked against `ip -j`
 ";
 
 fn main() -> anyhow::Result<()> {
@@ -40,6 +46,7 @@ fn main() -> anyhow::Result<()> {
         "setup" => system::ensure_packages().and_then(|()| system::ensure_cargo_fuzz()),
         "bench" => bench::run(&root, rest),
         "man" => assets(&root, rest),
+        "soak" => soak::run(rest),
         "-h" | "--help" | "help" => {
             eprint!("{USAGE}");
             Ok(())

@@ -187,8 +187,10 @@ fn objects() {
 }
 
 #[test]
-fn completions_are_hidden() {
+fn completions_are_listed_and_the_man_page_is_not() {
     let help = Cli::command().render_help().to_string();
-    assert!(!help.contains("completions"), "{help}");
+    assert!(help.contains("completions"), "{help}");
+    assert!(!help.contains("\n  man "), "{help}");
     assert!(parse("completions bash").is_ok());
+    assert!(parse("man").is_ok());
 }

@@ -270,6 +270,16 @@ fn varied_rows() -> Vec<Vec<Cell>> {
             ]
         })
         .chain([vec![
+            // What a hostile kernel name or service string may hold.
+            Cell::Shared(std::sync::Arc::from("\u{1b}[31mE\u{7}")),
+            Cell::Text("a\nb:c\\".into()),
+            Cell::Typed {
+                text: "\u{1b}]0;title\u{7}\u{9b}\u{202e}".into(),
+                json: Value::from("x"),
+            },
+            Cell::List(vec!["\r\t".into(), "\u{7f}".into()]),
+        ]])
+        .chain([vec![
             "connected".into(),
             Cell::Typed {
                 text: String::new(),
@@ -360,4 +370,168 @@ fn colour_follows_the_option_then_the_clicolor_conventions() {
              CLICOLOR_FORCE={force:?} TERM={term:?}"
         );
     }
+}
+/// Strings as a hostile kernel or service sends them: a link named `$'\e[31mE\a'`, an alias
+/// with an OSC title sequence and a newline, C1 and bidirectional controls.
+fn hostile() -> Table {
+    let mut table = Table::new(FIELDS);
+    table.push(vec![
+        "\u{1b}[31mE\u{7}".into(),
+        Cell::Shared(std::sync::Arc::from("osc\u{1b}]0;owned\u{7}")),
+        Cell::Typed {
+            text: "line\nforged:record\r".into(),
+            json: Value::from("line\nforged:record\r"),
+        },
+        Cell::List(vec![
+            "\u{9b}31m".into(),
+            "rtl\u{202e}txt".into(),
+            "del\u{7f}".into(),
+        ]),
+    ]);
+    table
+}
+
+/// No control character (other than the line ends the writer puts) may reach the output.
+#[track_caller]
+fn assert_terminal_safe(text: &str) {
+    for line in text.lines() {
+        assert!(
+            !line.chars().any(|ch| ch.is_control() || ch == '\u{202e}'),
+            "unescaped control character in {line:?}"
+        );
+    }
+}
+
+#[test]
+fn hostile_strings_are_escaped_for_people_and_scripts() {
+    let table = hostile();
+    let all = ["all"];
+    let human = render(&table, Mode::Human, &all, false);
+    assert_terminal_safe(&human);
+    expect![[r#"
+        DEVICE     TYPE             STATE                  ADDRESSES
+        \e[31mE\a  osc\e]0;owned\a  line\nforged:record\r  \xc2\x9b31m,rtl\xe2\x80\xaetxt,del\x7f
+    "#]]
+    .assert_eq(&human);
+    let terse = render(&table, Mode::Terse, &all, false);
+    assert_terminal_safe(&terse);
+    assert_eq!(
+        terse.lines().count(),
+        1,
+        "a newline forged a record: {terse:?}"
+    );
+    expect![[r#"
+        \e[31mE\a:osc\e]0;owned\a:line\nforged\:record\r:\xc2\x9b31m,rtl\xe2\x80\xaetxt,del\x7f
+    "#]]
+    .assert_eq(&terse);
+    for terse in [false, true] {
+        let mode = if terse { Mode::Terse } else { Mode::Human };
+        let details = render(&table, mode, &all, true);
+        assert_terminal_safe(&details);
+        assert_eq!(details.lines().count(), 6, "{details}");
+    }
+    // JSON keeps every string exact.
+    let json: Value = serde_json::from_str(&render(&table, Mode::Json, &all, false)).unwrap();
+    assert_eq!(json[0]["device"], "\u{1b}[31mE\u{7}");
+    assert_eq!(json[0]["state"], "line\nforged:record\r");
+    assert_eq!(json[0]["addresses"][1], "rtl\u{202e}txt");
+}
+
+#[test]
+fn hostile_strings_are_escaped_in_events() {
+    let row = hostile().rows.remove(0);
+    let mut old = row.clone();
+    old[2] = "up\u{1b}[2J".into();
+    for mode in [Mode::Human, Mode::Terse] {
+        for kind in [EventKind::Added, EventKind::Changed] {
+            let old = (kind == EventKind::Changed).then(|| old.clone());
+            let mut out = Vec::new();
+            let event = event(kind, old, Some(row.clone()));
+            write_event(&mut out, false, mode, &Selection::All, &event).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert_terminal_safe(&text);
+            assert_eq!(text.lines().count(), 1, "{text}");
+        }
+    }
+}
+
+/// A printer writing into a shared buffer.
+fn printer(json: bool, terse: bool) -> (Printer, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
+    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = std::sync::Arc::default();
+    let args = OutputArgs {
+        json,
+        terse,
+        fields: Vec::new(),
+        color: ColorChoice::Never,
+    };
+    let printer = Printer::with_writer(
+        &args,
+        false,
+        Box::new(Shared(std::sync::Arc::clone(&buffer))),
+    );
+    (printer, buffer)
+}
+
+#[test]
+fn hostile_service_strings_are_escaped_in_properties_and_lines() {
+    // A D-Bus service names its settings and values as it likes: `nm connection ID` and
+    // `nm device IFACE` print them one per line; monitors print status lines quoting them.
+    let props = vec![
+        (
+            "connection.id".to_owned(),
+            Cell::from("evil\n\u{1b}]8;;http://x\u{7}"),
+        ),
+        (
+            "bad\u{1b}[1mkey".to_owned(),
+            Cell::List(vec!["a\rb".into(), "c".into()]),
+        ),
+    ];
+    for (json, terse) in [(false, false), (false, true), (true, false)] {
+        let (mut printer, buffer) = printer(json, terse);
+        printer.properties(&props).unwrap();
+        printer.line("[SERVICE] \u{1b}[2Jgone\nforged").unwrap();
+        printer.note("note \u{7}").unwrap();
+        printer.heading("head\u{1b}").unwrap();
+        printer
+            .status(
+                &serde_json::json!({"object": "o\n", "event": "e\u{1b}"}),
+                "t\u{1b}",
+            )
+            .unwrap();
+        printer.flush().unwrap();
+        let text = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
+        if json {
+            // The properties as one exact object; the plain lines are for people only.
+            let value: Value = serde_json::from_str(text.split("\n[SERVICE]").next().unwrap())
+                .unwrap_or_else(|err| panic!("{err}: {text}"));
+            assert_eq!(value["connection.id"], "evil\n\u{1b}]8;;http://x\u{7}");
+            continue;
+        }
+        assert_terminal_safe(&text);
+        assert!(text.contains(r"evil\n\e]8;;http://x\a"), "{text}");
+        assert!(text.contains(r"bad\e[1mkey[1]"), "{text}");
+        assert!(text.contains(r"[SERVICE] \e[2Jgone\nforged"), "{text}");
+    }
+}
+
+#[test]
+fn escape_is_borrowed_when_clean() {
+    assert!(matches!(escape("veth0 ü 10.0.0.1/24"), Cow::Borrowed(_)));
+    assert_eq!(escape("a\u{0}b\u{1}"), r"a\x00b\x01");
+    assert_eq!(
+        escape("\u{1b}\u{7}\u{8}\t\n\u{b}\u{c}\r"),
+        r"\e\a\b\t\n\v\f\r"
+    );
+    assert_eq!(escape_terse("a:\\\u{1b}"), r"a\:\\\e");
+    assert_eq!(escape("\u{200b}\u{feff}"), r"\xe2\x80\x8b\xef\xbb\xbf");
 }

@@ -210,6 +210,40 @@ impl Monitor {
     }
 }
 
+impl Monitor {
+    /// Sends `signal` (`INT`, `TERM`) to the process.
+    #[track_caller]
+    pub(crate) fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    /// Waits (bounded) for the process to end; returns how it ended and the stdout and
+    /// stderr lines not read yet.
+    #[track_caller]
+    pub(crate) fn finish(mut self, timeout: Duration) -> (ExitStatus, Vec<String>, Vec<String>) {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the process did not end within {timeout:?}"
+            );
+            thread::sleep(Duration::from_millis(10));
+        };
+        // The pipes close with the process: the reader threads end.
+        let stdout = self.lines.iter().collect();
+        let stderr = self.log.iter().collect();
+        (status, stdout, stderr)
+    }
+}
+
 impl Drop for Monitor {
     fn drop(&mut self) {
         let _ = self.child.kill();

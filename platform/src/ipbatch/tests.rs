@@ -351,3 +351,46 @@ fn bad_route_values_name_the_word() {
         Some("mtu"),
     );
 }
+
+/// Issue 15: `ip` refuses a line whose addresses are of two families; the batch used to send
+/// it with the source silently dropped by the kernel's answer ("applied").
+#[test]
+fn family_mismatch_is_malformed() {
+    check_error(
+        "route add 10.200.0.24/32 dev eth0 src 2001:db8::1",
+        "the source address's family differs from the prefix's",
+        Some("2001:db8::1"),
+    );
+    check_error(
+        "route add 2001:db8:5::/64 dev eth0 src 192.0.2.1",
+        "the source address's family differs from the prefix's",
+        Some("192.0.2.1"),
+    );
+    check_error(
+        "route add 2001:db8:5::/64 via 192.0.2.1",
+        "the gateway's family differs from the prefix's",
+        Some("192.0.2.1"),
+    );
+    // With the family word, a gateway of the other family is an `RTA_VIA` next hop.
+    let (_, route) = parse_route_line("route add 10.0.0.0/24 via inet6 fe80::1 dev eth0");
+    assert_eq!(route.gateway(), Some("fe80::1".parse().unwrap()));
+    check_error(
+        "route add 10.0.0.0/24 via inet 2001:db8::1",
+        "`via inet 2001:db8::1` names another family than its address",
+        Some("inet 2001:db8::1"),
+    );
+    check_error(
+        "route add 10.0.0.0/24 via inet6",
+        "`via inet6` needs a value",
+        Some("via inet6"),
+    );
+    // The family word is accepted when it matches, and `default` takes its family from the
+    // source address as from the gateway.
+    let (_, route) = parse_route_line("route add 10.0.0.0/24 via inet 192.0.2.1");
+    assert_eq!(route.gateway(), Some("192.0.2.1".parse().unwrap()));
+    let (_, route) = parse_route_line("route add default dev eth0 src 2001:db8::1");
+    assert_eq!(route.family(), crate::route::Family::V6);
+    assert_eq!(route.prefsrc(), Some("2001:db8::1".parse().unwrap()));
+    let (_, route) = parse_route_line("route add 10.200.0.24/32 dev eth0 src 10.200.0.1");
+    assert_eq!(route.prefsrc(), Some("10.200.0.1".parse().unwrap()));
+}

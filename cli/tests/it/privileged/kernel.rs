@@ -383,7 +383,7 @@ fn permission_denied_is_its_own_error() {
         stderr,
         format!(
             "netmirror: permission denied: enter network namespace {} \
-             (run as root, or with CAP_NET_ADMIN for the kernel)\n",
+             (run as root, or with CAP_SYS_ADMIN; changing it also needs CAP_NET_ADMIN)\n",
             ns.name()
         )
     );

@@ -9,3 +9,4 @@ mod kernel;
 mod monitor;
 mod nexthop;
 mod nm;
+mod reliability;

@@ -184,3 +184,66 @@ fn undo_past_failure_stops_exactly_at_the_first_failure() {
         assert_eq!(report.n_sends, 2, "{report:?}");
     });
 }
+
+/// Issue 15: a batch cancelled from another thread (a signal handler's flag) stops between two
+/// sends; what it reports applied is exactly what the kernel holds.
+#[test]
+fn a_cancelled_batch_stops_between_sends_and_reports_exactly() {
+    bounded(LIMIT, || {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let ns = netns_with_veth();
+        let platform = Platform::open(config(&ns)).unwrap();
+        let ifindex = platform.links().name("nmx0").execute().unwrap().items[0].ifindex();
+        let route = |i: u32| {
+            Route::new(IpAddr::V4(Ipv4Addr::from(0x0a50_0000 + i)), 32)
+                .with_oif(ifindex)
+                .with_table(100)
+        };
+        // Set before the batch runs: nothing is sent.
+        let flag = Arc::new(AtomicBool::new(true));
+        let report = (0..1000)
+            .fold(platform.batch(), |batch, i| batch.add_route(route(i)))
+            .cancel_on(Arc::clone(&flag))
+            .execute()
+            .unwrap();
+        assert_eq!(
+            (report.n_ok, report.n_cancelled, report.n_sends),
+            (0, 1000, 0)
+        );
+        assert!(!report.is_success());
+        // Set while it runs: the sends made are complete, the rest never sent.
+        flag.store(false, Ordering::Relaxed);
+        let n = 100_000;
+        let batch = (0..n)
+            .fold(platform.batch(), |batch, i| batch.add_route(route(i)))
+            .per_send(16)
+            .stop_on_error(true)
+            .undo_past_failure(true)
+            .cancel_on(Arc::clone(&flag));
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            flag.store(true, Ordering::Relaxed);
+        });
+        let report = batch.execute().unwrap();
+        setter.join().unwrap();
+        assert!(report.failures.is_empty(), "{report:?}");
+        assert_eq!(report.n_ok + report.n_cancelled, n as usize);
+        assert!(
+            report.n_cancelled > 0,
+            "the batch finished before the flag: {report:?}"
+        );
+        assert!(
+            report.n_ok > 0,
+            "the flag came before the batch ran: {report:?}"
+        );
+        let held = platform.routes().table(100).execute().unwrap().items;
+        assert_eq!(held.len(), report.n_ok);
+        // Exactly the first n_ok items.
+        assert!(held.iter().all(|r| u32::from(match r.dst() {
+            IpAddr::V4(v4) => v4,
+            IpAddr::V6(_) => unreachable!(),
+        }) - 0x0a50_0000
+            < report.n_ok as u32));
+    });
+}

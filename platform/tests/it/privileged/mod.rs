@@ -4,6 +4,7 @@ mod attrs;
 mod batch;
 mod burst;
 mod cache;
+mod churn;
 mod dump;
 mod multipath;
 mod netns;

@@ -68,3 +68,65 @@ fn a_missing_namespace_is_a_clear_error() {
         assert!(Platform::open(Config::new().with_netns(Netns::name("../etc"))).is_err());
     });
 }
+
+/// Issue 15: `--netns` pointing at a FIFO hung forever in `open` (no `O_NONBLOCK`); a regular
+/// file or another kind of namespace must be refused too, at once.
+#[test]
+fn what_is_not_a_network_namespace_is_refused_without_blocking() {
+    bounded(Duration::from_secs(20), || {
+        let dir = tempfile::Builder::new()
+            .prefix("netmirror-test-netns")
+            .tempdir()
+            .unwrap();
+        let fifo = dir.path().join("fifo");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "not a namespace").unwrap();
+        for path in [fifo, plain, std::path::PathBuf::from("/proc/self/ns/mnt")] {
+            let err = Platform::open(Config::new().with_netns(Netns::path(&path))).unwrap_err();
+            assert!(
+                matches!(&err, Error::NotNetns { netns } if *netns == path.display().to_string()),
+                "{}: {err:?}",
+                path.display()
+            );
+            assert_eq!(
+                err.to_string(),
+                format!("{} is not a network namespace", path.display())
+            );
+        }
+    });
+}
+
+/// Issue 15: a namespace deleted while a program holds a socket in it lives on unseen; the
+/// watch tells that its name no longer leads to it.
+#[test]
+fn a_watch_sees_the_namespace_deleted() {
+    bounded(LIMIT, || {
+        let ns = NetNs::new().unwrap();
+        let watch = Netns::name(ns.name()).watch().unwrap();
+        let platform = Platform::open(Config::new().with_netns(watch.netns())).unwrap();
+        assert_eq!(link_names(&platform), ["lo"]);
+        assert!(!watch.deleted());
+        assert!(!Netns::Current.watch().unwrap().deleted());
+        let status = std::process::Command::new("ip")
+            .args(["netns", "delete", ns.name()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(watch.deleted());
+        // The socket still works: the kernel keeps the namespace for it.
+        assert_eq!(link_names(&platform), ["lo"]);
+        // A new namespace under the same name is another one.
+        let status = std::process::Command::new("ip")
+            .args(["netns", "add", ns.name()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(watch.deleted());
+        // `ns` deletes the new one on drop.
+    });
+}
