@@ -28,13 +28,21 @@ fn payload(hex: &str) -> Vec<u8> {
 
 fn route(hex: &str) -> Route {
     let route = Route::parse(&payload(hex)).unwrap().unwrap();
-    // Every route survives the encoder whole: what a batch's undo sends back.
+    // Every route survives the encoder whole: what a batch's undo sends back. A route on a
+    // nexthop object is sent with the id alone (the kernel refuses its reported hops beside
+    // it), so only the id comes back of its next hop.
     let mut buf = Vec::new();
     route.emit(&mut buf, crate::wire::RTM_NEWROUTE, 0, 1);
     let again = Route::parse(Msgs::new(&buf).next().unwrap().unwrap().payload)
         .unwrap()
         .unwrap();
-    assert_eq!(again, route);
+    if route.nh_id().is_some() {
+        assert_eq!(again.nh_id(), route.nh_id());
+        assert_eq!((again.gateway(), again.oif()), (None, None));
+        assert!(again.multipath().is_empty());
+    } else {
+        assert_eq!(again, route);
+    }
     route
 }
 
