@@ -777,7 +777,7 @@ pub(crate) fn rule(
     let answer = query.execute().map_err(|err| explain(err, "dump rules"))?;
     if kernel.details && printer.mode() == Mode::Human {
         for rule in &answer.items {
-            printer.line(&rule.to_string())?;
+            printer.tabbed_line(&rule.to_string())?;
         }
         return Ok(());
     }
@@ -835,7 +835,17 @@ pub(crate) fn route_show(
     if kernel.details && printer.mode() == Mode::Human {
         let name = |ifindex: u32| names.name(ifindex);
         for route in &answer.items {
-            printer.line(&platform::text::route_lines(route, &name, true).join("\n\t"))?;
+            // The first line, then one line per next hop, indented by a tab as `ip -d` does.
+            for (n, line) in platform::text::route_lines(route, &name, true)
+                .iter()
+                .enumerate()
+            {
+                if n == 0 {
+                    printer.tabbed_line(line)?;
+                } else {
+                    printer.tabbed_line(&format!("\t{line}"))?;
+                }
+            }
         }
         return Ok(());
     }

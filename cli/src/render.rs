@@ -609,6 +609,22 @@ impl Printer {
         Ok(())
     }
 
+    /// Prints one line laid out with tabs, as `ip` lays out rules (`0:\tfrom all ...`) and the
+    /// hops of a route: each part between the tabs is escaped, the tabs are kept.
+    pub(crate) fn tabbed_line(&mut self, text: &str) -> anyhow::Result<()> {
+        let mut first = true;
+        for part in text.split('\t') {
+            if !first {
+                self.out.write_all(b"\t")?;
+            }
+            first = false;
+            write!(self.out, "{}", escape(part))?;
+        }
+        writeln!(self.out)?;
+        self.out.flush()?;
+        Ok(())
+    }
+
     /// Prints an empty line between sections (people only).
     pub(crate) fn blank(&mut self) -> anyhow::Result<()> {
         if self.mode == Mode::Human {
