@@ -32,6 +32,7 @@ impl PreparedLoad {
             fetches: Vec::new(),
             scope: Scope::All,
             debug: DebugConfig::tolerant(),
+            timeout: crate::core::DEFAULT_TIMEOUT,
         };
         let mut core = Core::new(cfg, false);
         core.start();

@@ -21,7 +21,11 @@
 //! A load by path (per-interface `GetAll` replies) uses the same rule per interface, by the
 //! messages' receive positions.
 
-use std::{collections::VecDeque, sync::Arc};
+use std::{
+    collections::VecDeque,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use hashbrown::{HashMap, HashSet};
 use smallvec::SmallVec;
@@ -29,6 +33,7 @@ use zbus::message::{Header, Message, Sequence, Type};
 
 use crate::{
     debug::{DebugConfig, Diagnostics, Reporter, WarningKind},
+    error::{CallError, CallFailure},
     event::Event,
     meta::Registry,
     object::{Fetch, Interface},
@@ -94,6 +99,21 @@ pub(crate) struct Config {
     pub(crate) fetches: Vec<FetchSpec>,
     pub(crate) scope: Scope,
     pub(crate) debug: DebugConfig,
+    /// How long a call may wait for its reply.
+    pub(crate) timeout: Duration,
+}
+
+/// The default deadline of every call: libdbus's and libnm's 25 s.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(25);
+
+/// A call on its way: what it is for, and who must answer it.
+#[derive(Debug)]
+struct Pending {
+    generation: u64,
+    call: Call,
+    /// The destination's unique name (or the bus's name): only it may reply.
+    dest: Arc<str>,
+    path: Arc<str>,
 }
 
 #[derive(Debug, Clone)]
@@ -106,6 +126,24 @@ enum Call {
     Introspect(Arc<str>),
     GetAll(Arc<str>, Arc<str>),
     Fetch(ObjId, Arc<str>),
+}
+
+impl Call {
+    /// The method called, for messages.
+    fn method(&self, fetches: &[FetchSpec]) -> String {
+        match self {
+            Self::AddMatch => "DBus.AddMatch".into(),
+            Self::RemoveMatch => "DBus.RemoveMatch".into(),
+            Self::GetNameOwner => "DBus.GetNameOwner".into(),
+            Self::GetManagedObjects => "ObjectManager.GetManagedObjects".into(),
+            Self::Lookup => "lookup".into(),
+            Self::Introspect(_) => "Introspectable.Introspect".into(),
+            Self::GetAll(_, iface) => format!("Properties.GetAll({iface})"),
+            Self::Fetch(..) => fetches
+                .first()
+                .map_or_else(|| "fetch".into(), |f| f.method.clone()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +171,8 @@ enum Load {
         got: Vec<(Arc<str>, Sequence)>,
     },
     Done,
+    /// A call the load needs failed: nothing more happens until the owner changes.
+    Failed,
 }
 
 /// Local filtering after a fallback from a server-side filter.
@@ -161,6 +201,7 @@ struct Batch {
     refetched: Vec<(ObjId, Option<Value>)>,
     iface_added: Vec<(ObjId, Arc<str>)>,
     loaded: bool,
+    failed: Option<CallError>,
     owner: Option<Event>,
     dirty: bool,
 }
@@ -171,9 +212,16 @@ pub(crate) struct Core {
     pub(crate) store: Store,
     pub(crate) rep: Reporter,
     names: HashSet<Arc<str>>,
+    /// Prune `names` once it holds this many.
+    prune_names_at: usize,
     owner: Owner,
     generation: u64,
-    pending: HashMap<u32, (u64, Call)>,
+    pending: HashMap<u32, Pending>,
+    /// Serials in the order sent, with their deadlines (all calls have the same timeout, so
+    /// this is also deadline order); entries whose call was answered are skipped lazily.
+    deadlines: VecDeque<(Instant, u32)>,
+    /// The failure that ended the last load, until the caller takes it.
+    pub(crate) failure: Option<CallError>,
     load: Load,
     filter: LocalFilter,
     resolve: bool,
@@ -185,6 +233,9 @@ pub(crate) struct Core {
     load_announce: bool,
 }
 
+/// The interned names are pruned when there are at least this many.
+const MIN_PRUNE: usize = 1024;
+
 fn intern(names: &mut HashSet<Arc<str>>, s: &str) -> Arc<str> {
     if let Some(a) = names.get(s) {
         return a.clone();
@@ -192,6 +243,19 @@ fn intern(names: &mut HashSet<Arc<str>>, s: &str) -> Arc<str> {
     let a: Arc<str> = s.into();
     names.insert(a.clone());
     a
+}
+
+/// The cause of a failed call from its error reply.
+fn error_reply(name: &str, msg: &Message) -> CallFailure {
+    let message = msg
+        .body()
+        .deserialize::<(String,)>()
+        .map(|t| t.0)
+        .unwrap_or_default();
+    CallFailure::ErrorReply {
+        name: name.to_owned(),
+        message,
+    }
 }
 
 fn error_name(hdr: &Header<'_>) -> String {
@@ -202,8 +266,7 @@ fn error_name(hdr: &Header<'_>) -> String {
 fn owner_gone(name: &str) -> bool {
     matches!(
         name,
-        "org.freedesktop.DBus.Error.NoReply"
-            | "org.freedesktop.DBus.Error.ServiceUnknown"
+        "org.freedesktop.DBus.Error.ServiceUnknown"
             | "org.freedesktop.DBus.Error.NameHasNoOwner"
             | "org.freedesktop.DBus.Error.Disconnected"
     )
@@ -232,9 +295,12 @@ impl Core {
             store,
             rep,
             names: HashSet::new(),
+            prune_names_at: MIN_PRUNE,
             owner: Owner::Unknown,
             generation: 0,
             pending: HashMap::new(),
+            deadlines: VecDeque::new(),
+            failure: None,
             load: Load::Idle,
             filter: LocalFilter::None,
             resolve,
@@ -278,16 +344,131 @@ impl Core {
             .build(body);
         match built {
             Ok(msg) => {
+                let serial = msg.primary_header().serial_num().get();
                 self.pending.insert(
-                    msg.primary_header().serial_num().get(),
-                    (self.generation, call),
+                    serial,
+                    Pending {
+                        generation: self.generation,
+                        call,
+                        dest: dest.into(),
+                        path: path.into(),
+                    },
                 );
+                self.deadlines
+                    .push_back((Instant::now() + self.cfg.timeout, serial));
                 self.out.push(msg);
             }
-            Err(e) => self.rep.warn(
-                WarningKind::CallFailed,
-                format_args!("cannot build {iface}.{member} for {path}: {e}"),
-            ),
+            Err(e) => {
+                let cause = CallFailure::Unsendable(e.to_string());
+                match call {
+                    Call::AddMatch | Call::RemoveMatch => self.rep.warn(
+                        WarningKind::CallFailed,
+                        format_args!("cannot build {iface}.{member} for {path}: {e}"),
+                    ),
+                    Call::Fetch(id, p) => self.fetch_failed(id, p, cause),
+                    other => self.fail(&other, dest, path, cause),
+                }
+            }
+        }
+    }
+
+    /// The load cannot finish: say why (once), and wait for the owner to change.
+    fn fail(&mut self, call: &Call, dest: &str, path: &str, cause: CallFailure) {
+        let service = if dest == self.cfg.service || dest == BUS {
+            dest.to_owned()
+        } else {
+            format!("{} ({dest})", self.cfg.service)
+        };
+        let error = CallError {
+            method: call.method(&self.cfg.fetches),
+            service,
+            path: path.to_owned(),
+            cause,
+        };
+        self.rep.trace(format_args!("load failed: {error}"));
+        self.load = Load::Failed;
+        self.load_announce = false;
+        self.batch.loaded = false;
+        self.batch.dirty = true;
+        self.batch.failed = Some(error.clone());
+        self.failure = Some(error);
+    }
+
+    /// A fetch failed for another reason than an error reply (timeout, malformed reply): during
+    /// the load, the load fails; afterwards the object keeps a failed fetch, with a warning.
+    fn fetch_failed(&mut self, id: ObjId, path: Arc<str>, cause: CallFailure) {
+        let announced = matches!(self.load, Load::Done) && !self.load_announce;
+        if !announced {
+            let dest = self.service_dest();
+            self.fail(&Call::Fetch(id, path.clone()), &dest, &path, cause);
+            return;
+        }
+        self.rep.warn(
+            WarningKind::CallFailed,
+            format_args!("fetch for {path}: {cause}"),
+        );
+        let visible = self.store.slot(id).visible;
+        let Some(obj) = self.store.slot_mut(id).obj.as_mut() else {
+            return;
+        };
+        obj.fetch_serial = 0;
+        let old = std::mem::replace(&mut obj.fetch, Fetch::Failed(cause.to_string().into()));
+        obj.refetch = false;
+        if visible {
+            let old = match old {
+                Fetch::Done(v) => Some(v),
+                _ => None,
+            };
+            self.batch.refetched.push((id, old));
+        }
+        self.store.touch(id);
+        self.batch.dirty = true;
+    }
+
+    /// When the earliest call on its way times out.
+    pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
+        while let Some(&(at, serial)) = self.deadlines.front() {
+            if self.pending.contains_key(&serial) {
+                return Some(at);
+            }
+            self.deadlines.pop_front();
+        }
+        None
+    }
+
+    /// Time out every call whose deadline is `now` or earlier.
+    pub(crate) fn expire(&mut self, now: Instant) {
+        while let Some(&(at, serial)) = self.deadlines.front() {
+            if at > now {
+                break;
+            }
+            self.deadlines.pop_front();
+            let Some(p) = self.pending.remove(&serial) else {
+                continue;
+            };
+            if p.generation != self.generation && !matches!(p.call, Call::AddMatch) {
+                continue;
+            }
+            let cause = CallFailure::Timeout(self.cfg.timeout);
+            match p.call {
+                Call::RemoveMatch => self.rep.trace(format_args!("RemoveMatch: {cause}")),
+                Call::AddMatch => self
+                    .rep
+                    .warn(WarningKind::CallFailed, format_args!("AddMatch: {cause}")),
+                Call::Fetch(id, path) => {
+                    let current = self.store.slot(id).path == path
+                        && self
+                            .store
+                            .slot(id)
+                            .obj
+                            .as_ref()
+                            .is_some_and(|o| o.fetch_serial == serial);
+                    if current {
+                        self.fetch_failed(id, path, cause);
+                    }
+                }
+                call => self.fail(&call, &p.dest, &p.path, cause),
+            }
         }
     }
 
@@ -399,7 +580,7 @@ impl Core {
         self.generation += 1;
         // Replies to the old owner's calls are stale now (and the bus answers them anyway).
         self.pending
-            .retain(|_, (_, c)| !matches!(c, Call::Fetch(..) | Call::GetAll(..)));
+            .retain(|_, p| !matches!(p.call, Call::Fetch(..) | Call::GetAll(..)));
         self.owner = new_state;
         self.load = Load::Idle;
         if !initial || new.is_none() {
@@ -510,7 +691,28 @@ impl Core {
                 let Some(serial) = hdr.reply_serial() else {
                     return false;
                 };
-                let Some((generation, call)) = self.pending.remove(&serial.get()) else {
+                let Some(p) = self.pending.get(&serial.get()) else {
+                    return false;
+                };
+                // Only the destination may answer (the bus may answer with an error on its
+                // behalf): on a bus whose policy lets anyone send replies, anything else is a
+                // forgery, and the call stays on its way.
+                let sender = hdr.sender().map(|s| s.as_str());
+                let genuine = !self.bus
+                    || sender == Some(&*p.dest)
+                    || (msg.message_type() == Type::Error && sender == Some(BUS));
+                if !genuine {
+                    self.rep.diag.foreign_messages += 1;
+                    self.rep.trace(format_args!(
+                        "ignoring a reply to {:?} from {sender:?}: not its destination {}",
+                        p.call, p.dest
+                    ));
+                    return false;
+                }
+                let Some(Pending {
+                    generation, call, ..
+                }) = self.pending.remove(&serial.get())
+                else {
                     return false;
                 };
                 if generation != self.generation
@@ -594,25 +796,20 @@ impl Core {
                 true
             }
             Call::GetManagedObjects => {
-                // Errors may come from the bus itself (NoReply, ServiceUnknown).
-                let from_bus = is_error && hdr.sender().is_some_and(|s| s.as_str() == BUS);
-                if !self.bus || from_bus || self.sent_by_owner(hdr) {
-                    if is_error && owner_gone(&err_name) {
-                        // The owner went away: its NameOwnerChanged follows and decides.
-                        self.rep
-                            .trace(format_args!("GetManagedObjects failed: {}", err_text()));
-                        self.load = Load::Idle;
-                    } else if is_error {
-                        // The service is there but cannot be loaded (no ObjectManager, access
-                        // denied): say so, and stay consistent (empty) rather than wait forever.
-                        self.rep.warn(
-                            WarningKind::CallFailed,
-                            format_args!("GetManagedObjects failed: {}", err_text()),
-                        );
-                        self.mark_load_done();
-                    } else {
-                        self.apply_managed_objects(msg);
-                    }
+                if is_error && owner_gone(&err_name) {
+                    // The owner went away: its NameOwnerChanged follows and decides.
+                    self.rep
+                        .trace(format_args!("GetManagedObjects failed: {}", err_text()));
+                    self.load = Load::Idle;
+                } else if is_error {
+                    // The service is there but cannot be loaded (no ObjectManager, access
+                    // denied, no reply): the load fails, and says why.
+                    let cause = error_reply(&err_name, msg);
+                    let dest = self.service_dest();
+                    let om = self.cfg.manager_path.clone();
+                    self.fail(&call, &dest, &om, cause);
+                } else {
+                    self.apply_managed_objects(msg);
                 }
                 false
             }
@@ -860,7 +1057,7 @@ impl Core {
             return false;
         }
         match &mut self.load {
-            Load::Full | Load::Resolving | Load::Idle => {
+            Load::Full | Load::Resolving | Load::Idle | Load::Failed => {
                 self.rep.diag.superseded_signals += 1;
                 self.rep.trace(format_args!(
                     "{iface}.{member} superseded by the pending load"
@@ -985,11 +1182,13 @@ impl Core {
     fn apply_managed_objects(&mut self, msg: &Message) {
         let body = msg.body();
         if !body_is(msg, "a{oa{sa{sv}}}") {
-            self.rep.warn(
-                WarningKind::Malformed,
-                format_args!("GetManagedObjects returned {}", body.signature()),
-            );
-            self.load = Load::Idle;
+            let cause = CallFailure::WrongSignature {
+                got: body.signature().to_string(),
+                expected: "a{oa{sa{sv}}}".into(),
+            };
+            let dest = self.service_dest();
+            let om = self.cfg.manager_path.clone();
+            self.fail(&Call::GetManagedObjects, &dest, &om, cause);
             return;
         }
         let data = body.data();
@@ -1009,11 +1208,14 @@ impl Core {
         let objects = match result {
             Ok(o) => o,
             Err(e) => {
-                self.rep.warn(
-                    WarningKind::Malformed,
-                    format_args!("GetManagedObjects: {e}"),
+                let dest = self.service_dest();
+                let om = self.cfg.manager_path.clone();
+                self.fail(
+                    &Call::GetManagedObjects,
+                    &dest,
+                    &om,
+                    CallFailure::Malformed(e.to_string()),
                 );
-                self.load = Load::Idle;
                 return;
             }
         };
@@ -1436,19 +1638,39 @@ impl Core {
                 });
             }
         }
+        if let Some(error) = batch.failed {
+            self.events.push_back(Event::LoadFailed(error));
+        }
         // A load is complete once the objects' first fetches are in too.
         self.load_announce |= batch.loaded;
         let fetching = self.load_announce
             && self
                 .pending
                 .values()
-                .any(|(_, c)| matches!(c, Call::Fetch(..)));
+                .any(|p| matches!(p.call, Call::Fetch(..)));
         if self.load_announce && !fetching {
             self.load_announce = false;
             self.loaded_events += 1;
             self.events.push_back(Event::Loaded);
         }
         self.store.collect();
+        self.prune_names();
+    }
+
+    /// Free the interned names nothing uses any more (a service may announce new property
+    /// names forever): amortised O(1) per name, as the set is swept only after it doubled.
+    fn prune_names(&mut self) {
+        if self.names.len() < self.prune_names_at {
+            return;
+        }
+        self.names.retain(|name| Arc::strong_count(name) > 1);
+        self.names.shrink_to_fit();
+        self.prune_names_at = (self.names.len() * 2).max(MIN_PRUNE);
+    }
+
+    /// How many names are interned.
+    pub(crate) fn interned_names(&self) -> usize {
+        self.names.len()
     }
 }
 

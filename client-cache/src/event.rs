@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::{object::Object, value::Value};
+use crate::{error::CallError, object::Object, value::Value};
 
 /// One change of the cache, delivered once the cache is consistent.
 ///
@@ -66,6 +66,10 @@ pub enum Event {
     },
     /// A (re)load from the service's current owner is complete.
     Loaded,
+    /// A (re)load cannot finish: a call it needs failed (no reply within the deadline, an error
+    /// reply, a reply of the wrong signature). The cache stays as it is (empty after an owner
+    /// change) until the service's owner changes again.
+    LoadFailed(CallError),
     /// The service's owner changed: `None` when the service left the bus. The removals of all
     /// objects precede this event; a reload follows when there is a new owner.
     OwnerChanged {
@@ -84,7 +88,7 @@ impl Event {
             | Self::Refetched { path, .. }
             | Self::Added { path }
             | Self::InterfaceAdded { path, .. } => Some(path),
-            Self::Loaded | Self::OwnerChanged { .. } => None,
+            Self::Loaded | Self::OwnerChanged { .. } | Self::LoadFailed(_) => None,
         }
     }
 }

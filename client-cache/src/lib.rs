@@ -120,7 +120,7 @@ pub use blocking::BlockingCache;
 pub use cache::{CacheBuilder, ObjectCache, ObjectRef};
 pub use core::{FetchSpec, Lookup, Scope};
 pub use debug::{DebugConfig, Diagnostics, Warning, WarningKind};
-pub use error::{Error, Result};
+pub use error::{CallError, CallFailure, Error, Result};
 pub use event::Event;
 pub use meta::{InterfaceDecl, PropertyDecl, Registry};
 pub use object::{Interface, Object};
