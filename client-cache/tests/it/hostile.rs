@@ -1,0 +1,326 @@
+//! The cache against a hostile service ([`HostileService`]) on a private bus: calls never
+//! answered, error replies, wrong signatures, forged replies, names without end, large values.
+
+use std::time::{Duration, Instant};
+
+use netmirror_client_cache::{
+    CallFailure, DebugConfig, Error, Event, FetchSpec, ObjectCache, Value,
+    testing::{Answer, HostileService, Ifaces, PrivateBus, Props},
+};
+use zbus::{Message, OwnedVariant};
+
+use crate::support::bounded;
+
+const LIMIT: Duration = Duration::from_secs(60);
+const SERVICE: &str = "org.example.Hostile";
+const NODE: &str = "org.example.Node";
+const OTHER: &str = "org.example.Undeclared";
+/// The short deadline the tests give their caches.
+const DEADLINE: Duration = Duration::from_millis(700);
+
+fn v<'a>(x: impl Into<zbus::Variant<'a>>) -> OwnedVariant {
+    OwnedVariant::try_from(x.into()).expect("no fds")
+}
+
+fn node(name: &str) -> Ifaces {
+    let mut props = Props::new();
+    props.insert("Name".into(), v(name));
+    let mut ifaces = Ifaces::new();
+    ifaces.insert(NODE.into(), props);
+    ifaces
+}
+
+fn start(bus: &PrivateBus) -> HostileService {
+    let service = HostileService::start(bus.address(), SERVICE, "/").expect("service");
+    service.set_objects([("/a".to_owned(), node("a"))]);
+    service
+}
+
+async fn connect(bus: &PrivateBus) -> zbus::Connection {
+    zbus::connection::Builder::address(bus.address())
+        .build()
+        .await
+        .expect("connect")
+}
+
+/// A cache of the hostile service with a short deadline; protocol warnings are expected.
+fn builder() -> netmirror_client_cache::CacheBuilder {
+    ObjectCache::builder(SERVICE)
+        .timeout(DEADLINE)
+        .debug(DebugConfig::tolerant())
+}
+
+/// Loads with `builder` and returns the load's error.
+fn load_error(bus: &PrivateBus, builder: netmirror_client_cache::CacheBuilder) -> Error {
+    zbus::block_on(async {
+        let conn = connect(bus).await;
+        match builder.build_loaded(&conn).await {
+            Ok(cache) => panic!("the load succeeded: {cache:?}"),
+            Err(e) => e,
+        }
+    })
+}
+
+#[test_log::test]
+fn a_load_that_is_never_answered_fails_within_the_deadline() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let service = start(&bus);
+        service.answer("GetManagedObjects", Answer::Never);
+        let began = Instant::now();
+        let err = load_error(&bus, builder());
+        assert!(began.elapsed() < DEADLINE * 10, "{:?}", began.elapsed());
+        let Error::Call(call) = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(call.cause, CallFailure::Timeout(DEADLINE));
+        let text = err.to_string();
+        assert!(
+            text.contains("GetManagedObjects")
+                && text.contains(SERVICE)
+                && text.contains("timed out"),
+            "{text}"
+        );
+    });
+}
+
+#[test_log::test]
+fn a_reply_of_the_wrong_signature_fails_the_load() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let service = start(&bus);
+        service.answer("GetManagedObjects", Answer::WrongSignature);
+        let err = load_error(&bus, builder());
+        let Error::Call(call) = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(
+            call.cause,
+            CallFailure::WrongSignature {
+                got: "a{sv}".into(),
+                expected: "a{oa{sa{sv}}}".into()
+            },
+            "{err}"
+        );
+    });
+}
+
+#[test_log::test]
+fn error_replies_fail_the_load_with_their_name() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let service = start(&bus);
+        for name in [
+            "org.freedesktop.DBus.Error.AccessDenied",
+            "org.freedesktop.DBus.Error.UnknownMethod",
+            "org.example.Error.Broken",
+        ] {
+            service.answer(
+                "GetManagedObjects",
+                Answer::Error {
+                    name: name.into(),
+                    message: "go away".into(),
+                },
+            );
+            let err = load_error(&bus, builder());
+            let Error::Call(call) = &err else {
+                panic!("{err:?}")
+            };
+            assert_eq!(call.error_name(), Some(name), "{err}");
+            assert!(err.to_string().contains("go away"), "{err}");
+        }
+    });
+}
+
+#[test_log::test]
+fn a_fetch_that_is_never_answered_fails_the_load() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let service = start(&bus);
+        service.answer("GetSettings", Answer::Never);
+        let err = load_error(
+            &bus,
+            builder().fetch(FetchSpec {
+                interface: NODE.into(),
+                method: "GetSettings".into(),
+                refresh: None,
+            }),
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("GetSettings") && text.contains("/a") && text.contains("timed out"),
+            "{text}"
+        );
+    });
+}
+
+#[test_log::test]
+fn invalid_names_and_paths_are_refused_before_anything_is_sent() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let _service = start(&bus);
+        for (builder, value) in [
+            (builder().only_path("not-a-path"), "not-a-path"),
+            (builder().only_path("/obj//0"), "/obj//0"),
+            (builder().manager_path("bad path"), "bad path"),
+            (ObjectCache::builder("bad name!"), "bad name!"),
+        ] {
+            assert!(matches!(builder.validate(), Err(Error::InvalidName { .. })));
+            match load_error(&bus, builder) {
+                Error::InvalidName { value: v, .. } => assert_eq!(v, value),
+                other => panic!("{other:?}"),
+            }
+        }
+    });
+}
+
+#[test_log::test]
+fn a_forged_reply_is_ignored() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::builder()
+            .allow_unrequested_replies()
+            .start()
+            .unwrap();
+        let service = start(&bus);
+        service.answer("GetAll", Answer::Hold);
+        let address = bus.address().to_owned();
+        let loader = std::thread::spawn(move || {
+            zbus::block_on(async {
+                let conn = connect_to(&address).await;
+                let cache = ObjectCache::builder(SERVICE)
+                    .debug(DebugConfig::tolerant())
+                    .only_path("/a")
+                    .build_loaded(&conn)
+                    .await
+                    .expect("load");
+                let name = cache
+                    .object("/a")
+                    .and_then(|o| o.prop(NODE, "Name").cloned());
+                (name, cache.diagnostics().foreign_messages)
+            })
+        });
+        let held: Message = loop {
+            if let Some(m) = service.held().pop() {
+                break m;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        // Another client answers the cache's GetAll first, with its own values.
+        zbus::block_on(async {
+            let forger = connect(&bus).await;
+            let mut forged = Props::new();
+            forged.insert("Name".into(), v("forged"));
+            let reply = Message::method_return(&held.header())
+                .build(&(forged,))
+                .expect("forged reply");
+            forger.send(&reply).await.expect("send the forged reply");
+            // Round trip through the bus: the forged reply is delivered before the real one.
+            forger
+                .call_method(
+                    Some("org.freedesktop.DBus"),
+                    "/org/freedesktop/DBus",
+                    Some("org.freedesktop.DBus"),
+                    "GetId",
+                    &(),
+                )
+                .await
+                .expect("GetId");
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        service
+            .reply(&held, &(node("a").remove(NODE).unwrap(),))
+            .unwrap();
+        let (name, foreign) = loader.join().expect("loader");
+        assert_eq!(name, Some(Value::Str("a".into())));
+        assert!(foreign >= 1, "the forged reply was counted: {foreign}");
+    });
+}
+
+async fn connect_to(address: &str) -> zbus::Connection {
+    zbus::connection::Builder::address(address)
+        .build()
+        .await
+        .expect("connect")
+}
+
+/// Collects events until one about `path`'s `property` arrives.
+async fn until_changed(cache: &mut ObjectCache, property: &str) {
+    loop {
+        match cache.next_event_timeout(Duration::from_secs(20)).await {
+            Some(Event::PropertyChanged { property: p, .. }) if &*p == property => return,
+            Some(_) => {}
+            None => panic!("no change of {property}"),
+        }
+    }
+}
+
+#[test_log::test]
+fn interned_names_nothing_uses_are_freed() {
+    bounded(Duration::from_secs(240), || {
+        let bus = PrivateBus::start().unwrap();
+        let service = start(&bus);
+        let mut a = node("a");
+        a.insert(OTHER.into(), Props::new());
+        service.set_objects([("/a".to_owned(), a)]);
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let mut cache = builder().build_loaded(&conn).await.expect("load");
+            let before = cache.interned_names();
+            // 20 rounds of 1,000 names each, as a monitor that keeps up sees them.
+            for round in 0..20 {
+                service
+                    .churn_property_names("/a", OTHER, &format!("Name{round}_"), 1000)
+                    .unwrap();
+                // A marker after the churn: once it is seen, the whole round was applied.
+                let marker = format!("Marker{round}_");
+                service
+                    .churn_property_names("/a", OTHER, &marker, 1)
+                    .unwrap();
+                until_changed(&mut cache, &format!("{marker}0")).await;
+                let _ = cache.take_events();
+            }
+            let after = cache.interned_names();
+            assert!(
+                after <= before + 5000,
+                "{before} interned names before, {after} after 20,000 new names came and went"
+            );
+            let extra = cache
+                .object("/a")
+                .and_then(|o| o.object().interface(OTHER).map(|i| i.properties().count()));
+            assert!(extra.is_some_and(|n| n <= 1), "{extra:?}");
+        });
+    });
+}
+
+#[test_log::test]
+fn bytes_cost_their_length() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let service = start(&bus);
+        let mut a = node("a");
+        let mut props = Props::new();
+        props.insert("Blob".into(), v(vec![7u8; 12 << 20]));
+        let bytes: Vec<zbus::Variant<'_>> = (0..(2 << 20))
+            .map(|i| zbus::Variant::from(i as u8))
+            .collect();
+        props.insert("Variants".into(), v(bytes));
+        a.insert(OTHER.into(), props);
+        service.set_objects([("/a".to_owned(), a)]);
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            // Serializing 14 MB in a debug build takes a while: a deadline for it.
+            let cache = builder()
+                .timeout(Duration::from_secs(30))
+                .build_loaded(&conn)
+                .await
+                .expect("load");
+            let a = cache.object("/a").expect("/a");
+            let blob = a.prop(OTHER, "Blob").expect("Blob");
+            assert_eq!(blob.as_bytes().map(<[u8]>::len), Some(12 << 20));
+            assert_eq!(blob.heap_size(), 12 << 20);
+            let variants = a.prop(OTHER, "Variants").expect("Variants");
+            assert_eq!(variants.signature(), "av");
+            assert_eq!(variants.heap_size(), 2 << 20, "one byte per element");
+        });
+    });
+}
