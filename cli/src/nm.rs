@@ -5,7 +5,9 @@
 //! library's fallback to loading everything) instead of loading every object.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
+use netmirror_client_cache::Event;
 use netmirror_client_cache::nm::{
     self as nmc, ActiveConnection, Device, NmClient, NmEvent, Profile,
 };
@@ -82,30 +84,30 @@ const PROPERTY_FIELDS: &[Field] = &[
 ];
 
 /// Runs `nm ...`.
-pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Result<()> {
+pub(crate) fn run(
+    printer: &mut Printer,
+    bus: &Bus,
+    timeout: Duration,
+    args: &NmArgs,
+) -> anyhow::Result<()> {
     zbus::block_on(async {
         let conn = bus::connect(bus).await?;
         match &args.action {
             None | Some(NmAction::General) => {
-                let nm = load(&conn, bus).await?;
+                let nm = load(&conn, bus, timeout).await?;
                 printer.table(&general_table(&nm))
             }
             Some(NmAction::Device { iface: None }) => {
-                let nm = load(&conn, bus).await?;
+                let nm = load(&conn, bus, timeout).await?;
                 printer.table(&device_table(&nm.devices()))
             }
             Some(NmAction::Device { iface: Some(iface) }) => {
-                let nm =
-                    NmClient::device_by_iface(&conn, iface)
-                        .await
-                        .map_err(|err| match &err {
-                            netmirror_client_cache::Error::Remote { name, .. }
-                                if name.ends_with(".UnknownDevice") =>
-                            {
-                                anyhow::anyhow!("device '{iface}' not found")
-                            }
-                            _ => bus::explain(err, bus, SERVICE_NAME),
-                        })?;
+                let builder = NmClient::builder()
+                    .lookup(NmClient::device_lookup(iface))
+                    .timeout(timeout);
+                let nm = NmClient::from_builder(&conn, builder)
+                    .await
+                    .map_err(|err| bus::explain(err, bus, SERVICE_NAME))?;
                 require_running(&nm, bus)?;
                 let device = nm
                     .device_by_name(iface)
@@ -113,11 +115,11 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Re
                 printer.properties(&device_properties(&device))
             }
             Some(NmAction::Connection { id: None }) => {
-                let nm = load(&conn, bus).await?;
+                let nm = load(&conn, bus, timeout).await?;
                 printer.table(&connection_table(&nm))
             }
             Some(NmAction::Connection { id: Some(id) }) => {
-                let nm = load(&conn, bus).await?;
+                let nm = load(&conn, bus, timeout).await?;
                 let profile = nm
                     .connections()
                     .into_iter()
@@ -126,10 +128,10 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Re
                 printer.properties(&profile_properties(&profile))
             }
             Some(NmAction::Active) => {
-                let nm = load(&conn, bus).await?;
+                let nm = load(&conn, bus, timeout).await?;
                 printer.table(&active_table(&nm.active_connections()))
             }
-            Some(NmAction::Monitor) => monitor(printer, &conn, bus).await,
+            Some(NmAction::Monitor) => monitor(printer, &conn, bus, timeout).await,
         }
     })
 }
@@ -138,9 +140,9 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Re
 const SERVICE_NAME: &str = "NetworkManager";
 
 /// Loads NetworkManager's state; its absence is an error.
-async fn load(conn: &zbus::Connection, bus: &Bus) -> anyhow::Result<NmClient> {
+async fn load(conn: &zbus::Connection, bus: &Bus, timeout: Duration) -> anyhow::Result<NmClient> {
     let progress = crate::progress::Progress::start("loading NetworkManager");
-    let nm = NmClient::new(conn)
+    let nm = NmClient::from_builder(conn, NmClient::builder().timeout(timeout))
         .await
         .map_err(|err| bus::explain(err, bus, SERVICE_NAME))?;
     drop(progress);
@@ -435,11 +437,11 @@ pub(crate) enum Overview {
 }
 
 /// NetworkManager's part of the overview, from the system bus; its absence is not an error.
-pub(crate) fn overview() -> Overview {
+pub(crate) fn overview(timeout: Duration) -> Overview {
     let bus = Bus::System;
     let result: anyhow::Result<Overview> = zbus::block_on(async {
         let conn = bus::connect(&bus).await?;
-        let nm = NmClient::new(&conn)
+        let nm = NmClient::from_builder(&conn, NmClient::builder().timeout(timeout))
             .await
             .map_err(|err| bus::explain(err, &bus, SERVICE_NAME))?;
         if !nm.is_running() {
@@ -499,8 +501,13 @@ fn describe(nm: &NmClient, path: &str, devices: &HashMap<String, Vec<String>>) -
 
 /// `nm monitor`: devices, profiles and active connections as they are added, changed and
 /// removed, and any other property change; runs until interrupted.
-async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> anyhow::Result<()> {
-    let mut nm = NmClient::new(conn)
+async fn monitor(
+    printer: &mut Printer,
+    conn: &zbus::Connection,
+    bus: &Bus,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let mut nm = NmClient::from_builder(conn, NmClient::builder().timeout(timeout))
         .await
         .map_err(|err| bus::explain(err, bus, SERVICE_NAME))?;
     let mut known: HashMap<String, Known> = HashMap::new();
@@ -609,6 +616,15 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
                 )?;
             }
             NmEvent::Loaded => refresh_all(&nm, &mut known),
+            NmEvent::Other(Event::LoadFailed(error)) => {
+                printer.status(
+                    &serde_json::json!({
+                        "object": "networkmanager", "event": "load-failed",
+                        "error": error.to_string(),
+                    }),
+                    &format!("[NM] cannot load NetworkManager: {error}"),
+                )?;
+            }
             other => tracing::trace!(?other, "event not shown"),
         }
     }

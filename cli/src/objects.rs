@@ -23,7 +23,12 @@ const OBJECT_FIELDS: &[Field] = &[
 ];
 
 /// Runs `objects` or `objects monitor`.
-pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &ObjectsArgs) -> anyhow::Result<()> {
+pub(crate) fn run(
+    printer: &mut Printer,
+    bus: &Bus,
+    timeout: std::time::Duration,
+    args: &ObjectsArgs,
+) -> anyhow::Result<()> {
     let (target, monitor) = match &args.action {
         Some(ObjectsAction::Monitor { target }) => (merge(&args.target, target), true),
         None => (args.target.clone(), false),
@@ -31,20 +36,21 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &ObjectsArgs) -> anyho
     let Some(service) = target.service.clone() else {
         return Err(usage_error("`objects` needs --service NAME").into());
     };
+    let mut builder = ObjectCache::builder(service.as_str());
+    if service == nmc::SERVICE {
+        builder = builder
+            .manager_path(nmc::MANAGER_PATH)
+            .registry(Registry::network_manager());
+    }
+    if let Some(manager) = &target.manager {
+        builder = builder.manager_path(manager.as_str());
+    }
+    if let Some(path) = &target.path {
+        builder = builder.only_path(path.as_str());
+    }
+    let builder = bus::prepare(builder, timeout)?;
     zbus::block_on(async {
         let conn = bus::connect(bus).await?;
-        let mut builder = ObjectCache::builder(service.as_str());
-        if service == nmc::SERVICE {
-            builder = builder
-                .manager_path(nmc::MANAGER_PATH)
-                .registry(Registry::network_manager());
-        }
-        if let Some(manager) = &target.manager {
-            builder = builder.manager_path(manager.as_str());
-        }
-        if let Some(path) = &target.path {
-            builder = builder.only_path(path.as_str());
-        }
         let progress = crate::progress::Progress::start("loading objects");
         let mut cache = builder
             .build_loaded(&conn)
@@ -133,6 +139,15 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &ObjectsArgs) -> anyho
                     printer.status(
                         &serde_json::json!({"object": "service", "event": event, "service": service}),
                         &format!("[SERVICE] {text}"),
+                    )?;
+                }
+                Event::LoadFailed(error) => {
+                    printer.status(
+                        &serde_json::json!({
+                            "object": "service", "event": "load-failed",
+                            "service": service, "error": error.to_string(),
+                        }),
+                        &format!("[SERVICE] cannot load {service}: {error}"),
                     )?;
                 }
                 other => tracing::trace!(?other, "event not shown"),

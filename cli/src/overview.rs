@@ -35,6 +35,7 @@ pub(crate) fn run(
     printer: &mut Printer,
     output: &OutputArgs,
     kernel_args: &KernelArgs,
+    timeout: std::time::Duration,
 ) -> anyhow::Result<()> {
     if !output.fields.is_empty() {
         return Err(
@@ -105,7 +106,7 @@ pub(crate) fn run(
 
     // A namespace has no NetworkManager of its own: only the host's overview asks the bus.
     let networkmanager = if kernel_args.netns.is_none() {
-        Some(nm::overview())
+        Some(nm::overview(timeout))
     } else {
         None
     };

@@ -1639,7 +1639,7 @@ impl Core {
             }
         }
         if let Some(error) = batch.failed {
-            self.events.push_back(Event::LoadFailed(error));
+            self.events.push_back(Event::LoadFailed(Box::new(error)));
         }
         // A load is complete once the objects' first fetches are in too.
         self.load_announce |= batch.loaded;

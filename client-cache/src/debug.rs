@@ -17,7 +17,9 @@ pub const FATAL_ENV: &str = "NETMIRROR_FATAL_WARNINGS";
 pub struct DebugConfig {
     /// Log every handled message and state change (at `tracing` debug level).
     pub trace: bool,
-    /// Log protocol warnings at `tracing` warn level (otherwise debug level).
+    /// Log protocol warnings at `tracing` warn level (otherwise debug level; wrong-typed values
+    /// and malformed messages, which leave a default where the service sent something, are
+    /// logged at warn level always).
     pub warning: bool,
     /// Log protocol errors at `tracing` error level (otherwise debug level).
     pub error: bool,
@@ -145,7 +147,12 @@ impl Reporter {
         let message = message.to_string();
         self.diag.warnings += 1;
         let serious = matches!(kind, WarningKind::Malformed | WarningKind::CallFailed);
-        if serious && self.config.error {
+        // A rejected value leaves a default where the service meant something else: always
+        // worth a warning, or a program would show the default as if the service said it.
+        let rejected = matches!(kind, WarningKind::WrongType | WarningKind::Malformed);
+        if rejected && !self.config.error {
+            tracing::warn!(%kind, "{message}");
+        } else if serious && self.config.error {
             tracing::error!(%kind, "{message}");
         } else if !serious && self.config.warning {
             tracing::warn!(%kind, "{message}");

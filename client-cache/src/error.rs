@@ -20,7 +20,7 @@ pub enum Error {
     /// A call the (re)load needs failed: no reply within the deadline, an error reply, or a
     /// reply that does not hold what the method returns. The load cannot finish.
     #[error(transparent)]
-    Call(#[from] CallError),
+    Call(Box<CallError>),
     /// The service has no owner on the bus, and the caller asked for it to be there.
     #[error("service {0} is not on the bus")]
     ServiceUnknown(String),
@@ -30,6 +30,12 @@ pub enum Error {
     /// The private thread of the blocking facade went away.
     #[error("the cache thread stopped")]
     ThreadGone,
+}
+
+impl From<CallError> for Error {
+    fn from(error: CallError) -> Self {
+        Self::Call(Box::new(error))
+    }
 }
 
 /// A call the cache made that failed: which call, to whom, and why.

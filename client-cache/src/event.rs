@@ -69,7 +69,7 @@ pub enum Event {
     /// A (re)load cannot finish: a call it needs failed (no reply within the deadline, an error
     /// reply, a reply of the wrong signature). The cache stays as it is (empty after an owner
     /// change) until the service's owner changes again.
-    LoadFailed(CallError),
+    LoadFailed(Box<CallError>),
     /// The service's owner changed: `None` when the service left the bus. The removals of all
     /// objects precede this event; a reload follows when there is a new owner.
     OwnerChanged {

@@ -291,6 +291,17 @@ impl Drop for HostileService {
     }
 }
 
+/// A reply body of any type, built into a method return.
+trait ErasedBody {
+    fn reply_to(&self, call: &zbus::message::Header<'_>) -> zbus::Result<Message>;
+}
+
+impl<T: serde::Serialize + zbus::zvariant::DynamicType> ErasedBody for T {
+    fn reply_to(&self, call: &zbus::message::Header<'_>) -> zbus::Result<Message> {
+        Message::method_return(call).build(self)
+    }
+}
+
 fn object_path(p: &str) -> Option<OwnedObjectPath> {
     OwnedObjectPath::try_from(p).ok()
 }
@@ -316,14 +327,14 @@ async fn serve(
             }
             answer
         };
-        let result = match answer {
+        let ret = |body: &dyn ErasedBody| body.reply_to(&hdr);
+        let error = |name: &str, text: String| Message::error(&hdr, name).build(&(text,));
+        let reply = match answer {
             Answer::Never | Answer::Hold => continue,
-            Answer::Error { name, message } => {
-                conn.reply_error(&hdr, name.as_str(), &(message,)).await
-            }
+            Answer::Error { name, message } => error(&name, message),
             Answer::WrongSignature => {
                 let body: HashMap<String, OwnedVariant> = HashMap::new();
-                conn.reply(&hdr, &(body,)).await
+                ret(&(body,))
             }
             Answer::Normally => {
                 let st = state.lock().unwrap_or_else(|p| p.into_inner());
@@ -335,18 +346,14 @@ async fn serve(
                             .iter()
                             .filter_map(|(k, v)| Some((object_path(k)?, v)))
                             .collect();
-                        conn.reply(&hdr, &(objects,)).await
+                        ret(&(objects,))
                     }
                     "GetAll" => match st.objects.get(&path).and_then(|o| o.get(&arg()?)) {
-                        Some(props) => conn.reply(&hdr, &(props,)).await,
-                        None => {
-                            conn.reply_error(
-                                &hdr,
-                                "org.freedesktop.DBus.Error.UnknownInterface",
-                                &("no such interface",),
-                            )
-                            .await
-                        }
+                        Some(props) => ret(&(props,)),
+                        None => error(
+                            "org.freedesktop.DBus.Error.UnknownInterface",
+                            "no such interface".into(),
+                        ),
                     },
                     "Introspect" => {
                         let mut xml = String::from("<node>");
@@ -354,21 +361,21 @@ async fn serve(
                             xml.push_str(&format!("<interface name=\"{name}\"/>"));
                         }
                         xml.push_str("</node>");
-                        conn.reply(&hdr, &(xml,)).await
+                        ret(&(xml,))
                     }
                     other => match st.bodies.get(other).and_then(|b| b.get(&path)) {
-                        Some(body) => conn.reply(&hdr, &(body,)).await,
-                        None => {
-                            conn.reply_error(
-                                &hdr,
-                                "org.freedesktop.DBus.Error.UnknownMethod",
-                                &(format!("no method {other} at {path}"),),
-                            )
-                            .await
-                        }
+                        Some(body) => ret(&(body,)),
+                        None => error(
+                            "org.freedesktop.DBus.Error.UnknownMethod",
+                            format!("no method {other} at {path}"),
+                        ),
                     },
                 }
             }
+        };
+        let result = match reply {
+            Ok(reply) => conn.send(&reply).await,
+            Err(e) => Err(e),
         };
         if let Err(e) = result {
             tracing::debug!("hostile service: reply failed: {e}");
