@@ -10,7 +10,7 @@ use futures_util::{FutureExt, StreamExt};
 use zbus::{Connection, MessageStream};
 
 use crate::{
-    core::{Config, Core, DEFAULT_TIMEOUT, FetchSpec, Lookup, Scope},
+    core::{Config, Core, DEFAULT_MAX_EVENTS, DEFAULT_TIMEOUT, FetchSpec, Lookup, Scope},
     debug::{DebugConfig, Diagnostics},
     error::{Error, Result},
     event::Event,
@@ -42,6 +42,7 @@ impl CacheBuilder {
                 scope: Scope::All,
                 debug: DebugConfig::from_env(),
                 timeout: DEFAULT_TIMEOUT,
+                max_events: DEFAULT_MAX_EVENTS,
             },
         }
     }
@@ -88,6 +89,16 @@ impl CacheBuilder {
     /// the service.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.cfg.timeout = timeout;
+        self
+    }
+
+    /// How many events may wait for the consumer (65536 by default). When the queue is full,
+    /// the cache keeps reading the bus and applying changes, queues nothing more, and once the
+    /// consumer has taken the queued events it gets [`Event::Overrun`], the changes from its
+    /// last state to now, and [`Event::Resynced`]. The queue holds at most this many events
+    /// plus one batch's.
+    pub fn max_queued_events(mut self, max: usize) -> Self {
+        self.cfg.max_events = max.max(1);
         self
     }
 
@@ -208,7 +219,10 @@ impl ObjectCache {
 
     /// [`Self::step`], unless `interrupt` completes first while waiting for a message (the only
     /// point where stopping is safe: nothing has been taken from the queue yet).
-    async fn step_or<F: std::future::Future>(&mut self, interrupt: F) -> Result<Option<F::Output>> {
+    pub(crate) async fn step_or<F: std::future::Future>(
+        &mut self,
+        interrupt: F,
+    ) -> Result<Option<F::Output>> {
         self.flush().await?;
         let deadline = self.core.next_deadline();
         let timer = async move {
@@ -258,6 +272,7 @@ impl ObjectCache {
                 return Err(Error::Closed);
             }
         };
+        self.core.begin_batch();
         let mut flush_now = self.core.handle(&first);
         drop(first);
         let mut n = 1;
@@ -283,7 +298,7 @@ impl ObjectCache {
     ) -> std::result::Result<Option<Event>, F::Output> {
         futures_util::pin_mut!(interrupt);
         loop {
-            if let Some(ev) = self.core.events.pop_front() {
+            if let Some(ev) = self.core.pop_event() {
                 return Ok(Some(ev));
             }
             if self.closed {
@@ -303,7 +318,7 @@ impl ObjectCache {
     /// The next event, handling messages as needed. Returns `None` once the connection closed.
     pub async fn next_event(&mut self) -> Option<Event> {
         loop {
-            if let Some(ev) = self.core.events.pop_front() {
+            if let Some(ev) = self.core.pop_event() {
                 return Some(ev);
             }
             if self.closed {
@@ -344,7 +359,48 @@ impl ObjectCache {
 
     /// Take all queued events.
     pub fn take_events(&mut self) -> Vec<Event> {
-        self.core.events.drain(..).collect()
+        std::iter::from_fn(|| self.core.pop_event()).collect()
+    }
+
+    /// Handle messages (applying them to the cache and queueing their events, see
+    /// [`CacheBuilder::max_queued_events`]) until `until` completes, and return its output:
+    /// how a consumer that is busy elsewhere (writing to a slow pipe, say) keeps the cache
+    /// reading the bus meanwhile. Returns `None` if the connection closed first.
+    pub async fn process_until<F: std::future::Future>(&mut self, until: F) -> Option<F::Output> {
+        futures_util::pin_mut!(until);
+        loop {
+            if self.closed {
+                return None;
+            }
+            match self.step_or(until.as_mut()).await {
+                Ok(Some(out)) => return Some(out),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::debug!("cache stream ended: {e}");
+                    self.closed = true;
+                }
+            }
+        }
+    }
+
+    /// The next queued event (or the resync after an overrun), without handling messages.
+    pub(crate) fn pop_ready(&mut self) -> Option<Event> {
+        self.core.pop_event()
+    }
+
+    /// Whether the connection closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Marks the connection closed (its stream ended with an error).
+    pub(crate) fn set_closed(&mut self) {
+        self.closed = true;
+    }
+
+    /// How many events wait in the queue.
+    pub fn queued_events(&self) -> usize {
+        self.core.queued()
     }
 
     /// Whether the last (re)load is complete.

@@ -36,7 +36,7 @@ use crate::{
     error::{CallError, CallFailure},
     event::Event,
     meta::Registry,
-    object::{Fetch, Interface},
+    object::{Fetch, Interface, Object},
     store::{ObjId, Store},
     value::Value,
     wire::{Reader, WireResult},
@@ -101,6 +101,23 @@ pub(crate) struct Config {
     pub(crate) debug: DebugConfig,
     /// How long a call may wait for its reply.
     pub(crate) timeout: Duration,
+    /// How many events may wait for the consumer before it is resynced instead.
+    pub(crate) max_events: usize,
+}
+
+/// The default bound of the event queue.
+pub(crate) const DEFAULT_MAX_EVENTS: usize = 1 << 16;
+
+/// The consumer's view of the cache, kept from the moment its event queue filled up: the
+/// visible objects and the owner as its queued events leave them.
+#[derive(Debug)]
+struct Shadow {
+    objects: HashMap<Arc<str>, Object>,
+    owner: Option<Arc<str>>,
+    /// Events not queued since.
+    missed: u64,
+    loaded: bool,
+    failed: Option<Box<CallError>>,
 }
 
 /// The default deadline of every call: libdbus's and libnm's 25 s.
@@ -228,7 +245,9 @@ pub(crate) struct Core {
     rules: Vec<String>,
     pub(crate) out: Vec<Message>,
     batch: Batch,
-    pub(crate) events: VecDeque<Event>,
+    events: VecDeque<Event>,
+    /// What the consumer knows while its queue is full (see [`Core::begin_batch`]).
+    shadow: Option<Shadow>,
     pub(crate) loaded_events: u64,
     load_announce: bool,
 }
@@ -308,6 +327,7 @@ impl Core {
             out: Vec::new(),
             batch: Batch::default(),
             events: VecDeque::new(),
+            shadow: None,
             loaded_events: 0,
             load_announce: false,
         }
@@ -1592,14 +1612,15 @@ impl Core {
                 format_args!("{from} references missing {to}"),
             );
         }
-        self.events.extend(removed);
+        let mut out: Vec<Event> = Vec::new();
+        out.extend(removed);
         if let Some(ev) = batch.owner {
-            self.events.push_back(ev);
+            out.push(ev);
         }
         for (id, iface) in batch.iface_removed {
             if self.store.slot(id).visible {
                 let path = self.store.slot(id).path.clone();
-                self.events.push_back(Event::InterfaceRemoved {
+                out.push(Event::InterfaceRemoved {
                     path,
                     interface: iface,
                 });
@@ -1608,7 +1629,7 @@ impl Core {
         for (id, iface, prop, old, new) in batch.changes {
             let slot = self.store.slot(id);
             if slot.visible && !added_ids.contains(&id) {
-                self.events.push_back(Event::PropertyChanged {
+                out.push(Event::PropertyChanged {
                     path: slot.path.clone(),
                     interface: iface,
                     property: prop,
@@ -1621,25 +1642,25 @@ impl Core {
             let slot = self.store.slot(id);
             if slot.visible && !added_ids.contains(&id) {
                 let new = slot.obj.as_ref().and_then(|o| o.fetched().cloned());
-                self.events.push_back(Event::Refetched {
+                out.push(Event::Refetched {
                     path: slot.path.clone(),
                     old,
                     new,
                 });
             }
         }
-        self.events.extend(added);
+        out.extend(added);
         for (id, iface) in batch.iface_added {
             let slot = self.store.slot(id);
             if slot.visible && !added_ids.contains(&id) {
-                self.events.push_back(Event::InterfaceAdded {
+                out.push(Event::InterfaceAdded {
                     path: slot.path.clone(),
                     interface: iface,
                 });
             }
         }
         if let Some(error) = batch.failed {
-            self.events.push_back(Event::LoadFailed(Box::new(error)));
+            out.push(Event::LoadFailed(Box::new(error)));
         }
         // A load is complete once the objects' first fetches are in too.
         self.load_announce |= batch.loaded;
@@ -1651,10 +1672,140 @@ impl Core {
         if self.load_announce && !fetching {
             self.load_announce = false;
             self.loaded_events += 1;
-            self.events.push_back(Event::Loaded);
+            out.push(Event::Loaded);
+        }
+        match &mut self.shadow {
+            // The consumer is behind: the cache moves on, the events wait for the resync.
+            Some(shadow) => {
+                for ev in out {
+                    shadow.missed += 1;
+                    match ev {
+                        Event::Loaded => shadow.loaded = true,
+                        Event::LoadFailed(e) => shadow.failed = Some(e),
+                        _ => {}
+                    }
+                }
+            }
+            None => self.events.extend(out),
         }
         self.store.collect();
         self.prune_names();
+    }
+
+    /// Called before each batch: once the consumer's queue is full, keep what the consumer
+    /// will know after it (the visible objects now, as every applied batch's events are
+    /// queued) and queue nothing more until it has caught up (see [`Core::pop_event`]).
+    pub(crate) fn begin_batch(&mut self) {
+        if self.shadow.is_some() || self.events.len() < self.cfg.max_events {
+            return;
+        }
+        let objects = self
+            .store
+            .present()
+            .filter(|&id| self.store.slot(id).visible)
+            .filter_map(|id| {
+                let slot = self.store.slot(id);
+                Some((slot.path.clone(), slot.obj.clone()?))
+            })
+            .collect();
+        let owner = match &self.owner {
+            Owner::Present(o) => Some(o.clone()),
+            _ => None,
+        };
+        self.rep.diag.overruns += 1;
+        self.shadow = Some(Shadow {
+            objects,
+            owner,
+            missed: 0,
+            loaded: false,
+            failed: None,
+        });
+    }
+
+    /// How many events wait for the consumer.
+    pub(crate) fn queued(&self) -> usize {
+        self.events.len()
+    }
+
+    /// The next event for the consumer: the queue's, then, if the consumer fell behind, an
+    /// [`Event::Overrun`], the changes from what it knew to now, and [`Event::Resynced`].
+    pub(crate) fn pop_event(&mut self) -> Option<Event> {
+        if let Some(ev) = self.events.pop_front() {
+            return Some(ev);
+        }
+        let shadow = self.shadow.take()?;
+        if shadow.missed == 0 {
+            return None;
+        }
+        self.resync(shadow);
+        self.events.pop_front()
+    }
+
+    fn resync(&mut self, shadow: Shadow) {
+        let Shadow {
+            mut objects,
+            owner,
+            missed,
+            loaded,
+            failed,
+        } = shadow;
+        let mut removed = Vec::new();
+        let mut changed = Vec::new();
+        let mut added = Vec::new();
+        let mut now: Vec<ObjId> = self
+            .store
+            .present()
+            .filter(|&id| self.store.slot(id).visible)
+            .collect();
+        now.sort_by(|a, b| self.store.slot(*a).path.cmp(&self.store.slot(*b).path));
+        for id in now {
+            let slot = self.store.slot(id);
+            let Some(new) = slot.obj.as_ref() else {
+                continue;
+            };
+            match objects.remove(&slot.path) {
+                Some(old) => diff_object(
+                    &slot.path,
+                    &old,
+                    new,
+                    &mut removed,
+                    &mut changed,
+                    &mut added,
+                ),
+                None => added.push(Event::Added {
+                    path: slot.path.clone(),
+                }),
+            }
+        }
+        let mut gone: Vec<(Arc<str>, Object)> = objects.into_iter().collect();
+        gone.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out: Vec<Event> = gone
+            .into_iter()
+            .map(|(path, object)| Event::Removed {
+                path,
+                object: Box::new(object),
+            })
+            .collect();
+        out.append(&mut removed);
+        let owner_now = self.owner().map(Arc::<str>::from);
+        if owner_now != owner && !matches!(self.owner, Owner::Unknown) {
+            out.push(Event::OwnerChanged { owner: owner_now });
+        }
+        out.append(&mut changed);
+        out.append(&mut added);
+        let changes = out.len();
+        if loaded {
+            out.push(Event::Loaded);
+        }
+        if let Some(error) = failed {
+            out.push(Event::LoadFailed(error));
+        }
+        out.push(Event::Resynced { changes });
+        self.rep.trace(format_args!(
+            "consumer resynced: {missed} events missed, {changes} changes"
+        ));
+        self.events.push_back(Event::Overrun { missed });
+        self.events.extend(out);
     }
 
     /// Free the interned names nothing uses any more (a service may announce new property
@@ -1671,6 +1822,73 @@ impl Core {
     /// How many names are interned.
     pub(crate) fn interned_names(&self) -> usize {
         self.names.len()
+    }
+}
+
+/// The events that take a consumer from `old` to `new` (one object at `path`).
+fn diff_object(
+    path: &Arc<str>,
+    old: &Object,
+    new: &Object,
+    removed: &mut Vec<Event>,
+    changed: &mut Vec<Event>,
+    added: &mut Vec<Event>,
+) {
+    for o in old.ifaces.iter() {
+        let Some(n) = new.ifaces.iter().find(|n| n.name == o.name) else {
+            removed.push(Event::InterfaceRemoved {
+                path: path.clone(),
+                interface: o.name.clone(),
+            });
+            continue;
+        };
+        let mut change = |property: Arc<str>, a: &Value, b: &Value| {
+            if a != b {
+                changed.push(Event::PropertyChanged {
+                    path: path.clone(),
+                    interface: n.name.clone(),
+                    property,
+                    old: a.clone(),
+                    new: b.clone(),
+                });
+            }
+        };
+        if let Some(decl) = &n.decl {
+            for (i, p) in decl.properties.iter().enumerate() {
+                let unset = Value::Unset;
+                let a = o.slots.get(i).unwrap_or(&unset);
+                let b = n.slots.get(i).unwrap_or(&unset);
+                change(p.name.clone(), a, b);
+            }
+        }
+        for (name, a) in &o.extra {
+            let b = n
+                .extra
+                .iter()
+                .find(|(m, _)| m == name)
+                .map_or(&Value::Unset, |(_, b)| b);
+            change(name.clone(), a, b);
+        }
+        for (name, b) in &n.extra {
+            if !o.extra.iter().any(|(m, _)| m == name) {
+                change(name.clone(), &Value::Unset, b);
+            }
+        }
+    }
+    if old.fetched() != new.fetched() {
+        changed.push(Event::Refetched {
+            path: path.clone(),
+            old: old.fetched().cloned(),
+            new: new.fetched().cloned(),
+        });
+    }
+    for n in new.ifaces.iter() {
+        if !old.ifaces.iter().any(|o| o.name == n.name) {
+            added.push(Event::InterfaceAdded {
+                path: path.clone(),
+                interface: n.name.clone(),
+            });
+        }
     }
 }
 

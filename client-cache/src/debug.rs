@@ -113,6 +113,8 @@ pub struct Diagnostics {
     pub messages: u64,
     /// Batches committed.
     pub batches: u64,
+    /// Times the consumer's event queue was full, so that it got an overrun and a resync.
+    pub overruns: u64,
     /// The last warnings (at most [`Diagnostics::KEEP`]).
     pub recent: Vec<Warning>,
 }

@@ -70,6 +70,23 @@ pub enum Event {
     /// reply, a reply of the wrong signature). The cache stays as it is (empty after an owner
     /// change) until the service's owner changes again.
     LoadFailed(Box<CallError>),
+    /// The consumer fell behind: its queue of events was full (see
+    /// [`CacheBuilder::max_queued_events`](crate::CacheBuilder::max_queued_events)), and the
+    /// cache kept applying the service's changes without queueing their events. What follows,
+    /// up to [`Event::Resynced`], are the changes from the consumer's last state (after the
+    /// events it was handed before this one) to the cache's: removals, owner, property changes
+    /// and refetches, additions (then [`Event::Loaded`] or [`Event::LoadFailed`] if a load
+    /// ended meanwhile). Nothing is lost; intermediate states are skipped.
+    Overrun {
+        /// How many events were not queued.
+        missed: u64,
+    },
+    /// The end of the changes after an [`Event::Overrun`]: the consumer's view equals the
+    /// cache again.
+    Resynced {
+        /// How many changes the resync found.
+        changes: usize,
+    },
     /// The service's owner changed: `None` when the service left the bus. The removals of all
     /// objects precede this event; a reload follows when there is a new owner.
     OwnerChanged {
@@ -88,7 +105,11 @@ impl Event {
             | Self::Refetched { path, .. }
             | Self::Added { path }
             | Self::InterfaceAdded { path, .. } => Some(path),
-            Self::Loaded | Self::OwnerChanged { .. } | Self::LoadFailed(_) => None,
+            Self::Loaded
+            | Self::OwnerChanged { .. }
+            | Self::LoadFailed(_)
+            | Self::Overrun { .. }
+            | Self::Resynced { .. } => None,
         }
     }
 }

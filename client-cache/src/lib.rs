@@ -116,7 +116,7 @@ mod store;
 mod value;
 mod wire;
 
-pub use blocking::BlockingCache;
+pub use blocking::{BlockingCache, EVENT_CHANNEL};
 pub use cache::{CacheBuilder, ObjectCache, ObjectRef};
 pub use core::{FetchSpec, Lookup, Scope};
 pub use debug::{DebugConfig, Diagnostics, Warning, WarningKind};

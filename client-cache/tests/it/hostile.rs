@@ -324,3 +324,86 @@ fn bytes_cost_their_length() {
         });
     });
 }
+
+/// What another client reads with `GetManagedObjects`: the paths.
+fn managed_paths(bus: &PrivateBus) -> std::collections::BTreeSet<String> {
+    type Managed = std::collections::HashMap<
+        zbus::OwnedObjectPath,
+        std::collections::HashMap<String, std::collections::HashMap<String, OwnedVariant>>,
+    >;
+    zbus::block_on(async {
+        let conn = connect(bus).await;
+        let reply = conn
+            .call_method(
+                Some(SERVICE),
+                "/",
+                Some("org.freedesktop.DBus.ObjectManager"),
+                "GetManagedObjects",
+                &(),
+            )
+            .await
+            .expect("GetManagedObjects");
+        let (objects,): (Managed,) = reply.body().deserialize().expect("a{oa{sa{sv}}}");
+        objects.keys().map(|p| p.to_string()).collect()
+    })
+}
+
+#[test_log::test]
+fn a_stalled_consumer_gets_an_overrun_and_a_resync_never_a_gap() {
+    bounded(Duration::from_secs(400), || {
+        let bus = PrivateBus::start().unwrap();
+        let service = start(&bus);
+        let cache = netmirror_client_cache::BlockingCache::connect(
+            bus.address(),
+            builder()
+                .timeout(Duration::from_secs(25))
+                .max_queued_events(2000),
+        )
+        .expect("load");
+        // The consumer's own model of the service, built from events only.
+        let mut model = std::collections::BTreeSet::new();
+        let mut overruns = 0;
+        let mut resynced = 0;
+        let mut apply = |ev: Event, model: &mut std::collections::BTreeSet<String>| match ev {
+            Event::Added { path } => assert!(model.insert(path.to_string()), "added twice"),
+            Event::Removed { path, .. } => assert!(model.remove(&*path), "removed unknown"),
+            Event::Overrun { missed } => {
+                assert!(missed > 0);
+                overruns += 1;
+            }
+            Event::Resynced { .. } => resynced += 1,
+            _ => {}
+        };
+        while let Some(ev) = cache.recv_event(Duration::from_millis(200)) {
+            apply(ev, &mut model);
+        }
+        assert_eq!(model, ["/a".to_owned()].into());
+        // 200,000 signals while the consumer does not read at all.
+        let mut ifaces = node("n");
+        ifaces.insert(OTHER.into(), Props::new());
+        service.flood_added("/n", 150_000, &ifaces).unwrap();
+        let gone: Vec<String> = (0..150_000)
+            .filter(|i| i % 3 == 0)
+            .map(|i| format!("/n/{i}"))
+            .collect();
+        service.flood_removed(&gone).unwrap();
+        // Now read everything, until the cache has nothing more to say.
+        while let Some(ev) = cache.recv_event(Duration::from_secs(5)) {
+            apply(ev, &mut model);
+        }
+        let truth = managed_paths(&bus);
+        assert_eq!(truth.len(), 100_001);
+        let cached: std::collections::BTreeSet<String> = cache
+            .with(|c| c.objects().map(|o| o.path().to_owned()).collect())
+            .expect("query");
+        assert!(cached == truth, "the cache differs from GetManagedObjects");
+        assert!(
+            model == truth,
+            "the consumer's model differs from GetManagedObjects"
+        );
+        assert!(overruns >= 1, "the overrun was reported");
+        assert_eq!(overruns, resynced);
+        let n_overruns = cache.with(|c| c.diagnostics().overruns).expect("query");
+        assert_eq!(n_overruns, overruns);
+    });
+}
