@@ -14,6 +14,7 @@ mod monitor;
 mod nm;
 mod objects;
 mod overview;
+mod pipe;
 mod progress;
 mod render;
 

@@ -15,6 +15,7 @@ use netmirror_client_cache::nm::{
 use crate::args::{Bus, NmAction, NmArgs};
 use crate::bus;
 use crate::failure::Failure;
+use crate::pipe::{self, Pipe};
 use crate::render::{self, Cell, EventKind, Field, Printer, Table};
 
 /// Columns of `nm general`, as `nmcli general` names them.
@@ -507,7 +508,10 @@ async fn monitor(
     bus: &Bus,
     timeout: Duration,
 ) -> anyhow::Result<()> {
-    let mut nm = NmClient::from_builder(conn, NmClient::builder().timeout(timeout))
+    let builder = NmClient::builder()
+        .timeout(timeout)
+        .max_queued_events(pipe::MAX_QUEUED_EVENTS);
+    let mut nm = NmClient::from_builder(conn, builder)
         .await
         .map_err(|err| bus::explain(err, bus, SERVICE_NAME))?;
     let mut known: HashMap<String, Known> = HashMap::new();
@@ -546,6 +550,7 @@ async fn monitor(
         )?;
     }
     tracing::debug!(n_objects = known.len(), "monitor ready");
+    let mut out = Pipe::start(printer)?;
     while let Some(event) = nm.next_event().await {
         match event {
             NmEvent::DeviceAdded(path)
@@ -625,10 +630,15 @@ async fn monitor(
                     &format!("[NM] cannot load NetworkManager: {error}"),
                 )?;
             }
+            NmEvent::Other(Event::Overrun { missed }) => pipe::print_overrun(printer, missed)?,
+            NmEvent::Other(Event::Resynced { changes }) => {
+                pipe::print_resynced(printer, changes)?;
+            }
             other => tracing::trace!(?other, "event not shown"),
         }
+        out.send(nm.cache_mut()).await?;
     }
-    Ok(())
+    out.finish()
 }
 
 /// Prints a change of a known object when its row changed.

@@ -10,6 +10,7 @@ use netmirror_client_cache::{Event, ObjectCache, ObjectRef, Registry, nm as nmc}
 use crate::args::{Bus, ObjectsAction, ObjectsArgs, ObjectsTarget, usage_error};
 use crate::bus;
 use crate::failure::Failure;
+use crate::pipe::{self, Pipe};
 use crate::render::{self, Cell, EventKind, Field, Printer, Table};
 
 /// Columns of `objects`.
@@ -48,6 +49,9 @@ pub(crate) fn run(
     if let Some(path) = &target.path {
         builder = builder.only_path(path.as_str());
     }
+    if monitor {
+        builder = builder.max_queued_events(pipe::MAX_QUEUED_EVENTS);
+    }
     let builder = bus::prepare(builder, timeout)?;
     zbus::block_on(async {
         let conn = bus::connect(bus).await?;
@@ -80,6 +84,7 @@ pub(crate) fn run(
                 .as_deref()
                 .is_none_or(|wanted| wanted == interface)
         };
+        let mut out = Pipe::start(printer)?;
         while let Some(event) = cache.next_event().await {
             match event {
                 Event::Added { path } => {
@@ -150,10 +155,13 @@ pub(crate) fn run(
                         &format!("[SERVICE] cannot load {service}: {error}"),
                     )?;
                 }
+                Event::Overrun { missed } => pipe::print_overrun(printer, missed)?,
+                Event::Resynced { changes } => pipe::print_resynced(printer, changes)?,
                 other => tracing::trace!(?other, "event not shown"),
             }
+            out.send(&mut cache).await?;
         }
-        Ok(())
+        out.finish()
     })
 }
 

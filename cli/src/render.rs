@@ -418,7 +418,7 @@ pub(crate) struct Printer {
     mode: Mode,
     selection: Selection,
     color: bool,
-    out: BufWriter<io::Stdout>,
+    out: BufWriter<Box<dyn Write + Send>>,
 }
 
 impl Printer {
@@ -435,7 +435,7 @@ impl Printer {
             mode,
             selection: Selection::from_args(&args.fields),
             color: use_color(),
-            out: BufWriter::with_capacity(64 * 1024, io::stdout()),
+            out: BufWriter::with_capacity(64 * 1024, Box::new(io::stdout())),
         }
     }
 
@@ -615,6 +615,13 @@ impl Printer {
     pub(crate) fn event(&mut self, event: &Event<'_>) -> anyhow::Result<()> {
         write_event(&mut self.out, self.color, self.mode, &self.selection, event)?;
         self.out.flush()?;
+        Ok(())
+    }
+
+    /// Writes to `out` instead of stdout from now on (see `crate::pipe`).
+    pub(crate) fn redirect(&mut self, out: Box<dyn Write + Send>) -> anyhow::Result<()> {
+        self.out.flush()?;
+        self.out = BufWriter::with_capacity(64 * 1024, out);
         Ok(())
     }
 

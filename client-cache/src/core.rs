@@ -248,6 +248,9 @@ pub(crate) struct Core {
     events: VecDeque<Event>,
     /// What the consumer knows while its queue is full (see [`Core::begin_batch`]).
     shadow: Option<Shadow>,
+    /// Objects whose addition was skipped (gone by the time the consumer took it): their
+    /// later events are skipped too, up to their removal.
+    unseen: HashSet<Arc<str>>,
     pub(crate) loaded_events: u64,
     load_announce: bool,
 }
@@ -328,6 +331,7 @@ impl Core {
             batch: Batch::default(),
             events: VecDeque::new(),
             shadow: None,
+            unseen: HashSet::new(),
             loaded_events: 0,
             load_announce: false,
         }
@@ -1729,16 +1733,46 @@ impl Core {
 
     /// The next event for the consumer: the queue's, then, if the consumer fell behind, an
     /// [`Event::Overrun`], the changes from what it knew to now, and [`Event::Resynced`].
+    ///
+    /// A consumer that lags behind the cache takes an [`Event::Added`] when the object may
+    /// already be gone again (its removal queued behind): such an addition is skipped, and so
+    /// is every later event about that object up to its removal, so that what the consumer
+    /// is told adds up (it looks the object up when it is told it was added).
     pub(crate) fn pop_event(&mut self) -> Option<Event> {
-        if let Some(ev) = self.events.pop_front() {
-            return Some(ev);
+        loop {
+            let ev = match self.events.pop_front() {
+                Some(ev) => ev,
+                None => {
+                    let shadow = self.shadow.take()?;
+                    if shadow.missed == 0 {
+                        return None;
+                    }
+                    self.resync(shadow);
+                    continue;
+                }
+            };
+            let Some(path) = ev.path() else {
+                return Some(ev);
+            };
+            if let Event::Added { path } = &ev {
+                let visible = self
+                    .store
+                    .id(path)
+                    .is_some_and(|id| self.store.slot(id).visible);
+                if !visible {
+                    self.unseen.insert(path.clone());
+                    continue;
+                }
+                self.unseen.remove(path);
+                return Some(ev);
+            }
+            if self.unseen.is_empty() || !self.unseen.contains(path) {
+                return Some(ev);
+            }
+            if let Event::Removed { path, .. } = &ev {
+                self.unseen.remove(path);
+            }
         }
-        let shadow = self.shadow.take()?;
-        if shadow.missed == 0 {
-            return None;
-        }
-        self.resync(shadow);
-        self.events.pop_front()
     }
 
     fn resync(&mut self, shadow: Shadow) {

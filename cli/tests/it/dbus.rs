@@ -190,3 +190,89 @@ fn a_wrong_typed_network_manager_property_is_a_visible_warning() {
         "{run:?}"
     );
 }
+
+#[test]
+fn a_monitor_whose_output_stalls_reports_the_overrun_and_loses_nothing() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+
+    let bus = PrivateBus::start().expect("bus");
+    let service = hostile(&bus);
+    let mut command = netmirror(&[
+        "--bus",
+        bus.address(),
+        "--json",
+        "objects",
+        "monitor",
+        "--service",
+        SERVICE,
+    ]);
+    command
+        .env("RUST_LOG", "netmirror::objects=debug")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn the monitor");
+    let stdout = child.stdout.take().expect("stdout");
+    let stderr = child.stderr.take().expect("stderr");
+    let (log_tx, log) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = log_tx.send(line);
+        }
+    });
+    loop {
+        let line = log
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the monitor got ready");
+        if line.contains("monitor ready") {
+            break;
+        }
+    }
+    // 200,000 signals while nobody reads the monitor's stdout.
+    let mut ifaces = Ifaces::new();
+    ifaces.insert("org.example.Node".into(), Props::new());
+    service.flood_added("/n", 150_000, &ifaces).expect("flood");
+    let gone: Vec<String> = (0..150_000)
+        .filter(|i| i % 3 == 0)
+        .map(|i| format!("/n/{i}"))
+        .collect();
+    service.flood_removed(&gone).expect("flood");
+    // Now read it all.
+    let (line_tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = line_tx.send(line);
+        }
+    });
+    let mut model: std::collections::BTreeSet<String> = ["/a".to_owned()].into();
+    let (mut overruns, mut resynced) = (0, 0);
+    let began = Instant::now();
+    while let Ok(line) = lines.recv_timeout(Duration::from_secs(5)) {
+        let json: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+        let path = |row: &str| json[row]["path"].as_str().map(str::to_owned);
+        match (json["object"].as_str(), json["event"].as_str()) {
+            (Some("object"), Some("added")) => {
+                assert!(model.insert(path("new").expect("path")), "{line}");
+            }
+            (Some("object"), Some("removed")) => {
+                assert!(model.remove(&path("old").expect("path")), "{line}");
+            }
+            (Some("cache"), Some("overrun")) => overruns += 1,
+            (Some("cache"), Some("resynced")) => resynced += 1,
+            _ => {}
+        }
+        assert!(began.elapsed() < Duration::from_secs(300), "still printing");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let truth: std::collections::BTreeSet<String> = service.objects().into_keys().collect();
+    assert_eq!(truth.len(), 100_001);
+    assert!(
+        model == truth,
+        "the printed changes do not lead to the service's state"
+    );
+    assert!(overruns >= 1, "an overrun line");
+    assert_eq!(overruns, resynced, "each overrun ends with a resynced line");
+}
