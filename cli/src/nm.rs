@@ -634,6 +634,9 @@ async fn monitor(
             NmEvent::Other(Event::Resynced { changes }) => {
                 pipe::print_resynced(printer, changes)?;
             }
+            NmEvent::Other(Event::Reconciled { differences }) => {
+                pipe::print_reconciled(printer, differences)?;
+            }
             other => tracing::trace!(?other, "event not shown"),
         }
         out.send(nm.cache_mut()).await?;

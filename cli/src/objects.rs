@@ -157,6 +157,9 @@ pub(crate) fn run(
                 }
                 Event::Overrun { missed } => pipe::print_overrun(printer, missed)?,
                 Event::Resynced { changes } => pipe::print_resynced(printer, changes)?,
+                Event::Reconciled { differences } => {
+                    pipe::print_reconciled(printer, differences)?;
+                }
                 other => tracing::trace!(?other, "event not shown"),
             }
             out.send(&mut cache).await?;

@@ -137,3 +137,17 @@ pub(crate) fn print_resynced(printer: &mut Printer, changes: usize) -> anyhow::R
         &format!("[CACHE] resynced: output equals the service again ({changes} changes found)"),
     )
 }
+
+/// The `reconciled` line, when a reconcile found the output behind the service (messages the
+/// bus dropped): the changes it found were printed before it.
+pub(crate) fn print_reconciled(printer: &mut Printer, differences: usize) -> anyhow::Result<()> {
+    if differences == 0 {
+        return Ok(());
+    }
+    printer.status(
+        &serde_json::json!({"object": "cache", "event": "reconciled", "differences": differences}),
+        &format!(
+            "[CACHE] reconciled: messages were lost; {differences} differences found by reloading"
+        ),
+    )
+}

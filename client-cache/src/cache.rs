@@ -398,6 +398,14 @@ impl ObjectCache {
         self.closed = true;
     }
 
+    /// Load everything again and compare with the cache (the differences come as events,
+    /// then [`Event::Reconciled`]): for a caller that suspects lost messages, or wants a
+    /// periodic check. The cache also does it by itself when a signal names an object it does
+    /// not know. Only for a complete load ([`Scope::All`]); returns whether one started.
+    pub fn reconcile(&mut self) -> bool {
+        self.core.reconcile()
+    }
+
     /// How many events wait in the queue.
     pub fn queued_events(&self) -> usize {
         self.core.queued()

@@ -219,6 +219,7 @@ struct Batch {
     iface_added: Vec<(ObjId, Arc<str>)>,
     loaded: bool,
     failed: Option<CallError>,
+    reconciled: Option<usize>,
     owner: Option<Event>,
     dirty: bool,
 }
@@ -251,6 +252,8 @@ pub(crate) struct Core {
     /// Objects whose addition was skipped (gone by the time the consumer took it): their
     /// later events are skipped too, up to their removal.
     unseen: HashSet<Arc<str>>,
+    /// A reconciling GetManagedObjects is on its way.
+    reconciling: bool,
     pub(crate) loaded_events: u64,
     load_announce: bool,
 }
@@ -332,6 +335,7 @@ impl Core {
             events: VecDeque::new(),
             shadow: None,
             unseen: HashSet::new(),
+            reconciling: false,
             loaded_events: 0,
             load_announce: false,
         }
@@ -410,6 +414,7 @@ impl Core {
             cause,
         };
         self.rep.trace(format_args!("load failed: {error}"));
+        self.reconciling = false;
         self.load = Load::Failed;
         self.load_announce = false;
         self.batch.loaded = false;
@@ -607,6 +612,7 @@ impl Core {
             .retain(|_, p| !matches!(p.call, Call::Fetch(..) | Call::GetAll(..)));
         self.owner = new_state;
         self.load = Load::Idle;
+        self.reconciling = false;
         if !initial || new.is_none() {
             self.batch.owner = Some(Event::OwnerChanged { owner: new.clone() });
         }
@@ -649,6 +655,24 @@ impl Core {
                 );
             }
         }
+    }
+
+    /// Load everything again and compare (a signal about an object the cache does not know
+    /// suggests that messages were lost, e.g. dropped by the bus at its per-connection limit).
+    /// Returns whether a reconcile was started (only for a complete, unfiltered load, one at
+    /// a time).
+    pub(crate) fn reconcile(&mut self) -> bool {
+        let unfiltered = matches!(self.cfg.scope, Scope::All)
+            && matches!(self.filter, LocalFilter::None)
+            && self.owner().is_some();
+        if self.reconciling || !unfiltered || !matches!(self.load, Load::Done) {
+            return false;
+        }
+        self.rep
+            .trace(format_args!("reconciling with GetManagedObjects"));
+        self.reconciling = true;
+        self.load_full();
+        true
     }
 
     fn load_full(&mut self) {
@@ -1244,8 +1268,19 @@ impl Core {
             }
         };
         // The reply is authoritative: what it lacks is gone.
+        let reconciling = std::mem::take(&mut self.reconciling);
+        let changes = |b: &Batch| b.iface_removed.len() + b.changes.len() + b.iface_added.len();
+        let before = changes(&self.batch);
+        let mut new_objects = 0;
         let mut seen: HashSet<ObjId> = HashSet::with_capacity(objects.len());
         for (path, ifaces) in objects {
+            let known = self
+                .store
+                .id(&path)
+                .is_some_and(|id| self.store.slot(id).obj.is_some());
+            if reconciling && !known {
+                new_objects += 1;
+            }
             let id = self.store.ensure(&path);
             seen.insert(id);
             self.put_object(id, ifaces, true);
@@ -1255,8 +1290,25 @@ impl Core {
             .present()
             .filter(|id| !seen.contains(id))
             .collect();
+        let n_stale = stale.len();
         for id in stale {
             self.remove_object(id);
+        }
+        if reconciling {
+            // Objects that appeared or went, and changed properties and interfaces of the
+            // others.
+            let differences = changes(&self.batch) - before + n_stale + new_objects;
+            if differences > 0 {
+                self.rep.warn(
+                    WarningKind::Diverged,
+                    format_args!(
+                        "the cache had diverged from {}: {differences} differences found by \
+                         GetManagedObjects (messages were lost, e.g. dropped by the bus)",
+                        self.cfg.service
+                    ),
+                );
+            }
+            self.batch.reconciled = Some(differences);
         }
         self.mark_load_done();
     }
@@ -1419,6 +1471,7 @@ impl Core {
                     WarningKind::UnknownObject,
                     format_args!("InterfacesRemoved for unknown {path}"),
                 );
+                self.reconcile();
             }
             return;
         };
@@ -1465,6 +1518,7 @@ impl Core {
                     WarningKind::UnknownObject,
                     format_args!("PropertiesChanged for unknown {path}"),
                 );
+                self.reconcile();
             }
             return;
         };
@@ -1665,6 +1719,9 @@ impl Core {
         }
         if let Some(error) = batch.failed {
             out.push(Event::LoadFailed(Box::new(error)));
+        }
+        if let Some(differences) = batch.reconciled {
+            out.push(Event::Reconciled { differences });
         }
         // A load is complete once the objects' first fetches are in too.
         self.load_announce |= batch.loaded;

@@ -76,6 +76,8 @@ pub enum WarningKind {
     Malformed,
     /// A call the cache made failed.
     CallFailed,
+    /// A reconcile found the cache different from the service: messages were lost.
+    Diverged,
 }
 
 impl fmt::Display for WarningKind {
@@ -86,6 +88,7 @@ impl fmt::Display for WarningKind {
             Self::UnknownObject => "unknown object",
             Self::Malformed => "malformed message",
             Self::CallFailed => "call failed",
+            Self::Diverged => "cache diverged",
         })
     }
 }
@@ -148,10 +151,16 @@ impl Reporter {
     pub(crate) fn warn(&mut self, kind: WarningKind, message: impl fmt::Display) {
         let message = message.to_string();
         self.diag.warnings += 1;
-        let serious = matches!(kind, WarningKind::Malformed | WarningKind::CallFailed);
+        let serious = matches!(
+            kind,
+            WarningKind::Malformed | WarningKind::CallFailed | WarningKind::Diverged
+        );
         // A rejected value leaves a default where the service meant something else: always
         // worth a warning, or a program would show the default as if the service said it.
-        let rejected = matches!(kind, WarningKind::WrongType | WarningKind::Malformed);
+        let rejected = matches!(
+            kind,
+            WarningKind::WrongType | WarningKind::Malformed | WarningKind::Diverged
+        );
         if rejected && !self.config.error {
             tracing::warn!(%kind, "{message}");
         } else if serious && self.config.error {

@@ -81,6 +81,16 @@ pub enum Event {
         /// How many events were not queued.
         missed: u64,
     },
+    /// A reconcile (a second `GetManagedObjects`, made when a signal named an object the
+    /// cache did not know, or asked for with
+    /// [`ObjectCache::reconcile`](crate::ObjectCache::reconcile)) is complete: the events
+    /// before it (after its [`Event::Loaded`]) brought the cache back to the service's state.
+    /// `differences` above 0 means messages had been lost (a bus drops messages for a
+    /// connection whose queue is over its limit).
+    Reconciled {
+        /// How many differences the reconcile found.
+        differences: usize,
+    },
     /// The end of the changes after an [`Event::Overrun`]: the consumer's view equals the
     /// cache again.
     Resynced {
@@ -109,7 +119,8 @@ impl Event {
             | Self::OwnerChanged { .. }
             | Self::LoadFailed(_)
             | Self::Overrun { .. }
-            | Self::Resynced { .. } => None,
+            | Self::Resynced { .. }
+            | Self::Reconciled { .. } => None,
         }
     }
 }

@@ -166,17 +166,13 @@ impl HostileService {
     /// Adds `count` objects `PREFIX/0`, `PREFIX/1`, ... with `ifaces` each, one
     /// `InterfacesAdded` per object, as fast as the bus takes them.
     pub fn flood_added(&self, prefix: &str, count: usize, ifaces: &Ifaces) -> io::Result<()> {
-        let paths: Vec<String> = (0..count).map(|i| format!("{prefix}/{i}")).collect();
-        {
-            let mut st = self.lock();
-            for p in &paths {
-                st.objects.insert(p.clone(), ifaces.clone());
-            }
-        }
         on_thread(|| {
             zbus::block_on(async {
-                for p in &paths {
-                    let path = OwnedObjectPath::try_from(p.as_str()).map_err(|e| io_err(p, e))?;
+                for i in 0..count {
+                    let p = format!("{prefix}/{i}");
+                    let path = OwnedObjectPath::try_from(p.as_str()).map_err(|e| io_err(&p, e))?;
+                    // As a service does: the table changes, then the signal says so.
+                    self.lock().objects.insert(p, ifaces.clone());
                     self.conn
                         .emit_signal(
                             None::<&str>,
@@ -195,18 +191,13 @@ impl HostileService {
 
     /// Removes objects with one `InterfacesRemoved` each.
     pub fn flood_removed(&self, paths: &[String]) -> io::Result<()> {
-        let mut gone = Vec::new();
-        {
-            let mut st = self.lock();
-            for p in paths {
-                if let Some(o) = st.objects.remove(p) {
-                    gone.push((p.clone(), o.keys().cloned().collect::<Vec<_>>()));
-                }
-            }
-        }
         on_thread(|| {
             zbus::block_on(async {
-                for (p, ifaces) in &gone {
+                for p in paths {
+                    let Some(gone) = self.lock().objects.remove(p) else {
+                        continue;
+                    };
+                    let ifaces: Vec<String> = gone.into_keys().collect();
                     let path = OwnedObjectPath::try_from(p.as_str()).map_err(|e| io_err(p, e))?;
                     self.conn
                         .emit_signal(

@@ -407,3 +407,79 @@ fn a_stalled_consumer_gets_an_overrun_and_a_resync_never_a_gap() {
         assert_eq!(n_overruns, overruns);
     });
 }
+
+#[test_log::test]
+fn messages_the_bus_dropped_are_found_by_a_reconcile() {
+    bounded(Duration::from_secs(400), || {
+        // A bus that queues at most 256 KiB for a connection that does not read.
+        let bus = PrivateBus::builder()
+            .limit("max_outgoing_bytes", 256 * 1024)
+            .start()
+            .unwrap();
+        let service = std::sync::Arc::new(start(&bus));
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let mut cache = builder()
+                .timeout(Duration::from_secs(60))
+                .build_loaded(&conn)
+                .await
+                .expect("load");
+            let _ = cache.take_events();
+            // The cache's connection is not read meanwhile (its reader runs inside this
+            // thread's block_on, which waits for the flood): the bus drops what does not fit.
+            let ifaces = node("n");
+            service.flood_added("/n", 20_000, &ifaces).unwrap();
+            let mut differences = None;
+            while let Some(ev) = cache.next_event_timeout(Duration::from_secs(2)).await {
+                assert!(
+                    !matches!(ev, Event::Reconciled { .. }),
+                    "nothing to suspect yet"
+                );
+            }
+            let seen = cache.len();
+            assert!(
+                seen < 20_001,
+                "the bus dropped signals ({seen} objects seen)"
+            );
+            // Removals of objects the cache never heard of: a sign that messages were lost.
+            let gone: Vec<String> = (0..20_000)
+                .filter(|i| i % 2 == 0)
+                .map(|i| format!("/n/{i}"))
+                .collect();
+            let remover = {
+                let service = service.clone();
+                std::thread::spawn(move || service.flood_removed(&gone))
+            };
+            while let Some(ev) = cache.next_event_timeout(Duration::from_secs(10)).await {
+                if let Event::Reconciled { differences: d } = ev {
+                    differences = Some(differences.unwrap_or(0) + d);
+                }
+            }
+            remover.join().expect("remover").unwrap();
+            let differences = differences.expect("a reconcile ran on suspicion");
+            assert!(differences > 0, "it found what was lost");
+            // Drops that leave no trace (a lost removal of a known object) are found by a
+            // reconcile the caller asks for (periodically, say): one more, now it is quiet.
+            assert!(cache.reconcile());
+            loop {
+                match cache.next_event_timeout(Duration::from_secs(30)).await {
+                    Some(Event::Reconciled { .. }) => break,
+                    Some(_) => {}
+                    None => panic!("the reconcile did not end"),
+                }
+            }
+            let truth = std::thread::scope(|s| s.spawn(|| managed_paths(&bus)).join())
+                .expect("GetManagedObjects");
+            let cached: std::collections::BTreeSet<String> =
+                cache.objects().map(|o| o.path().to_owned()).collect();
+            assert_eq!(truth.len(), 10_001);
+            assert!(cached == truth, "the cache differs from GetManagedObjects");
+            assert!(
+                cache
+                    .diagnostics()
+                    .count(netmirror_client_cache::WarningKind::Diverged)
+                    >= 1
+            );
+        });
+    });
+}
