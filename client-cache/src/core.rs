@@ -414,7 +414,14 @@ impl Core {
             cause,
         };
         self.rep.trace(format_args!("load failed: {error}"));
-        self.reconciling = false;
+        if std::mem::take(&mut self.reconciling) {
+            // The cache stays as it was (the signals during the reconcile were superseded by
+            // it, so it may be behind): say so, and let the next suspicion try again.
+            self.load = Load::Done;
+            self.batch.dirty = true;
+            self.batch.failed = Some(error);
+            return;
+        }
         self.load = Load::Failed;
         self.load_announce = false;
         self.batch.loaded = false;

@@ -483,3 +483,62 @@ fn messages_the_bus_dropped_are_found_by_a_reconcile() {
         });
     });
 }
+
+#[test_log::test]
+fn a_lagging_consumer_is_told_of_each_object_while_it_exists() {
+    bounded(Duration::from_secs(400), || {
+        let bus = PrivateBus::start().unwrap();
+        let service = std::sync::Arc::new(start(&bus));
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let mut cache = builder()
+                .timeout(Duration::from_secs(60))
+                .max_queued_events(500)
+                .build_loaded(&conn)
+                .await
+                .expect("load");
+            let mut model: std::collections::BTreeSet<String> =
+                cache.objects().map(|o| o.path().to_owned()).collect();
+            let _ = cache.take_events();
+            let flood = {
+                let service = service.clone();
+                std::thread::spawn(move || {
+                    service.flood_added("/n", 20_000, &node("n"))?;
+                    let gone: Vec<String> = (0..20_000)
+                        .filter(|i| i % 2 == 0)
+                        .map(|i| format!("/n/{i}"))
+                        .collect();
+                    service.flood_removed(&gone)
+                })
+            };
+            let mut overruns = 0;
+            while let Some(ev) = cache.next_event_timeout(Duration::from_secs(5)).await {
+                match ev {
+                    Event::Added { path } => {
+                        // Looked up when told: it is there.
+                        assert!(cache.object(&path).is_some(), "{path} added but gone");
+                        assert!(model.insert(path.to_string()), "{path} added twice");
+                    }
+                    Event::Removed { path, .. } => {
+                        assert!(model.remove(&*path), "{path} removed but never added");
+                    }
+                    Event::Overrun { .. } => overruns += 1,
+                    _ => {}
+                }
+                // A slow consumer: while it "writes", the cache keeps reading.
+                let _ = cache
+                    .process_until(async_io::Timer::after(Duration::from_micros(200)))
+                    .await;
+            }
+            flood.join().expect("flood").unwrap();
+            let truth = std::thread::scope(|s| s.spawn(|| managed_paths(&bus)).join())
+                .expect("GetManagedObjects");
+            assert_eq!(truth.len(), 10_001);
+            assert!(
+                model == truth,
+                "the consumer's model differs from GetManagedObjects"
+            );
+            assert!(overruns >= 1, "the consumer fell behind");
+        });
+    });
+}
