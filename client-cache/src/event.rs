@@ -52,7 +52,10 @@ pub enum Event {
         new: Option<Value>,
     },
     /// An object became visible: it and everything it references are in the cache. Look it up
-    /// with [`ObjectCache::object`](crate::ObjectCache::object).
+    /// with [`ObjectCache::object`](crate::ObjectCache::object): it is there when this event is
+    /// handed out. (A consumer that lags behind the cache is not told of an object that was
+    /// added and removed again meanwhile: neither its addition nor anything after, up to its
+    /// removal.)
     Added {
         /// The object's path.
         path: Arc<str>,
