@@ -482,15 +482,12 @@ impl Core {
             let Some(p) = self.pending.remove(&serial) else {
                 continue;
             };
-            if p.generation != self.generation && !matches!(p.call, Call::AddMatch) {
+            if p.generation != self.generation {
                 continue;
             }
             let cause = CallFailure::Timeout(self.cfg.timeout);
             match p.call {
                 Call::RemoveMatch => self.rep.trace(format_args!("RemoveMatch: {cause}")),
-                Call::AddMatch => self
-                    .rep
-                    .warn(WarningKind::CallFailed, format_args!("AddMatch: {cause}")),
                 Call::Fetch(id, path) => {
                     let current = self.store.slot(id).path == path
                         && self
@@ -777,7 +774,7 @@ impl Core {
                         .trace(format_args!("stale reply to {call:?} ignored"));
                     return false;
                 }
-                self.on_reply(call, msg, &hdr)
+                self.on_reply(call, generation, msg, &hdr)
             }
             Type::Signal => self.on_signal(msg, &hdr),
             Type::MethodCall => false,
@@ -803,7 +800,7 @@ impl Core {
         }
     }
 
-    fn on_reply(&mut self, call: Call, msg: &Message, hdr: &Header<'_>) -> bool {
+    fn on_reply(&mut self, call: Call, generation: u64, msg: &Message, hdr: &Header<'_>) -> bool {
         let is_error = msg.message_type() == Type::Error;
         let err_name = if is_error {
             error_name(hdr)
@@ -827,11 +824,11 @@ impl Core {
                 false
             }
             Call::AddMatch => {
-                if is_error {
-                    self.rep.warn(
-                        WarningKind::CallFailed,
-                        format_args!("{call:?}: {}", err_text()),
-                    );
+                // Without its subscription the cache would not follow the service: the load
+                // fails (a rule of an older owner no longer matters).
+                if is_error && generation == self.generation {
+                    let cause = error_reply(&err_name, msg);
+                    self.fail(&call, BUS, BUS_PATH, cause);
                 }
                 false
             }

@@ -542,3 +542,25 @@ fn a_lagging_consumer_is_told_of_each_object_while_it_exists() {
         });
     });
 }
+
+#[test_log::test]
+fn a_refused_subscription_fails_the_load() {
+    bounded(LIMIT, || {
+        // A bus that lets a connection have two match rules: the cache needs three.
+        let bus = PrivateBus::builder()
+            .limit("max_match_rules_per_connection", 2)
+            .start()
+            .unwrap();
+        let _service = start(&bus);
+        let err = load_error(&bus, builder());
+        let Error::Call(call) = &err else {
+            panic!("{err:?}")
+        };
+        assert!(call.method.contains("AddMatch"), "{err}");
+        assert_eq!(
+            call.error_name(),
+            Some("org.freedesktop.DBus.Error.LimitsExceeded"),
+            "{err}"
+        );
+    });
+}
