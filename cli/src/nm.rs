@@ -226,22 +226,28 @@ fn text(value: &str) -> Cell {
 pub(crate) fn general_table(nm: &NmClient) -> Table {
     let mut table = Table::new(GENERAL_FIELDS);
     if let Some(manager) = nm.manager() {
+        // A flag the daemon did not send, or sent with the wrong type (rejected, with a
+        // warning), is shown as missing, not as "disabled".
         let flag = |name: &str| {
             manager
                 .property(name)
                 .and_then(|value| value.as_bool())
-                .unwrap_or(false)
+                .map_or(Cell::Null, enabled)
         };
+        let startup = manager
+            .property("Startup")
+            .and_then(|value| value.as_bool())
+            .map_or(Cell::Null, Cell::Bool);
         table.push(vec![
             state_name(manager.state()).into(),
             connectivity_name(manager.connectivity()).into(),
-            enabled(flag("WirelessHardwareEnabled")),
-            enabled(manager.wireless_enabled()),
-            enabled(flag("WwanHardwareEnabled")),
-            enabled(flag("WwanEnabled")),
-            enabled(manager.networking_enabled()),
+            flag("WirelessHardwareEnabled"),
+            flag("WirelessEnabled"),
+            flag("WwanHardwareEnabled"),
+            flag("WwanEnabled"),
+            flag("NetworkingEnabled"),
             text(manager.version()),
-            manager.startup().into(),
+            startup,
             metered_name(manager.metered()).into(),
         ]);
     }

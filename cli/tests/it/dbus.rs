@@ -189,6 +189,11 @@ fn a_wrong_typed_network_manager_property_is_a_visible_warning() {
         run.stderr.contains("NetworkingEnabled") && run.stderr.contains("wrong type"),
         "{run:?}"
     );
+    // Shown as missing, not as a plausible "disabled".
+    let (run, _) = ours(&bus, &["--json", "-f", "all", "nm", "general"]);
+    let json = run.json();
+    assert_eq!(json[0]["networking"], serde_json::Value::Null, "{json}");
+    assert_eq!(json[0]["version"], "1.0-fake", "{json}");
 }
 
 #[test]
