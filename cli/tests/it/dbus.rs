@@ -196,25 +196,25 @@ fn a_wrong_typed_network_manager_property_is_a_visible_warning() {
     assert_eq!(json[0]["version"], "1.0-fake", "{json}");
 }
 
-#[test]
-fn a_monitor_whose_output_stalls_reports_the_overrun_and_loses_nothing() {
+/// What a monitor printed while its stdout was not read during `flood`, read afterwards: the
+/// set of `path_key`s its added/removed lines of `object` lead to (from `initial`), and its
+/// overrun and resynced lines.
+fn stalled_monitor(
+    bus: &PrivateBus,
+    args: &[&str],
+    flood: impl FnOnce(),
+    (object, path_key): (&str, &str),
+    initial: &[&str],
+) -> (std::collections::BTreeSet<String>, usize, usize) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     use std::sync::mpsc;
 
-    let bus = PrivateBus::start().expect("bus");
-    let service = hostile(&bus);
-    let mut command = netmirror(&[
-        "--bus",
-        bus.address(),
-        "--json",
-        "objects",
-        "monitor",
-        "--service",
-        SERVICE,
-    ]);
+    let mut all = vec!["--bus", bus.address(), "--json"];
+    all.extend_from_slice(args);
+    let mut command = netmirror(&all);
     command
-        .env("RUST_LOG", "netmirror::objects=debug")
+        .env("RUST_LOG", "netmirror=debug")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -235,15 +235,8 @@ fn a_monitor_whose_output_stalls_reports_the_overrun_and_loses_nothing() {
             break;
         }
     }
-    // 200,000 signals while nobody reads the monitor's stdout.
-    let mut ifaces = Ifaces::new();
-    ifaces.insert("org.example.Node".into(), Props::new());
-    service.flood_added("/n", 150_000, &ifaces).expect("flood");
-    let gone: Vec<String> = (0..150_000)
-        .filter(|i| i % 3 == 0)
-        .map(|i| format!("/n/{i}"))
-        .collect();
-    service.flood_removed(&gone).expect("flood");
+    // Signals while nobody reads the monitor's stdout.
+    flood();
     // Now read it all.
     let (line_tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
@@ -251,17 +244,18 @@ fn a_monitor_whose_output_stalls_reports_the_overrun_and_loses_nothing() {
             let _ = line_tx.send(line);
         }
     });
-    let mut model: std::collections::BTreeSet<String> = ["/a".to_owned()].into();
+    let mut model: std::collections::BTreeSet<String> =
+        initial.iter().map(|p| p.to_string()).collect();
     let (mut overruns, mut resynced) = (0, 0);
     let began = Instant::now();
     while let Ok(line) = lines.recv_timeout(Duration::from_secs(5)) {
         let json: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
-        let path = |row: &str| json[row]["path"].as_str().map(str::to_owned);
+        let path = |row: &str| json[row][path_key].as_str().map(str::to_owned);
         match (json["object"].as_str(), json["event"].as_str()) {
-            (Some("object"), Some("added")) => {
+            (Some(o), Some("added")) if o == object => {
                 assert!(model.insert(path("new").expect("path")), "{line}");
             }
-            (Some("object"), Some("removed")) => {
+            (Some(o), Some("removed")) if o == object => {
                 assert!(model.remove(&path("old").expect("path")), "{line}");
             }
             (Some("cache"), Some("overrun")) => overruns += 1,
@@ -272,11 +266,72 @@ fn a_monitor_whose_output_stalls_reports_the_overrun_and_loses_nothing() {
     }
     let _ = child.kill();
     let _ = child.wait();
+    (model, overruns, resynced)
+}
+
+/// 150,000 objects `PREFIX/N` added, then every third removed: 200,000 signals.
+fn flood(service: &HostileService, prefix: &str, ifaces: &Ifaces) {
+    service.flood_added(prefix, 150_000, ifaces).expect("flood");
+    let gone: Vec<String> = (0..150_000)
+        .filter(|i| i % 3 == 0)
+        .map(|i| format!("{prefix}/{i}"))
+        .collect();
+    service.flood_removed(&gone).expect("flood");
+}
+
+#[test]
+fn a_monitor_whose_output_stalls_reports_the_overrun_and_loses_nothing() {
+    let bus = PrivateBus::start().expect("bus");
+    let service = hostile(&bus);
+    let mut ifaces = Ifaces::new();
+    ifaces.insert("org.example.Node".into(), Props::new());
+    let (model, overruns, resynced) = stalled_monitor(
+        &bus,
+        &["objects", "monitor", "--service", SERVICE],
+        || flood(&service, "/n", &ifaces),
+        ("object", "path"),
+        &["/a"],
+    );
     let truth: std::collections::BTreeSet<String> = service.objects().into_keys().collect();
     assert_eq!(truth.len(), 100_001);
     assert!(
         model == truth,
         "the printed changes do not lead to the service's state"
+    );
+    assert!(overruns >= 1, "an overrun line");
+    assert_eq!(overruns, resynced, "each overrun ends with a resynced line");
+}
+
+#[test]
+fn nm_monitor_whose_output_stalls_reports_the_overrun_and_loses_nothing() {
+    let bus = PrivateBus::start().expect("bus");
+    let service = HostileService::start(bus.address(), NM, "/org/freedesktop").expect("fake NM");
+    let mut manager = Props::new();
+    manager.insert("Version".into(), v("1.0-fake"));
+    service.set_objects([(
+        "/org/freedesktop/NetworkManager".to_owned(),
+        Ifaces::from([(NM.to_owned(), manager)]),
+    )]);
+    let mut device = Props::new();
+    device.insert("Interface".into(), v("d"));
+    let ifaces = Ifaces::from([(format!("{NM}.Device"), device)]);
+    let prefix = "/org/freedesktop/NetworkManager/Devices";
+    let (model, overruns, resynced) = stalled_monitor(
+        &bus,
+        &["nm", "monitor"],
+        || flood(&service, prefix, &ifaces),
+        ("device", "dbus_path"),
+        &[],
+    );
+    let truth: std::collections::BTreeSet<String> = service
+        .objects()
+        .into_keys()
+        .filter(|p| p.starts_with(prefix))
+        .collect();
+    assert_eq!(truth.len(), 100_000);
+    assert!(
+        model == truth,
+        "the printed changes do not lead to the daemon's state"
     );
     assert!(overruns >= 1, "an overrun line");
     assert_eq!(overruns, resynced, "each overrun ends with a resynced line");
