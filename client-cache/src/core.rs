@@ -917,6 +917,15 @@ impl Core {
                     }
                     return false;
                 }
+                if !body_is(msg, "s") {
+                    let cause = CallFailure::WrongSignature {
+                        got: msg.body().signature().to_string(),
+                        expected: "s".into(),
+                    };
+                    let dest = self.service_dest();
+                    self.fail(&Call::Introspect(path.clone()), &dest, &path, cause);
+                    return false;
+                }
                 let xml = msg
                     .body()
                     .deserialize::<(String,)>()
@@ -988,8 +997,28 @@ impl Core {
                     format_args!("GetAll {path} {iface}: {e}"),
                 ),
             }
-        } else if is_error {
-            self.rep.trace(format_args!("GetAll {path} {iface} failed"));
+        } else {
+            let err_name = if is_error {
+                error_name(&msg.header())
+            } else {
+                String::new()
+            };
+            // An interface gone since the introspection is no failure; anything else is.
+            if err_name != "org.freedesktop.DBus.Error.UnknownInterface" {
+                let cause = if is_error {
+                    error_reply(&err_name, msg)
+                } else {
+                    CallFailure::WrongSignature {
+                        got: msg.body().signature().to_string(),
+                        expected: "a{sv}".into(),
+                    }
+                };
+                let dest = self.service_dest();
+                self.fail(&Call::GetAll(path.clone(), iface), &dest, &path, cause);
+                return;
+            }
+            self.rep
+                .trace(format_args!("GetAll {path} {iface}: interface gone"));
         }
         let mut finished = None;
         if let Load::ByPath {

@@ -564,3 +564,30 @@ fn a_refused_subscription_fails_the_load() {
         );
     });
 }
+
+#[test_log::test]
+fn loading_one_path_fails_on_a_wrong_or_refused_reply() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let service = start(&bus);
+        for (member, answer, expect) in [
+            ("Introspect", Answer::WrongSignature, "`a{sv}`"),
+            ("GetAll", Answer::WrongSignature, "`as` where `a{sv}`"),
+            (
+                "GetAll",
+                Answer::Error {
+                    name: "org.example.Error.Broken".into(),
+                    message: String::new(),
+                },
+                "org.example.Error.Broken",
+            ),
+        ] {
+            service.answer("Introspect", Answer::Normally);
+            service.answer("GetAll", Answer::Normally);
+            service.answer(member, answer);
+            let err = load_error(&bus, builder().only_path("/a"));
+            let text = err.to_string();
+            assert!(text.contains(member) && text.contains(expect), "{text}");
+        }
+    });
+}
