@@ -31,12 +31,17 @@ use hashbrown::{HashMap, HashSet};
 use smallvec::SmallVec;
 use zbus::message::{Header, Message, Sequence, Type};
 
+mod failure;
+mod resync;
+
+use resync::Shadow;
+
 use crate::{
     debug::{DebugConfig, Diagnostics, Reporter, WarningKind},
     error::{CallError, CallFailure},
     event::Event,
     meta::Registry,
-    object::{Fetch, Interface, Object},
+    object::{Fetch, Interface},
     store::{ObjId, Store},
     value::Value,
     wire::{Reader, WireResult},
@@ -107,18 +112,6 @@ pub(crate) struct Config {
 
 /// The default bound of the event queue.
 pub(crate) const DEFAULT_MAX_EVENTS: usize = 1 << 16;
-
-/// The consumer's view of the cache, kept from the moment its event queue filled up: the
-/// visible objects and the owner as its queued events leave them.
-#[derive(Debug)]
-struct Shadow {
-    objects: HashMap<Arc<str>, Object>,
-    owner: Option<Arc<str>>,
-    /// Events not queued since.
-    missed: u64,
-    loaded: bool,
-    failed: Option<Box<CallError>>,
-}
 
 /// The default deadline of every call: libdbus's and libnm's 25 s.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(25);
@@ -396,111 +389,6 @@ impl Core {
                     Call::Fetch(id, p) => self.fetch_failed(id, p, cause),
                     other => self.fail(&other, dest, path, cause),
                 }
-            }
-        }
-    }
-
-    /// The load cannot finish: say why (once), and wait for the owner to change.
-    fn fail(&mut self, call: &Call, dest: &str, path: &str, cause: CallFailure) {
-        let service = if dest == self.cfg.service || dest == BUS {
-            dest.to_owned()
-        } else {
-            format!("{} ({dest})", self.cfg.service)
-        };
-        let error = CallError {
-            method: call.method(&self.cfg.fetches),
-            service,
-            path: path.to_owned(),
-            cause,
-        };
-        self.rep.trace(format_args!("load failed: {error}"));
-        if std::mem::take(&mut self.reconciling) {
-            // The cache stays as it was (the signals during the reconcile were superseded by
-            // it, so it may be behind): say so, and let the next suspicion try again.
-            self.load = Load::Done;
-            self.batch.dirty = true;
-            self.batch.failed = Some(error);
-            return;
-        }
-        self.load = Load::Failed;
-        self.load_announce = false;
-        self.batch.loaded = false;
-        self.batch.dirty = true;
-        self.batch.failed = Some(error.clone());
-        self.failure = Some(error);
-    }
-
-    /// A fetch failed for another reason than an error reply (timeout, malformed reply): during
-    /// the load, the load fails; afterwards the object keeps a failed fetch, with a warning.
-    fn fetch_failed(&mut self, id: ObjId, path: Arc<str>, cause: CallFailure) {
-        let announced = matches!(self.load, Load::Done) && !self.load_announce;
-        if !announced {
-            let dest = self.service_dest();
-            self.fail(&Call::Fetch(id, path.clone()), &dest, &path, cause);
-            return;
-        }
-        self.rep.warn(
-            WarningKind::CallFailed,
-            format_args!("fetch for {path}: {cause}"),
-        );
-        let visible = self.store.slot(id).visible;
-        let Some(obj) = self.store.slot_mut(id).obj.as_mut() else {
-            return;
-        };
-        obj.fetch_serial = 0;
-        let old = std::mem::replace(&mut obj.fetch, Fetch::Failed(cause.to_string().into()));
-        obj.refetch = false;
-        if visible {
-            let old = match old {
-                Fetch::Done(v) => Some(v),
-                _ => None,
-            };
-            self.batch.refetched.push((id, old));
-        }
-        self.store.touch(id);
-        self.batch.dirty = true;
-    }
-
-    /// When the earliest call on its way times out.
-    pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
-        while let Some(&(at, serial)) = self.deadlines.front() {
-            if self.pending.contains_key(&serial) {
-                return Some(at);
-            }
-            self.deadlines.pop_front();
-        }
-        None
-    }
-
-    /// Time out every call whose deadline is `now` or earlier.
-    pub(crate) fn expire(&mut self, now: Instant) {
-        while let Some(&(at, serial)) = self.deadlines.front() {
-            if at > now {
-                break;
-            }
-            self.deadlines.pop_front();
-            let Some(p) = self.pending.remove(&serial) else {
-                continue;
-            };
-            if p.generation != self.generation {
-                continue;
-            }
-            let cause = CallFailure::Timeout(self.cfg.timeout);
-            match p.call {
-                Call::RemoveMatch => self.rep.trace(format_args!("RemoveMatch: {cause}")),
-                Call::Fetch(id, path) => {
-                    let current = self.store.slot(id).path == path
-                        && self
-                            .store
-                            .slot(id)
-                            .obj
-                            .as_ref()
-                            .is_some_and(|o| o.fetch_serial == serial);
-                    if current {
-                        self.fetch_failed(id, path, cause);
-                    }
-                }
-                call => self.fail(&call, &p.dest, &p.path, cause),
             }
         }
     }
@@ -1768,168 +1656,9 @@ impl Core {
             self.loaded_events += 1;
             out.push(Event::Loaded);
         }
-        match &mut self.shadow {
-            // The consumer is behind: the cache moves on, the events wait for the resync.
-            Some(shadow) => {
-                for ev in out {
-                    shadow.missed += 1;
-                    match ev {
-                        Event::Loaded => shadow.loaded = true,
-                        Event::LoadFailed(e) => shadow.failed = Some(e),
-                        _ => {}
-                    }
-                }
-            }
-            None => self.events.extend(out),
-        }
+        self.queue(out);
         self.store.collect();
         self.prune_names();
-    }
-
-    /// Called before each batch: once the consumer's queue is full, keep what the consumer
-    /// will know after it (the visible objects now, as every applied batch's events are
-    /// queued) and queue nothing more until it has caught up (see [`Core::pop_event`]).
-    pub(crate) fn begin_batch(&mut self) {
-        if self.shadow.is_some() || self.events.len() < self.cfg.max_events {
-            return;
-        }
-        let objects = self
-            .store
-            .present()
-            .filter(|&id| self.store.slot(id).visible)
-            .filter_map(|id| {
-                let slot = self.store.slot(id);
-                Some((slot.path.clone(), slot.obj.clone()?))
-            })
-            .collect();
-        let owner = match &self.owner {
-            Owner::Present(o) => Some(o.clone()),
-            _ => None,
-        };
-        self.rep.diag.overruns += 1;
-        self.shadow = Some(Shadow {
-            objects,
-            owner,
-            missed: 0,
-            loaded: false,
-            failed: None,
-        });
-    }
-
-    /// How many events wait for the consumer.
-    pub(crate) fn queued(&self) -> usize {
-        self.events.len()
-    }
-
-    /// The next event for the consumer: the queue's, then, if the consumer fell behind, an
-    /// [`Event::Overrun`], the changes from what it knew to now, and [`Event::Resynced`].
-    ///
-    /// A consumer that lags behind the cache takes an [`Event::Added`] when the object may
-    /// already be gone again (its removal queued behind): such an addition is skipped, and so
-    /// is every later event about that object up to its removal, so that what the consumer
-    /// is told adds up (it looks the object up when it is told it was added).
-    pub(crate) fn pop_event(&mut self) -> Option<Event> {
-        loop {
-            let ev = match self.events.pop_front() {
-                Some(ev) => ev,
-                None => {
-                    let shadow = self.shadow.take()?;
-                    if shadow.missed == 0 {
-                        return None;
-                    }
-                    self.resync(shadow);
-                    continue;
-                }
-            };
-            let Some(path) = ev.path() else {
-                return Some(ev);
-            };
-            if let Event::Added { path } = &ev {
-                let visible = self
-                    .store
-                    .id(path)
-                    .is_some_and(|id| self.store.slot(id).visible);
-                if !visible {
-                    self.unseen.insert(path.clone());
-                    continue;
-                }
-                self.unseen.remove(path);
-                return Some(ev);
-            }
-            if self.unseen.is_empty() || !self.unseen.contains(path) {
-                return Some(ev);
-            }
-            if let Event::Removed { path, .. } = &ev {
-                self.unseen.remove(path);
-            }
-        }
-    }
-
-    fn resync(&mut self, shadow: Shadow) {
-        let Shadow {
-            mut objects,
-            owner,
-            missed,
-            loaded,
-            failed,
-        } = shadow;
-        let mut removed = Vec::new();
-        let mut changed = Vec::new();
-        let mut added = Vec::new();
-        let mut now: Vec<ObjId> = self
-            .store
-            .present()
-            .filter(|&id| self.store.slot(id).visible)
-            .collect();
-        now.sort_by(|a, b| self.store.slot(*a).path.cmp(&self.store.slot(*b).path));
-        for id in now {
-            let slot = self.store.slot(id);
-            let Some(new) = slot.obj.as_ref() else {
-                continue;
-            };
-            match objects.remove(&slot.path) {
-                Some(old) => diff_object(
-                    &slot.path,
-                    &old,
-                    new,
-                    &mut removed,
-                    &mut changed,
-                    &mut added,
-                ),
-                None => added.push(Event::Added {
-                    path: slot.path.clone(),
-                }),
-            }
-        }
-        let mut gone: Vec<(Arc<str>, Object)> = objects.into_iter().collect();
-        gone.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut out: Vec<Event> = gone
-            .into_iter()
-            .map(|(path, object)| Event::Removed {
-                path,
-                object: Box::new(object),
-            })
-            .collect();
-        out.append(&mut removed);
-        let owner_now = self.owner().map(Arc::<str>::from);
-        if owner_now != owner && !matches!(self.owner, Owner::Unknown) {
-            out.push(Event::OwnerChanged { owner: owner_now });
-        }
-        out.append(&mut changed);
-        out.append(&mut added);
-        let changes = out.len();
-        if loaded {
-            out.push(Event::Loaded);
-        }
-        if let Some(error) = failed {
-            out.push(Event::LoadFailed(error));
-        }
-        out.push(Event::Resynced { changes });
-        self.rep.trace(format_args!(
-            "consumer resynced: {missed} events missed, {changes} changes"
-        ));
-        self.events.push_back(Event::Overrun { missed });
-        self.events.extend(out);
     }
 
     /// Free the interned names nothing uses any more (a service may announce new property
@@ -1946,73 +1675,6 @@ impl Core {
     /// How many names are interned.
     pub(crate) fn interned_names(&self) -> usize {
         self.names.len()
-    }
-}
-
-/// The events that take a consumer from `old` to `new` (one object at `path`).
-fn diff_object(
-    path: &Arc<str>,
-    old: &Object,
-    new: &Object,
-    removed: &mut Vec<Event>,
-    changed: &mut Vec<Event>,
-    added: &mut Vec<Event>,
-) {
-    for o in old.ifaces.iter() {
-        let Some(n) = new.ifaces.iter().find(|n| n.name == o.name) else {
-            removed.push(Event::InterfaceRemoved {
-                path: path.clone(),
-                interface: o.name.clone(),
-            });
-            continue;
-        };
-        let mut change = |property: Arc<str>, a: &Value, b: &Value| {
-            if a != b {
-                changed.push(Event::PropertyChanged {
-                    path: path.clone(),
-                    interface: n.name.clone(),
-                    property,
-                    old: a.clone(),
-                    new: b.clone(),
-                });
-            }
-        };
-        if let Some(decl) = &n.decl {
-            for (i, p) in decl.properties.iter().enumerate() {
-                let unset = Value::Unset;
-                let a = o.slots.get(i).unwrap_or(&unset);
-                let b = n.slots.get(i).unwrap_or(&unset);
-                change(p.name.clone(), a, b);
-            }
-        }
-        for (name, a) in &o.extra {
-            let b = n
-                .extra
-                .iter()
-                .find(|(m, _)| m == name)
-                .map_or(&Value::Unset, |(_, b)| b);
-            change(name.clone(), a, b);
-        }
-        for (name, b) in &n.extra {
-            if !o.extra.iter().any(|(m, _)| m == name) {
-                change(name.clone(), &Value::Unset, b);
-            }
-        }
-    }
-    if old.fetched() != new.fetched() {
-        changed.push(Event::Refetched {
-            path: path.clone(),
-            old: old.fetched().cloned(),
-            new: new.fetched().cloned(),
-        });
-    }
-    for n in new.ifaces.iter() {
-        if !old.ifaces.iter().any(|o| o.name == n.name) {
-            added.push(Event::InterfaceAdded {
-                path: path.clone(),
-                interface: n.name.clone(),
-            });
-        }
     }
 }
 
