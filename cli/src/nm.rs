@@ -441,6 +441,9 @@ pub(crate) enum Overview {
     },
     /// It is not there; the sentence says why.
     Absent(String),
+    /// It is there but could not be loaded (no answer within the deadline, an error reply);
+    /// the sentence says why.
+    Failed(String),
 }
 
 /// NetworkManager's part of the overview, from the system bus; its absence is not an error.
@@ -463,7 +466,7 @@ pub(crate) fn overview(timeout: Duration) -> Overview {
     });
     result.unwrap_or_else(|err| {
         tracing::debug!(error = %format!("{err:#}"), "no NetworkManager for the overview");
-        Overview::Absent(format!("NetworkManager is not available: {err:#}"))
+        Overview::Failed(format!("NetworkManager is not available: {err:#}"))
     })
 }
 

@@ -172,6 +172,17 @@ fn the_overview_shows_the_kernel_when_network_manager_does_not_answer() {
         nm.contains("GetSettings") && nm.contains("timed out"),
         "{out}"
     );
+    let mut command = netmirror(&["--timeout", "1", "--json"]);
+    command
+        .env_remove("NETMIRROR_FATAL_WARNINGS")
+        .env("DBUS_SYSTEM_BUS_ADDRESS", bus.address());
+    let json = crate::support::run(command).json();
+    assert!(
+        json["links"].as_array().is_some_and(|l| !l.is_empty()),
+        "{json}"
+    );
+    let error = json["networkmanager"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("timed out"), "{json}");
 }
 
 #[test]
