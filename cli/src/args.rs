@@ -327,6 +327,9 @@ pub(crate) struct BusArgs {
     /// `system` (the default; `DBUS_SYSTEM_BUS_ADDRESS` is honoured), `session` or an address.
     #[arg(long = "bus", global = true, value_name = "system|session|ADDRESS")]
     pub(crate) choice: Option<Bus>,
+    /// How long each D-Bus call may wait for its reply, in seconds (default 25, as libnm).
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = parse_timeout)]
+    pub(crate) timeout: Option<std::time::Duration>,
 }
 
 impl BusArgs {
@@ -334,6 +337,27 @@ impl BusArgs {
     pub(crate) fn bus(&self) -> Bus {
         self.choice.clone().unwrap_or(Bus::System)
     }
+
+    /// The deadline of each D-Bus call.
+    pub(crate) fn timeout(&self) -> std::time::Duration {
+        self.timeout.unwrap_or(DEFAULT_TIMEOUT)
+    }
+}
+
+/// The deadline of a D-Bus call unless `--timeout` says otherwise: libdbus's and libnm's.
+const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(25);
+
+/// `--timeout`: a positive, finite number of seconds.
+fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if !(seconds > 0.0 && seconds <= 86_400.0 * 365.0) {
+        return Err(format!(
+            "`{text}`: the timeout must be more than 0 seconds, and finite"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds))
 }
 
 /// `nm ...`.

@@ -6,7 +6,7 @@ use std::io;
 use netmirror_client_cache::{self as client, Value};
 use serde_json::Value as Json;
 
-use crate::args::Bus;
+use crate::args::{Bus, usage_error};
 use crate::failure::Failure;
 use crate::render::Cell;
 
@@ -80,14 +80,33 @@ pub(crate) fn explain(err: client::Error, bus: &Bus, service: &str) -> anyhow::E
         .into(),
         client::Error::DBus(zbus_err) => explain_zbus(zbus_err, bus)
             .unwrap_or_else(|| anyhow::Error::new(err).context(format!("cannot load {service}"))),
-        client::Error::Remote { name, .. } if name == "org.freedesktop.DBus.Error.AccessDenied" => {
+        client::Error::Call(call)
+            if call.error_name() == Some("org.freedesktop.DBus.Error.AccessDenied") =>
+        {
+            let message = match &call.cause {
+                client::CallFailure::ErrorReply { message, .. } if !message.is_empty() => {
+                    format!(": {message}")
+                }
+                _ => String::new(),
+            };
             Failure::PermissionDenied {
-                what: format!("{service} refused the call"),
+                what: format!("{service} refused {}{message}", call.method),
             }
             .into()
         }
+        client::Error::InvalidName { .. } => usage_error(&err).into(),
         _ => anyhow::Error::new(err).context(format!("cannot load {service}")),
     }
+}
+
+/// Checks `builder`'s names and paths (a usage error when one is invalid) before anything is
+/// sent, and gives it the call deadline.
+pub(crate) fn prepare(
+    builder: client::CacheBuilder,
+    timeout: std::time::Duration,
+) -> anyhow::Result<client::CacheBuilder> {
+    builder.validate().map_err(usage_error)?;
+    Ok(builder.timeout(timeout))
 }
 
 /// A cached value as a cell: nmcli-like text for people, typed JSON for scripts.
@@ -144,6 +163,9 @@ pub(crate) fn json(value: &Value) -> Json {
         ),
         Value::Struct(fields) => Json::Array(fields.iter().map(json).collect()),
         Value::Variant(inner) => json(inner),
+        Value::VariantBytes(bytes) => {
+            Json::Array(bytes.iter().map(|byte| Json::from(*byte)).collect())
+        }
         other => Json::String(other.to_string()),
     }
 }

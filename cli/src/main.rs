@@ -15,6 +15,7 @@ mod nexthop;
 mod nm;
 mod objects;
 mod overview;
+mod pipe;
 mod progress;
 mod render;
 mod signals;
@@ -108,13 +109,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Batch(args)) => batch::run(&mut printer, &cli.kernel, &args),
         Some(Command::Nm(args)) => {
             no_kernel_options(&cli.kernel, "nm")?;
-            nm::run(&mut printer, &cli.bus.bus(), &args)
+            nm::run(&mut printer, &cli.bus.bus(), cli.bus.timeout(), &args)
         }
         Some(Command::Objects(args)) => {
             no_kernel_options(&cli.kernel, "objects")?;
-            objects::run(&mut printer, &cli.bus.bus(), &args)
+            objects::run(&mut printer, &cli.bus.bus(), cli.bus.timeout(), &args)
         }
-        None => overview::run(&mut printer, &cli.output, &cli.kernel),
+        None => overview::run(&mut printer, &cli.output, &cli.kernel, cli.bus.timeout()),
     };
     result?;
     printer.flush()

@@ -5,7 +5,9 @@
 //! library's fallback to loading everything) instead of loading every object.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
+use netmirror_client_cache::Event;
 use netmirror_client_cache::nm::{
     self as nmc, ActiveConnection, Device, NmClient, NmEvent, Profile,
 };
@@ -13,6 +15,7 @@ use netmirror_client_cache::nm::{
 use crate::args::{Bus, NmAction, NmArgs};
 use crate::bus;
 use crate::failure::Failure;
+use crate::pipe::{self, Pipe};
 use crate::render::{self, Cell, EventKind, Field, Printer, Table};
 
 /// Columns of `nm general`, as `nmcli general` names them.
@@ -82,30 +85,30 @@ const PROPERTY_FIELDS: &[Field] = &[
 ];
 
 /// Runs `nm ...`.
-pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Result<()> {
+pub(crate) fn run(
+    printer: &mut Printer,
+    bus: &Bus,
+    timeout: Duration,
+    args: &NmArgs,
+) -> anyhow::Result<()> {
     zbus::block_on(async {
         let conn = bus::connect(bus).await?;
         match &args.action {
             None | Some(NmAction::General) => {
-                let nm = load(&conn, bus).await?;
+                let nm = load(&conn, bus, timeout).await?;
                 printer.table(&general_table(&nm))
             }
             Some(NmAction::Device { iface: None }) => {
-                let nm = load(&conn, bus).await?;
+                let nm = load(&conn, bus, timeout).await?;
                 printer.table(&device_table(&nm.devices()))
             }
             Some(NmAction::Device { iface: Some(iface) }) => {
-                let nm =
-                    NmClient::device_by_iface(&conn, iface)
-                        .await
-                        .map_err(|err| match &err {
-                            netmirror_client_cache::Error::Remote { name, .. }
-                                if name.ends_with(".UnknownDevice") =>
-                            {
-                                anyhow::anyhow!("device '{iface}' not found")
-                            }
-                            _ => bus::explain(err, bus, SERVICE_NAME),
-                        })?;
+                let builder = NmClient::builder()
+                    .lookup(NmClient::device_lookup(iface))
+                    .timeout(timeout);
+                let nm = NmClient::from_builder(&conn, builder)
+                    .await
+                    .map_err(|err| bus::explain(err, bus, SERVICE_NAME))?;
                 require_running(&nm, bus)?;
                 let device = nm
                     .device_by_name(iface)
@@ -113,11 +116,11 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Re
                 printer.properties(&device_properties(&device))
             }
             Some(NmAction::Connection { id: None }) => {
-                let nm = load(&conn, bus).await?;
+                let nm = load(&conn, bus, timeout).await?;
                 printer.table(&connection_table(&nm))
             }
             Some(NmAction::Connection { id: Some(id) }) => {
-                let nm = load(&conn, bus).await?;
+                let nm = load(&conn, bus, timeout).await?;
                 let profile = nm
                     .connections()
                     .into_iter()
@@ -126,10 +129,10 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Re
                 printer.properties(&profile_properties(&profile))
             }
             Some(NmAction::Active) => {
-                let nm = load(&conn, bus).await?;
+                let nm = load(&conn, bus, timeout).await?;
                 printer.table(&active_table(&nm.active_connections()))
             }
-            Some(NmAction::Monitor) => monitor(printer, &conn, bus).await,
+            Some(NmAction::Monitor) => monitor(printer, &conn, bus, timeout).await,
         }
     })
 }
@@ -138,9 +141,9 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Re
 const SERVICE_NAME: &str = "NetworkManager";
 
 /// Loads NetworkManager's state; its absence is an error.
-async fn load(conn: &zbus::Connection, bus: &Bus) -> anyhow::Result<NmClient> {
+async fn load(conn: &zbus::Connection, bus: &Bus, timeout: Duration) -> anyhow::Result<NmClient> {
     let progress = crate::progress::Progress::start("loading NetworkManager");
-    let nm = NmClient::new(conn)
+    let nm = NmClient::from_builder(conn, NmClient::builder().timeout(timeout))
         .await
         .map_err(|err| bus::explain(err, bus, SERVICE_NAME))?;
     drop(progress);
@@ -223,22 +226,28 @@ fn text(value: &str) -> Cell {
 pub(crate) fn general_table(nm: &NmClient) -> Table {
     let mut table = Table::new(GENERAL_FIELDS);
     if let Some(manager) = nm.manager() {
+        // A flag the daemon did not send, or sent with the wrong type (rejected, with a
+        // warning), is shown as missing, not as "disabled".
         let flag = |name: &str| {
             manager
                 .property(name)
                 .and_then(|value| value.as_bool())
-                .unwrap_or(false)
+                .map_or(Cell::Null, enabled)
         };
+        let startup = manager
+            .property("Startup")
+            .and_then(|value| value.as_bool())
+            .map_or(Cell::Null, Cell::Bool);
         table.push(vec![
             state_name(manager.state()).into(),
             connectivity_name(manager.connectivity()).into(),
-            enabled(flag("WirelessHardwareEnabled")),
-            enabled(manager.wireless_enabled()),
-            enabled(flag("WwanHardwareEnabled")),
-            enabled(flag("WwanEnabled")),
-            enabled(manager.networking_enabled()),
+            flag("WirelessHardwareEnabled"),
+            flag("WirelessEnabled"),
+            flag("WwanHardwareEnabled"),
+            flag("WwanEnabled"),
+            flag("NetworkingEnabled"),
             text(manager.version()),
-            manager.startup().into(),
+            startup,
             metered_name(manager.metered()).into(),
         ]);
     }
@@ -432,14 +441,17 @@ pub(crate) enum Overview {
     },
     /// It is not there; the sentence says why.
     Absent(String),
+    /// It is there but could not be loaded (no answer within the deadline, an error reply);
+    /// the sentence says why.
+    Failed(String),
 }
 
 /// NetworkManager's part of the overview, from the system bus; its absence is not an error.
-pub(crate) fn overview() -> Overview {
+pub(crate) fn overview(timeout: Duration) -> Overview {
     let bus = Bus::System;
     let result: anyhow::Result<Overview> = zbus::block_on(async {
         let conn = bus::connect(&bus).await?;
-        let nm = NmClient::new(&conn)
+        let nm = NmClient::from_builder(&conn, NmClient::builder().timeout(timeout))
             .await
             .map_err(|err| bus::explain(err, &bus, SERVICE_NAME))?;
         if !nm.is_running() {
@@ -454,7 +466,7 @@ pub(crate) fn overview() -> Overview {
     });
     result.unwrap_or_else(|err| {
         tracing::debug!(error = %format!("{err:#}"), "no NetworkManager for the overview");
-        Overview::Absent(format!("NetworkManager is not available: {err:#}"))
+        Overview::Failed(format!("NetworkManager is not available: {err:#}"))
     })
 }
 
@@ -499,8 +511,16 @@ fn describe(nm: &NmClient, path: &str, devices: &HashMap<String, Vec<String>>) -
 
 /// `nm monitor`: devices, profiles and active connections as they are added, changed and
 /// removed, and any other property change; runs until interrupted.
-async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> anyhow::Result<()> {
-    let mut nm = NmClient::new(conn)
+async fn monitor(
+    printer: &mut Printer,
+    conn: &zbus::Connection,
+    bus: &Bus,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let builder = NmClient::builder()
+        .timeout(timeout)
+        .max_queued_events(pipe::MAX_QUEUED_EVENTS);
+    let mut nm = NmClient::from_builder(conn, builder)
         .await
         .map_err(|err| bus::explain(err, bus, SERVICE_NAME))?;
     let mut known: HashMap<String, Known> = HashMap::new();
@@ -539,6 +559,7 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
         )?;
     }
     tracing::debug!(n_objects = known.len(), "monitor ready");
+    let mut out = Pipe::start(printer)?;
     while let Some(event) = nm.next_event().await {
         match event {
             NmEvent::DeviceAdded(path)
@@ -609,10 +630,27 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
                 )?;
             }
             NmEvent::Loaded => refresh_all(&nm, &mut known),
+            NmEvent::Other(Event::LoadFailed(error)) => {
+                printer.status(
+                    &serde_json::json!({
+                        "object": "networkmanager", "event": "load-failed",
+                        "error": error.to_string(),
+                    }),
+                    &format!("[NM] cannot load NetworkManager: {error}"),
+                )?;
+            }
+            NmEvent::Other(Event::Overrun { missed }) => pipe::print_overrun(printer, missed)?,
+            NmEvent::Other(Event::Resynced { changes }) => {
+                pipe::print_resynced(printer, changes)?;
+            }
+            NmEvent::Other(Event::Reconciled { differences }) => {
+                pipe::print_reconciled(printer, differences)?;
+            }
             other => tracing::trace!(?other, "event not shown"),
         }
+        out.send(nm.cache_mut()).await?;
     }
-    Ok(())
+    out.finish()
 }
 
 /// Prints a change of a known object when its row changed.

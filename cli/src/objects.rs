@@ -10,6 +10,7 @@ use netmirror_client_cache::{Event, ObjectCache, ObjectRef, Registry, nm as nmc}
 use crate::args::{Bus, ObjectsAction, ObjectsArgs, ObjectsTarget, usage_error};
 use crate::bus;
 use crate::failure::Failure;
+use crate::pipe::{self, Pipe};
 use crate::render::{self, Cell, EventKind, Field, Printer, Table};
 
 /// Columns of `objects`.
@@ -23,7 +24,12 @@ const OBJECT_FIELDS: &[Field] = &[
 ];
 
 /// Runs `objects` or `objects monitor`.
-pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &ObjectsArgs) -> anyhow::Result<()> {
+pub(crate) fn run(
+    printer: &mut Printer,
+    bus: &Bus,
+    timeout: std::time::Duration,
+    args: &ObjectsArgs,
+) -> anyhow::Result<()> {
     let (target, monitor) = match &args.action {
         Some(ObjectsAction::Monitor { target }) => (merge(&args.target, target), true),
         None => (args.target.clone(), false),
@@ -31,20 +37,24 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &ObjectsArgs) -> anyho
     let Some(service) = target.service.clone() else {
         return Err(usage_error("`objects` needs --service NAME").into());
     };
+    let mut builder = ObjectCache::builder(service.as_str());
+    if service == nmc::SERVICE {
+        builder = builder
+            .manager_path(nmc::MANAGER_PATH)
+            .registry(Registry::network_manager());
+    }
+    if let Some(manager) = &target.manager {
+        builder = builder.manager_path(manager.as_str());
+    }
+    if let Some(path) = &target.path {
+        builder = builder.only_path(path.as_str());
+    }
+    if monitor {
+        builder = builder.max_queued_events(pipe::MAX_QUEUED_EVENTS);
+    }
+    let builder = bus::prepare(builder, timeout)?;
     zbus::block_on(async {
         let conn = bus::connect(bus).await?;
-        let mut builder = ObjectCache::builder(service.as_str());
-        if service == nmc::SERVICE {
-            builder = builder
-                .manager_path(nmc::MANAGER_PATH)
-                .registry(Registry::network_manager());
-        }
-        if let Some(manager) = &target.manager {
-            builder = builder.manager_path(manager.as_str());
-        }
-        if let Some(path) = &target.path {
-            builder = builder.only_path(path.as_str());
-        }
         let progress = crate::progress::Progress::start("loading objects");
         let mut cache = builder
             .build_loaded(&conn)
@@ -74,6 +84,7 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &ObjectsArgs) -> anyho
                 .as_deref()
                 .is_none_or(|wanted| wanted == interface)
         };
+        let mut out = Pipe::start(printer)?;
         while let Some(event) = cache.next_event().await {
             match event {
                 Event::Added { path } => {
@@ -135,10 +146,25 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &ObjectsArgs) -> anyho
                         &format!("[SERVICE] {text}"),
                     )?;
                 }
+                Event::LoadFailed(error) => {
+                    printer.status(
+                        &serde_json::json!({
+                            "object": "service", "event": "load-failed",
+                            "service": service, "error": error.to_string(),
+                        }),
+                        &format!("[SERVICE] cannot load {service}: {error}"),
+                    )?;
+                }
+                Event::Overrun { missed } => pipe::print_overrun(printer, missed)?,
+                Event::Resynced { changes } => pipe::print_resynced(printer, changes)?,
+                Event::Reconciled { differences } => {
+                    pipe::print_reconciled(printer, differences)?;
+                }
                 other => tracing::trace!(?other, "event not shown"),
             }
+            out.send(&mut cache).await?;
         }
-        Ok(())
+        out.finish()
     })
 }
 

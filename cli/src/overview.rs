@@ -3,7 +3,8 @@
 //! Links with their state and addresses, route counts per table and family, the default
 //! routes, and NetworkManager's state and devices when it is on the system bus (when it is
 //! not, one line says so; that is not an error). In JSON it is one object:
-//! `{"links": [...], "routes": [...], "default_routes": [...], "networkmanager": {...} | null}`.
+//! `{"links": [...], "routes": [...], "default_routes": [...], "networkmanager": {...} | null}`
+//! (`{"error": "..."}` when NetworkManager is there but could not be loaded).
 
 use std::collections::BTreeMap;
 
@@ -35,6 +36,7 @@ pub(crate) fn run(
     printer: &mut Printer,
     output: &OutputArgs,
     kernel_args: &KernelArgs,
+    timeout: std::time::Duration,
 ) -> anyhow::Result<()> {
     if !output.fields.is_empty() {
         return Err(
@@ -105,7 +107,7 @@ pub(crate) fn run(
 
     // A namespace has no NetworkManager of its own: only the host's overview asks the bus.
     let networkmanager = if kernel_args.netns.is_none() {
-        Some(nm::overview())
+        Some(nm::overview(timeout))
     } else {
         None
     };
@@ -127,6 +129,11 @@ pub(crate) fn run(
                     general.get(0).cloned().unwrap_or(Value::Null),
                 );
                 nm_object.insert("devices".to_owned(), printer.table_json(devices)?);
+                Value::Object(nm_object)
+            }
+            Some(nm::Overview::Failed(reason)) => {
+                let mut nm_object = Map::new();
+                nm_object.insert("error".to_owned(), Value::from(reason.as_str()));
                 Value::Object(nm_object)
             }
             Some(nm::Overview::Absent(_)) | None => Value::Null,
@@ -155,7 +162,7 @@ pub(crate) fn run(
             printer.blank()?;
             printer.table(&devices)?;
         }
-        Some(nm::Overview::Absent(reason)) => {
+        Some(nm::Overview::Absent(reason) | nm::Overview::Failed(reason)) => {
             printer.blank()?;
             printer.heading("NetworkManager")?;
             printer.note(&reason)?;

@@ -439,7 +439,7 @@ pub(crate) struct Printer {
     mode: Mode,
     selection: Selection,
     color: bool,
-    out: BufWriter<Box<dyn Write>>,
+    out: BufWriter<Box<dyn Write + Send>>,
 }
 
 impl Printer {
@@ -449,7 +449,7 @@ impl Printer {
     }
 
     /// A printer on `out` (tests print into a buffer).
-    fn with_writer(args: &OutputArgs, color: bool, out: Box<dyn Write>) -> Printer {
+    fn with_writer(args: &OutputArgs, color: bool, out: Box<dyn Write + Send>) -> Printer {
         let mode = if args.json {
             Mode::Json
         } else if args.terse {
@@ -666,6 +666,13 @@ impl Printer {
     pub(crate) fn event(&mut self, event: &Event<'_>) -> anyhow::Result<()> {
         write_event(&mut self.out, self.color, self.mode, &self.selection, event)?;
         self.out.flush()?;
+        Ok(())
+    }
+
+    /// Writes to `out` instead of stdout from now on (see `crate::pipe`).
+    pub(crate) fn redirect(&mut self, out: Box<dyn Write + Send>) -> anyhow::Result<()> {
+        self.out.flush()?;
+        self.out = BufWriter::with_capacity(64 * 1024, out);
         Ok(())
     }
 

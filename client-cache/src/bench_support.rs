@@ -32,6 +32,8 @@ impl PreparedLoad {
             fetches: Vec::new(),
             scope: Scope::All,
             debug: DebugConfig::tolerant(),
+            timeout: crate::core::DEFAULT_TIMEOUT,
+            max_events: crate::core::DEFAULT_MAX_EVENTS,
         };
         let mut core = Core::new(cfg, false);
         core.start();

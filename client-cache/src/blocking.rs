@@ -3,8 +3,18 @@
 //! As NMClient's synchronous initialization runs its async initialization on a private main
 //! context, [`BlockingCache`] runs an [`ObjectCache`] inside `zbus::block_on` on a thread of
 //! its own. Queries run there too, between batches, so they always see a consistent cache.
+//!
+//! The thread keeps reading the bus while the caller is slow: events go to the caller through
+//! a bounded channel ([`EVENT_CHANNEL`] events) and, behind it, the cache's own bounded queue
+//! ([`CacheBuilder::max_queued_events`]); when both are full, the caller gets
+//! [`Event::Overrun`] and a resync once it catches up, never a silent gap.
 
-use std::{sync::mpsc, thread, time::Duration};
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+    mpsc,
+};
+use std::{thread, time::Duration};
 
 use futures_util::StreamExt;
 
@@ -12,11 +22,17 @@ use crate::{CacheBuilder, Error, Event, ObjectCache, Result};
 
 type Query = Box<dyn FnOnce(&ObjectCache) + Send>;
 
+/// How many events wait in the channel between the cache's thread and the caller.
+pub const EVENT_CHANNEL: usize = 1024;
+
 /// An [`ObjectCache`] for synchronous code.
 #[derive(Debug)]
 pub struct BlockingCache {
     queries: futures_channel::mpsc::UnboundedSender<Query>,
     events: mpsc::Receiver<Event>,
+    /// Set by the cache's thread when the channel was full: the caller wakes it after taking
+    /// an event.
+    stalled: Arc<AtomicBool>,
     thread: Option<thread::JoinHandle<()>>,
 }
 
@@ -26,8 +42,10 @@ impl BlockingCache {
     pub fn connect(address: &str, builder: CacheBuilder) -> Result<Self> {
         let address = address.to_owned();
         let (ready_tx, ready_rx) = mpsc::channel::<Result<()>>();
-        let (query_tx, mut query_rx) = futures_channel::mpsc::unbounded::<Query>();
-        let (event_tx, event_rx) = mpsc::channel();
+        let (query_tx, query_rx) = futures_channel::mpsc::unbounded::<Query>();
+        let (event_tx, event_rx) = mpsc::sync_channel(EVENT_CHANNEL);
+        let stalled = Arc::new(AtomicBool::new(false));
+        let thread_stalled = stalled.clone();
         let thread = thread::Builder::new()
             .name("netmirror-cache".into())
             .spawn(move || {
@@ -38,26 +56,13 @@ impl BlockingCache {
                             .await?;
                         builder.build_loaded(&conn).await
                     };
-                    let mut cache = match setup.await {
+                    match setup.await {
                         Ok(cache) => {
                             let _ = ready_tx.send(Ok(()));
-                            cache
+                            serve(cache, query_rx, event_tx, &thread_stalled).await;
                         }
                         Err(e) => {
                             let _ = ready_tx.send(Err(e));
-                            return;
-                        }
-                    };
-                    loop {
-                        match cache.next_event_or(query_rx.next()).await {
-                            Ok(Some(ev)) => {
-                                if event_tx.send(ev).is_err() {
-                                    return;
-                                }
-                            }
-                            Ok(None) => return,
-                            Err(Some(query)) => query(&cache),
-                            Err(None) => return,
                         }
                     }
                 });
@@ -67,6 +72,7 @@ impl BlockingCache {
         Ok(Self {
             queries: query_tx,
             events: event_rx,
+            stalled,
             thread: Some(thread),
         })
     }
@@ -88,7 +94,64 @@ impl BlockingCache {
 
     /// The next event, waiting at most `timeout`.
     pub fn recv_event(&self, timeout: Duration) -> Option<Event> {
-        self.events.recv_timeout(timeout).ok()
+        let event = self.events.recv_timeout(timeout).ok();
+        if event.is_some() && self.stalled.swap(false, Ordering::SeqCst) {
+            // The thread holds an event the channel had no room for: there is room now.
+            let _ = self.queries.unbounded_send(Box::new(|_| {}));
+        }
+        event
+    }
+}
+
+/// The cache's thread: hand events over while the channel has room, and keep handling
+/// messages (and queries) whether it has or not.
+async fn serve(
+    mut cache: ObjectCache,
+    mut queries: futures_channel::mpsc::UnboundedReceiver<Query>,
+    events: mpsc::SyncSender<Event>,
+    stalled: &AtomicBool,
+) {
+    let mut held: Option<Event> = None;
+    loop {
+        while let Some(event) = held.take().or_else(|| cache.pop_ready()) {
+            match events.try_send(event) {
+                Ok(()) => {}
+                Err(mpsc::TrySendError::Disconnected(_)) => return,
+                Err(mpsc::TrySendError::Full(event)) => {
+                    // Say so before the last try: a caller that takes an event after this
+                    // wakes us; one that emptied the channel before it leaves room for it.
+                    stalled.store(true, Ordering::SeqCst);
+                    match events.try_send(event) {
+                        Ok(()) => {}
+                        Err(mpsc::TrySendError::Disconnected(_)) => return,
+                        Err(mpsc::TrySendError::Full(event)) => {
+                            held = Some(event);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if cache.is_closed() {
+            if held.is_none() {
+                return;
+            }
+            // Wait for room (a wake-up query), then hand the rest over.
+            match queries.next().await {
+                Some(query) => query(&cache),
+                None => return,
+            }
+            continue;
+        }
+        match cache.step_or(queries.next()).await {
+            Ok(Some(Some(query))) => query(&cache),
+            Ok(Some(None)) => return,
+            Ok(None) => {}
+            Err(e) => {
+                tracing::debug!("cache stream ended: {e}");
+                cache.set_closed();
+            }
+        }
     }
 }
 

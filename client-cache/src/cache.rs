@@ -1,12 +1,16 @@
 //! The async cache: a [`Core`] driven by the caller polling [`ObjectCache::next_event`].
 
-use std::{num::NonZeroUsize, sync::Arc, time::Duration};
+use std::{
+    num::NonZeroUsize,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use futures_util::{FutureExt, StreamExt};
 use zbus::{Connection, MessageStream};
 
 use crate::{
-    core::{Config, Core, FetchSpec, Lookup, Scope},
+    core::{Config, Core, DEFAULT_MAX_EVENTS, DEFAULT_TIMEOUT, FetchSpec, Lookup, Scope},
     debug::{DebugConfig, Diagnostics},
     error::{Error, Result},
     event::Event,
@@ -37,6 +41,8 @@ impl CacheBuilder {
                 fetches: Vec::new(),
                 scope: Scope::All,
                 debug: DebugConfig::from_env(),
+                timeout: DEFAULT_TIMEOUT,
+                max_events: DEFAULT_MAX_EVENTS,
             },
         }
     }
@@ -78,8 +84,64 @@ impl CacheBuilder {
         self
     }
 
+    /// How long each call may wait for its reply (25 s by default, as libdbus and libnm): a
+    /// load whose call gets no reply in time fails with [`Error::Call`] naming the call and
+    /// the service.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.cfg.timeout = timeout;
+        self
+    }
+
+    /// How many events may wait for the consumer (65536 by default). When the queue is full,
+    /// the cache keeps reading the bus and applying changes, queues nothing more, and once the
+    /// consumer has taken the queued events it gets [`Event::Overrun`], the changes from its
+    /// last state to now, and [`Event::Resynced`]. The queue holds at most this many events
+    /// plus one batch's.
+    pub fn max_queued_events(mut self, max: usize) -> Self {
+        self.cfg.max_events = max.max(1);
+        self
+    }
+
+    /// Check every name and path the cache will send (the service's bus name, the manager's
+    /// path, the object or lookup asked for): [`Error::InvalidName`] for the first invalid one.
+    /// [`CacheBuilder::build`] checks them before it sends anything.
+    pub fn validate(&self) -> Result<()> {
+        fn check(what: &'static str, value: &str, valid: fn(&str) -> bool) -> Result<()> {
+            if valid(value) {
+                return Ok(());
+            }
+            Err(Error::InvalidName {
+                what,
+                value: value.to_owned(),
+            })
+        }
+        let path = |s: &str| zbus::ObjectPath::try_from(s).is_ok();
+        let interface = |s: &str| zbus::names::InterfaceName::try_from(s).is_ok();
+        let member = |s: &str| zbus::names::MemberName::try_from(s).is_ok();
+        let cfg = &self.cfg;
+        check("bus name", &cfg.service, |s| {
+            zbus::names::BusName::try_from(s).is_ok()
+        })?;
+        check("object path", &cfg.manager_path, path)?;
+        match &cfg.scope {
+            Scope::All => {}
+            Scope::Path(p) => check("object path", p, path)?,
+            Scope::Lookup(l) => {
+                check("object path", &l.path, path)?;
+                check("interface name", &l.interface, interface)?;
+                check("member name", &l.method, member)?;
+            }
+        }
+        for f in &cfg.fetches {
+            check("interface name", &f.interface, interface)?;
+            check("member name", &f.method, member)?;
+        }
+        Ok(())
+    }
+
     /// Subscribe and send the initial calls. Nothing is handled until the cache is polled.
     pub async fn build(self, conn: &Connection) -> Result<ObjectCache> {
+        self.validate()?;
         let mut stream = MessageStream::from(conn);
         // Replies of a whole pipelined load queue up here; let them, rather than stalling the
         // connection's reader.
@@ -157,12 +219,46 @@ impl ObjectCache {
 
     /// [`Self::step`], unless `interrupt` completes first while waiting for a message (the only
     /// point where stopping is safe: nothing has been taken from the queue yet).
-    async fn step_or<F: std::future::Future>(&mut self, interrupt: F) -> Result<Option<F::Output>> {
+    pub(crate) async fn step_or<F: std::future::Future>(
+        &mut self,
+        interrupt: F,
+    ) -> Result<Option<F::Output>> {
         self.flush().await?;
+        let deadline = self.core.next_deadline();
+        let timer = async move {
+            match deadline {
+                // async-io's timer: one reactor for every timer of the process, no thread per
+                // wait, and it works under any executor.
+                Some(at) => {
+                    async_io::Timer::at(at).await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
         let next = self.stream.next();
         futures_util::pin_mut!(interrupt);
-        let first = match futures_util::future::select(next, interrupt).await {
-            futures_util::future::Either::Right((out, _)) => return Ok(Some(out)),
+        futures_util::pin_mut!(timer);
+        let first = match futures_util::future::select(
+            next,
+            futures_util::future::select(interrupt, timer),
+        )
+        .await
+        {
+            futures_util::future::Either::Right((
+                futures_util::future::Either::Left((out, _)),
+                _,
+            )) => {
+                return Ok(Some(out));
+            }
+            futures_util::future::Either::Right((
+                futures_util::future::Either::Right(((), _)),
+                _,
+            )) => {
+                self.core.expire(Instant::now());
+                self.core.commit();
+                self.flush().await?;
+                return Ok(None);
+            }
             futures_util::future::Either::Left((m, _)) => m,
         };
         let first = match first {
@@ -176,6 +272,7 @@ impl ObjectCache {
                 return Err(Error::Closed);
             }
         };
+        self.core.begin_batch();
         let mut flush_now = self.core.handle(&first);
         drop(first);
         let mut n = 1;
@@ -201,7 +298,7 @@ impl ObjectCache {
     ) -> std::result::Result<Option<Event>, F::Output> {
         futures_util::pin_mut!(interrupt);
         loop {
-            if let Some(ev) = self.core.events.pop_front() {
+            if let Some(ev) = self.core.pop_event() {
                 return Ok(Some(ev));
             }
             if self.closed {
@@ -221,7 +318,7 @@ impl ObjectCache {
     /// The next event, handling messages as needed. Returns `None` once the connection closed.
     pub async fn next_event(&mut self) -> Option<Event> {
         loop {
-            if let Some(ev) = self.core.events.pop_front() {
+            if let Some(ev) = self.core.pop_event() {
                 return Some(ev);
             }
             if self.closed {
@@ -235,17 +332,21 @@ impl ObjectCache {
     }
 
     /// The next event, or `None` if nothing happens within `timeout` (or the connection
-    /// closed). The timer is a helper thread, so this works on any executor.
+    /// closed). The timer is async-io's, so this works on any executor.
     pub async fn next_event_timeout(&mut self, timeout: Duration) -> Option<Event> {
-        self.next_event_or(async_timer(timeout))
+        self.next_event_or(async_io::Timer::after(timeout))
             .await
             .ok()
             .flatten()
     }
 
-    /// Handle messages until the current (re)load is complete (events stay queued).
+    /// Handle messages until the current (re)load is complete (events stay queued). Fails
+    /// with [`Error::Call`] when a call the load needs fails (times out included).
     pub async fn load(&mut self) -> Result<()> {
         loop {
+            if let Some(error) = self.core.failure.take() {
+                return Err(error.into());
+            }
             if self.core.is_loaded() && self.core.loaded_events > 0 {
                 return Ok(());
             }
@@ -258,7 +359,56 @@ impl ObjectCache {
 
     /// Take all queued events.
     pub fn take_events(&mut self) -> Vec<Event> {
-        self.core.events.drain(..).collect()
+        std::iter::from_fn(|| self.core.pop_event()).collect()
+    }
+
+    /// Handle messages (applying them to the cache and queueing their events, see
+    /// [`CacheBuilder::max_queued_events`]) until `until` completes, and return its output:
+    /// how a consumer that is busy elsewhere (writing to a slow pipe, say) keeps the cache
+    /// reading the bus meanwhile. Returns `None` if the connection closed first.
+    pub async fn process_until<F: std::future::Future>(&mut self, until: F) -> Option<F::Output> {
+        futures_util::pin_mut!(until);
+        loop {
+            if self.closed {
+                return None;
+            }
+            match self.step_or(until.as_mut()).await {
+                Ok(Some(out)) => return Some(out),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::debug!("cache stream ended: {e}");
+                    self.closed = true;
+                }
+            }
+        }
+    }
+
+    /// The next queued event (or the resync after an overrun), without handling messages.
+    pub(crate) fn pop_ready(&mut self) -> Option<Event> {
+        self.core.pop_event()
+    }
+
+    /// Whether the connection closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Marks the connection closed (its stream ended with an error).
+    pub(crate) fn set_closed(&mut self) {
+        self.closed = true;
+    }
+
+    /// Load everything again and compare with the cache (the differences come as events,
+    /// then [`Event::Reconciled`]): for a caller that suspects lost messages, or wants a
+    /// periodic check. The cache also does it by itself when a signal names an object it does
+    /// not know. Only for a complete load ([`Scope::All`]); returns whether one started.
+    pub fn reconcile(&mut self) -> bool {
+        self.core.reconcile()
+    }
+
+    /// How many events wait in the queue.
+    pub fn queued_events(&self) -> usize {
+        self.core.queued()
     }
 
     /// Whether the last (re)load is complete.
@@ -274,6 +424,13 @@ impl ObjectCache {
     /// Counters and recent protocol warnings.
     pub fn diagnostics(&self) -> &Diagnostics {
         self.core.diagnostics()
+    }
+
+    /// How many interface and property names the cache holds interned (shared by every
+    /// object): names nothing uses any more are freed as the set grows, so this stays within
+    /// twice the names in use (plus 1024).
+    pub fn interned_names(&self) -> usize {
+        self.core.interned_names()
     }
 
     /// The connection the cache runs on.
@@ -409,14 +566,4 @@ impl<'a> ObjectRef<'a> {
             .ids()
             .filter_map(move |id| cache.get(id))
     }
-}
-
-/// A timer that works on any executor: a thread sleeps and wakes the future.
-async fn async_timer(timeout: Duration) {
-    let (tx, rx) = futures_channel::oneshot::channel::<()>();
-    std::thread::spawn(move || {
-        std::thread::sleep(timeout);
-        let _ = tx.send(());
-    });
-    let _ = rx.await;
 }

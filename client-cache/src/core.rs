@@ -21,14 +21,24 @@
 //! A load by path (per-interface `GetAll` replies) uses the same rule per interface, by the
 //! messages' receive positions.
 
-use std::{collections::VecDeque, sync::Arc};
+use std::{
+    collections::VecDeque,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use hashbrown::{HashMap, HashSet};
 use smallvec::SmallVec;
 use zbus::message::{Header, Message, Sequence, Type};
 
+mod failure;
+mod resync;
+
+use resync::Shadow;
+
 use crate::{
     debug::{DebugConfig, Diagnostics, Reporter, WarningKind},
+    error::{CallError, CallFailure},
     event::Event,
     meta::Registry,
     object::{Fetch, Interface},
@@ -94,6 +104,26 @@ pub(crate) struct Config {
     pub(crate) fetches: Vec<FetchSpec>,
     pub(crate) scope: Scope,
     pub(crate) debug: DebugConfig,
+    /// How long a call may wait for its reply.
+    pub(crate) timeout: Duration,
+    /// How many events may wait for the consumer before it is resynced instead.
+    pub(crate) max_events: usize,
+}
+
+/// The default bound of the event queue.
+pub(crate) const DEFAULT_MAX_EVENTS: usize = 1 << 16;
+
+/// The default deadline of every call: libdbus's and libnm's 25 s.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(25);
+
+/// A call on its way: what it is for, and who must answer it.
+#[derive(Debug)]
+struct Pending {
+    generation: u64,
+    call: Call,
+    /// The destination's unique name (or the bus's name): only it may reply.
+    dest: Arc<str>,
+    path: Arc<str>,
 }
 
 #[derive(Debug, Clone)]
@@ -106,6 +136,24 @@ enum Call {
     Introspect(Arc<str>),
     GetAll(Arc<str>, Arc<str>),
     Fetch(ObjId, Arc<str>),
+}
+
+impl Call {
+    /// The method called, for messages.
+    fn method(&self, fetches: &[FetchSpec]) -> String {
+        match self {
+            Self::AddMatch => "DBus.AddMatch".into(),
+            Self::RemoveMatch => "DBus.RemoveMatch".into(),
+            Self::GetNameOwner => "DBus.GetNameOwner".into(),
+            Self::GetManagedObjects => "ObjectManager.GetManagedObjects".into(),
+            Self::Lookup => "lookup".into(),
+            Self::Introspect(_) => "Introspectable.Introspect".into(),
+            Self::GetAll(_, iface) => format!("Properties.GetAll({iface})"),
+            Self::Fetch(..) => fetches
+                .first()
+                .map_or_else(|| "fetch".into(), |f| f.method.clone()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +181,8 @@ enum Load {
         got: Vec<(Arc<str>, Sequence)>,
     },
     Done,
+    /// A call the load needs failed: nothing more happens until the owner changes.
+    Failed,
 }
 
 /// Local filtering after a fallback from a server-side filter.
@@ -161,6 +211,8 @@ struct Batch {
     refetched: Vec<(ObjId, Option<Value>)>,
     iface_added: Vec<(ObjId, Arc<str>)>,
     loaded: bool,
+    failed: Option<CallError>,
+    reconciled: Option<usize>,
     owner: Option<Event>,
     dirty: bool,
 }
@@ -171,19 +223,36 @@ pub(crate) struct Core {
     pub(crate) store: Store,
     pub(crate) rep: Reporter,
     names: HashSet<Arc<str>>,
+    /// Prune `names` once it holds this many.
+    prune_names_at: usize,
     owner: Owner,
     generation: u64,
-    pending: HashMap<u32, (u64, Call)>,
+    pending: HashMap<u32, Pending>,
+    /// Serials in the order sent, with their deadlines (all calls have the same timeout, so
+    /// this is also deadline order); entries whose call was answered are skipped lazily.
+    deadlines: VecDeque<(Instant, u32)>,
+    /// The failure that ended the last load, until the caller takes it.
+    pub(crate) failure: Option<CallError>,
     load: Load,
     filter: LocalFilter,
     resolve: bool,
     rules: Vec<String>,
     pub(crate) out: Vec<Message>,
     batch: Batch,
-    pub(crate) events: VecDeque<Event>,
+    events: VecDeque<Event>,
+    /// What the consumer knows while its queue is full (see [`Core::begin_batch`]).
+    shadow: Option<Shadow>,
+    /// Objects whose addition was skipped (gone by the time the consumer took it): their
+    /// later events are skipped too, up to their removal.
+    unseen: HashSet<Arc<str>>,
+    /// A reconciling GetManagedObjects is on its way.
+    reconciling: bool,
     pub(crate) loaded_events: u64,
     load_announce: bool,
 }
+
+/// The interned names are pruned when there are at least this many.
+const MIN_PRUNE: usize = 1024;
 
 fn intern(names: &mut HashSet<Arc<str>>, s: &str) -> Arc<str> {
     if let Some(a) = names.get(s) {
@@ -194,6 +263,19 @@ fn intern(names: &mut HashSet<Arc<str>>, s: &str) -> Arc<str> {
     a
 }
 
+/// The cause of a failed call from its error reply.
+fn error_reply(name: &str, msg: &Message) -> CallFailure {
+    let message = msg
+        .body()
+        .deserialize::<(String,)>()
+        .map(|t| t.0)
+        .unwrap_or_default();
+    CallFailure::ErrorReply {
+        name: name.to_owned(),
+        message,
+    }
+}
+
 fn error_name(hdr: &Header<'_>) -> String {
     hdr.error_name().map(|e| e.to_string()).unwrap_or_default()
 }
@@ -202,8 +284,7 @@ fn error_name(hdr: &Header<'_>) -> String {
 fn owner_gone(name: &str) -> bool {
     matches!(
         name,
-        "org.freedesktop.DBus.Error.NoReply"
-            | "org.freedesktop.DBus.Error.ServiceUnknown"
+        "org.freedesktop.DBus.Error.ServiceUnknown"
             | "org.freedesktop.DBus.Error.NameHasNoOwner"
             | "org.freedesktop.DBus.Error.Disconnected"
     )
@@ -232,9 +313,12 @@ impl Core {
             store,
             rep,
             names: HashSet::new(),
+            prune_names_at: MIN_PRUNE,
             owner: Owner::Unknown,
             generation: 0,
             pending: HashMap::new(),
+            deadlines: VecDeque::new(),
+            failure: None,
             load: Load::Idle,
             filter: LocalFilter::None,
             resolve,
@@ -242,6 +326,9 @@ impl Core {
             out: Vec::new(),
             batch: Batch::default(),
             events: VecDeque::new(),
+            shadow: None,
+            unseen: HashSet::new(),
+            reconciling: false,
             loaded_events: 0,
             load_announce: false,
         }
@@ -278,16 +365,31 @@ impl Core {
             .build(body);
         match built {
             Ok(msg) => {
+                let serial = msg.primary_header().serial_num().get();
                 self.pending.insert(
-                    msg.primary_header().serial_num().get(),
-                    (self.generation, call),
+                    serial,
+                    Pending {
+                        generation: self.generation,
+                        call,
+                        dest: dest.into(),
+                        path: path.into(),
+                    },
                 );
+                self.deadlines
+                    .push_back((Instant::now() + self.cfg.timeout, serial));
                 self.out.push(msg);
             }
-            Err(e) => self.rep.warn(
-                WarningKind::CallFailed,
-                format_args!("cannot build {iface}.{member} for {path}: {e}"),
-            ),
+            Err(e) => {
+                let cause = CallFailure::Unsendable(e.to_string());
+                match call {
+                    Call::AddMatch | Call::RemoveMatch => self.rep.warn(
+                        WarningKind::CallFailed,
+                        format_args!("cannot build {iface}.{member} for {path}: {e}"),
+                    ),
+                    Call::Fetch(id, p) => self.fetch_failed(id, p, cause),
+                    other => self.fail(&other, dest, path, cause),
+                }
+            }
         }
     }
 
@@ -399,9 +501,10 @@ impl Core {
         self.generation += 1;
         // Replies to the old owner's calls are stale now (and the bus answers them anyway).
         self.pending
-            .retain(|_, (_, c)| !matches!(c, Call::Fetch(..) | Call::GetAll(..)));
+            .retain(|_, p| !matches!(p.call, Call::Fetch(..) | Call::GetAll(..)));
         self.owner = new_state;
         self.load = Load::Idle;
+        self.reconciling = false;
         if !initial || new.is_none() {
             self.batch.owner = Some(Event::OwnerChanged { owner: new.clone() });
         }
@@ -444,6 +547,24 @@ impl Core {
                 );
             }
         }
+    }
+
+    /// Load everything again and compare (a signal about an object the cache does not know
+    /// suggests that messages were lost, e.g. dropped by the bus at its per-connection limit).
+    /// Returns whether a reconcile was started (only for a complete, unfiltered load, one at
+    /// a time).
+    pub(crate) fn reconcile(&mut self) -> bool {
+        let unfiltered = matches!(self.cfg.scope, Scope::All)
+            && matches!(self.filter, LocalFilter::None)
+            && self.owner().is_some();
+        if self.reconciling || !unfiltered || !matches!(self.load, Load::Done) {
+            return false;
+        }
+        self.rep
+            .trace(format_args!("reconciling with GetManagedObjects"));
+        self.reconciling = true;
+        self.load_full();
+        true
     }
 
     fn load_full(&mut self) {
@@ -510,7 +631,28 @@ impl Core {
                 let Some(serial) = hdr.reply_serial() else {
                     return false;
                 };
-                let Some((generation, call)) = self.pending.remove(&serial.get()) else {
+                let Some(p) = self.pending.get(&serial.get()) else {
+                    return false;
+                };
+                // Only the destination may answer (the bus may answer with an error on its
+                // behalf): on a bus whose policy lets anyone send replies, anything else is a
+                // forgery, and the call stays on its way.
+                let sender = hdr.sender().map(|s| s.as_str());
+                let genuine = !self.bus
+                    || sender == Some(&*p.dest)
+                    || (msg.message_type() == Type::Error && sender == Some(BUS));
+                if !genuine {
+                    self.rep.diag.foreign_messages += 1;
+                    self.rep.trace(format_args!(
+                        "ignoring a reply to {:?} from {sender:?}: not its destination {}",
+                        p.call, p.dest
+                    ));
+                    return false;
+                }
+                let Some(Pending {
+                    generation, call, ..
+                }) = self.pending.remove(&serial.get())
+                else {
                     return false;
                 };
                 if generation != self.generation
@@ -520,7 +662,7 @@ impl Core {
                         .trace(format_args!("stale reply to {call:?} ignored"));
                     return false;
                 }
-                self.on_reply(call, msg, &hdr)
+                self.on_reply(call, generation, msg, &hdr)
             }
             Type::Signal => self.on_signal(msg, &hdr),
             Type::MethodCall => false,
@@ -546,7 +688,7 @@ impl Core {
         }
     }
 
-    fn on_reply(&mut self, call: Call, msg: &Message, hdr: &Header<'_>) -> bool {
+    fn on_reply(&mut self, call: Call, generation: u64, msg: &Message, hdr: &Header<'_>) -> bool {
         let is_error = msg.message_type() == Type::Error;
         let err_name = if is_error {
             error_name(hdr)
@@ -570,11 +712,11 @@ impl Core {
                 false
             }
             Call::AddMatch => {
-                if is_error {
-                    self.rep.warn(
-                        WarningKind::CallFailed,
-                        format_args!("{call:?}: {}", err_text()),
-                    );
+                // Without its subscription the cache would not follow the service: the load
+                // fails (a rule of an older owner no longer matters).
+                if is_error && generation == self.generation {
+                    let cause = error_reply(&err_name, msg);
+                    self.fail(&call, BUS, BUS_PATH, cause);
                 }
                 false
             }
@@ -594,25 +736,20 @@ impl Core {
                 true
             }
             Call::GetManagedObjects => {
-                // Errors may come from the bus itself (NoReply, ServiceUnknown).
-                let from_bus = is_error && hdr.sender().is_some_and(|s| s.as_str() == BUS);
-                if !self.bus || from_bus || self.sent_by_owner(hdr) {
-                    if is_error && owner_gone(&err_name) {
-                        // The owner went away: its NameOwnerChanged follows and decides.
-                        self.rep
-                            .trace(format_args!("GetManagedObjects failed: {}", err_text()));
-                        self.load = Load::Idle;
-                    } else if is_error {
-                        // The service is there but cannot be loaded (no ObjectManager, access
-                        // denied): say so, and stay consistent (empty) rather than wait forever.
-                        self.rep.warn(
-                            WarningKind::CallFailed,
-                            format_args!("GetManagedObjects failed: {}", err_text()),
-                        );
-                        self.mark_load_done();
-                    } else {
-                        self.apply_managed_objects(msg);
-                    }
+                if is_error && owner_gone(&err_name) {
+                    // The owner went away: its NameOwnerChanged follows and decides.
+                    self.rep
+                        .trace(format_args!("GetManagedObjects failed: {}", err_text()));
+                    self.load = Load::Idle;
+                } else if is_error {
+                    // The service is there but cannot be loaded (no ObjectManager, access
+                    // denied, no reply): the load fails, and says why.
+                    let cause = error_reply(&err_name, msg);
+                    let dest = self.service_dest();
+                    let om = self.cfg.manager_path.clone();
+                    self.fail(&call, &dest, &om, cause);
+                } else {
+                    self.apply_managed_objects(msg);
                 }
                 false
             }
@@ -666,6 +803,15 @@ impl Core {
                             .trace(format_args!("no object {path}: {}", err_text()));
                         self.mark_load_done();
                     }
+                    return false;
+                }
+                if !body_is(msg, "s") {
+                    let cause = CallFailure::WrongSignature {
+                        got: msg.body().signature().to_string(),
+                        expected: "s".into(),
+                    };
+                    let dest = self.service_dest();
+                    self.fail(&Call::Introspect(path.clone()), &dest, &path, cause);
                     return false;
                 }
                 let xml = msg
@@ -739,8 +885,28 @@ impl Core {
                     format_args!("GetAll {path} {iface}: {e}"),
                 ),
             }
-        } else if is_error {
-            self.rep.trace(format_args!("GetAll {path} {iface} failed"));
+        } else {
+            let err_name = if is_error {
+                error_name(&msg.header())
+            } else {
+                String::new()
+            };
+            // An interface gone since the introspection is no failure; anything else is.
+            if err_name != "org.freedesktop.DBus.Error.UnknownInterface" {
+                let cause = if is_error {
+                    error_reply(&err_name, msg)
+                } else {
+                    CallFailure::WrongSignature {
+                        got: msg.body().signature().to_string(),
+                        expected: "a{sv}".into(),
+                    }
+                };
+                let dest = self.service_dest();
+                self.fail(&Call::GetAll(path.clone(), iface), &dest, &path, cause);
+                return;
+            }
+            self.rep
+                .trace(format_args!("GetAll {path} {iface}: interface gone"));
         }
         let mut finished = None;
         if let Load::ByPath {
@@ -860,7 +1026,7 @@ impl Core {
             return false;
         }
         match &mut self.load {
-            Load::Full | Load::Resolving | Load::Idle => {
+            Load::Full | Load::Resolving | Load::Idle | Load::Failed => {
                 self.rep.diag.superseded_signals += 1;
                 self.rep.trace(format_args!(
                     "{iface}.{member} superseded by the pending load"
@@ -985,11 +1151,13 @@ impl Core {
     fn apply_managed_objects(&mut self, msg: &Message) {
         let body = msg.body();
         if !body_is(msg, "a{oa{sa{sv}}}") {
-            self.rep.warn(
-                WarningKind::Malformed,
-                format_args!("GetManagedObjects returned {}", body.signature()),
-            );
-            self.load = Load::Idle;
+            let cause = CallFailure::WrongSignature {
+                got: body.signature().to_string(),
+                expected: "a{oa{sa{sv}}}".into(),
+            };
+            let dest = self.service_dest();
+            let om = self.cfg.manager_path.clone();
+            self.fail(&Call::GetManagedObjects, &dest, &om, cause);
             return;
         }
         let data = body.data();
@@ -1009,17 +1177,31 @@ impl Core {
         let objects = match result {
             Ok(o) => o,
             Err(e) => {
-                self.rep.warn(
-                    WarningKind::Malformed,
-                    format_args!("GetManagedObjects: {e}"),
+                let dest = self.service_dest();
+                let om = self.cfg.manager_path.clone();
+                self.fail(
+                    &Call::GetManagedObjects,
+                    &dest,
+                    &om,
+                    CallFailure::Malformed(e.to_string()),
                 );
-                self.load = Load::Idle;
                 return;
             }
         };
         // The reply is authoritative: what it lacks is gone.
+        let reconciling = std::mem::take(&mut self.reconciling);
+        let changes = |b: &Batch| b.iface_removed.len() + b.changes.len() + b.iface_added.len();
+        let before = changes(&self.batch);
+        let mut new_objects = 0;
         let mut seen: HashSet<ObjId> = HashSet::with_capacity(objects.len());
         for (path, ifaces) in objects {
+            let known = self
+                .store
+                .id(&path)
+                .is_some_and(|id| self.store.slot(id).obj.is_some());
+            if reconciling && !known {
+                new_objects += 1;
+            }
             let id = self.store.ensure(&path);
             seen.insert(id);
             self.put_object(id, ifaces, true);
@@ -1029,8 +1211,25 @@ impl Core {
             .present()
             .filter(|id| !seen.contains(id))
             .collect();
+        let n_stale = stale.len();
         for id in stale {
             self.remove_object(id);
+        }
+        if reconciling {
+            // Objects that appeared or went, and changed properties and interfaces of the
+            // others.
+            let differences = changes(&self.batch) - before + n_stale + new_objects;
+            if differences > 0 {
+                self.rep.warn(
+                    WarningKind::Diverged,
+                    format_args!(
+                        "the cache had diverged from {}: {differences} differences found by \
+                         GetManagedObjects (messages were lost, e.g. dropped by the bus)",
+                        self.cfg.service
+                    ),
+                );
+            }
+            self.batch.reconciled = Some(differences);
         }
         self.mark_load_done();
     }
@@ -1193,6 +1392,7 @@ impl Core {
                     WarningKind::UnknownObject,
                     format_args!("InterfacesRemoved for unknown {path}"),
                 );
+                self.reconcile();
             }
             return;
         };
@@ -1239,6 +1439,7 @@ impl Core {
                     WarningKind::UnknownObject,
                     format_args!("PropertiesChanged for unknown {path}"),
                 );
+                self.reconcile();
             }
             return;
         };
@@ -1390,14 +1591,15 @@ impl Core {
                 format_args!("{from} references missing {to}"),
             );
         }
-        self.events.extend(removed);
+        let mut out: Vec<Event> = Vec::new();
+        out.extend(removed);
         if let Some(ev) = batch.owner {
-            self.events.push_back(ev);
+            out.push(ev);
         }
         for (id, iface) in batch.iface_removed {
             if self.store.slot(id).visible {
                 let path = self.store.slot(id).path.clone();
-                self.events.push_back(Event::InterfaceRemoved {
+                out.push(Event::InterfaceRemoved {
                     path,
                     interface: iface,
                 });
@@ -1406,7 +1608,7 @@ impl Core {
         for (id, iface, prop, old, new) in batch.changes {
             let slot = self.store.slot(id);
             if slot.visible && !added_ids.contains(&id) {
-                self.events.push_back(Event::PropertyChanged {
+                out.push(Event::PropertyChanged {
                     path: slot.path.clone(),
                     interface: iface,
                     property: prop,
@@ -1419,22 +1621,28 @@ impl Core {
             let slot = self.store.slot(id);
             if slot.visible && !added_ids.contains(&id) {
                 let new = slot.obj.as_ref().and_then(|o| o.fetched().cloned());
-                self.events.push_back(Event::Refetched {
+                out.push(Event::Refetched {
                     path: slot.path.clone(),
                     old,
                     new,
                 });
             }
         }
-        self.events.extend(added);
+        out.extend(added);
         for (id, iface) in batch.iface_added {
             let slot = self.store.slot(id);
             if slot.visible && !added_ids.contains(&id) {
-                self.events.push_back(Event::InterfaceAdded {
+                out.push(Event::InterfaceAdded {
                     path: slot.path.clone(),
                     interface: iface,
                 });
             }
+        }
+        if let Some(error) = batch.failed {
+            out.push(Event::LoadFailed(Box::new(error)));
+        }
+        if let Some(differences) = batch.reconciled {
+            out.push(Event::Reconciled { differences });
         }
         // A load is complete once the objects' first fetches are in too.
         self.load_announce |= batch.loaded;
@@ -1442,13 +1650,31 @@ impl Core {
             && self
                 .pending
                 .values()
-                .any(|(_, c)| matches!(c, Call::Fetch(..)));
+                .any(|p| matches!(p.call, Call::Fetch(..)));
         if self.load_announce && !fetching {
             self.load_announce = false;
             self.loaded_events += 1;
-            self.events.push_back(Event::Loaded);
+            out.push(Event::Loaded);
         }
+        self.queue(out);
         self.store.collect();
+        self.prune_names();
+    }
+
+    /// Free the interned names nothing uses any more (a service may announce new property
+    /// names forever): amortised O(1) per name, as the set is swept only after it doubled.
+    fn prune_names(&mut self) {
+        if self.names.len() < self.prune_names_at {
+            return;
+        }
+        self.names.retain(|name| Arc::strong_count(name) > 1);
+        self.names.shrink_to_fit();
+        self.prune_names_at = (self.names.len() * 2).max(MIN_PRUNE);
+    }
+
+    /// How many names are interned.
+    pub(crate) fn interned_names(&self) -> usize {
+        self.names.len()
     }
 }
 

@@ -17,7 +17,9 @@ pub const FATAL_ENV: &str = "NETMIRROR_FATAL_WARNINGS";
 pub struct DebugConfig {
     /// Log every handled message and state change (at `tracing` debug level).
     pub trace: bool,
-    /// Log protocol warnings at `tracing` warn level (otherwise debug level).
+    /// Log protocol warnings at `tracing` warn level (otherwise debug level; wrong-typed values
+    /// and malformed messages, which leave a default where the service sent something, are
+    /// logged at warn level always).
     pub warning: bool,
     /// Log protocol errors at `tracing` error level (otherwise debug level).
     pub error: bool,
@@ -74,6 +76,8 @@ pub enum WarningKind {
     Malformed,
     /// A call the cache made failed.
     CallFailed,
+    /// A reconcile found the cache different from the service: messages were lost.
+    Diverged,
 }
 
 impl fmt::Display for WarningKind {
@@ -84,6 +88,7 @@ impl fmt::Display for WarningKind {
             Self::UnknownObject => "unknown object",
             Self::Malformed => "malformed message",
             Self::CallFailed => "call failed",
+            Self::Diverged => "cache diverged",
         })
     }
 }
@@ -111,6 +116,8 @@ pub struct Diagnostics {
     pub messages: u64,
     /// Batches committed.
     pub batches: u64,
+    /// Times the consumer's event queue was full, so that it got an overrun and a resync.
+    pub overruns: u64,
     /// The last warnings (at most [`Diagnostics::KEEP`]).
     pub recent: Vec<Warning>,
 }
@@ -144,8 +151,19 @@ impl Reporter {
     pub(crate) fn warn(&mut self, kind: WarningKind, message: impl fmt::Display) {
         let message = message.to_string();
         self.diag.warnings += 1;
-        let serious = matches!(kind, WarningKind::Malformed | WarningKind::CallFailed);
-        if serious && self.config.error {
+        let serious = matches!(
+            kind,
+            WarningKind::Malformed | WarningKind::CallFailed | WarningKind::Diverged
+        );
+        // A rejected value leaves a default where the service meant something else: always
+        // worth a warning, or a program would show the default as if the service said it.
+        let rejected = matches!(
+            kind,
+            WarningKind::WrongType | WarningKind::Malformed | WarningKind::Diverged
+        );
+        if rejected && !self.config.error {
+            tracing::warn!(%kind, "{message}");
+        } else if serious && self.config.error {
             tracing::error!(%kind, "{message}");
         } else if !serious && self.config.warning {
             tracing::warn!(%kind, "{message}");

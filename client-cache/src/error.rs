@@ -1,5 +1,7 @@
 //! The crate's error type.
 
+use std::time::Duration;
+
 /// Everything that can go wrong while building or driving a cache.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -7,32 +9,89 @@ pub enum Error {
     /// The D-Bus connection failed (I/O, authentication, or the connection closed).
     #[error("D-Bus connection: {0}")]
     DBus(#[from] zbus::Error),
-    /// A name or path given by the caller is not a valid D-Bus name or path.
-    #[error("invalid D-Bus name or path {0:?}")]
-    InvalidName(String),
-    /// A message body could not be decoded as its signature says.
-    #[error("malformed message body: {0}")]
-    Malformed(String),
-    /// The service answered a call with an error.
-    #[error("{name}: {message}")]
-    Remote {
-        /// The D-Bus error name.
-        name: String,
-        /// The error message, if any.
-        message: String,
+    /// A name or path given by the caller is not a valid D-Bus name or path: nothing was sent.
+    #[error("invalid D-Bus {what} {value:?}")]
+    InvalidName {
+        /// What it should have been (`bus name`, `object path`, `interface name`, ...).
+        what: &'static str,
+        /// The value given.
+        value: String,
     },
+    /// A call the (re)load needs failed: no reply within the deadline, an error reply, or a
+    /// reply that does not hold what the method returns. The load cannot finish.
+    #[error(transparent)]
+    Call(Box<CallError>),
     /// The service has no owner on the bus, and the caller asked for it to be there.
     #[error("service {0} is not on the bus")]
     ServiceUnknown(String),
     /// The connection closed while the cache was waiting for it.
     #[error("the D-Bus connection closed")]
     Closed,
-    /// A wait gave up after its timeout.
-    #[error("timed out after {0:?}")]
-    Timeout(std::time::Duration),
     /// The private thread of the blocking facade went away.
     #[error("the cache thread stopped")]
     ThreadGone,
+}
+
+impl From<CallError> for Error {
+    fn from(error: CallError) -> Self {
+        Self::Call(Box::new(error))
+    }
+}
+
+/// A call the cache made that failed: which call, to whom, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{method} on {service} at {path}: {cause}")]
+pub struct CallError {
+    /// The method, with its interface's last component (`ObjectManager.GetManagedObjects`).
+    pub method: String,
+    /// The destination: the service's name (and its unique name), or the bus.
+    pub service: String,
+    /// The object path called.
+    pub path: String,
+    /// Why it failed.
+    pub cause: CallFailure,
+}
+
+impl CallError {
+    /// The D-Bus error name when the call got an error reply.
+    pub fn error_name(&self) -> Option<&str> {
+        match &self.cause {
+            CallFailure::ErrorReply { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// Why a call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallFailure {
+    /// No reply came within the cache's deadline (see
+    /// [`CacheBuilder::timeout`](crate::CacheBuilder::timeout)).
+    #[error("no reply within {} s (timed out)", .0.as_secs_f64())]
+    Timeout(Duration),
+    /// The destination (or the bus on its behalf) answered with a D-Bus error.
+    #[error("error reply {name}{}", if message.is_empty() { String::new() } else { format!(": {message}") })]
+    ErrorReply {
+        /// The D-Bus error name (`org.freedesktop.DBus.Error.AccessDenied`, ...).
+        name: String,
+        /// The error's message, if it has one.
+        message: String,
+    },
+    /// The reply's signature is not the method's.
+    #[error("reply of signature `{got}` where `{expected}` was expected")]
+    WrongSignature {
+        /// The reply's signature.
+        got: String,
+        /// The method's return signature.
+        expected: String,
+    },
+    /// The reply's body does not hold what its signature says.
+    #[error("malformed reply: {0}")]
+    Malformed(String),
+    /// The call could not be built (an invalid name or path in it).
+    #[error("cannot build the call: {0}")]
+    Unsendable(String),
 }
 
 /// The crate's result type.

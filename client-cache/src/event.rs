@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::{object::Object, value::Value};
+use crate::{error::CallError, object::Object, value::Value};
 
 /// One change of the cache, delivered once the cache is consistent.
 ///
@@ -52,7 +52,10 @@ pub enum Event {
         new: Option<Value>,
     },
     /// An object became visible: it and everything it references are in the cache. Look it up
-    /// with [`ObjectCache::object`](crate::ObjectCache::object).
+    /// with [`ObjectCache::object`](crate::ObjectCache::object): it is there when this event is
+    /// handed out. (A consumer that lags behind the cache is not told of an object that was
+    /// added and removed again meanwhile: neither its addition nor anything after, up to its
+    /// removal.)
     Added {
         /// The object's path.
         path: Arc<str>,
@@ -66,6 +69,37 @@ pub enum Event {
     },
     /// A (re)load from the service's current owner is complete.
     Loaded,
+    /// A (re)load cannot finish: a call it needs failed (no reply within the deadline, an error
+    /// reply, a reply of the wrong signature). The cache stays as it is (empty after an owner
+    /// change) until the service's owner changes again.
+    LoadFailed(Box<CallError>),
+    /// The consumer fell behind: its queue of events was full (see
+    /// [`CacheBuilder::max_queued_events`](crate::CacheBuilder::max_queued_events)), and the
+    /// cache kept applying the service's changes without queueing their events. What follows,
+    /// up to [`Event::Resynced`], are the changes from the consumer's last state (after the
+    /// events it was handed before this one) to the cache's: removals, owner, property changes
+    /// and refetches, additions (then [`Event::Loaded`] or [`Event::LoadFailed`] if a load
+    /// ended meanwhile). Nothing is lost; intermediate states are skipped.
+    Overrun {
+        /// How many events were not queued.
+        missed: u64,
+    },
+    /// A reconcile (a second `GetManagedObjects`, made when a signal named an object the
+    /// cache did not know, or asked for with
+    /// [`ObjectCache::reconcile`](crate::ObjectCache::reconcile)) is complete: the events
+    /// before it (after its [`Event::Loaded`]) brought the cache back to the service's state.
+    /// `differences` above 0 means messages had been lost (a bus drops messages for a
+    /// connection whose queue is over its limit).
+    Reconciled {
+        /// How many differences the reconcile found.
+        differences: usize,
+    },
+    /// The end of the changes after an [`Event::Overrun`]: the consumer's view equals the
+    /// cache again.
+    Resynced {
+        /// How many changes the resync found.
+        changes: usize,
+    },
     /// The service's owner changed: `None` when the service left the bus. The removals of all
     /// objects precede this event; a reload follows when there is a new owner.
     OwnerChanged {
@@ -84,7 +118,12 @@ impl Event {
             | Self::Refetched { path, .. }
             | Self::Added { path }
             | Self::InterfaceAdded { path, .. } => Some(path),
-            Self::Loaded | Self::OwnerChanged { .. } => None,
+            Self::Loaded
+            | Self::OwnerChanged { .. }
+            | Self::LoadFailed(_)
+            | Self::Overrun { .. }
+            | Self::Resynced { .. }
+            | Self::Reconciled { .. } => None,
         }
     }
 }

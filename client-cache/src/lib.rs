@@ -123,11 +123,11 @@ mod store;
 mod value;
 mod wire;
 
-pub use blocking::BlockingCache;
+pub use blocking::{BlockingCache, EVENT_CHANNEL};
 pub use cache::{CacheBuilder, ObjectCache, ObjectRef};
 pub use core::{FetchSpec, Lookup, Scope};
 pub use debug::{DebugConfig, Diagnostics, Warning, WarningKind};
-pub use error::{Error, Result};
+pub use error::{CallError, CallFailure, Error, Result};
 pub use event::Event;
 pub use meta::{InterfaceDecl, PropertyDecl, Registry};
 pub use object::{Interface, Object};

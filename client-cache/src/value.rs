@@ -54,6 +54,10 @@ pub enum Value {
     Struct(Box<[Value]>),
     /// `v`
     Variant(Box<Value>),
+    /// An `av` whose every element is a `y` variant, kept as one byte per element (the same
+    /// value as an [`Array`] of [`Value::Variant`]s of [`Value::U8`], without a boxed variant
+    /// per byte). Never empty: an empty `av` is an empty [`Value::Array`].
+    VariantBytes(Box<[u8]>),
 }
 
 /// An array other than `ay`, `as`, `ao`, `au`.
@@ -155,6 +159,52 @@ impl Value {
         }
     }
 
+    /// The bytes this value holds on the heap (its own 24 bytes not included; allocator
+    /// overhead not included either): what caching it costs beyond its slot.
+    pub fn heap_size(&self) -> usize {
+        const SLOT: usize = std::mem::size_of::<Value>();
+        const BOXED_STR: usize = std::mem::size_of::<Box<str>>();
+        match self {
+            Self::Unset
+            | Self::Bool(_)
+            | Self::U8(_)
+            | Self::I16(_)
+            | Self::U16(_)
+            | Self::I32(_)
+            | Self::U32(_)
+            | Self::I64(_)
+            | Self::U64(_)
+            | Self::F64(_)
+            | Self::Fd(_) => 0,
+            Self::Str(s) | Self::Path(s) | Self::Signature(s) => s.len(),
+            Self::Bytes(b) | Self::VariantBytes(b) => b.len(),
+            Self::Strs(v) | Self::Paths(v) => {
+                v.len() * BOXED_STR + v.iter().map(|s| s.len()).sum::<usize>()
+            }
+            Self::U32s(v) => v.len() * 4,
+            Self::Array(a) => {
+                std::mem::size_of::<Array>()
+                    + a.element.len()
+                    + a.items.capacity() * SLOT
+                    + a.items.iter().map(Value::heap_size).sum::<usize>()
+            }
+            Self::Dict(d) => {
+                std::mem::size_of::<Dict>()
+                    + d.key.len()
+                    + d.value.len()
+                    + d.entries.capacity() * 2 * SLOT
+                    + d.entries
+                        .iter()
+                        .map(|(k, v)| k.heap_size() + v.heap_size())
+                        .sum::<usize>()
+            }
+            Self::Struct(fields) => {
+                fields.len() * SLOT + fields.iter().map(Value::heap_size).sum::<usize>()
+            }
+            Self::Variant(v) => SLOT + v.heap_size(),
+        }
+    }
+
     /// Whether this is [`Value::Unset`].
     pub fn is_unset(&self) -> bool {
         matches!(self, Self::Unset)
@@ -188,6 +238,7 @@ impl Value {
             Self::Paths(_) => "ao",
             Self::U32s(_) => "au",
             Self::Variant(_) => "v",
+            Self::VariantBytes(_) => "av",
             Self::Array(a) => {
                 s.push('a');
                 s.push_str(&a.element);
@@ -246,6 +297,7 @@ impl fmt::Display for Value {
             }
             Self::Strs(v) | Self::Paths(v) => list(f, v),
             Self::U32s(v) => list(f, v),
+            Self::VariantBytes(v) => list(f, v),
             Self::Array(a) => list(f, &a.items),
             Self::Dict(d) => {
                 for (i, (k, v)) in d.entries.iter().enumerate() {

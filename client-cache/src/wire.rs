@@ -240,6 +240,38 @@ impl<'a> Reader<'a> {
                     Value::Paths(v.into())
                 }
             }
+            b"v" => {
+                // Bytes as long as every element is a `y`; boxed variants from the first other.
+                let mut bytes = Vec::new();
+                let mut items: Option<Vec<Value>> = None;
+                while items_left(self)? {
+                    let inner = self.sig()?;
+                    if inner.is_empty() || single_type_len(inner)? != inner.len() {
+                        return err("variant signature is not one complete type");
+                    }
+                    match (&mut items, inner) {
+                        (None, b"y") => bytes.push(self.u8()?),
+                        (None, _) => {
+                            let mut all: Vec<Value> = std::mem::take(&mut bytes)
+                                .into_iter()
+                                .map(|b| Value::Variant(Box::new(Value::U8(b))))
+                                .collect();
+                            all.push(Value::Variant(Box::new(self.value_at(inner, depth + 2)?)));
+                            items = Some(all);
+                        }
+                        (Some(all), _) => {
+                            all.push(Value::Variant(Box::new(self.value_at(inner, depth + 2)?)))
+                        }
+                    }
+                }
+                match items {
+                    None if !bytes.is_empty() => Value::VariantBytes(bytes.into()),
+                    items => Value::Array(Box::new(Array {
+                        element: "v".into(),
+                        items: items.unwrap_or_default(),
+                    })),
+                }
+            }
             b"u" => {
                 let mut v = Vec::new();
                 while items_left(self)? {

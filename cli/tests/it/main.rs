@@ -2,6 +2,7 @@
 //! stderr and exit status are checked. Tests that need root (throwaway network namespaces, a
 //! private bus with a sandboxed NetworkManager) live in `privileged`.
 
+mod dbus;
 mod support;
 mod usage;
 

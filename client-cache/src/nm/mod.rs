@@ -131,14 +131,19 @@ impl NmClient {
     /// `GetDeviceByIpIface` (falling back to loading everything and filtering here when the
     /// daemon refuses the method).
     pub async fn device_by_iface(conn: &Connection, ifname: &str) -> Result<Self> {
-        let builder = Self::builder().lookup(Lookup {
+        Self::from_builder(conn, Self::builder().lookup(Self::device_lookup(ifname))).await
+    }
+
+    /// The server-side lookup of the device whose interface is `ifname` (for
+    /// [`CacheBuilder::lookup`] on a customised [`NmClient::builder`]).
+    pub fn device_lookup(ifname: &str) -> Lookup {
+        Lookup {
             path: NM_PATH.into(),
             interface: iface::NM.into(),
             method: "GetDeviceByIpIface".into(),
             arg: ifname.into(),
             fallback: (iface::DEVICE.into(), "Interface".into()),
-        });
-        Self::from_builder(conn, builder).await
+        }
     }
 
     /// The generic cache underneath.

@@ -38,15 +38,53 @@ pub struct PrivateBus {
     dir: TempDir,
 }
 
+/// Options of a [`PrivateBus`]: a policy that lets anyone send replies nobody asked for (to
+/// test that a client checks who answers), other limits.
+#[derive(Debug, Clone, Default)]
+pub struct PrivateBusBuilder {
+    unrequested_replies: bool,
+    limits: Vec<(String, u64)>,
+}
+
+impl PrivateBusBuilder {
+    /// Let every connection send method returns and errors that answer no call it received
+    /// (`send_requested_reply="false"`): anyone can then forge a reply to anyone's call, as on
+    /// a bus with a careless policy.
+    pub fn allow_unrequested_replies(mut self) -> Self {
+        self.unrequested_replies = true;
+        self
+    }
+
+    /// Set one of `dbus-daemon`'s `<limit>`s (`max_outgoing_bytes`, `reply_timeout`, ...).
+    pub fn limit(mut self, name: &str, value: u64) -> Self {
+        self.limits.push((name.to_owned(), value));
+        self
+    }
+
+    /// Starts the `dbus-daemon` and returns once it listens.
+    pub fn start(self) -> io::Result<PrivateBus> {
+        PrivateBus::start_with(&self)
+    }
+}
+
 impl PrivateBus {
     /// Starts a `dbus-daemon` and returns once it listens.
     pub fn start() -> io::Result<Self> {
+        Self::start_with(&PrivateBusBuilder::default())
+    }
+
+    /// A bus with options (see [`PrivateBusBuilder`]).
+    pub fn builder() -> PrivateBusBuilder {
+        PrivateBusBuilder::default()
+    }
+
+    fn start_with(options: &PrivateBusBuilder) -> io::Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix(&format!("{MARKER}-bus-"))
             .tempdir()?;
         let socket = dir.path().join("bus");
         let config = dir.path().join("bus.conf");
-        fs::write(&config, bus_config(&socket))?;
+        fs::write(&config, bus_config(&socket, options))?;
         let log = fs::File::create(dir.path().join("dbus-daemon.log"))?;
 
         let mut command = command_dying_with_us("dbus-daemon");
@@ -164,7 +202,16 @@ impl PrivateBus {
 }
 
 /// A system-bus-like configuration that allows everything.
-fn bus_config(socket: &Path) -> String {
+fn bus_config(socket: &Path, options: &PrivateBusBuilder) -> String {
+    let requested = if options.unrequested_replies {
+        "false"
+    } else {
+        "true"
+    };
+    let mut limits = String::new();
+    for (name, value) in &options.limits {
+        limits.push_str(&format!("  <limit name=\"{name}\">{value}</limit>\n"));
+    }
     format!(
         r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -177,18 +224,18 @@ fn bus_config(socket: &Path) -> String {
     <allow own="*"/>
     <allow send_type="method_call"/>
     <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
+    <allow send_requested_reply="{requested}" send_type="method_return"/>
+    <allow send_requested_reply="{requested}" send_type="error"/>
     <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
+    <allow receive_requested_reply="{requested}" receive_type="method_return"/>
+    <allow receive_requested_reply="{requested}" receive_type="error"/>
     <allow receive_type="signal"/>
   </policy>
   <limit name="max_replies_per_connection">50000</limit>
   <limit name="max_match_rules_per_connection">50000</limit>
   <limit name="max_names_per_connection">50000</limit>
   <limit name="max_connections_per_user">10000</limit>
-</busconfig>
+{limits}</busconfig>
 "#,
         socket = socket.display()
     )

@@ -1,6 +1,7 @@
 //! Test fixtures for programs that talk to D-Bus services: a private `dbus-daemon`
 //! ([`PrivateBus`]) and the real NetworkManager daemon sandboxed on one
-//! ([`NetworkManagerDaemon`]), seeded with keyfile [`Profile`]s.
+//! ([`NetworkManagerDaemon`]), seeded with keyfile [`Profile`]s, and an ObjectManager service
+//! that misbehaves on demand ([`HostileService`]).
 //!
 //! They are plain blocking code (`std::process`, `busctl`), free of any async runtime, so they
 //! work from any test, async or not. Every temp dir and command line they make contains
@@ -12,11 +13,13 @@
 //! [`NetworkManagerDaemon`] needs root and `/usr/sbin/NetworkManager` as well.
 
 mod bus;
+mod hostile;
 mod network_manager;
 mod process;
 mod profile;
 
-pub use bus::PrivateBus;
+pub use bus::{PrivateBus, PrivateBusBuilder};
+pub use hostile::{Answer, HostileService, Ifaces, Props, Settings};
 pub use network_manager::{NM_BUS_NAME, NetworkManagerBuilder, NetworkManagerDaemon};
 pub use profile::{Profile, benchmark_profiles};
 

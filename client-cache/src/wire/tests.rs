@@ -59,3 +59,49 @@ fn truncated_or_garbage_bodies_are_errors_not_panics() {
     deep.push(b'y');
     assert!(single_type_len(&deep).is_err());
 }
+
+#[test]
+fn an_av_of_bytes_is_kept_as_bytes_and_a_mixed_one_as_variants() {
+    let many: Vec<zbus::Variant<'_>> = (0..100_000u32)
+        .map(|i| zbus::Variant::from(i as u8))
+        .collect();
+    let buf = bytes(&many);
+    let v = Reader::new(&buf, true).value(b"av").unwrap();
+    assert_eq!(v.signature(), "av");
+    assert!(matches!(&v, Value::VariantBytes(b) if b.len() == 100_000 && b[257] == 1));
+    // Its length plus nothing: one byte per element.
+    assert_eq!(v.heap_size(), 100_000);
+
+    let mixed = vec![
+        zbus::Variant::from(1u8),
+        zbus::Variant::from(2u8),
+        zbus::Variant::from("x"),
+        zbus::Variant::from(3u8),
+    ];
+    let buf = bytes(&mixed);
+    let v = Reader::new(&buf, true).value(b"av").unwrap();
+    let Value::Array(a) = &v else { panic!("{v:?}") };
+    assert_eq!(
+        a.items,
+        vec![
+            Value::Variant(Box::new(Value::U8(1))),
+            Value::Variant(Box::new(Value::U8(2))),
+            Value::Variant(Box::new(Value::Str("x".into()))),
+            Value::Variant(Box::new(Value::U8(3))),
+        ]
+    );
+    assert_eq!(v.to_string(), "1,2,x,3");
+
+    let empty: Vec<zbus::Variant<'_>> = Vec::new();
+    let buf = bytes(&empty);
+    let v = Reader::new(&buf, true).value(b"av").unwrap();
+    assert!(matches!(&v, Value::Array(a) if a.items.is_empty() && &*a.element == "v"));
+}
+
+#[test]
+fn an_ay_costs_its_length() {
+    let big = vec![7u8; 12 << 20];
+    let buf = bytes(&big);
+    let v = Reader::new(&buf, true).value(b"ay").unwrap();
+    assert_eq!(v.heap_size(), 12 << 20);
+}

@@ -518,21 +518,26 @@ fn the_blocking_facade_runs_the_cache_on_its_own_thread() {
 }
 
 #[test_log::test]
-fn a_service_without_an_object_manager_loads_empty_with_a_warning() {
+fn a_service_without_an_object_manager_fails_the_load_with_the_error_reply() {
     bounded(LIMIT, || {
         let bus = PrivateBus::start().unwrap();
         let _mock = Mock::start(bus.address(), objects(&[("/a", node("a", None, &[]))]));
         zbus::block_on(async {
             let conn = connect(&bus).await;
-            let mut cache = builder()
-                .debug(DebugConfig::tolerant())
+            let err = builder()
                 .manager_path("/nowhere")
                 .build_loaded(&conn)
                 .await
-                .unwrap();
-            assert_eq!(kinds(&cache.take_events()), ["loaded"]);
-            assert!(cache.is_empty());
-            assert_eq!(cache.diagnostics().count(WarningKind::CallFailed), 1);
+                .expect_err("no ObjectManager there");
+            let netmirror_client_cache::Error::Call(call) = &err else {
+                panic!("{err:?}")
+            };
+            assert_eq!(
+                call.error_name(),
+                Some("org.freedesktop.DBus.Error.UnknownMethod"),
+                "{err}"
+            );
+            assert_eq!(call.path, "/nowhere");
         });
     });
 }

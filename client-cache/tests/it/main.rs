@@ -2,6 +2,7 @@
 //! need root live under `privileged` (feature `privileged`).
 
 mod cache;
+mod hostile;
 mod mock;
 mod private_bus;
 #[cfg(feature = "privileged")]

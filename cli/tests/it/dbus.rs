@@ -1,0 +1,350 @@
+//! `objects`, `nm` and the overview against a hostile service on a private bus (no root
+//! needed): calls never answered, error replies, wrong signatures, invalid names.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use netmirror_client_cache::testing::{Answer, HostileService, Ifaces, PrivateBus, Props};
+use zbus::OwnedVariant;
+
+use crate::support::{Run, netmirror, run};
+
+const SERVICE: &str = "org.example.Hostile";
+const NM: &str = "org.freedesktop.NetworkManager";
+
+fn v<'a>(x: impl Into<zbus::Variant<'a>>) -> OwnedVariant {
+    OwnedVariant::try_from(x.into()).expect("no fds")
+}
+
+fn hostile(bus: &PrivateBus) -> HostileService {
+    let service = HostileService::start(bus.address(), SERVICE, "/").expect("service");
+    let mut props = Props::new();
+    props.insert("Name".into(), v("a"));
+    let mut ifaces = Ifaces::new();
+    ifaces.insert("org.example.Node".into(), props);
+    service.set_objects([("/a".to_owned(), ifaces)]);
+    service
+}
+
+/// `netmirror --bus ADDRESS --timeout 1 ARGS...`, with the protocol warnings of a hostile
+/// service let through rather than fatal.
+fn ours(bus: &PrivateBus, args: &[&str]) -> (Run, Duration) {
+    let mut all = vec!["--bus", bus.address(), "--timeout", "1"];
+    all.extend_from_slice(args);
+    let mut command = netmirror(&all);
+    command.env_remove("NETMIRROR_FATAL_WARNINGS");
+    let began = Instant::now();
+    let run = run(command);
+    (run, began.elapsed())
+}
+
+#[test]
+fn a_service_that_never_answers_fails_within_the_timeout() {
+    let bus = PrivateBus::start().expect("bus");
+    let service = hostile(&bus);
+    service.answer("GetManagedObjects", Answer::Never);
+    let (run, took) = ours(&bus, &["objects", "--service", SERVICE]);
+    let line = run.fails(1);
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    assert!(
+        line.contains("GetManagedObjects") && line.contains(SERVICE) && line.contains("timed out"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_reply_of_the_wrong_signature_is_an_error() {
+    let bus = PrivateBus::start().expect("bus");
+    let service = hostile(&bus);
+    service.answer("GetManagedObjects", Answer::WrongSignature);
+    let (run, _) = ours(&bus, &["objects", "--service", SERVICE]);
+    let line = run.fails(1);
+    assert!(line.contains("`a{sv}`"), "{line}");
+}
+
+#[test]
+fn error_replies_are_errors_access_denied_is_permission_denied() {
+    let bus = PrivateBus::start().expect("bus");
+    let service = hostile(&bus);
+    let error = |name: &str| Answer::Error {
+        name: name.into(),
+        message: "no".into(),
+    };
+    service.answer(
+        "GetManagedObjects",
+        error("org.freedesktop.DBus.Error.AccessDenied"),
+    );
+    let (run, _) = ours(&bus, &["objects", "--service", SERVICE]);
+    assert!(run.fails(1).contains("permission denied"), "{run:?}");
+    for name in [
+        "org.freedesktop.DBus.Error.UnknownMethod",
+        "org.example.Error.Broken",
+    ] {
+        service.answer("GetManagedObjects", error(name));
+        let (run, _) = ours(&bus, &["objects", "--service", SERVICE]);
+        assert!(run.fails(1).contains(name), "{run:?}");
+        let (run, _) = ours(&bus, &["--json", "objects", "--service", SERVICE]);
+        assert!(run.fails(1).contains(name), "{run:?}");
+    }
+}
+
+#[test]
+fn invalid_paths_and_names_are_usage_errors() {
+    let bus = PrivateBus::start().expect("bus");
+    let _service = hostile(&bus);
+    for args in [
+        &["objects", "--service", SERVICE, "--path", "not-a-path"][..],
+        &["objects", "--service", SERVICE, "--path", "/obj//0"],
+        &["objects", "--service", SERVICE, "--manager", "bad path"],
+        &["objects", "--service", "bad name!"],
+        &[
+            "objects",
+            "monitor",
+            "--service",
+            SERVICE,
+            "--path",
+            "/obj//0",
+        ],
+    ] {
+        let (run, took) = ours(&bus, args);
+        assert!(took < Duration::from_secs(15), "{args:?}: {took:?}");
+        assert_eq!(run.code(), 2, "{args:?}: {run:?}");
+        assert!(run.stderr.contains("invalid D-Bus"), "{run:?}");
+    }
+    let (run, _) = ours(&bus, &["--timeout", "0", "objects", "--service", SERVICE]);
+    assert_eq!(run.code(), 2, "{run:?}");
+}
+
+/// A fake NetworkManager: the manager object, one profile, and `GetSettings` never answered.
+fn fake_nm(bus: &PrivateBus, networking: OwnedVariant) -> HostileService {
+    let service = HostileService::start(bus.address(), NM, "/org/freedesktop").expect("fake NM");
+    let mut manager = Props::new();
+    manager.insert("NetworkingEnabled".into(), networking);
+    manager.insert("State".into(), v(70u32));
+    manager.insert("Version".into(), v("1.0-fake"));
+    let mut settings = Props::new();
+    settings.insert("Unsaved".into(), v(false));
+    let objects: BTreeMap<String, Ifaces> = [
+        (
+            "/org/freedesktop/NetworkManager".to_owned(),
+            Ifaces::from([(NM.to_owned(), manager)]),
+        ),
+        (
+            "/org/freedesktop/NetworkManager/Settings/1".to_owned(),
+            Ifaces::from([(format!("{NM}.Settings.Connection"), settings)]),
+        ),
+    ]
+    .into();
+    service.set_objects(objects);
+    service
+}
+
+#[test]
+fn a_network_manager_that_never_answers_get_settings_fails_within_the_timeout() {
+    let bus = PrivateBus::start().expect("bus");
+    let service = fake_nm(&bus, v(true));
+    service.answer("GetSettings", Answer::Never);
+    let (run, took) = ours(&bus, &["nm", "device"]);
+    let line = run.fails(1);
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    assert!(
+        line.contains("GetSettings") && line.contains("Settings/1") && line.contains("timed out"),
+        "{line}"
+    );
+}
+
+#[test]
+fn the_overview_shows_the_kernel_when_network_manager_does_not_answer() {
+    let bus = PrivateBus::start().expect("bus");
+    let service = fake_nm(&bus, v(true));
+    service.answer("GetSettings", Answer::Never);
+    let mut command = netmirror(&["--timeout", "1"]);
+    command
+        .env_remove("NETMIRROR_FATAL_WARNINGS")
+        .env("DBUS_SYSTEM_BUS_ADDRESS", bus.address());
+    let began = Instant::now();
+    let run = run(command);
+    assert!(began.elapsed() < Duration::from_secs(15), "{run:?}");
+    let out = run.ok();
+    assert!(out.contains("Links") && out.contains("lo"), "{out}");
+    let nm = &out[out.find("NetworkManager").expect("its section")..];
+    assert!(
+        nm.contains("GetSettings") && nm.contains("timed out"),
+        "{out}"
+    );
+    let mut command = netmirror(&["--timeout", "1", "--json"]);
+    command
+        .env_remove("NETMIRROR_FATAL_WARNINGS")
+        .env("DBUS_SYSTEM_BUS_ADDRESS", bus.address());
+    let json = crate::support::run(command).json();
+    assert!(
+        json["links"].as_array().is_some_and(|l| !l.is_empty()),
+        "{json}"
+    );
+    let error = json["networkmanager"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("timed out"), "{json}");
+}
+
+#[test]
+fn a_wrong_typed_network_manager_property_is_a_visible_warning() {
+    let bus = PrivateBus::start().expect("bus");
+    let service = fake_nm(&bus, v("yes"));
+    service.set_reply(
+        "GetSettings",
+        "/org/freedesktop/NetworkManager/Settings/1",
+        BTreeMap::new(),
+    );
+    let (run, _) = ours(&bus, &["nm", "general"]);
+    assert_eq!(run.code(), 0, "{run:?}");
+    assert!(
+        run.stderr.contains("NetworkingEnabled") && run.stderr.contains("wrong type"),
+        "{run:?}"
+    );
+    // Shown as missing, not as a plausible "disabled".
+    let (run, _) = ours(&bus, &["--json", "-f", "all", "nm", "general"]);
+    let json = run.json();
+    assert_eq!(json[0]["networking"], serde_json::Value::Null, "{json}");
+    assert_eq!(json[0]["version"], "1.0-fake", "{json}");
+}
+
+/// What a monitor printed while its stdout was not read during `flood`, read afterwards: the
+/// set of `path_key`s its added/removed lines of `object` lead to (from `initial`), and its
+/// overrun and resynced lines.
+fn stalled_monitor(
+    bus: &PrivateBus,
+    args: &[&str],
+    flood: impl FnOnce(),
+    (object, path_key): (&str, &str),
+    initial: &[&str],
+) -> (std::collections::BTreeSet<String>, usize, usize) {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::sync::mpsc;
+
+    let mut all = vec!["--bus", bus.address(), "--json"];
+    all.extend_from_slice(args);
+    let mut command = netmirror(&all);
+    command
+        .env("RUST_LOG", "netmirror=debug")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn the monitor");
+    let stdout = child.stdout.take().expect("stdout");
+    let stderr = child.stderr.take().expect("stderr");
+    let (log_tx, log) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = log_tx.send(line);
+        }
+    });
+    loop {
+        let line = log
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the monitor got ready");
+        if line.contains("monitor ready") {
+            break;
+        }
+    }
+    // Signals while nobody reads the monitor's stdout.
+    flood();
+    // Now read it all.
+    let (line_tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = line_tx.send(line);
+        }
+    });
+    let mut model: std::collections::BTreeSet<String> =
+        initial.iter().map(|p| p.to_string()).collect();
+    let (mut overruns, mut resynced) = (0, 0);
+    let began = Instant::now();
+    while let Ok(line) = lines.recv_timeout(Duration::from_secs(5)) {
+        let json: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+        let path = |row: &str| json[row][path_key].as_str().map(str::to_owned);
+        match (json["object"].as_str(), json["event"].as_str()) {
+            (Some(o), Some("added")) if o == object => {
+                assert!(model.insert(path("new").expect("path")), "{line}");
+            }
+            (Some(o), Some("removed")) if o == object => {
+                assert!(model.remove(&path("old").expect("path")), "{line}");
+            }
+            (Some("cache"), Some("overrun")) => overruns += 1,
+            (Some("cache"), Some("resynced")) => resynced += 1,
+            _ => {}
+        }
+        assert!(began.elapsed() < Duration::from_secs(300), "still printing");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    (model, overruns, resynced)
+}
+
+/// 60,000 objects `PREFIX/N` added, then every third removed: 80,000 signals, several times
+/// what a monitor queues (16,384 events) and its output pipe hold.
+fn flood(service: &HostileService, prefix: &str, ifaces: &Ifaces) {
+    service.flood_added(prefix, 60_000, ifaces).expect("flood");
+    let gone: Vec<String> = (0..60_000)
+        .filter(|i| i % 3 == 0)
+        .map(|i| format!("{prefix}/{i}"))
+        .collect();
+    service.flood_removed(&gone).expect("flood");
+}
+
+#[test]
+fn a_monitor_whose_output_stalls_reports_the_overrun_and_loses_nothing() {
+    let bus = PrivateBus::start().expect("bus");
+    let service = hostile(&bus);
+    let mut ifaces = Ifaces::new();
+    ifaces.insert("org.example.Node".into(), Props::new());
+    let (model, overruns, resynced) = stalled_monitor(
+        &bus,
+        &["objects", "monitor", "--service", SERVICE],
+        || flood(&service, "/n", &ifaces),
+        ("object", "path"),
+        &["/a"],
+    );
+    let truth: std::collections::BTreeSet<String> = service.objects().into_keys().collect();
+    assert_eq!(truth.len(), 40_001);
+    assert!(
+        model == truth,
+        "the printed changes do not lead to the service's state"
+    );
+    assert!(overruns >= 1, "an overrun line");
+    assert_eq!(overruns, resynced, "each overrun ends with a resynced line");
+}
+
+#[test]
+fn nm_monitor_whose_output_stalls_reports_the_overrun_and_loses_nothing() {
+    let bus = PrivateBus::start().expect("bus");
+    let service = HostileService::start(bus.address(), NM, "/org/freedesktop").expect("fake NM");
+    let mut manager = Props::new();
+    manager.insert("Version".into(), v("1.0-fake"));
+    service.set_objects([(
+        "/org/freedesktop/NetworkManager".to_owned(),
+        Ifaces::from([(NM.to_owned(), manager)]),
+    )]);
+    let mut device = Props::new();
+    device.insert("Interface".into(), v("d"));
+    let ifaces = Ifaces::from([(format!("{NM}.Device"), device)]);
+    let prefix = "/org/freedesktop/NetworkManager/Devices";
+    let (model, overruns, resynced) = stalled_monitor(
+        &bus,
+        &["nm", "monitor"],
+        || flood(&service, prefix, &ifaces),
+        ("device", "dbus_path"),
+        &[],
+    );
+    let truth: std::collections::BTreeSet<String> = service
+        .objects()
+        .into_keys()
+        .filter(|p| p.starts_with(prefix))
+        .collect();
+    assert_eq!(truth.len(), 40_000);
+    assert!(
+        model == truth,
+        "the printed changes do not lead to the daemon's state"
+    );
+    assert!(overruns >= 1, "an overrun line");
+    assert_eq!(overruns, resynced, "each overrun ends with a resynced line");
+}
