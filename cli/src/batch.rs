@@ -307,6 +307,7 @@ pub(crate) fn run(
     if totals.n_failed > 0 && totals.all_eperm && totals.n_ok == 0 {
         return Err(Failure::PermissionDenied {
             what: "change routes and addresses".to_owned(),
+            hint: crate::failure::KERNEL_HINT,
         }
         .into());
     }

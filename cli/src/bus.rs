@@ -52,6 +52,7 @@ fn explain_zbus(err: &zbus::Error, bus: &Bus) -> Option<anyhow::Error> {
             Some(
                 Failure::PermissionDenied {
                     what: format!("connect to the {bus}"),
+                    hint: crate::failure::BUS_HINT,
                 }
                 .into(),
             )
@@ -62,6 +63,7 @@ fn explain_zbus(err: &zbus::Error, bus: &Bus) -> Option<anyhow::Error> {
             Some(
                 Failure::PermissionDenied {
                     what: format!("the {bus} refused the call"),
+                    hint: crate::failure::BUS_HINT,
                 }
                 .into(),
             )
@@ -91,6 +93,7 @@ pub(crate) fn explain(err: client::Error, bus: &Bus, service: &str) -> anyhow::E
             };
             Failure::PermissionDenied {
                 what: format!("{service} refused {}{message}", call.method),
+                hint: crate::failure::BUS_HINT,
             }
             .into()
         }

@@ -18,6 +18,11 @@ use std::process::ExitCode;
 use crate::signals::Signal;
 
 /// A failure with a message of its own.
+/// What a kernel refusal needs.
+pub(crate) const KERNEL_HINT: &str = "run as root, or with CAP_NET_ADMIN";
+/// What a D-Bus refusal needs.
+pub(crate) const BUS_HINT: &str = "the bus policy or the service's own checks (polkit) refused it";
+
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Failure {
     /// The D-Bus service is not on the bus.
@@ -37,10 +42,12 @@ pub(crate) enum Failure {
         reason: String,
     },
     /// The kernel or the bus refused an operation for lack of privileges.
-    #[error("permission denied: {what} (run as root, or with CAP_NET_ADMIN for the kernel)")]
+    #[error("permission denied: {what} ({hint})")]
     PermissionDenied {
         /// What was refused.
         what: String,
+        /// What would be allowed: [`KERNEL_HINT`] or [`BUS_HINT`].
+        hint: &'static str,
     },
     /// Entering the network namespace of `--netns` was refused.
     #[error(

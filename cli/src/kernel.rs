@@ -200,6 +200,7 @@ pub(crate) fn explain(err: platform::Error, doing: &str) -> anyhow::Error {
         platform::Error::NotNetns { .. } => anyhow::Error::new(err),
         _ if crate::failure::is_permission_denied(&err) => Failure::PermissionDenied {
             what: doing.to_owned(),
+            hint: crate::failure::KERNEL_HINT,
         }
         .into(),
         _ => anyhow::Error::new(err).context(format!("cannot {doing}")),

@@ -399,7 +399,7 @@ fn permission_denied_is_its_own_error() {
     assert!(
         run.stderr.ends_with(
             "netmirror: permission denied: change routes and addresses \
-             (run as root, or with CAP_NET_ADMIN for the kernel)\n"
+             (run as root, or with CAP_NET_ADMIN)\n"
         ),
         "{run:#?}"
     );
