@@ -1,5 +1,7 @@
 //! Tests that need root: they make network namespaces.
 
+#[cfg(any(feature = "tokio", feature = "async-io"))]
+mod asynch;
 mod attrs;
 mod batch;
 mod burst;

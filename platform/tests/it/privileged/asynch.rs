@@ -1,0 +1,337 @@
+//! The async caches under a 100k-route burst (`ip -batch` in a throwaway namespace): under
+//! tokio (current-thread and multi-thread runtimes) and async-io, every route arrives (the
+//! cache ends equal to `ip -j ... show`, each new route reported once) and a ticker task
+//! sharing the executor keeps running (its longest stall stays under a bound).
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::process::Child;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use netmirror_platform::testing::NetNs;
+use netmirror_platform::{Cache, Change, Event, Family};
+
+use super::snapshot::Snapshot;
+use super::support::netns_with_veth;
+use crate::support::bounded;
+
+const LIMIT: Duration = Duration::from_secs(300);
+/// The routes of the burst.
+const N_ROUTES: u32 = 100_000;
+/// The longest the ticker may wait beyond its 1 ms period while the burst is applied: far
+/// above a step of the stream (a few milliseconds), far below the burst (seconds).
+const MAX_STALL: Duration = Duration::from_millis(200);
+
+fn dst(i: u32) -> Ipv4Addr {
+    Ipv4Addr::from(0x0a00_0000 + (i << 4))
+}
+
+/// A namespace with a veth pair, and the `ip -batch` file of the burst.
+struct Burst {
+    ns: NetNs,
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+}
+
+impl Burst {
+    fn new() -> Self {
+        let ns = netns_with_veth();
+        let dir = tempfile::Builder::new()
+            .prefix("netmirror-test-")
+            .tempdir()
+            .unwrap();
+        let path = dir.path().join("routes.batch");
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        for i in 0..N_ROUTES {
+            writeln!(file, "route add {}/28 via 192.0.2.2", dst(i)).unwrap();
+        }
+        file.into_inner().unwrap().sync_all().unwrap();
+        Burst {
+            ns,
+            _dir: dir,
+            path,
+        }
+    }
+
+    fn config(&self) -> netmirror_platform::Config {
+        super::support::config(&self.ns)
+    }
+
+    /// Starts `ip -batch`; the flag turns true when it has exited (successfully).
+    fn start(&self) -> Arc<AtomicBool> {
+        let child: Child = self
+            .ns
+            .command("ip")
+            .arg("-batch")
+            .arg(&self.path)
+            .spawn()
+            .unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let output = child.wait_with_output().unwrap();
+            assert!(output.status.success(), "ip -batch: {output:?}");
+            flag.store(true, Ordering::SeqCst);
+        });
+        done
+    }
+}
+
+/// The longest gap between two ticks of a 1 ms ticker, in microseconds.
+#[derive(Clone, Default)]
+struct Stall(Arc<AtomicU64>);
+
+impl Stall {
+    /// Notes the time since the ticker's previous tick.
+    fn note(&self, since_last: Duration) {
+        let micros = u64::try_from(since_last.as_micros()).unwrap_or(u64::MAX);
+        self.0.fetch_max(micros, Ordering::Relaxed);
+    }
+
+    fn longest(&self) -> Duration {
+        Duration::from_micros(self.0.load(Ordering::Relaxed))
+    }
+}
+
+/// What the stream reported: the new routes of the burst, by destination, and how many.
+#[derive(Default)]
+struct Seen {
+    added: BTreeSet<Ipv4Addr>,
+    n_added: usize,
+    n_events: usize,
+}
+
+impl Seen {
+    fn note(&mut self, event: netmirror_platform::Result<Event>) {
+        let event = event.expect("an error from the stream");
+        self.n_events += 1;
+        if let Event::Route(Change::Added(route)) = &event
+            && route.family() == Family::V4
+            && route.dst_len() == 28
+            && let std::net::IpAddr::V4(dst) = route.dst()
+        {
+            self.added.insert(dst);
+            self.n_added += 1;
+        }
+    }
+}
+
+/// Asserts what the burst must leave: the cache as `ip -j` shows the namespace, every route
+/// of the burst reported added exactly once, and the ticker never stalled long.
+#[track_caller]
+fn check(cache: &Cache, ns: &NetNs, seen: &Seen, stall: Duration, runtime: &str) {
+    eprintln!(
+        "{runtime}: {} events, longest stall of the 1 ms ticker {stall:?}, {:?}",
+        seen.n_events,
+        cache.stats()
+    );
+    assert_eq!(seen.added.len(), N_ROUTES as usize, "routes reported added");
+    assert_eq!(seen.n_added, N_ROUTES as usize, "added events");
+    assert_eq!(Snapshot::of_cache(cache), Snapshot::of_ip(ns));
+    assert!(
+        stall < MAX_STALL,
+        "{runtime}: the executor's other task stalled {stall:?}"
+    );
+}
+
+/// Whether the cache holds what `ip -j` shows (blocking: after the stall is measured).
+fn matches_ip(cache: &Cache, ns: &NetNs) -> bool {
+    Snapshot::of_cache(cache) == Snapshot::of_ip(ns)
+}
+
+#[cfg(feature = "tokio")]
+mod tokio_runtime {
+    use futures_util::StreamExt;
+    use netmirror_platform::TokioCache;
+
+    use super::*;
+
+    /// Watches the burst with a [`TokioCache`] while a 1 ms ticker task runs beside it.
+    fn burst_under(runtime: tokio::runtime::Runtime, name: &'static str) {
+        let burst = Burst::new();
+        runtime.block_on(async {
+            let mut cache = TokioCache::open(burst.config()).await.unwrap();
+            let stall = Stall::default();
+            let ticker = tokio::spawn({
+                let stall = stall.clone();
+                async move {
+                    let mut last = Instant::now();
+                    loop {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                        stall.note(last.elapsed());
+                        last = Instant::now();
+                    }
+                }
+            });
+            // Let the ticker start before the burst.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let done = burst.start();
+            let mut seen = Seen::default();
+            let deadline = Instant::now() + Duration::from_secs(200);
+            // Until `ip` is done and the stream has been quiet for half a second.
+            let mut quiet_since = Instant::now();
+            while !done.load(Ordering::SeqCst) || quiet_since.elapsed() < Duration::from_millis(500)
+            {
+                assert!(Instant::now() < deadline, "the burst did not end");
+                match tokio::time::timeout(Duration::from_millis(50), cache.next()).await {
+                    Ok(Some(event)) => {
+                        seen.note(event);
+                        quiet_since = Instant::now();
+                    }
+                    Ok(None) => panic!("the stream ended"),
+                    Err(_elapsed) => {}
+                }
+            }
+            let longest = stall.longest();
+            ticker.abort();
+            // The kernel's own late work (IPv6 DAD): a few more rounds to be announced.
+            for _ in 0..10 {
+                if cache.get().is_some_and(|c| matches_ip(c, &burst.ns)) {
+                    break;
+                }
+                while let Ok(Some(event)) =
+                    tokio::time::timeout(Duration::from_millis(300), cache.next()).await
+                {
+                    seen.note(event);
+                }
+            }
+            let inner = cache
+                .get()
+                .expect("no dump under way after a finished poll");
+            check(inner, &burst.ns, &seen, longest, name);
+        });
+    }
+
+    #[test]
+    fn current_thread_runtime_gets_every_route_of_a_100k_burst_and_keeps_other_tasks_running() {
+        bounded(LIMIT, || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            burst_under(runtime, "tokio current-thread");
+        });
+    }
+
+    #[test]
+    fn multi_thread_runtime_gets_every_route_of_a_100k_burst_and_keeps_other_tasks_running() {
+        bounded(LIMIT, || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            burst_under(runtime, "tokio multi-thread");
+        });
+    }
+
+    /// A resync through the async API runs off the executor and ends with `Resynced`.
+    #[test]
+    fn resync_reports_resynced_and_the_cache_stays_readable() {
+        bounded(LIMIT, || {
+            let ns = netns_with_veth();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let mut cache = TokioCache::open(super::super::support::config(&ns))
+                    .await
+                    .unwrap();
+                cache.resync().await.unwrap();
+                assert!(cache.get().is_some());
+                let mut resynced = false;
+                while let Ok(Some(event)) =
+                    tokio::time::timeout(Duration::from_secs(2), cache.next()).await
+                {
+                    if matches!(event.unwrap(), Event::Resynced { .. }) {
+                        resynced = true;
+                        break;
+                    }
+                }
+                assert!(resynced, "no Resynced event");
+                assert_eq!(cache.get().unwrap().stats().n_resyncs, 1);
+            });
+        });
+    }
+}
+
+#[cfg(feature = "async-io")]
+mod async_io_runtime {
+    use async_io::Timer;
+    use futures_util::StreamExt;
+    use futures_util::future::{Either, select};
+    use netmirror_platform::AsyncIoCache;
+
+    use super::*;
+
+    /// The next event, or `None` after `wait`.
+    async fn next_within(
+        cache: &mut AsyncIoCache,
+        wait: Duration,
+    ) -> Option<netmirror_platform::Result<Event>> {
+        match select(cache.next(), Timer::after(wait)).await {
+            Either::Left((event, _)) => Some(event.expect("the stream ended")),
+            Either::Right(_) => None,
+        }
+    }
+
+    #[test]
+    fn async_io_gets_every_route_of_a_100k_burst_and_keeps_other_tasks_running() {
+        bounded(LIMIT, || {
+            let burst = Burst::new();
+            let stall = Stall::default();
+            let stop = Arc::new(AtomicBool::new(false));
+            // The ticker and the consumer share one thread: `join` polls both.
+            let ticker = {
+                let stall = stall.clone();
+                let stop = Arc::clone(&stop);
+                async move {
+                    let mut last = Instant::now();
+                    while !stop.load(Ordering::SeqCst) {
+                        Timer::after(Duration::from_millis(1)).await;
+                        stall.note(last.elapsed());
+                        last = Instant::now();
+                    }
+                }
+            };
+            let consumer = async {
+                let mut cache = AsyncIoCache::open(burst.config()).await.unwrap();
+                Timer::after(Duration::from_millis(20)).await;
+                let done = burst.start();
+                let mut seen = Seen::default();
+                let deadline = Instant::now() + Duration::from_secs(200);
+                let mut quiet_since = Instant::now();
+                while !done.load(Ordering::SeqCst)
+                    || quiet_since.elapsed() < Duration::from_millis(500)
+                {
+                    assert!(Instant::now() < deadline, "the burst did not end");
+                    if let Some(event) = next_within(&mut cache, Duration::from_millis(50)).await {
+                        seen.note(event);
+                        quiet_since = Instant::now();
+                    }
+                }
+                let longest = stall.longest();
+                stop.store(true, Ordering::SeqCst);
+                for _ in 0..10 {
+                    if cache.get().is_some_and(|c| matches_ip(c, &burst.ns)) {
+                        break;
+                    }
+                    while let Some(event) =
+                        next_within(&mut cache, Duration::from_millis(300)).await
+                    {
+                        seen.note(event);
+                    }
+                }
+                let inner = cache
+                    .get()
+                    .expect("no dump under way after a finished poll");
+                check(inner, &burst.ns, &seen, longest, "async-io");
+            };
+            async_io::block_on(futures_util::future::join(ticker, consumer));
+        });
+    }
+}
