@@ -6,6 +6,7 @@
 mod bench;
 mod ci;
 mod cmd;
+mod examples;
 mod system;
 mod tidy;
 
