@@ -130,10 +130,79 @@ fn check(cache: &Cache, ns: &NetNs, seen: &Seen, stall: Duration, runtime: &str)
     );
     assert_eq!(seen.added.len(), N_ROUTES as usize, "routes reported added");
     assert_eq!(seen.n_added, N_ROUTES as usize, "added events");
-    assert_eq!(Snapshot::of_cache(cache), Snapshot::of_ip(ns));
+    assert_matches_ip(cache, ns);
     assert!(
         stall < MAX_STALL,
         "{runtime}: the executor's other task stalled {stall:?}"
+    );
+}
+
+/// A 64 KiB receive buffer (easy to overflow) and a 50 ms resync back-off.
+fn small_buffer_config(ns: &NetNs) -> netmirror_platform::Config {
+    super::support::config(ns)
+        .with_rcvbuf(64 * 1024)
+        .with_resync_backoff(Duration::from_millis(50))
+}
+
+/// Adds 20k routes in one batch while nobody reads the cache's socket: it overflows.
+fn overflow(ns: &NetNs) {
+    let platform = netmirror_platform::Platform::open(super::support::config(ns)).unwrap();
+    let ifindex = platform
+        .links()
+        .execute()
+        .unwrap()
+        .items
+        .iter()
+        .find(|link| link.name() == "nmx0")
+        .unwrap()
+        .ifindex();
+    let mut batch = platform.batch();
+    for i in 0..20_000 {
+        batch = batch.add_route(
+            netmirror_platform::Route::new(dst(i).into(), 28)
+                .with_gateway("192.0.2.2".parse().unwrap())
+                .with_oif(ifindex),
+        );
+    }
+    assert!(batch.execute().unwrap().is_success());
+}
+
+/// Asserts that an overflow was reported, then the resync, and that every route of it was
+/// reported added once.
+#[track_caller]
+fn check_overflow_events(events: &[Event]) {
+    let overrun = events.iter().position(|e| *e == Event::Overrun);
+    let resynced = events
+        .iter()
+        .position(|e| matches!(e, Event::Resynced { .. }));
+    assert!(
+        matches!((overrun, resynced), (Some(o), Some(r)) if o < r),
+        "overrun at {overrun:?}, resynced at {resynced:?}"
+    );
+    let mut seen = Seen::default();
+    for event in events {
+        seen.note(Ok(event.clone()));
+    }
+    assert_eq!(seen.added.len(), 20_000);
+    assert_eq!(seen.n_added, 20_000);
+}
+
+/// Asserts that the cache holds what `ip -j` shows, naming only the differences.
+#[track_caller]
+fn assert_matches_ip(cache: &Cache, ns: &NetNs) {
+    let (actual, expected) = (Snapshot::of_cache(cache), Snapshot::of_ip(ns));
+    let diff = |a: &[String], e: &[String]| {
+        let missing: Vec<_> = e.iter().filter(|x| !a.contains(x)).take(20).collect();
+        let extra: Vec<_> = a.iter().filter(|x| !e.contains(x)).take(20).collect();
+        format!("missing {missing:#?}, extra {extra:#?}")
+    };
+    assert!(
+        actual == expected,
+        "cache differs from ip -j: links {}, addresses {}, routes {}, rules {}",
+        diff(&actual.links, &expected.links),
+        diff(&actual.addresses, &expected.addresses),
+        diff(&actual.routes, &expected.routes),
+        diff(&actual.rules, &expected.rules),
     );
 }
 
@@ -225,6 +294,48 @@ mod tokio_runtime {
                 .build()
                 .unwrap();
             burst_under(runtime, "tokio multi-thread");
+        });
+    }
+
+    /// An overflow schedules a resync; the stream's timer runs it after the back-off,
+    /// although the socket stays quiet.
+    #[test]
+    fn an_overflow_is_resynced_when_its_back_off_ends() {
+        bounded(LIMIT, || {
+            let ns = netns_with_veth();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let mut cache = TokioCache::open(small_buffer_config(&ns)).await.unwrap();
+                overflow(&ns);
+                let mut events = Vec::new();
+                while let Ok(Some(event)) =
+                    tokio::time::timeout(Duration::from_secs(10), cache.next()).await
+                {
+                    let event = event.unwrap();
+                    let done = matches!(event, Event::Resynced { .. });
+                    events.push(event);
+                    if done {
+                        break;
+                    }
+                }
+                check_overflow_events(&events);
+                assert_eq!(cache.get().unwrap().next_deadline(), None);
+                // The kernel's own late work (IPv6 DAD) may still be announced.
+                for _ in 0..10 {
+                    if cache.get().is_some_and(|c| matches_ip(c, &ns)) {
+                        break;
+                    }
+                    while let Ok(Some(event)) =
+                        tokio::time::timeout(Duration::from_millis(300), cache.next()).await
+                    {
+                        event.unwrap();
+                    }
+                }
+                assert_matches_ip(cache.get().unwrap(), &ns);
+            });
         });
     }
 
@@ -332,6 +443,42 @@ mod async_io_runtime {
                 check(inner, &burst.ns, &seen, longest, "async-io");
             };
             async_io::block_on(futures_util::future::join(ticker, consumer));
+        });
+    }
+
+    /// An overflow schedules a resync; the stream's timer runs it after the back-off,
+    /// although the socket stays quiet.
+    #[test]
+    fn an_overflow_is_resynced_when_its_back_off_ends() {
+        bounded(LIMIT, || {
+            let ns = netns_with_veth();
+            async_io::block_on(async {
+                let mut cache = AsyncIoCache::open(small_buffer_config(&ns)).await.unwrap();
+                overflow(&ns);
+                let mut events = Vec::new();
+                while let Some(event) = next_within(&mut cache, Duration::from_secs(10)).await {
+                    let event = event.unwrap();
+                    let done = matches!(event, Event::Resynced { .. });
+                    events.push(event);
+                    if done {
+                        break;
+                    }
+                }
+                check_overflow_events(&events);
+                assert_eq!(cache.get().unwrap().next_deadline(), None);
+                // The kernel's own late work (IPv6 DAD) may still be announced.
+                for _ in 0..10 {
+                    if cache.get().is_some_and(|c| matches_ip(c, &ns)) {
+                        break;
+                    }
+                    while let Some(event) =
+                        next_within(&mut cache, Duration::from_millis(300)).await
+                    {
+                        event.unwrap();
+                    }
+                }
+                assert_matches_ip(cache.get().unwrap(), &ns);
+            });
         });
     }
 }

@@ -7,6 +7,7 @@ mod batch;
 mod burst;
 mod cache;
 mod dump;
+mod event_loop;
 mod multipath;
 mod netns;
 mod nexthop;
