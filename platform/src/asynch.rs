@@ -103,11 +103,12 @@ impl<R: Reactor> Core<R> {
 
     /// Resyncs everything on a thread of its own; the differences are queued for the stream.
     pub(crate) async fn resync(&mut self) -> Result<()> {
-        // A dump already under way finishes first; what it found is queued.
-        std::future::poll_fn(|cx| self.poll_job(cx)).await?;
-        self.start(|cache, out| cache.resync(out));
-        let result = std::future::poll_fn(|cx| self.poll_job(cx)).await;
-        result
+        // A dump already under way finishes first; what it found is queued, its error too.
+        if let Err(err) = std::future::poll_fn(|cx| self.poll_job(cx)).await {
+            self.queue.push_back(Err(err));
+        }
+        self.start(|cache, out| cache.resync(out))?;
+        std::future::poll_fn(|cx| self.poll_job(cx)).await
     }
 
     /// Waits for the dump's thread, if one works, and takes the cache back. Its events are
@@ -138,33 +139,37 @@ impl<R: Reactor> Core<R> {
     }
 
     /// Hands the cache to a new thread that runs `work` on it. If no thread can be made,
-    /// the cache stays and the error is queued.
+    /// the cache stays and the error is returned.
     fn start(
         &mut self,
         work: impl FnOnce(&mut Cache, &mut Vec<Event>) -> Result<()> + Send + 'static,
-    ) {
+    ) -> Result<()> {
         let Some(cache) = self.cache.take() else {
-            return;
+            // Lost to a panicking dump, whose panic was resumed.
+            return Err(Error::socket(
+                "start a dump",
+                io::Error::other("the cache was lost to a panic"),
+            ));
         };
         // The cache goes through a slot, so that a thread that cannot be made gives it back.
         let slot = Arc::new(Mutex::new(Some(cache)));
         let theirs = Arc::clone(&slot);
         let spawned = offload(move || {
             let taken = theirs.lock().unwrap_or_else(PoisonError::into_inner).take();
-            let mut out = Vec::new();
-            match taken {
-                Some(mut cache) => {
-                    let result = work(&mut cache, &mut out);
-                    Some((cache, out, result))
-                }
-                None => None,
-            }
+            taken.map(|mut cache| {
+                let mut out = Vec::new();
+                let result = work(&mut cache, &mut out);
+                (cache, out, result)
+            })
         });
         match spawned {
-            Ok(rx) => self.job = Some(rx),
+            Ok(rx) => {
+                self.job = Some(rx);
+                Ok(())
+            }
             Err(err) => {
                 self.cache = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
-                self.queue.push_back(Err(err));
+                Err(err)
             }
         }
     }
@@ -197,7 +202,9 @@ impl<R: Reactor> Core<R> {
             };
             let drained = self.drained;
             if cache.kernel_work_due(drained) {
-                self.start(move |cache, out| cache.kernel_work(drained, out));
+                if let Err(err) = self.start(move |cache, out| cache.kernel_work(drained, out)) {
+                    self.queue.push_back(Err(err));
+                }
                 continue;
             }
             let mut out = Vec::new();

@@ -551,7 +551,9 @@ impl Cache {
             None => timeout,
         };
         let drained = self.drain(timeout, out)?;
-        self.kernel_work(drained, out)?;
+        if self.kernel_work_due(drained) {
+            self.kernel_work(drained, out)?;
+        }
         Ok(PollStatus {
             n_events: out.len() - before,
             drained,

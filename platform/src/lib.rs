@@ -104,6 +104,13 @@
 //! `examples/watch_routes.rs` (sync) and `examples/watch_routes_tokio.rs` load a namespace,
 //! print its counts and then its route changes for a while; `cargo xtask ci` runs both in a
 //! throwaway namespace.
+//!
+// The async caches' links: to the types when their features are on, else to the section above
+// (the first definition of a link wins).
+#![cfg_attr(feature = "tokio", doc = "[`TokioCache`]: crate::TokioCache")]
+#![cfg_attr(feature = "async-io", doc = "[`AsyncIoCache`]: crate::AsyncIoCache")]
+//! [`TokioCache`]: crate#async
+//! [`AsyncIoCache`]: crate#async
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod addr;

@@ -62,7 +62,7 @@ impl Reactor for AsyncIoReactor {
 /// The [`Cache`] for async-io, and so for smol, async-std or any executor: loads and resyncs
 /// on a thread of their own, and a [`Stream`] of [`Event`]s that never blocks the executor.
 ///
-/// It works as [`TokioCache`](crate::TokioCache) does, with async-io's reactor watching the
+/// It works as `TokioCache` (feature `tokio`) does, with async-io's reactor watching the
 /// event socket and its timer waiting for the resync back-off.
 ///
 /// ```no_run
