@@ -5,8 +5,9 @@
 //! the re-dumps some events call for) runs on a short-lived thread that owns the cache while
 //! it works and hands it back through a one-shot channel, so the executor never waits for a
 //! dump. Reading the event socket stays on the executor, in steps of at most
-//! `POLL_BUDGET` datagrams with a yield to the executor between steps and every
-//! [`YIELD_EVERY`] events handed out, so a burst does not starve the executor's other tasks.
+//! `POLL_BUDGET` datagrams and [`STEP_TIME`], with a yield to the executor every other step
+//! and every [`YIELD_EVERY`] events handed out, so a burst does not starve the executor's
+//! other tasks.
 //!
 //! The runtime-specific part is small ([`Reactor`]): readiness of a duplicate of the event
 //! socket's fd, and a timer for the resync deadline ([`Cache::next_deadline`]).
@@ -35,8 +36,12 @@ pub(crate) mod with_tokio;
 /// Work units between two yields to the executor: an event handed out is one unit, a step
 /// that reads the socket [`STEP_COST`].
 const YIELD_EVERY: usize = 128;
-/// What one step of reading the socket (at most `POLL_BUDGET` datagrams) counts for.
-const STEP_COST: usize = 32;
+/// What one step of reading the socket counts for.
+const STEP_COST: usize = 64;
+/// The longest one step reads the socket: at most `POLL_BUDGET` datagrams, and none more
+/// once this has passed (a debug build takes about 0.1 ms for a datagram of a route burst,
+/// and one datagram can bring many changes).
+const STEP_TIME: Duration = Duration::from_millis(2);
 
 /// What a runtime gives the core: readiness of the event socket and a timer.
 pub(crate) trait Reactor: Sized + Unpin {
@@ -208,9 +213,10 @@ impl<R: Reactor> Core<R> {
                 continue;
             }
             let mut out = Vec::new();
-            let step = self
-                .reactor
-                .poll_drain(cx, &mut || cache.drain(Some(Duration::ZERO), &mut out));
+            let until = Instant::now() + STEP_TIME;
+            let step = self.reactor.poll_drain(cx, &mut || {
+                cache.drain(Some(Duration::ZERO), Some(until), &mut out)
+            });
             match step {
                 Poll::Ready(result) => {
                     self.since_yield += STEP_COST;

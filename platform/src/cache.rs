@@ -550,7 +550,7 @@ impl Cache {
             }
             None => timeout,
         };
-        let drained = self.drain(timeout, out)?;
+        let drained = self.drain(timeout, None, out)?;
         if self.kernel_work_due(drained) {
             self.kernel_work(drained, out)?;
         }
@@ -582,15 +582,19 @@ impl Cache {
     }
 
     /// Receives and applies at most [`POLL_BUDGET`] datagrams, the first after waiting up
-    /// to `timeout` (`Some(ZERO)`: not at all), the others without waiting. Talks to the
-    /// kernel only through the event socket: never blocks longer than `timeout`. Returns
-    /// whether the socket was drained (or the wait expired).
+    /// to `timeout` (`Some(ZERO)`: not at all), the others without waiting, and none after
+    /// `until` has passed. Talks to the kernel only through the event socket: never blocks
+    /// longer than `timeout`. Returns whether the socket was drained (or the wait expired).
     pub(crate) fn drain(
         &mut self,
         timeout: Option<Duration>,
+        until: Option<Instant>,
         out: &mut Vec<Event>,
     ) -> Result<bool> {
         for round in 0..POLL_BUDGET {
+            if round > 0 && until.is_some_and(|until| Instant::now() >= until) {
+                return Ok(false);
+            }
             let nonblocking = round > 0 || timeout == Some(Duration::ZERO);
             if !nonblocking {
                 // SO_RCVTIMEO: zero means forever, so clamp to a microsecond.

@@ -22,8 +22,12 @@ const LIMIT: Duration = Duration::from_secs(300);
 /// The routes of the burst.
 const N_ROUTES: u32 = 100_000;
 /// The longest the ticker may wait beyond its 1 ms period while the burst is applied: far
-/// above a step of the stream (a few milliseconds), far below the burst (seconds).
+/// above a step of the stream (a few milliseconds), far below the burst (seconds). Wall
+/// time: on a loaded machine it includes the time the system ran other processes.
 const MAX_STALL: Duration = Duration::from_millis(200);
+/// The longest one poll of the stream may spend on the processor: a step reads the socket
+/// for at most 2 ms, so even a debug build stays far below this.
+const MAX_POLL_ON_CPU: Duration = Duration::from_millis(50);
 
 fn dst(i: u32) -> Ipv4Addr {
     Ipv4Addr::from(0x0a00_0000 + (i << 4))
@@ -96,6 +100,51 @@ impl Stall {
     }
 }
 
+/// A stream that notes how long each of its polls took: the time it held the executor, in
+/// wall time (which includes the time the system gave the processor to others) and in time
+/// on the processor (what the poll itself cost).
+struct Timed<S> {
+    inner: S,
+    longest: Duration,
+    longest_on_cpu: Duration,
+}
+
+impl<S> Timed<S> {
+    fn new(inner: S) -> Self {
+        Timed {
+            inner,
+            longest: Duration::ZERO,
+            longest_on_cpu: Duration::ZERO,
+        }
+    }
+}
+
+/// The calling thread's time on the processor so far (the first field of its `schedstat`).
+fn thread_cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+    let ns = stat.split_whitespace().next().unwrap().parse().unwrap();
+    Duration::from_nanos(ns)
+}
+
+impl<S: futures_core::Stream + Unpin> futures_core::Stream for Timed<S> {
+    type Item = S::Item;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<S::Item>> {
+        let (started, cpu_before) = (Instant::now(), thread_cpu_time());
+        let polled = std::pin::Pin::new(&mut self.inner).poll_next(cx);
+        let on_cpu = thread_cpu_time().saturating_sub(cpu_before);
+        self.longest = self.longest.max(started.elapsed());
+        self.longest_on_cpu = self.longest_on_cpu.max(on_cpu);
+        polled
+    }
+}
+
+/// One burst at a time: they share the machine's processors with the ticker they measure.
+static BURSTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// What the stream reported: the new routes of the burst, by destination, and how many.
 #[derive(Default)]
 struct Seen {
@@ -119,21 +168,41 @@ impl Seen {
     }
 }
 
-/// Asserts what the burst must leave: the cache as `ip -j` shows the namespace, every route
-/// of the burst reported added exactly once, and the ticker never stalled long.
+/// Asserts what the burst must leave: the cache as `ip -j` shows the namespace (`matched`
+/// when a comparison found it so: the kernel's late IPv6 work can change the namespace just
+/// after, so it is compared again only when none did), every route of the burst reported
+/// added exactly once, and the ticker never stalled long.
 #[track_caller]
-fn check(cache: &Cache, ns: &NetNs, seen: &Seen, stall: Duration, runtime: &str) {
+fn check(
+    cache: &Cache,
+    ns: &NetNs,
+    seen: &Seen,
+    (stall, longest_poll, longest_on_cpu): (Duration, Duration, Duration),
+    matched: bool,
+    runtime: &str,
+) {
     eprintln!(
-        "{runtime}: {} events, longest stall of the 1 ms ticker {stall:?}, {:?}",
+        "{runtime}: {} events, longest stall of the 1 ms ticker {stall:?}, longest poll of \
+         the stream {longest_poll:?} ({longest_on_cpu:?} on the processor), {:?}",
         seen.n_events,
         cache.stats()
     );
     assert_eq!(seen.added.len(), N_ROUTES as usize, "routes reported added");
     assert_eq!(seen.n_added, N_ROUTES as usize, "added events");
-    assert_matches_ip(cache, ns);
+    if !matched {
+        assert_matches_ip(cache, ns);
+    }
     assert!(
         stall < MAX_STALL,
         "{runtime}: the executor's other task stalled {stall:?}"
+    );
+    assert!(
+        longest_poll < MAX_STALL,
+        "{runtime}: one poll of the stream held the executor {longest_poll:?}"
+    );
+    assert!(
+        longest_on_cpu < MAX_POLL_ON_CPU,
+        "{runtime}: one poll of the stream worked {longest_on_cpu:?}"
     );
 }
 
@@ -220,9 +289,10 @@ mod tokio_runtime {
 
     /// Watches the burst with a [`TokioCache`] while a 1 ms ticker task runs beside it.
     fn burst_under(runtime: tokio::runtime::Runtime, name: &'static str) {
+        let _one_at_a_time = BURSTS.lock().unwrap_or_else(|e| e.into_inner());
         let burst = Burst::new();
         runtime.block_on(async {
-            let mut cache = TokioCache::open(burst.config()).await.unwrap();
+            let mut cache = Timed::new(TokioCache::open(burst.config()).await.unwrap());
             let stall = Stall::default();
             let ticker = tokio::spawn({
                 let stall = stall.clone();
@@ -254,11 +324,13 @@ mod tokio_runtime {
                     Err(_elapsed) => {}
                 }
             }
-            let longest = stall.longest();
+            let longest = (stall.longest(), cache.longest, cache.longest_on_cpu);
             ticker.abort();
             // The kernel's own late work (IPv6 DAD): a few more rounds to be announced.
+            let mut matched = false;
             for _ in 0..10 {
-                if cache.get().is_some_and(|c| matches_ip(c, &burst.ns)) {
+                if cache.inner.get().is_some_and(|c| matches_ip(c, &burst.ns)) {
+                    matched = true;
                     break;
                 }
                 while let Ok(Some(event)) =
@@ -268,9 +340,10 @@ mod tokio_runtime {
                 }
             }
             let inner = cache
+                .inner
                 .get()
                 .expect("no dump under way after a finished poll");
-            check(inner, &burst.ns, &seen, longest, name);
+            check(inner, &burst.ns, &seen, longest, matched, name);
         });
     }
 
@@ -324,8 +397,10 @@ mod tokio_runtime {
                 check_overflow_events(&events);
                 assert_eq!(cache.get().unwrap().next_deadline(), None);
                 // The kernel's own late work (IPv6 DAD) may still be announced.
+                let mut matched = false;
                 for _ in 0..10 {
                     if cache.get().is_some_and(|c| matches_ip(c, &ns)) {
+                        matched = true;
                         break;
                     }
                     while let Ok(Some(event)) =
@@ -334,7 +409,9 @@ mod tokio_runtime {
                         event.unwrap();
                     }
                 }
-                assert_matches_ip(cache.get().unwrap(), &ns);
+                if !matched {
+                    assert_matches_ip(cache.get().unwrap(), &ns);
+                }
             });
         });
     }
@@ -380,10 +457,10 @@ mod async_io_runtime {
     use super::*;
 
     /// The next event, or `None` after `wait`.
-    async fn next_within(
-        cache: &mut AsyncIoCache,
-        wait: Duration,
-    ) -> Option<netmirror_platform::Result<Event>> {
+    async fn next_within<S>(cache: &mut S, wait: Duration) -> Option<S::Item>
+    where
+        S: futures_core::Stream + Unpin,
+    {
         match select(cache.next(), Timer::after(wait)).await {
             Either::Left((event, _)) => Some(event.expect("the stream ended")),
             Either::Right(_) => None,
@@ -393,6 +470,7 @@ mod async_io_runtime {
     #[test]
     fn async_io_gets_every_route_of_a_100k_burst_and_keeps_other_tasks_running() {
         bounded(LIMIT, || {
+            let _one_at_a_time = BURSTS.lock().unwrap_or_else(|e| e.into_inner());
             let burst = Burst::new();
             let stall = Stall::default();
             let stop = Arc::new(AtomicBool::new(false));
@@ -410,7 +488,7 @@ mod async_io_runtime {
                 }
             };
             let consumer = async {
-                let mut cache = AsyncIoCache::open(burst.config()).await.unwrap();
+                let mut cache = Timed::new(AsyncIoCache::open(burst.config()).await.unwrap());
                 Timer::after(Duration::from_millis(20)).await;
                 let done = burst.start();
                 let mut seen = Seen::default();
@@ -425,10 +503,12 @@ mod async_io_runtime {
                         quiet_since = Instant::now();
                     }
                 }
-                let longest = stall.longest();
+                let longest = (stall.longest(), cache.longest, cache.longest_on_cpu);
                 stop.store(true, Ordering::SeqCst);
+                let mut matched = false;
                 for _ in 0..10 {
-                    if cache.get().is_some_and(|c| matches_ip(c, &burst.ns)) {
+                    if cache.inner.get().is_some_and(|c| matches_ip(c, &burst.ns)) {
+                        matched = true;
                         break;
                     }
                     while let Some(event) =
@@ -438,9 +518,10 @@ mod async_io_runtime {
                     }
                 }
                 let inner = cache
+                    .inner
                     .get()
                     .expect("no dump under way after a finished poll");
-                check(inner, &burst.ns, &seen, longest, "async-io");
+                check(inner, &burst.ns, &seen, longest, matched, "async-io");
             };
             async_io::block_on(futures_util::future::join(ticker, consumer));
         });
@@ -467,8 +548,10 @@ mod async_io_runtime {
                 check_overflow_events(&events);
                 assert_eq!(cache.get().unwrap().next_deadline(), None);
                 // The kernel's own late work (IPv6 DAD) may still be announced.
+                let mut matched = false;
                 for _ in 0..10 {
                     if cache.get().is_some_and(|c| matches_ip(c, &ns)) {
+                        matched = true;
                         break;
                     }
                     while let Some(event) =
@@ -477,7 +560,9 @@ mod async_io_runtime {
                         event.unwrap();
                     }
                 }
-                assert_matches_ip(cache.get().unwrap(), &ns);
+                if !matched {
+                    assert_matches_ip(cache.get().unwrap(), &ns);
+                }
             });
         });
     }
