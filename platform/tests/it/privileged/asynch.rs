@@ -416,6 +416,57 @@ mod tokio_runtime {
         });
     }
 
+    /// Taking a link down flushes its IPv4 routes without a notification: the stream finds
+    /// it out by the re-dump the link's event calls for, run on the dump's thread.
+    #[test]
+    fn routes_flushed_silently_by_a_link_going_down_are_reported() {
+        bounded(LIMIT, || {
+            let ns = netns_with_veth();
+            super::super::support::ip(&ns, "route add 10.9.0.0/16 via 192.0.2.2 dev nmx0");
+            super::super::support::ip(&ns, "route add 10.8.0.0/16 dev nmx0");
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let mut cache = TokioCache::open(super::super::support::config(&ns))
+                    .await
+                    .unwrap();
+                super::super::support::ip(&ns, "link set nmx0 down");
+                let mut removed = BTreeSet::new();
+                while let Ok(Some(event)) =
+                    tokio::time::timeout(Duration::from_secs(2), cache.next()).await
+                {
+                    if let Event::Route(Change::Removed(route)) = event.unwrap() {
+                        removed.insert(route.dst().to_string());
+                    }
+                    if removed.contains("10.9.0.0") && removed.contains("10.8.0.0") {
+                        break;
+                    }
+                }
+                assert!(
+                    removed.contains("10.9.0.0") && removed.contains("10.8.0.0"),
+                    "{removed:?}"
+                );
+                let mut matched = false;
+                for _ in 0..10 {
+                    if cache.get().is_some_and(|c| matches_ip(c, &ns)) {
+                        matched = true;
+                        break;
+                    }
+                    while let Ok(Some(event)) =
+                        tokio::time::timeout(Duration::from_millis(300), cache.next()).await
+                    {
+                        event.unwrap();
+                    }
+                }
+                if !matched {
+                    assert_matches_ip(cache.get().unwrap(), &ns);
+                }
+            });
+        });
+    }
+
     /// A resync through the async API runs off the executor and ends with `Resynced`.
     #[test]
     fn resync_reports_resynced_and_the_cache_stays_readable() {
