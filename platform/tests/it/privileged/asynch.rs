@@ -467,6 +467,44 @@ mod tokio_runtime {
         });
     }
 
+    /// A resync whose future is dropped after its first poll (a lost `select!`) still
+    /// finishes on its thread: the stream reports it, and the cache is there after.
+    #[test]
+    fn a_dropped_resync_is_finished_by_the_stream() {
+        use futures_util::FutureExt;
+
+        bounded(LIMIT, || {
+            let ns = netns_with_veth();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let mut cache = TokioCache::open(super::super::support::config(&ns))
+                    .await
+                    .unwrap();
+                // One poll starts the dump's thread; then the future is dropped (unfinished,
+                // unless the thread was done before that poll looked: either way the stream
+                // must report the resync).
+                drop(cache.resync().now_or_never());
+                let mut resynced = false;
+                while let Ok(Some(event)) =
+                    tokio::time::timeout(Duration::from_secs(5), cache.next()).await
+                {
+                    if matches!(event.unwrap(), Event::Resynced { .. }) {
+                        resynced = true;
+                        break;
+                    }
+                }
+                assert!(resynced, "the dropped resync was lost");
+                let inner = cache
+                    .get()
+                    .expect("the cache is back after the stream's poll");
+                assert_eq!(inner.stats().n_resyncs, 1);
+            });
+        });
+    }
+
     /// A resync through the async API runs off the executor and ends with `Resynced`.
     #[test]
     fn resync_reports_resynced_and_the_cache_stays_readable() {
