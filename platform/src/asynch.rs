@@ -279,3 +279,25 @@ async fn unblock<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The caches and their futures can move between threads: `tokio::spawn` on a
+    /// multi-thread runtime, or any work-stealing executor.
+    #[test]
+    fn caches_and_their_futures_are_send() {
+        fn send<T: Send>(_: &T) {}
+        #[cfg(feature = "tokio")]
+        {
+            send(&crate::TokioCache::open(crate::Config::new()));
+            fn stream<T: Send + Sync + Unpin + futures_core::Stream>() {}
+            stream::<crate::TokioCache>();
+        }
+        #[cfg(feature = "async-io")]
+        {
+            send(&crate::AsyncIoCache::open(crate::Config::new()));
+            fn stream<T: Send + Sync + Unpin + futures_core::Stream>() {}
+            stream::<crate::AsyncIoCache>();
+        }
+    }
+}
