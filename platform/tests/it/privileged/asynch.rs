@@ -21,13 +21,16 @@ use crate::support::bounded;
 const LIMIT: Duration = Duration::from_secs(300);
 /// The routes of the burst.
 const N_ROUTES: u32 = 100_000;
-/// The longest the ticker may wait beyond its 1 ms period while the burst is applied: far
-/// above a step of the stream (a few milliseconds), far below the burst (seconds). Wall
-/// time: on a loaded machine it includes the time the system ran other processes.
-const MAX_STALL: Duration = Duration::from_millis(200);
-/// The longest one poll of the stream may spend on the processor: a step reads the socket
-/// for at most 2 ms, so even a debug build stays far below this.
-const MAX_POLL_ON_CPU: Duration = Duration::from_millis(50);
+/// The longest the ticker may wait beyond its 1 ms period while the burst is applied, in
+/// wall time: far above a step of the stream (a few milliseconds), far below the burst
+/// (seconds). Generous, because on a loaded machine (a load of 12 on 2 processors was seen)
+/// wall time includes the time the system ran other processes: 160 ms were measured there.
+const MAX_STALL: Duration = Duration::from_millis(500);
+/// The longest the executor's thread may work between two ticks of the ticker, and the
+/// longest one poll of the stream may work, in time on the processor (what the system's
+/// load does not inflate): a step reads the socket for at most 2 ms and the stream yields
+/// every other step, so even a debug build stays far below this.
+const MAX_WORK: Duration = Duration::from_millis(50);
 
 fn dst(i: u32) -> Ipv4Addr {
     Ipv4Addr::from(0x0a00_0000 + (i << 4))
@@ -84,19 +87,50 @@ impl Burst {
     }
 }
 
-/// The longest gap between two ticks of a 1 ms ticker, in microseconds.
+/// The longest gap between two ticks of a 1 ms ticker, in wall time and in time its thread
+/// worked on the processor meanwhile (the executor's other tasks), in microseconds.
 #[derive(Clone, Default)]
-struct Stall(Arc<AtomicU64>);
+struct Stall(Arc<(AtomicU64, AtomicU64)>);
 
 impl Stall {
-    /// Notes the time since the ticker's previous tick.
-    fn note(&self, since_last: Duration) {
-        let micros = u64::try_from(since_last.as_micros()).unwrap_or(u64::MAX);
-        self.0.fetch_max(micros, Ordering::Relaxed);
+    /// A ticker: every millisecond, notes the time since its previous tick.
+    async fn tick(
+        self,
+        sleep: impl Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    ) {
+        let mut last = (
+            Instant::now(),
+            std::thread::current().id(),
+            thread_cpu_time(),
+        );
+        loop {
+            sleep().await;
+            let now = (
+                Instant::now(),
+                std::thread::current().id(),
+                thread_cpu_time(),
+            );
+            let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+            self.0
+                .0
+                .fetch_max(micros(now.0 - last.0), Ordering::Relaxed);
+            // On a multi-thread runtime the ticker may move: only the same thread's times
+            // subtract.
+            if now.1 == last.1 {
+                self.0
+                    .1
+                    .fetch_max(micros(now.2.saturating_sub(last.2)), Ordering::Relaxed);
+            }
+            last = now;
+        }
     }
 
-    fn longest(&self) -> Duration {
-        Duration::from_micros(self.0.load(Ordering::Relaxed))
+    /// The longest gap in wall time, and in work on the ticker's thread.
+    fn longest(&self) -> (Duration, Duration) {
+        (
+            Duration::from_micros(self.0.0.load(Ordering::Relaxed)),
+            Duration::from_micros(self.0.1.load(Ordering::Relaxed)),
+        )
     }
 }
 
@@ -177,13 +211,17 @@ fn check(
     cache: &Cache,
     ns: &NetNs,
     seen: &Seen,
-    (stall, longest_poll, longest_on_cpu): (Duration, Duration, Duration),
+    ((stall, stall_work), (longest_poll, longest_on_cpu)): (
+        (Duration, Duration),
+        (Duration, Duration),
+    ),
     matched: bool,
     runtime: &str,
 ) {
     eprintln!(
-        "{runtime}: {} events, longest stall of the 1 ms ticker {stall:?}, longest poll of \
-         the stream {longest_poll:?} ({longest_on_cpu:?} on the processor), {:?}",
+        "{runtime}: {} events; longest stall of the 1 ms ticker {stall:?} ({stall_work:?} of \
+         work on its thread); longest poll of the stream {longest_poll:?} ({longest_on_cpu:?} \
+         on the processor); {:?}",
         seen.n_events,
         cache.stats()
     );
@@ -197,11 +235,11 @@ fn check(
         "{runtime}: the executor's other task stalled {stall:?}"
     );
     assert!(
-        longest_poll < MAX_STALL,
-        "{runtime}: one poll of the stream held the executor {longest_poll:?}"
+        stall_work < MAX_WORK,
+        "{runtime}: the executor worked {stall_work:?} without running the ticker"
     );
     assert!(
-        longest_on_cpu < MAX_POLL_ON_CPU,
+        longest_on_cpu < MAX_WORK,
         "{runtime}: one poll of the stream worked {longest_on_cpu:?}"
     );
 }
@@ -294,17 +332,11 @@ mod tokio_runtime {
         runtime.block_on(async {
             let mut cache = Timed::new(TokioCache::open(burst.config()).await.unwrap());
             let stall = Stall::default();
-            let ticker = tokio::spawn({
-                let stall = stall.clone();
-                async move {
-                    let mut last = Instant::now();
-                    loop {
-                        tokio::time::sleep(Duration::from_millis(1)).await;
-                        stall.note(last.elapsed());
-                        last = Instant::now();
-                    }
-                }
-            });
+            let ticker = tokio::spawn(
+                stall
+                    .clone()
+                    .tick(|| Box::pin(tokio::time::sleep(Duration::from_millis(1)))),
+            );
             // Let the ticker start before the burst.
             tokio::time::sleep(Duration::from_millis(20)).await;
             let done = burst.start();
@@ -324,7 +356,7 @@ mod tokio_runtime {
                     Err(_elapsed) => {}
                 }
             }
-            let longest = (stall.longest(), cache.longest, cache.longest_on_cpu);
+            let longest = (stall.longest(), (cache.longest, cache.longest_on_cpu));
             ticker.abort();
             // The kernel's own late work (IPv6 DAD): a few more rounds to be announced.
             let mut matched = false;
@@ -567,13 +599,19 @@ mod async_io_runtime {
             let ticker = {
                 let stall = stall.clone();
                 let stop = Arc::clone(&stop);
-                async move {
-                    let mut last = Instant::now();
-                    while !stop.load(Ordering::SeqCst) {
+                let ticks = stall.tick(|| {
+                    Box::pin(async {
                         Timer::after(Duration::from_millis(1)).await;
-                        stall.note(last.elapsed());
-                        last = Instant::now();
-                    }
+                    })
+                });
+                // Until the consumer says stop.
+                async move {
+                    let stopped = async {
+                        while !stop.load(Ordering::SeqCst) {
+                            Timer::after(Duration::from_millis(5)).await;
+                        }
+                    };
+                    select(Box::pin(ticks), Box::pin(stopped)).await;
                 }
             };
             let consumer = async {
@@ -592,7 +630,7 @@ mod async_io_runtime {
                         quiet_since = Instant::now();
                     }
                 }
-                let longest = (stall.longest(), cache.longest, cache.longest_on_cpu);
+                let longest = (stall.longest(), (cache.longest, cache.longest_on_cpu));
                 stop.store(true, Ordering::SeqCst);
                 let mut matched = false;
                 for _ in 0..10 {
