@@ -7,6 +7,8 @@
 //!   with filters pushed to the kernel, and for batches ([`Platform::batch`]).
 //! - [`Cache`]: everything loaded into dedup indexes and kept in sync; [`Cache::poll`] returns
 //!   [`Event`]s, each [`Change`] with its old and new object.
+//! - [`TokioCache`] and [`AsyncIoCache`] (features `tokio`, `async-io`): the same cache as a
+//!   `Stream` of events for async programs (see [Async](#async)).
 //! - The object types [`Link`], [`Address`], [`Route`] and [`Rule`], parsed straight from the
 //!   wire (a common IPv4 route is 40 bytes).
 //!
