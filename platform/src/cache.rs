@@ -15,7 +15,7 @@
 //! counters, so the route index is sized once instead of growing by rehashing doublings.
 
 use std::collections::HashMap;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -125,6 +125,18 @@ pub enum Event {
         /// How many of its dumps were interrupted and redone.
         n_interrupted: u32,
     },
+}
+
+/// What one [`Cache::poll_status`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PollStatus {
+    /// The number of events appended (what [`Cache::poll`] returns).
+    pub n_events: usize,
+    /// True when the event socket had nothing more to read (or the wait expired): an event
+    /// loop may clear the socket's readiness. False when the poll stopped at its bound on
+    /// datagrams with more waiting: poll again before waiting for readiness.
+    pub drained: bool,
 }
 
 /// Counters for diagnostics and tests.
@@ -499,17 +511,92 @@ impl Cache {
     /// scheduled resync once the socket is quiet and the back-off has passed. Returns the
     /// number of events appended: 0 when the timeout expired, but also when what arrived
     /// changed nothing (a bridge port message, an update equal to the held object).
+    ///
+    /// [`Cache::poll_status`] says in addition whether the socket was drained.
     pub fn poll(&mut self, timeout: Option<Duration>, out: &mut Vec<Event>) -> Result<usize> {
+        Ok(self.poll_status(timeout, out)?.n_events)
+    }
+
+    /// [`Cache::poll`], telling also whether the event socket was drained: an event loop
+    /// that registered the cache's fd clears its readiness only when
+    /// [`PollStatus::drained`] is true (otherwise more is waiting, and an edge-triggered
+    /// loop would not be woken for it). Call it again by [`Cache::next_deadline`] at the
+    /// latest, even when the socket stays quiet.
+    ///
+    /// ```no_run
+    /// use netmirror_platform::{Cache, Config};
+    /// use std::time::Duration;
+    ///
+    /// let mut cache = Cache::open(Config::new())?;
+    /// let mut events = Vec::new();
+    /// // An edge-triggered loop: drain before waiting for readiness again.
+    /// loop {
+    ///     let status = cache.poll_status(Some(Duration::ZERO), &mut events)?;
+    ///     if status.drained {
+    ///         break;
+    ///     }
+    /// }
+    /// println!("{} events, resync due at {:?}", events.len(), cache.next_deadline());
+    /// # Ok::<(), netmirror_platform::Error>(())
+    /// ```
+    pub fn poll_status(
+        &mut self,
+        timeout: Option<Duration>,
+        out: &mut Vec<Event>,
+    ) -> Result<PollStatus> {
         let before = out.len();
-        let timeout = match self.resync_deadline() {
+        let timeout = match self.next_deadline() {
             Some(deadline) => {
                 let left = deadline.saturating_duration_since(Instant::now());
                 Some(timeout.map_or(left, |t| t.min(left)))
             }
             None => timeout,
         };
-        let mut quiet = false;
+        let drained = self.drain(timeout, None, out)?;
+        if self.kernel_work_due(drained) {
+            self.kernel_work(drained, out)?;
+        }
+        Ok(PollStatus {
+            n_events: out.len() - before,
+            drained,
+        })
+    }
+
+    /// When the cache must be polled even if its socket stays quiet: the end of the back-off
+    /// of a scheduled resync. `None` when nothing is scheduled. An event loop sets a timer
+    /// for it and calls [`Cache::poll`] (with a zero timeout) when it fires.
+    ///
+    /// ```
+    /// # fn example(cache: &netmirror_platform::Cache) {
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let wait = cache
+    ///     .next_deadline()
+    ///     .map(|deadline| deadline.saturating_duration_since(Instant::now()));
+    /// let timeout = wait.unwrap_or(Duration::from_secs(60));
+    /// # let _ = timeout; }
+    /// ```
+    pub fn next_deadline(&self) -> Option<Instant> {
+        if !self.resync.pending {
+            return None;
+        }
+        self.resync.last_overrun?.checked_add(self.resync.backoff)
+    }
+
+    /// Receives and applies at most [`POLL_BUDGET`] datagrams, the first after waiting up
+    /// to `timeout` (`Some(ZERO)`: not at all), the others without waiting, and none after
+    /// `until` has passed. Talks to the kernel only through the event socket: never blocks
+    /// longer than `timeout`. Returns whether the socket was drained (or the wait expired).
+    pub(crate) fn drain(
+        &mut self,
+        timeout: Option<Duration>,
+        until: Option<Instant>,
+        out: &mut Vec<Event>,
+    ) -> Result<bool> {
         for round in 0..POLL_BUDGET {
+            if round > 0 && until.is_some_and(|until| Instant::now() >= until) {
+                return Ok(false);
+            }
             let nonblocking = round > 0 || timeout == Some(Duration::ZERO);
             if !nonblocking {
                 // SO_RCVTIMEO: zero means forever, so clamp to a microsecond.
@@ -521,23 +608,36 @@ impl Cache {
                     let datagram = datagram.to_vec();
                     self.apply_datagram(&datagram, out);
                 }
-                Ok(None) => {
-                    quiet = true;
-                    break;
-                }
+                Ok(None) => return Ok(true),
                 Err(Error::Overrun) => self.note_overrun(out),
                 Err(err) => return Err(err),
             }
         }
+        Ok(false)
+    }
+
+    /// Whether [`Cache::kernel_work`] has something to do after a drain that ended
+    /// `drained`: re-dumps the applied events call for, or a resync that is due. A pure
+    /// check, no I/O.
+    pub(crate) fn kernel_work_due(&self, drained: bool) -> bool {
+        self.state.has_work() || (self.resync.pending && self.resync_due(drained))
+    }
+
+    /// The dumps after a drain that ended `drained`: what the applied events call for
+    /// ([`Cache::run_work`]), then a scheduled resync once it is due. Blocks for as long
+    /// as the kernel takes; a resync whose dumps were all interrupted is scheduled again with a
+    /// longer back-off.
+    pub(crate) fn kernel_work(&mut self, drained: bool, out: &mut Vec<Event>) -> Result<()> {
         let mut res = self.run_work(out);
-        if res.is_ok() && self.resync.pending && self.resync_due(quiet) {
+        if res.is_ok() && self.resync.pending && self.resync_due(drained) {
             res = self.run_resync(out);
         }
+        // A resync the kernel interrupted every time is put off, never given up.
         match res {
             Err(Error::DumpInterrupted { attempts }) => self.defer_resync(attempts),
             other => other?,
         }
-        Ok(out.len() - before)
+        Ok(())
     }
 
     /// Resyncs everything now (mark, dump, sweep), reporting the differences as events.
@@ -591,20 +691,11 @@ impl Cache {
         out.push(Event::Overrun);
     }
 
-    fn resync_deadline(&self) -> Option<Instant> {
-        if !self.resync.pending {
-            return None;
-        }
-        self.resync.last_overrun?.checked_add(self.resync.backoff)
-    }
-
     /// A resync runs once the socket has been quiet and the back-off since the last overflow
     /// has passed, or at the latest 10 back-offs after the first overflow.
     fn resync_due(&self, quiet: bool) -> bool {
         let now = Instant::now();
-        let calm = self
-            .resync_deadline()
-            .is_some_and(|deadline| now >= deadline);
+        let calm = self.next_deadline().is_some_and(|deadline| now >= deadline);
         let overdue = self
             .resync
             .first_overrun
@@ -796,9 +887,16 @@ impl Cache {
 
 impl AsFd for Cache {
     /// The event socket: readable when [`Cache::poll`] has work. Register it with an event
-    /// loop (e.g. tokio's `AsyncFd`) and call `poll` with a zero timeout when it is readable.
+    /// loop and call [`Cache::poll_status`] with a zero timeout when it is readable.
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.events.as_fd()
+    }
+}
+
+impl AsRawFd for Cache {
+    /// The event socket, as [`AsFd`] gives it (for event loops that take a raw fd).
+    fn as_raw_fd(&self) -> RawFd {
+        self.events.as_fd().as_raw_fd()
     }
 }
 

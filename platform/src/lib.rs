@@ -7,6 +7,8 @@
 //!   with filters pushed to the kernel, and for batches ([`Platform::batch`]).
 //! - [`Cache`]: everything loaded into dedup indexes and kept in sync; [`Cache::poll`] returns
 //!   [`Event`]s, each [`Change`] with its old and new object.
+//! - [`TokioCache`] and [`AsyncIoCache`] (features `tokio`, `async-io`): the same cache as a
+//!   `Stream` of events for async programs (see [Async](#async)).
 //! - The object types [`Link`], [`Address`], [`Route`] and [`Rule`], parsed straight from the
 //!   wire (a common IPv4 route is 40 bytes).
 //!
@@ -15,11 +17,42 @@
 //!
 //! # Design
 //!
-//! The API is synchronous and caller-driven, so it fits both a routing daemon's own event loop
-//! and a CLI: nothing runs in the background and state changes only inside [`Cache::poll`].
-//! For an async program, register the cache (it implements `AsFd`: the event socket) with the
-//! runtime (tokio's `AsyncFd`) and call `poll` with a zero timeout when it is readable, or run
-//! the cache on a thread of its own. Memory between kernel and user is bounded: `poll` applies
+//! The core API is synchronous and caller-driven, so it fits both a routing daemon's own event
+//! loop and a CLI: nothing runs in the background and state changes only inside
+//! [`Cache::poll`]. Any event loop can drive it: the cache is `AsFd` and `AsRawFd` (the event
+//! socket), [`Cache::poll_status`] says whether it drained the socket (when to clear
+//! readiness) and [`Cache::next_deadline`] when a scheduled resync must run although the socket
+//! is quiet. Note that `poll` itself runs the dumps some events call for and a due resync,
+//! which wait for the kernel.
+//!
+//! # Async
+//!
+//! With the feature `tokio`, [`TokioCache`]; with `async-io` (smol, async-std, any executor),
+//! [`AsyncIoCache`]. Each is a `futures_core::Stream` of `Result<Event>` over the same cache,
+//! and never blocks the executor: `open` loads on a thread of its own, the stream reads the
+//! event socket when the runtime's reactor says it is readable, a bounded number of datagrams at
+//! a time with a yield to the executor between steps, and runs every dump (a resync, the
+//! re-dumps some events call for) on a short-lived thread that holds the cache meanwhile. The
+//! resync back-off is the runtime's timer. No `unsafe` is needed, in the crate or by you.
+//!
+//! ```no_run
+//! # #[cfg(feature = "tokio")]
+//! # async fn example() -> Result<(), netmirror_platform::Error> {
+//! use futures_util::StreamExt;
+//! use netmirror_platform::{Change, Config, Event, TokioCache};
+//!
+//! let mut cache = TokioCache::open(Config::new()).await?;
+//! while let Some(event) = cache.next().await {
+//!     if let Event::Route(Change::Added(route)) = event? {
+//!         println!("+ {route}");
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # Memory and faults
+//!
+//! Memory between kernel and user is bounded: `poll` applies
 //! at most a fixed number of datagrams per call, and the socket's receive buffer (sized for
 //! bursts, 128 MiB by default) is the only queue. A load or resync receives its dump on a
 //! second, scoped thread while the calling thread fills the index; the two meet through a
@@ -64,11 +97,29 @@
 //!
 //! # Feature flags
 //!
+//! - `tokio`: [`TokioCache`], the cache as a tokio `Stream`.
+//! - `async-io`: [`AsyncIoCache`], the cache as a `Stream` for async-io (smol, async-std, any
+//!   executor).
 //! - `testing`: test fixtures (`testing::NetNs`, a throwaway network namespace).
 //! - `privileged`: enables the integration tests that need root.
+//!
+//! # Examples
+//!
+//! `examples/watch_routes.rs` (sync) and `examples/watch_routes_tokio.rs` load a namespace,
+//! print its counts and then its route changes for a while; `cargo xtask ci` runs both in a
+//! throwaway namespace.
+//!
+// The async caches' links: to the types when their features are on, else to the section above
+// (the first definition of a link wins).
+#![cfg_attr(feature = "tokio", doc = "[`TokioCache`]: crate::TokioCache")]
+#![cfg_attr(feature = "async-io", doc = "[`AsyncIoCache`]: crate::AsyncIoCache")]
+//! [`TokioCache`]: crate#async
+//! [`AsyncIoCache`]: crate#async
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod addr;
+#[cfg(any(feature = "tokio", feature = "async-io"))]
+mod asynch;
 mod batch;
 mod cache;
 mod error;
@@ -93,10 +144,16 @@ mod tests;
 mod tests_attrs;
 
 pub use addr::{Address, AddressId, LIFETIME_FOREVER};
+#[cfg(feature = "async-io")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async-io")))]
+pub use asynch::with_async_io::AsyncIoCache;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use asynch::with_tokio::TokioCache;
 pub use batch::{Batch, Failure, Item, Op, Report};
 pub use cache::{
-    AddressesByIfindex, Cache, Change, DefaultRoutes, Event, RoutesByIfindex, RoutesByWeakId,
-    Stats, WEAK_ID_BUCKETS,
+    AddressesByIfindex, Cache, Change, DefaultRoutes, Event, PollStatus, RoutesByIfindex,
+    RoutesByWeakId, Stats, WEAK_ID_BUCKETS,
 };
 pub use error::{Error, KernelError, Result};
 pub use link::{IFF_LOWER_UP, IFF_UP, Link};

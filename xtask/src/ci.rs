@@ -20,8 +20,9 @@ pub(crate) const PUBLISHED: &[&str] = &[
 ];
 
 /// Features that turn on the tests needing root.
-const PRIVILEGED_FEATURES: &str =
-    "netmirror-platform/privileged,netmirror-client-cache/privileged,netmirror/privileged";
+/// The platform's async caches come along, for their privileged tests.
+const PRIVILEGED_FEATURES: &str = "netmirror-platform/privileged,netmirror-platform/tokio,\
+     netmirror-platform/async-io,netmirror-client-cache/privileged,netmirror/privileged";
 
 /// Markers in the names of every namespace, process and folder the test fixtures make.
 pub(crate) const FIXTURE_MARKER: &str = "netmirror-test";
@@ -103,8 +104,12 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             deliberate_failure,
         )?;
     }
+    let examples_result = step("examples", || {
+        crate::examples::run(cargo(), &ci_target_dir(), privileged)
+    });
     step("leftovers", || check_no_leftovers(&traces_before))?;
     test_result?;
+    examples_result?;
 
     step("fuzz", || fuzz(root))?;
 
@@ -259,18 +264,22 @@ fn fuzz(root: &Path) -> anyhow::Result<()> {
 /// developer's everyday build), warnings fatal, and the client cache in fatal-warnings mode.
 fn cargo() -> Command {
     let mut cargo = cmd::cargo();
-    // Absolute: tools that run cargo from a crate's folder (trybuild) read it too.
-    let target_dir = std::env::current_dir()
-        .map(|root| root.join("target/ci"))
-        .unwrap_or_else(|_| "target/ci".into());
     cargo
-        .env("CARGO_TARGET_DIR", target_dir)
+        .env("CARGO_TARGET_DIR", ci_target_dir())
         .env("RUSTFLAGS", "-D warnings")
         .env("RUSTDOCFLAGS", "-D warnings")
         .env("NETMIRROR_CLIENT_DEBUG", "warning,error")
         .env("NETMIRROR_FATAL_WARNINGS", "1")
         .env_remove(DELIBERATE_FAILURE);
     cargo
+}
+
+/// CI's own target folder. Absolute: tools that run cargo from a crate's folder (trybuild)
+/// read it too.
+fn ci_target_dir() -> std::path::PathBuf {
+    std::env::current_dir()
+        .map(|root| root.join("target/ci"))
+        .unwrap_or_else(|_| "target/ci".into())
 }
 
 fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {

@@ -7,6 +7,7 @@
 mod bench;
 mod ci;
 mod cmd;
+mod examples;
 mod soak;
 mod system;
 mod tidy;
@@ -24,6 +25,8 @@ commands:
   setup                  install (as root) or name (otherwise) the system packages tests need,
                          and install cargo-fuzz when missing
   bench [--quick] [ARGS] criterion benches of every crate, then the side-by-side comparisons
+  examples               build the examples; as root run the kernel ones in a throwaway
+                         network namespace (a step of `ci`)
   man [DIR]              write the manual page (`netmirror.1`) and the shell completions into
                          DIR (default target/assets), as the Debian package ships them
   soak [--minutes N] [--dev]
@@ -47,6 +50,11 @@ fn main() -> anyhow::Result<()> {
         "bench" => bench::run(&root, rest),
         "man" => assets(&root, rest),
         "soak" => soak::run(rest),
+        "examples" => {
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| root.join("target"), PathBuf::from);
+            examples::run(cmd::cargo(), &target, system::is_root())
+        }
         "-h" | "--help" | "help" => {
             eprint!("{USAGE}");
             Ok(())

@@ -102,6 +102,14 @@ impl State {
             .flatten()
     }
 
+    /// Whether [`State::settle`] or [`State::take_work`] has something to do.
+    pub(crate) fn has_work(&self) -> bool {
+        !self.suspect_ifindexes.is_empty()
+            || self.suspect_nexthops
+            || !self.suspect_nhids.is_empty()
+            || !self.deleted_nhids.is_empty()
+    }
+
     /// Takes the re-dumps the messages applied so far call for (the nexthops first: the
     /// routes on them are then right before a device's routes are dumped again, so a route
     /// that only lost a hop is not taken for gone). Routes on changed nexthops are asked
