@@ -864,18 +864,19 @@ const COUNT_FIELDS: &[Field] = &[
 
 /// `route count`: loads the whole cache (every table, both families, links, addresses and
 /// rules, as a program keeping it in sync would), then prints the routes per table and
-/// family, and the heap the cache holds, per route. The heap is measured by the binary's
-/// counting allocator: bytes allocated and not freed while the cache loaded.
+/// family, and the memory the cache holds, per route: the resident memory taken while the
+/// cache loaded, or with the `heap-stats` feature the exact heap (see [`crate::heap`]).
 pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow::Result<()> {
     let mut config = Config::new();
     if let Some(netns) = netns(kernel) {
         config = config.with_netns(netns);
     }
     let progress = crate::progress::Progress::start("loading the cache");
-    let before = crate::heap::held();
+    let meter = crate::heap::Meter::start();
     let cache =
         platform::Cache::open(config).map_err(|err| explain(err, "load the kernel cache"))?;
-    let heap = crate::heap::held().saturating_sub(before);
+    let heap = meter.used();
+    let measure = crate::heap::Meter::MEASURE;
     drop(progress);
 
     let mut counts: std::collections::BTreeMap<(u32, &'static str), usize> = Default::default();
@@ -908,9 +909,10 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
         object.insert("links".to_owned(), n_links.into());
         object.insert("addresses".to_owned(), n_addresses.into());
         object.insert("rules".to_owned(), n_rules.into());
-        object.insert("cache_heap_bytes".to_owned(), heap.into());
+        let (total_key, per_route_key) = measure.json_keys();
+        object.insert(total_key.to_owned(), heap.into());
         object.insert(
-            "heap_bytes_per_route".to_owned(),
+            per_route_key.to_owned(),
             per_route.map_or(serde_json::Value::Null, |bytes| {
                 ((bytes * 10.0).round() / 10.0).into()
             }),
@@ -922,7 +924,8 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
     let per_route = per_route.map_or_else(|| "--".to_owned(), |bytes| format!("{bytes:.1}"));
     printer.note(&format!(
         "{n_routes} routes, {n_links} links, {n_addresses} addresses, {n_rules} rules; \
-         cache heap {} ({per_route} bytes per route, everything included)",
+         {} {} ({per_route} bytes per route, everything included)",
+        measure.label(),
         crate::heap::human(heap)
     ))?;
     Ok(())

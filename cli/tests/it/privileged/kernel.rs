@@ -313,16 +313,14 @@ fn route_count_matches_ip_per_table() {
     }
     assert_eq!(ours, theirs);
     assert_eq!(report["routes"].as_u64(), Some(total));
+    // Without the `heap-stats` feature the resident memory taken is measured: a few dozen
+    // routes may fit in pages the process had already, so only the keys' presence is certain.
     assert!(
-        report["cache_heap_bytes"]
-            .as_u64()
-            .is_some_and(|bytes| bytes > 0),
+        report["cache_resident_bytes"].as_u64().is_some(),
         "{report}"
     );
     assert!(
-        report["heap_bytes_per_route"]
-            .as_f64()
-            .is_some_and(|bytes| bytes > 0.0),
+        report["resident_bytes_per_route"].as_f64().is_some(),
         "{report}"
     );
 
