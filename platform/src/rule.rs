@@ -179,6 +179,31 @@ impl Rule {
         RuleId(rule)
     }
 
+    /// This rule with the flags the kernel changes by itself set to what the kernel now
+    /// reports (see [`Rule::id`]), or `None` when they are already.
+    pub(crate) fn with_state_flags(
+        &self,
+        unresolved: bool,
+        iif_detached: bool,
+        oif_detached: bool,
+    ) -> Option<Rule> {
+        let mut flags =
+            self.flags & !(FIB_RULE_UNRESOLVED | FIB_RULE_IIF_DETACHED | FIB_RULE_OIF_DETACHED);
+        for (on, bit) in [
+            (unresolved, FIB_RULE_UNRESOLVED),
+            (iif_detached, FIB_RULE_IIF_DETACHED),
+            (oif_detached, FIB_RULE_OIF_DETACHED),
+        ] {
+            if on {
+                flags |= bit;
+            }
+        }
+        (flags != self.flags).then(|| Rule {
+            flags,
+            ..self.clone()
+        })
+    }
+
     fn more(&self) -> &RuleMore {
         self.more.as_deref().unwrap_or(&NO_MORE)
     }
@@ -482,4 +507,4 @@ impl Rule {
 const RTPROT_KERNEL: u8 = 2;
 
 /// Rule action `FR_ACT_GOTO`.
-const FR_ACT_GOTO: u8 = 2;
+pub(crate) const FR_ACT_GOTO: u8 = 2;

@@ -23,7 +23,7 @@ use crate::link::{IFF_LOWER_UP, IFF_UP, Link};
 const IFF_LOOPBACK: u32 = 0x8;
 use crate::nexthop::Nexthop;
 use crate::route::{Family, Route, RouteId};
-use crate::rule::Rule;
+use crate::rule::{FR_ACT_GOTO, Rule};
 use crate::wire::{self, Msg};
 
 /// Links, addresses, routes, rules and nexthops with their indexes, and the re-dumps the
@@ -239,6 +239,16 @@ impl State {
                 };
                 let ifindex = link.ifindex();
                 if let Some(event) = upsert(&mut self.links, link, Event::Link) {
+                    let mut rule_events = Vec::new();
+                    match &event {
+                        Event::Link(Change::Added(new)) => {
+                            self.relink_rules(None, Some(new.name()), &mut rule_events);
+                        }
+                        Event::Link(Change::Replaced { old, new }) if old.name() != new.name() => {
+                            self.relink_rules(Some(old), Some(new.name()), &mut rule_events);
+                        }
+                        _ => {}
+                    }
                     if let Event::Link(Change::Replaced { old, new }) = &event {
                         // Going down flushes IPv4 routes without notifications; losing or
                         // getting back the carrier flips the `linkdown` flag of every route
@@ -254,6 +264,7 @@ impl State {
                         }
                     }
                     out.push(event);
+                    out.append(&mut rule_events);
                 }
             }
             wire::RTM_DELLINK => {
@@ -298,7 +309,10 @@ impl State {
                     }
                 }
                 if let Some(old) = self.links.remove(&ifindex) {
+                    let mut rule_events = Vec::new();
+                    self.relink_rules(Some(&old), None, &mut rule_events);
                     out.push(Event::Link(Change::Removed(old)));
+                    out.append(&mut rule_events);
                 }
             }
             wire::RTM_NEWADDR => {
@@ -334,9 +348,10 @@ impl State {
             }
             wire::RTM_NEWRULE => {
                 if let Some(rule) = Rule::parse(msg.payload)?
-                    && let Some(event) = upsert(&mut self.rules, rule, Event::Rule)
+                    && let Some(event) = upsert(&mut self.rules, rule.clone(), Event::Rule)
                 {
                     out.push(event);
+                    self.resolve_gotos(rule.family(), rule.priority(), out);
                 }
             }
             wire::RTM_DELRULE => {
@@ -344,6 +359,7 @@ impl State {
                     && let Some(old) = self.rules.remove(&rule.id())
                 {
                     out.push(Event::Rule(Change::Removed(old)));
+                    self.resolve_gotos(rule.family(), rule.priority(), out);
                 }
             }
             wire::RTM_NEWNEXTHOP => {
@@ -361,6 +377,58 @@ impl State {
             other => tracing::trace!(kind = other, "ignored message type"),
         }
         Ok(())
+    }
+
+    /// Sets the `unresolved` flag of the `goto` rules of `family` that jump to `priority`
+    /// after a rule there came or went: the kernel resolves a goto to the first rule at its
+    /// target priority, and to the next one there when that goes, without an event.
+    fn resolve_gotos(&mut self, family: Family, priority: u32, out: &mut Vec<Event>) {
+        let target_exists = self
+            .rules
+            .iter()
+            .any(|rule| rule.family() == family && rule.priority() == priority);
+        let changed: Vec<Rule> = self
+            .rules
+            .iter()
+            .filter(|rule| {
+                rule.family() == family
+                    && rule.action() == FR_ACT_GOTO
+                    && rule.goto() == Some(priority)
+            })
+            .filter_map(|rule| {
+                rule.with_state_flags(!target_exists, rule.iif_detached(), rule.oif_detached())
+            })
+            .collect();
+        for rule in changed {
+            out.extend(upsert(&mut self.rules, rule, Event::Rule));
+        }
+    }
+
+    /// Sets the `iif`/`oif` detached flags of the rules after a link named `gone` (or one
+    /// of its altnames) went away or changed its name, and a link is now called `named`:
+    /// the kernel detaches the rules attached to the link that went or was renamed, then
+    /// attaches the detached rules naming the new name, without an event.
+    fn relink_rules(&mut self, gone: Option<&Link>, named: Option<&str>, out: &mut Vec<Event>) {
+        let was = |name: Option<&str>| {
+            gone.is_some_and(|link| {
+                name.is_some_and(|name| {
+                    name == link.name() || link.altnames().iter().any(|alt| alt == name)
+                })
+            })
+        };
+        let is = |name: Option<&str>| named.is_some() && name == named;
+        let changed: Vec<Rule> = self
+            .rules
+            .iter()
+            .filter_map(|rule| {
+                let iif = (rule.iif_detached() || was(rule.iifname())) && !is(rule.iifname());
+                let oif = (rule.oif_detached() || was(rule.oifname())) && !is(rule.oifname());
+                rule.with_state_flags(rule.is_unresolved(), iif, oif)
+            })
+            .collect();
+        for rule in changed {
+            out.extend(upsert(&mut self.rules, rule, Event::Rule));
+        }
     }
 
     /// Applies an `RTM_NEWROUTE` event where the kernel put the route. Among routes with the
