@@ -869,7 +869,14 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
             (*n_routes).into(),
         ]);
     }
-    let (n_links, n_addresses, n_routes, n_rules) = cache.len();
+    let platform::Counts {
+        links: n_links,
+        addresses: n_addresses,
+        routes: n_routes,
+        rules: n_rules,
+        nexthops: n_nexthops,
+        ..
+    } = cache.counts();
     let per_route = if n_routes == 0 {
         None
     } else {
@@ -882,6 +889,7 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
         object.insert("links".to_owned(), n_links.into());
         object.insert("addresses".to_owned(), n_addresses.into());
         object.insert("rules".to_owned(), n_rules.into());
+        object.insert("nexthops".to_owned(), n_nexthops.into());
         object.insert("cache_heap_bytes".to_owned(), heap.into());
         object.insert(
             "heap_bytes_per_route".to_owned(),
@@ -895,7 +903,8 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
     printer.blank()?;
     let per_route = per_route.map_or_else(|| "--".to_owned(), |bytes| format!("{bytes:.1}"));
     printer.note(&format!(
-        "{n_routes} routes, {n_links} links, {n_addresses} addresses, {n_rules} rules; \
+        "{n_routes} routes, {n_links} links, {n_addresses} addresses, {n_rules} rules, \
+         {n_nexthops} nexthop objects; \
          cache heap {} ({per_route} bytes per route, everything included)",
         crate::heap::human(heap)
     ))?;

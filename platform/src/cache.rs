@@ -482,14 +482,15 @@ impl Cache {
             .filter(move |route| route.nh_id() == Some(id))
     }
 
-    /// The number of links, addresses, routes and rules held.
-    pub fn len(&self) -> (usize, usize, usize, usize) {
-        (
-            self.state.links.len(),
-            self.state.addresses.len(),
-            self.state.routes.len(),
-            self.state.rules.len(),
-        )
+    /// How many objects of each kind the cache holds.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            links: self.state.links.len(),
+            addresses: self.state.addresses.len(),
+            routes: self.state.routes.len(),
+            rules: self.state.rules.len(),
+            nexthops: self.state.nexthops.len(),
+        }
     }
 
     /// Waits up to `timeout` (`None`: forever) for events, applies what arrived (at most a
@@ -1030,4 +1031,27 @@ fn emit_dump(buf: &mut Vec<u8>, seq: u32, kind: Kind, ifindex: Option<u32>, stri
         msg.attr_u32(4, ifindex);
     }
     msg.finish();
+}
+
+/// How many objects of each kind a [`Cache`] holds ([`Cache::counts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Counts {
+    /// Links.
+    pub links: usize,
+    /// Addresses.
+    pub addresses: usize,
+    /// Routes, every table and family.
+    pub routes: usize,
+    /// Policy routing rules.
+    pub rules: usize,
+    /// Nexthop objects.
+    pub nexthops: usize,
+}
+
+impl Counts {
+    /// The total number of objects.
+    pub fn total(&self) -> usize {
+        self.links + self.addresses + self.routes + self.rules + self.nexthops
+    }
 }

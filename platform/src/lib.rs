@@ -93,8 +93,8 @@ mod tests_attrs;
 pub use addr::{Address, AddressId, LIFETIME_FOREVER};
 pub use batch::{Batch, Failure, Item, Op, Report};
 pub use cache::{
-    AddressesByIfindex, Cache, Change, DefaultRoutes, Event, RoutesByIfindex, RoutesByWeakId,
-    Stats, WEAK_ID_BUCKETS,
+    AddressesByIfindex, Cache, Change, Counts, DefaultRoutes, Event, RoutesByIfindex,
+    RoutesByWeakId, Stats, WEAK_ID_BUCKETS,
 };
 pub use error::{Error, KernelError, Result};
 pub use link::{IFF_LOWER_UP, IFF_UP, Link};
