@@ -67,11 +67,7 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &ObjectsArgs) -> anyho
         }
         // The initial load's additions are the state, not changes: drop them.
         let n_initial = cache.take_events().len();
-        tracing::debug!(
-            n_objects = cache.counts().total(),
-            n_initial,
-            "monitor ready"
-        );
+        tracing::debug!(n_objects = cache.len(), n_initial, "monitor ready");
         let wanted = |interface: &str| {
             target
                 .interface

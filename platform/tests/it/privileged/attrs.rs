@@ -53,8 +53,7 @@ fn events_keep_every_attribute_a_dump_has() {
             "rule add ipproto tcp sport 80-90 dport 443 table 6 pref 102",
             "rule add l3mdev pref 104",
             "rule add iif nmx0 fwmark 0x10/0xff realms 3/4 table 7 pref 105",
-            // The goto's target first: a goto made unresolved and resolved later changes its
-            // flags without an event (FIXME, the cache's silent changes: not followed yet).
+            // The goto's target first (a goto resolved later is rule_flags.rs's case).
             "rule add from 10.2.0.0/16 table 60 pref 200",
             "rule add to 10.2.0.0/16 table 60 pref 200",
             "rule add tun_id 9 goto 200 pref 106",

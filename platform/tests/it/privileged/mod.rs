@@ -11,6 +11,7 @@ mod nexthop;
 mod open;
 mod order;
 mod query;
+mod rule_flags;
 mod security;
 mod snapshot;
 mod support;
