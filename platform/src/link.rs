@@ -13,6 +13,7 @@ const IFLA_MASTER: u16 = 10;
 const IFLA_TXQLEN: u16 = 13;
 const IFLA_OPERSTATE: u16 = 16;
 const IFLA_LINKMODE: u16 = 17;
+const IFLA_PROTINFO: u16 = 12;
 const IFLA_LINKINFO: u16 = 18;
 const IFLA_IFALIAS: u16 = 20;
 const IFLA_GROUP: u16 = 27;
@@ -213,6 +214,25 @@ impl Link {
     /// (`IFLA_STATS*`, carrier counts) and `IFLA_AF_SPEC` are not kept.
     pub fn unknown_attributes(&self) -> &[(u16, Box<[u8]>)] {
         &self.other
+    }
+
+    /// The link a bridge port's `AF_BRIDGE` `RTM_NEWLINK` (`payload`) updates: the port data
+    /// of `self` with the values of its `IFLA_PROTINFO` (the STP state and the other port
+    /// settings, which the kernel announces this way only). `None` when the message is not
+    /// about `self` as a bridge port or changes nothing.
+    pub(crate) fn with_bridge_port_info(&self, payload: &[u8]) -> Option<Link> {
+        let hdr = payload.get(..IFINFOMSG_LEN)?;
+        if hdr[0] != wire::AF_BRIDGE
+            || wire::u32_at(hdr, 4) != self.ifindex
+            || self.port_kind() != Some("bridge")
+        {
+            return None;
+        }
+        let (_, protinfo) =
+            Nlas::new(&payload[IFINFOMSG_LEN..]).find(|(kind, _)| *kind == IFLA_PROTINFO)?;
+        let mut link = self.clone();
+        let info = link.info.as_deref_mut()?;
+        linkinfo::update_bridge_port(&mut info.port_data, protinfo).then_some(link)
     }
 
     /// Parses an `RTM_NEWLINK`/`RTM_DELLINK` payload. Returns `Ok(None)` for messages of

@@ -235,6 +235,7 @@ impl State {
         match msg.kind {
             wire::RTM_NEWLINK => {
                 let Some(link) = Link::parse(msg.payload)? else {
+                    self.apply_bridge_port(msg.payload, out);
                     return Ok(());
                 };
                 let ifindex = link.ifindex();
@@ -377,6 +378,26 @@ impl State {
             other => tracing::trace!(kind = other, "ignored message type"),
         }
         Ok(())
+    }
+
+    /// Applies a bridge port's `AF_BRIDGE` `RTM_NEWLINK`: the port's STP state (and its
+    /// other port settings) change with this message only, never with a link message of
+    /// its own, so the held link's port data takes its values.
+    fn apply_bridge_port(&mut self, payload: &[u8], out: &mut Vec<Event>) {
+        let Some(ifindex) = payload
+            .get(..crate::link::IFINFOMSG_LEN)
+            .filter(|hdr| hdr[0] == wire::AF_BRIDGE)
+            .map(|hdr| wire::u32_at(hdr, 4))
+        else {
+            return;
+        };
+        if let Some(link) = self
+            .links
+            .get(&ifindex)
+            .and_then(|held| held.with_bridge_port_info(payload))
+        {
+            out.extend(upsert(&mut self.links, link, Event::Link));
+        }
     }
 
     /// Sets the `unresolved` flag of the `goto` rules of `family` that jump to `priority`

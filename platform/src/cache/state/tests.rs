@@ -2,6 +2,7 @@
 //! with the veth pair v0 (ifindex 3, 192.0.2.1/24) and v1 (ifindex 2)), without a socket.
 
 use super::*;
+use crate::route::AttrValue;
 use crate::wire::Msgs;
 
 /// `ip nexthop add id 1 via 192.0.2.2 dev v0`, `... id 2 via 192.0.2.3 dev v0`, `... id 3
@@ -637,4 +638,74 @@ fn iif_and_oif_rules_follow_their_links() {
     let events = apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 7, "veth-z"));
     assert_eq!(rule_flag_changes(&events), []);
     assert!(rule_at(&state, Family::V4, 302).iif_detached());
+}
+
+/// A bridge port's `RTM_NEWLINK` (`AF_UNSPEC`, with `IFLA_LINKINFO`'s port kind and data) or
+/// its `AF_BRIDGE` one (with `IFLA_PROTINFO`), carrying the port's state and cost.
+fn port_msg(family: u8, ifindex: u32, state: u8, cost: u32) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut msg = wire::MsgWriter::new(&mut buf, wire::RTM_NEWLINK, 0, 0);
+    let mut hdr = [0u8; 16];
+    hdr[0] = family;
+    hdr[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+    msg.raw(&hdr);
+    msg.attr(3, b"p0\0");
+    let port_attrs = |msg: &mut wire::MsgWriter<'_>| {
+        msg.attr(1, &[state]);
+        msg.attr_u32(3, cost);
+    };
+    if family == wire::AF_BRIDGE {
+        let at = msg.begin_nest(12);
+        port_attrs(&mut msg);
+        msg.end_nest(at);
+    } else {
+        let info = msg.begin_nest(18);
+        msg.attr(4, b"bridge\0");
+        let data = msg.begin_nest(5);
+        port_attrs(&mut msg);
+        msg.end_nest(data);
+        msg.end_nest(info);
+    }
+    msg.finish();
+    buf
+}
+
+/// The STP state of a bridge port changes with an `AF_BRIDGE` `RTM_NEWLINK` only: the held
+/// port's data takes its values, one `changed` event; the same values again change nothing.
+#[test]
+fn a_bridge_port_message_updates_the_port_data() {
+    let port = |state: &State| {
+        let link = state.links.get(&4).expect("the port").clone();
+        link.port_data().to_vec()
+    };
+    let mut state = State::new();
+    apply_one(&mut state, &port_msg(wire::AF_UNSPEC, 4, 0, 2));
+    assert_eq!(port(&state)[0], ("state".into(), AttrValue::Uint(0)));
+
+    let events = apply_one(&mut state, &port_msg(wire::AF_BRIDGE, 4, 3, 7));
+    assert!(
+        matches!(&events[..], [Event::Link(Change::Replaced { old, new })]
+            if old.port_data() != new.port_data()),
+        "{events:?}"
+    );
+    assert_eq!(
+        port(&state),
+        [
+            ("state".into(), AttrValue::Uint(3)),
+            ("cost".into(), AttrValue::Uint(7))
+        ]
+    );
+    assert_eq!(
+        apply_one(&mut state, &port_msg(wire::AF_BRIDGE, 4, 3, 7)),
+        []
+    );
+    // A port the cache does not hold, or a link that is no bridge port: nothing.
+    assert_eq!(
+        apply_one(&mut state, &port_msg(wire::AF_BRIDGE, 9, 1, 7)),
+        []
+    );
+    // The AF_UNSPEC message of the port says the same as a dump.
+    let events = apply_one(&mut state, &port_msg(wire::AF_UNSPEC, 4, 1, 7));
+    assert_eq!(events.len(), 1);
+    assert_eq!(port(&state)[0], ("state".into(), AttrValue::Uint(1)));
 }

@@ -2,6 +2,7 @@
 
 mod attrs;
 mod batch;
+mod bridge_port;
 mod burst;
 mod cache;
 mod dump;
