@@ -53,6 +53,11 @@ pub(crate) const LINK_FIELDS: &[Field] = &[
     Field::extra("HEADROOM", "headroom"),
     Field::extra("TAILROOM", "tailroom"),
     Field::extra("NETNS-IMMUTABLE", "netns_immutable"),
+    Field::extra("LINKMODE", "linkmode"),
+    Field::extra("PROMISCUITY", "promiscuity"),
+    Field::extra("MIN-MTU", "min_mtu"),
+    Field::extra("MAX-MTU", "max_mtu"),
+    Field::extra("PERMADDR", "permaddr"),
     Field::extra("UNKNOWN", "unknown_attributes"),
 ];
 
@@ -328,6 +333,14 @@ pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
             other => Cell::Text(other.to_string().into()),
         }));
     }
+    let (min_mtu, max_mtu) = link.mtu_range();
+    row.extend([
+        names::link_mode(link.link_mode()).into(),
+        link.promiscuity().into(),
+        min_mtu.into(),
+        max_mtu.into(),
+        Cell::opt_text(names::hw_address(link.perm_address())),
+    ]);
     row.push(unknown_cell(link.unknown_attributes()));
     row
 }
