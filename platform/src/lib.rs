@@ -83,6 +83,7 @@ mod route;
 mod rule;
 mod socket;
 pub mod text;
+mod types;
 mod wire;
 
 #[cfg(test)]
@@ -116,6 +117,7 @@ pub use rule::{
     FR_ACT_TO_TBL, Rule, RuleId,
 };
 pub use socket::RcvbufOutcome;
+pub use types::{Protocol, RouteType, Scope, Table};
 
 // Documented by its own inner docs: an outer doc comment here would make rustdoc resolve
 // their links from the crate root and fail.
