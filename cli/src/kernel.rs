@@ -420,7 +420,7 @@ pub(crate) fn addr_row(addr: &Address, names: &LinkNames) -> Vec<Cell> {
         family_name(addr.family()).into(),
         addr.local().to_string().into(),
         addr.prefix_len().into(),
-        names::scope(addr.scope()).into(),
+        addr.scope().to_string().into(),
         Cell::opt_text(addr.label()),
         Cell::opt_text(addr.peer()),
         Cell::opt_text(addr.broadcast()),
@@ -446,7 +446,7 @@ pub(crate) fn route_cells(route: &Route, names: &LinkNames, row: &mut Vec<Cell>)
     // One push per cell: a cell is written in place, where extending from an array would
     // build the row on the stack first and copy it.
     row.push(family_name(route.family()).into());
-    row.push(names::route_type(route.kind()).into());
+    row.push(route.kind().to_string().into());
     row.push(names::route_prefix(route.dst(), route.dst_len()).into());
     if route.gateway().is_none() && !hops.is_empty() {
         // A multipath route: its hops' gateways and devices for people (the NEXTHOPS column
@@ -477,9 +477,9 @@ pub(crate) fn route_cells(route: &Route, names: &LinkNames, row: &mut Vec<Cell>)
         }
         None => row.push(Cell::Null),
     }
-    row.push(names::table_name(route.table()).into());
-    row.push(names::protocol(route.protocol()).into());
-    row.push(names::scope(route.scope()).into());
+    row.push(route.table().to_string().into());
+    row.push(route.protocol().to_string().into());
+    row.push(route.scope().to_string().into());
     row.push(route.priority().into());
     row.push(
         route
@@ -632,7 +632,8 @@ fn address(addr: IpAddr) -> String {
 
 /// A rule's row.
 pub(crate) fn rule_row(rule: &Rule) -> Vec<Cell> {
-    let looks_up = rule.action() == platform::FR_ACT_TO_TBL && rule.table() != 0;
+    let looks_up =
+        rule.action() == platform::FR_ACT_TO_TBL && rule.table() != platform::Table::UNSPEC;
     let range = |range: Option<(u16, u16)>| {
         Cell::opt_text(range.map(|(start, end)| {
             if start == end {
@@ -661,12 +662,12 @@ pub(crate) fn rule_row(rule: &Rule) -> Vec<Cell> {
         ),
         names::rule_action(rule.action()).into(),
         if looks_up {
-            names::table_name(rule.table()).into()
+            rule.table().to_string().into()
         } else {
             Cell::Null
         },
         rule.tos().into(),
-        names::protocol(rule.protocol()).into(),
+        rule.protocol().to_string().into(),
         Cell::opt_int(rule.goto()),
         rule.iif_detached().into(),
         rule.oif_detached().into(),
@@ -806,9 +807,9 @@ pub(crate) fn route_show(
                     "unknown table `{table}` (a number, main, local, default or all)"
                 ))
             })?;
-            query = query.table(id);
+            query = query.table(platform::Table(id));
         }
-        None => query = query.table(platform::TABLE_MAIN),
+        None => query = query.table(platform::Table::MAIN),
     }
     if let Some(dev) = &selector.dev {
         query = query.dev(names.index(dev)?);
@@ -816,12 +817,12 @@ pub(crate) fn route_show(
     if let Some(proto) = &selector.proto {
         let id = names::parse_protocol(proto)
             .ok_or_else(|| args::usage_error(format!("unknown protocol `{proto}`")))?;
-        query = query.protocol(id);
+        query = query.protocol(platform::Protocol(id));
     }
     if let Some(kind) = &selector.kind {
         let id = names::parse_route_type(kind)
             .ok_or_else(|| args::usage_error(format!("unknown route type `{kind}`")))?;
-        query = query.kind(id);
+        query = query.kind(platform::RouteType(id));
     }
     if let Some(family) = family(kernel) {
         query = query.family(family);
@@ -870,7 +871,7 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
     for route in cache.routes() {
         if only.is_none_or(|family| route.family() == family) {
             *counts
-                .entry((route.table(), family_name(route.family())))
+                .entry((route.table().into(), family_name(route.family())))
                 .or_default() += 1;
         }
     }

@@ -97,7 +97,7 @@ pub(crate) fn run(
     let mut counts: BTreeMap<(u32, &'static str), usize> = BTreeMap::new();
     for route in &routes {
         *counts
-            .entry((route.table(), kernel::family_name(route.family())))
+            .entry((route.table().into(), kernel::family_name(route.family())))
             .or_default() += 1;
     }
     let mut count_table = Table::new(COUNT_FIELDS);
@@ -110,10 +110,9 @@ pub(crate) fn run(
     }
 
     let mut default_table = Table::new(kernel::ROUTE_FIELDS);
-    for route in routes
-        .iter()
-        .filter(|route| route.dst_len() == 0 && route.kind() == netmirror_platform::RTN_UNICAST)
-    {
+    for route in routes.iter().filter(|route| {
+        route.dst_len() == 0 && route.kind() == netmirror_platform::RouteType::UNICAST
+    }) {
         default_table.push(kernel::route_row(route, &names));
     }
 

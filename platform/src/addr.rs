@@ -4,6 +4,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use crate::error::{Error, Result};
 use crate::route::Family;
+use crate::types::Scope;
 use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_str, nla_u8, nla_u32};
 
 const IFA_ADDRESS: u16 = 1;
@@ -110,8 +111,8 @@ impl Address {
         self.flags
     }
     /// The scope (`RT_SCOPE_*`).
-    pub fn scope(&self) -> u8 {
-        self.scope
+    pub fn scope(&self) -> Scope {
+        Scope(self.scope)
     }
     /// Valid and preferred lifetimes in seconds ([`LIFETIME_FOREVER`] when permanent).
     pub fn lifetimes(&self) -> (u32, u32) {

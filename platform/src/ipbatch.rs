@@ -36,17 +36,8 @@ use crate::addr::Address;
 use crate::batch::{Item, Op};
 use crate::names;
 use crate::nexthop::{GroupMember, NEXTHOP_GRP_TYPE_RES, Nexthop, RTNH_F_ONLINK};
-use crate::route::{
-    Encap, NextHop, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RTN_LOCAL, RTN_UNICAST, Route,
-    TABLE_LOCAL,
-};
-
-/// Route type `RTN_BROADCAST`.
-const RTN_BROADCAST: u8 = 3;
-/// Route type `RTN_MULTICAST`, the last type `ip` gives link scope.
-const RTN_MULTICAST: u8 = 5;
-/// Scope `RT_SCOPE_NOWHERE`: in a delete request, any scope matches.
-const RT_SCOPE_NOWHERE: u8 = 255;
+use crate::route::{Encap, NextHop, Route};
+use crate::types::{Protocol, RouteType, Scope, Table};
 
 /// Why a line is not a change `ip` would make; carries the offending word when there is one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -235,7 +226,7 @@ fn parse_route(
     if let Some(word) = words.peek()
         && let Some(id) = names::parse_route_type(word).filter(|_| word.parse::<u8>().is_err())
     {
-        kind = Some(id);
+        kind = Some(RouteType(id));
         words.next();
     }
     let prefix = words.next().ok_or(ParseError::MissingPrefix)?;
@@ -292,10 +283,10 @@ fn parse_route(
             }
             "dev" | "oif" => dev = Some(resolve(ifindex, value)?),
             "table" => {
-                table = Some(
+                table = Some(Table(
                     names::parse_table(value)
                         .ok_or_else(|| ParseError::UnknownTable(value.to_owned()))?,
-                )
+                ))
             }
             "metric" | "priority" | "preference" => {
                 metric = Some(
@@ -305,16 +296,16 @@ fn parse_route(
                 )
             }
             "proto" | "protocol" => {
-                proto = Some(
-                    names::parse_protocol(value)
-                        .ok_or_else(|| ParseError::UnknownProtocol(value.to_owned()))?,
-                )
+                proto =
+                    Some(Protocol(names::parse_protocol(value).ok_or_else(|| {
+                        ParseError::UnknownProtocol(value.to_owned())
+                    })?))
             }
             "scope" => {
-                scope = Some(
+                scope = Some(Scope(
                     names::parse_scope(value)
                         .ok_or_else(|| ParseError::UnknownScope(value.to_owned()))?,
-                )
+                ))
             }
             "src" => prefsrc = Some(parse_addr_value(value)?),
             "nhid" => nh_id = Some(parse_number(value)?),
@@ -344,9 +335,12 @@ fn parse_route(
         prefix => parse_prefix(prefix)?,
     };
     let explicit_kind = kind.is_some();
-    let kind = kind.unwrap_or(RTN_UNICAST);
-    let mut route =
-        Route::new(dst, dst_len).with_kind(if delete && !explicit_kind { 0 } else { kind });
+    let kind = kind.unwrap_or(RouteType::UNICAST);
+    let mut route = Route::new(dst, dst_len).with_kind(if delete && !explicit_kind {
+        RouteType::UNSPEC
+    } else {
+        kind
+    });
     if let Some(gateway) = gateway {
         if gateway.is_ipv6() != dst.is_ipv6() && !gateway_family_given {
             return Err(ParseError::GatewayFamily(gateway.to_string()));
@@ -358,26 +352,27 @@ fn parse_route(
     }
     if let Some(table) = table {
         route = route.with_table(table);
-    } else if kind == RTN_LOCAL || kind == RTN_BROADCAST {
+    } else if kind == RouteType::LOCAL || kind == RouteType::BROADCAST {
         // `ip` puts local and broadcast routes in the local table.
-        route = route.with_table(TABLE_LOCAL);
+        route = route.with_table(Table::LOCAL);
     }
     if let Some(metric) = metric {
         route = route.with_priority(metric);
     }
     match proto {
         Some(proto) => route = route.with_protocol(proto),
-        None if delete => route = route.with_protocol(0),
+        None if delete => route = route.with_protocol(Protocol::UNSPEC),
         None => {}
     }
     // The scope `ip` chooses: host for local routes, link for broadcast, anycast and
     // multicast ones and for unicast routes without a gateway, universe otherwise.
     let scope = scope.unwrap_or(match kind {
-        _ if delete => RT_SCOPE_NOWHERE,
-        RTN_LOCAL => RT_SCOPE_HOST,
-        RTN_BROADCAST..=RTN_MULTICAST => RT_SCOPE_LINK,
-        RTN_UNICAST if gateway.is_none() && dev.is_some() => RT_SCOPE_LINK,
-        _ => RT_SCOPE_UNIVERSE,
+        // In a delete request, any scope matches.
+        _ if delete => Scope::NOWHERE,
+        RouteType::LOCAL => Scope::HOST,
+        RouteType::BROADCAST | RouteType::ANYCAST | RouteType::MULTICAST => Scope::LINK,
+        RouteType::UNICAST if gateway.is_none() && dev.is_some() => Scope::LINK,
+        _ => Scope::UNIVERSE,
     });
     route = route.with_scope(scope);
     if let Some(prefsrc) = prefsrc {
@@ -387,7 +382,7 @@ fn parse_route(
         route = route.with_nh_id(nh_id);
     }
     if !delete
-        && kind == RTN_UNICAST
+        && kind == RouteType::UNICAST
         && gateway.is_none()
         && dev.is_none()
         && nh_id.is_none()
@@ -644,10 +639,10 @@ fn parse_nexthop(
             }
             "proto" | "protocol" => {
                 let value = value()?;
-                nh = nh.with_protocol(
+                nh = nh.with_protocol(Protocol(
                     names::parse_protocol(value)
                         .ok_or_else(|| ParseError::UnknownProtocol(value.to_owned()))?,
-                )
+                ))
             }
             "group" => nh = nh.with_group(parse_group(value()?)?),
             "type" => match value()? {

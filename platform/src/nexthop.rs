@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::platform::{Platform, Step};
 use crate::query::{Answer, FilterSide};
 use crate::route::Family;
+use crate::types::{Protocol, Scope};
 use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_u32};
 
 const NHA_ID: u16 = 1;
@@ -144,8 +145,8 @@ impl Nexthop {
     }
 
     /// Installed by this protocol (`RTPROT_*`).
-    pub fn with_protocol(mut self, protocol: u8) -> Self {
-        self.protocol = protocol;
+    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol.0;
         self
     }
 
@@ -188,12 +189,12 @@ impl Nexthop {
         }
     }
     /// The scope (`RT_SCOPE_*`).
-    pub fn scope(&self) -> u8 {
-        self.scope
+    pub fn scope(&self) -> Scope {
+        Scope(self.scope)
     }
     /// The protocol that installed it (`RTPROT_*`; 0 is `unspec`).
-    pub fn protocol(&self) -> u8 {
-        self.protocol
+    pub fn protocol(&self) -> Protocol {
+        Protocol(self.protocol)
     }
     /// The `RTNH_F_*` flags ([`RTNH_F_ONLINK`], [`RTNH_F_DEAD`], [`RTNH_F_LINKDOWN`], ...).
     pub fn flags(&self) -> u32 {

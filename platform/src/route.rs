@@ -7,6 +7,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::error::{Error, Result};
+use crate::types::{Protocol, RouteType, Scope, Table};
 use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_u8, nla_u32};
 
 const RTA_DST: u16 = 1;
@@ -40,34 +41,6 @@ const USER_HZ: u32 = 100;
 
 /// Length of `struct rtmsg`.
 pub(crate) const RTMSG_LEN: usize = 12;
-
-/// The main routing table.
-pub const TABLE_MAIN: u32 = 254;
-/// The local routing table.
-pub const TABLE_LOCAL: u32 = 255;
-
-/// Route type `RTN_UNICAST`.
-pub const RTN_UNICAST: u8 = 1;
-/// Route type `RTN_LOCAL`.
-pub const RTN_LOCAL: u8 = 2;
-/// Route type `RTN_BLACKHOLE`.
-pub const RTN_BLACKHOLE: u8 = 6;
-/// Route type `RTN_UNREACHABLE`.
-pub const RTN_UNREACHABLE: u8 = 7;
-
-/// Route protocol `RTPROT_BOOT` (what `ip route add` uses).
-pub const RTPROT_BOOT: u8 = 3;
-/// Route protocol `RTPROT_RA` (learned from router advertisements).
-pub const RTPROT_RA: u8 = 9;
-/// Route protocol `RTPROT_STATIC`.
-pub const RTPROT_STATIC: u8 = 4;
-
-/// Scope `RT_SCOPE_UNIVERSE`.
-pub const RT_SCOPE_UNIVERSE: u8 = 0;
-/// Scope `RT_SCOPE_LINK`.
-pub const RT_SCOPE_LINK: u8 = 253;
-/// Scope `RT_SCOPE_HOST`.
-pub const RT_SCOPE_HOST: u8 = 254;
 
 // Bits of `Route::bits`.
 const V6: u8 = 1 << 0;
@@ -673,15 +646,15 @@ impl Route {
     pub fn new(dst: IpAddr, dst_len: u8) -> Self {
         let mut route = Route {
             v4: [[0; 4]; 3],
-            table: TABLE_MAIN,
+            table: Table::MAIN.0,
             priority: 0,
             oif: 0,
             flags: 0,
             dst_len,
             tos: 0,
-            protocol: RTPROT_BOOT,
-            scope: RT_SCOPE_UNIVERSE,
-            kind: RTN_UNICAST,
+            protocol: Protocol::BOOT.0,
+            scope: Scope::UNIVERSE.0,
+            kind: RouteType::UNICAST.0,
             bits: 0,
             extra: None,
         };
@@ -694,8 +667,8 @@ impl Route {
     }
 
     /// Sets the routing table.
-    pub fn with_table(mut self, table: u32) -> Self {
-        self.table = table;
+    pub fn with_table(mut self, table: Table) -> Self {
+        self.table = table.0;
         self
     }
 
@@ -831,20 +804,20 @@ impl Route {
     }
 
     /// Sets the protocol (`RTPROT_*`).
-    pub fn with_protocol(mut self, protocol: u8) -> Self {
-        self.protocol = protocol;
+    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol.0;
         self
     }
 
     /// Sets the scope (`RT_SCOPE_*`).
-    pub fn with_scope(mut self, scope: u8) -> Self {
-        self.scope = scope;
+    pub fn with_scope(mut self, scope: Scope) -> Self {
+        self.scope = scope.0;
         self
     }
 
     /// Sets the route type (`RTN_*`).
-    pub fn with_kind(mut self, kind: u8) -> Self {
-        self.kind = kind;
+    pub fn with_kind(mut self, kind: RouteType) -> Self {
+        self.kind = kind.0;
         self
     }
 
@@ -884,8 +857,8 @@ impl Route {
     }
 
     /// The routing table (`RTA_TABLE`, or the header's table).
-    pub fn table(&self) -> u32 {
-        self.table
+    pub fn table(&self) -> Table {
+        Table(self.table)
     }
 
     /// The destination prefix address (the unspecified address for a default route).
@@ -978,18 +951,18 @@ impl Route {
     }
 
     /// The protocol that installed the route (`RTPROT_*`).
-    pub fn protocol(&self) -> u8 {
-        self.protocol
+    pub fn protocol(&self) -> Protocol {
+        Protocol(self.protocol)
     }
 
     /// The scope (`RT_SCOPE_*`).
-    pub fn scope(&self) -> u8 {
-        self.scope
+    pub fn scope(&self) -> Scope {
+        Scope(self.scope)
     }
 
     /// The route type (`RTN_*`).
-    pub fn kind(&self) -> u8 {
-        self.kind
+    pub fn kind(&self) -> RouteType {
+        RouteType(self.kind)
     }
 
     /// The TOS (IPv4 only).
@@ -1103,7 +1076,7 @@ impl Route {
             // it become its siblings, announced as one multipath route, so they are not part
             // of the id. Other routes (device routes, RA routes) are told apart by next hop.
             Some(extra) if self.bits & V6 != 0 => {
-                let ecmp = gateway.is_some() && self.protocol != RTPROT_RA;
+                let ecmp = gateway.is_some() && self.protocol != Protocol::RA.0;
                 RouteId(IdInner::V6 {
                     table: self.table,
                     priority: self.priority,
@@ -1395,8 +1368,8 @@ impl Route {
         // nexthop: the kernel reports them on the route but refuses them in a request.
         let on_nexthop = self.nh_id().is_some();
         let rtm_flags = if on_nexthop { 0 } else { self.flags() };
-        let kind = if on_nexthop && self.kind == RTN_BLACKHOLE {
-            RTN_UNICAST
+        let kind = if on_nexthop && self.kind == RouteType::BLACKHOLE.0 {
+            RouteType::UNICAST.0
         } else {
             self.kind
         };
@@ -1653,7 +1626,7 @@ mod size_tests {
         let route = Route::new("10.3.0.0".parse().unwrap(), 16)
             .with_gateway("10.2.0.2".parse().unwrap())
             .with_oif(3)
-            .with_table(100)
+            .with_table(Table(100))
             .with_priority(5);
         let mut buf = Vec::new();
         route.emit(&mut buf, wire::RTM_NEWROUTE, 0, 1);

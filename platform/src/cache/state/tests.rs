@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::route::AttrValue;
+use crate::types::{RouteType, Scope};
 use crate::wire::Msgs;
 
 /// `ip nexthop add id 1 via 192.0.2.2 dev v0`, `... id 2 via 192.0.2.3 dev v0`, `... id 3
@@ -223,7 +224,7 @@ fn captured_nexthops_parse_as_ip_shows_them() {
     let one = state.nexthops.get(&1).unwrap();
     assert_eq!(one.gateway(), Some("192.0.2.2".parse().unwrap()));
     assert_eq!(one.oif(), Some(3));
-    assert_eq!(one.scope(), 253);
+    assert_eq!(one.scope(), Scope(253));
     assert!(!one.is_group() && !one.is_blackhole());
     let three = state.nexthops.get(&3).unwrap();
     assert!(three.is_blackhole());
@@ -242,7 +243,7 @@ fn captured_nexthops_parse_as_ip_shows_them() {
     assert_eq!(on_group.multipath().len(), 2);
     assert_eq!(on_group.multipath()[1].hops, 2);
     let on_blackhole = route_on(&state, 3).unwrap();
-    assert_eq!(on_blackhole.kind(), crate::route::RTN_BLACKHOLE);
+    assert_eq!(on_blackhole.kind(), RouteType::BLACKHOLE);
 }
 
 #[test]

@@ -55,7 +55,12 @@ fn one_bad_item_is_reported_and_the_rest_applied() {
             "{}",
             failure.error
         );
-        let table = platform.routes().table(254).dev(ifindex).execute().unwrap();
+        let table = platform
+            .routes()
+            .table(netmirror_platform::Table::MAIN)
+            .dev(ifindex)
+            .execute()
+            .unwrap();
         assert_eq!(
             table
                 .items
@@ -102,7 +107,7 @@ fn one_bad_item_is_reported_and_the_rest_applied() {
 fn held(platform: &Platform, ifindex: u32) -> Vec<Route> {
     let mut routes: Vec<Route> = platform
         .routes()
-        .table(254)
+        .table(netmirror_platform::Table::MAIN)
         .dev(ifindex)
         .execute()
         .unwrap()

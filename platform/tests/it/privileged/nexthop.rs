@@ -578,7 +578,12 @@ fn route_filters_select_what_ip_selects() {
             ] {
                 for (table, id) in [("main", 254), ("100", 100), ("local", 255)] {
                     assert_eq!(
-                        ours(platform.routes().table(id).kind(kind)),
+                        ours(
+                            platform
+                                .routes()
+                                .table(netmirror_platform::Table(id))
+                                .kind(netmirror_platform::RouteType(kind))
+                        ),
                         ip_route_lines(&ns, id.into(), &["table", table, "type", name]),
                         "table {table} type {name} (strict {strict})"
                     );
@@ -586,14 +591,19 @@ fn route_filters_select_what_ip_selects() {
             }
             for dev in ["nmx0", "nmy0", "lo"] {
                 assert_eq!(
-                    ours(platform.routes().table(254).dev(ifindex(dev))),
+                    ours(
+                        platform
+                            .routes()
+                            .table(netmirror_platform::Table::MAIN)
+                            .dev(ifindex(dev))
+                    ),
                     ip_route_lines(&ns, 254, &["dev", dev]),
                     "dev {dev} (strict {strict})"
                 );
             }
             for (table, id) in [("main", 254), ("100", 100), ("local", 255)] {
                 assert_eq!(
-                    ours(platform.routes().table(id)),
+                    ours(platform.routes().table(netmirror_platform::Table(id))),
                     ip_route_lines(&ns, id.into(), &["table", table]),
                     "table {table} (strict {strict})"
                 );
