@@ -1,3 +1,5 @@
+//! The newtypes print, parse and convert as `ip` and netlink-packet-route do.
+
 use super::*;
 
 #[test]
