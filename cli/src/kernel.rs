@@ -248,14 +248,17 @@ impl LinkNames {
         for link in links {
             names.insert(link.ifindex(), link.name());
             for alt in link.altnames() {
-                names.1.push((link.ifindex(), Arc::from(alt.as_str())));
+                names
+                    .1
+                    .push((link.ifindex().into(), Arc::from(alt.as_str())));
             }
         }
         names
     }
 
     /// The shared name of `ifindex`, if known.
-    fn get(&self, ifindex: u32) -> Option<&Arc<str>> {
+    fn get(&self, ifindex: impl Into<u32>) -> Option<&Arc<str>> {
+        let ifindex = ifindex.into();
         self.0
             .binary_search_by_key(&ifindex, |(index, _)| *index)
             .ok()
@@ -263,13 +266,15 @@ impl LinkNames {
     }
 
     /// The name of `ifindex`, or `if<N>` for a link that vanished.
-    pub(crate) fn name(&self, ifindex: u32) -> String {
+    pub(crate) fn name(&self, ifindex: impl Into<u32>) -> String {
+        let ifindex = ifindex.into();
         self.get(ifindex)
             .map_or_else(|| format!("if{ifindex}"), |name| name.to_string())
     }
 
     /// The name of `ifindex` as a cell (`if<N>` for a link that vanished).
-    pub(crate) fn cell(&self, ifindex: u32) -> Cell {
+    pub(crate) fn cell(&self, ifindex: impl Into<u32>) -> Cell {
+        let ifindex = ifindex.into();
         self.get(ifindex).map_or_else(
             || format!("if{ifindex}").into(),
             |name| Cell::Shared(name.clone()),
@@ -277,17 +282,18 @@ impl LinkNames {
     }
 
     /// The index of the link named `name`; not finding it is an error, as in `ip`.
-    pub(crate) fn index(&self, name: &str) -> anyhow::Result<u32> {
+    pub(crate) fn index(&self, name: &str) -> anyhow::Result<platform::Ifindex> {
         self.0
             .iter()
             .chain(&self.1)
             .find(|(_, link_name)| &**link_name == name)
-            .map(|(ifindex, _)| *ifindex)
+            .map(|(ifindex, _)| platform::Ifindex(*ifindex))
             .with_context(|| format!("cannot find device \"{name}\""))
     }
 
     /// Inserts or renames a link (monitors keep the map current).
-    pub(crate) fn insert(&mut self, ifindex: u32, name: &str) {
+    pub(crate) fn insert(&mut self, ifindex: impl Into<u32>, name: &str) {
+        let ifindex = ifindex.into();
         match self.0.binary_search_by_key(&ifindex, |(index, _)| *index) {
             Ok(at) => self.0[at].1 = Arc::from(name),
             Err(at) => self.0.insert(at, (ifindex, Arc::from(name))),
@@ -322,7 +328,11 @@ pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
         link.group().into(),
         link.carrier().map_or(Cell::Null, Cell::Bool),
         Cell::opt_text(link.alias()),
-        Cell::opt_int(link.parent().filter(|_| link.link_netnsid().is_some())),
+        Cell::opt_int(
+            link.parent()
+                .filter(|_| link.link_netnsid().is_some())
+                .map(u32::from),
+        ),
         Cell::opt_int(link.link_netnsid()),
         Cell::List(link.altnames().to_vec()),
         linkinfo_cell(link),

@@ -4,6 +4,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use crate::error::{Error, Result};
 use crate::route::Family;
+use crate::types::Ifindex;
 use crate::types::Scope;
 use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_str, nla_u8, nla_u32};
 
@@ -54,7 +55,8 @@ pub struct AddressId {
 
 impl Address {
     /// An address to add: `address/prefix_len` on `ifindex`, universe scope, permanent.
-    pub fn new(ifindex: u32, address: IpAddr, prefix_len: u8) -> Self {
+    pub fn new(ifindex: Ifindex, address: IpAddr, prefix_len: u8) -> Self {
+        let ifindex = ifindex.0;
         Address {
             ifindex,
             address,
@@ -73,8 +75,8 @@ impl Address {
     }
 
     /// The interface index.
-    pub fn ifindex(&self) -> u32 {
-        self.ifindex
+    pub fn ifindex(&self) -> Ifindex {
+        Ifindex(self.ifindex)
     }
     /// The address family.
     pub fn family(&self) -> Family {

@@ -30,6 +30,7 @@ use crate::platform::{Chunk, Config, DumpReport, FibCounters, Platform};
 use crate::route::{Family, Route, RouteId, RouteWeakId};
 use crate::rule::{Rule, RuleId};
 use crate::socket::{NlSocket, RcvbufOutcome};
+use crate::types::Ifindex;
 use crate::wire::{self, MsgWriter, Msgs};
 
 mod state;
@@ -167,7 +168,7 @@ pub struct AddressesByIfindex;
 impl Object for Link {
     type Id = u32;
     fn id(&self) -> u32 {
-        self.ifindex()
+        self.ifindex().into()
     }
 }
 
@@ -202,7 +203,7 @@ impl Object for Nexthop {
 impl IndexType<Route> for RoutesByIfindex {
     type Partition = u32;
     fn partition(&self, route: &Route) -> Option<u32> {
-        route.ifindexes().next()
+        route.ifindexes().next().map(u32::from)
     }
     fn dense_key(&self, ifindex: &u32) -> Option<usize> {
         usize::try_from(*ifindex).ok()
@@ -229,7 +230,7 @@ impl IndexType<Route> for RoutesByWeakId {
 impl IndexType<Address> for AddressesByIfindex {
     type Partition = u32;
     fn partition(&self, addr: &Address) -> Option<u32> {
-        Some(addr.ifindex())
+        Some(addr.ifindex().into())
     }
     fn dense_key(&self, ifindex: &u32) -> Option<usize> {
         usize::try_from(*ifindex).ok()
@@ -390,8 +391,8 @@ impl Cache {
     }
 
     /// The link with this index.
-    pub fn link(&self, ifindex: u32) -> Option<&Arc<Link>> {
-        self.state.links.get(&ifindex)
+    pub fn link(&self, ifindex: Ifindex) -> Option<&Arc<Link>> {
+        self.state.links.get(&ifindex.0)
     }
 
     /// The link with this name.
@@ -405,10 +406,10 @@ impl Cache {
     }
 
     /// The addresses of one interface.
-    pub fn addresses_of(&self, ifindex: u32) -> impl Iterator<Item = &Arc<Address>> {
+    pub fn addresses_of(&self, ifindex: Ifindex) -> impl Iterator<Item = &Arc<Address>> {
         self.state
             .addresses
-            .partition(self.state.addresses_by_ifindex, &ifindex)
+            .partition(self.state.addresses_by_ifindex, &ifindex.0)
             .into_iter()
             .flatten()
     }
@@ -419,10 +420,10 @@ impl Cache {
     }
 
     /// The routes going out of one interface (by their first next hop).
-    pub fn routes_of(&self, ifindex: u32) -> impl Iterator<Item = &Arc<Route>> {
+    pub fn routes_of(&self, ifindex: Ifindex) -> impl Iterator<Item = &Arc<Route>> {
         self.state
             .routes
-            .partition(self.state.routes_by_ifindex, &ifindex)
+            .partition(self.state.routes_by_ifindex, &ifindex.0)
             .into_iter()
             .flatten()
     }
@@ -650,7 +651,7 @@ impl Cache {
                     Ok(Route::parse(payload)?
                         .filter(|route| route.flags() & RTM_F_CLONED == 0)
                         .filter(|route| {
-                            ifindex.is_none_or(|i| route.ifindexes().next() == Some(i))
+                            ifindex.is_none_or(|i| route.ifindexes().next() == Some(Ifindex(i)))
                         }))
                 };
                 let partition = ifindex.map(|ifindex| (self.state.routes_by_ifindex, ifindex));

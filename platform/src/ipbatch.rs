@@ -37,7 +37,7 @@ use crate::batch::{Item, Op};
 use crate::names;
 use crate::nexthop::{GroupMember, NEXTHOP_GRP_TYPE_RES, Nexthop, RTNH_F_ONLINK};
 use crate::route::{Encap, NextHop, Route};
-use crate::types::{Protocol, RouteType, Scope, Table};
+use crate::types::{Ifindex, Protocol, RouteType, Scope, Table};
 
 /// Why a line is not a change `ip` would make; carries the offending word when there is one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -173,7 +173,7 @@ pub struct Line<'a> {
 /// come out numbered and parsed with [`parse_line`].
 pub fn parse<'a>(
     text: &'a str,
-    ifindex: &'a dyn Fn(&str) -> Option<u32>,
+    ifindex: &'a dyn Fn(&str) -> Option<Ifindex>,
 ) -> impl Iterator<Item = Line<'a>> + 'a {
     text.lines().enumerate().filter_map(move |(idx, raw)| {
         let text = raw.trim();
@@ -192,7 +192,10 @@ pub fn parse<'a>(
 /// `ifindex` resolves device names.
 ///
 /// A `-4` or `-6` option anywhere is accepted and ignored: the addresses say the family.
-pub fn parse_line(line: &str, ifindex: &dyn Fn(&str) -> Option<u32>) -> Result<Item, ParseError> {
+pub fn parse_line(
+    line: &str,
+    ifindex: &dyn Fn(&str) -> Option<Ifindex>,
+) -> Result<Item, ParseError> {
     let mut words: Vec<&str> = line.split_whitespace().collect();
     words.retain(|word| !matches!(*word, "-4" | "-6"));
     let (object, rest) = words.split_first().ok_or(ParseError::Empty)?;
@@ -217,7 +220,7 @@ pub fn parse_line(line: &str, ifindex: &dyn Fn(&str) -> Option<u32>) -> Result<I
 fn parse_route(
     op: Op,
     args: &[&str],
-    ifindex: &dyn Fn(&str) -> Option<u32>,
+    ifindex: &dyn Fn(&str) -> Option<Ifindex>,
 ) -> Result<Route, ParseError> {
     let delete = op == Op::Delete;
     let mut words = args.iter().copied().peekable();
@@ -485,7 +488,7 @@ fn metric_value(keyword: &str, kind: u16, value: &str) -> Result<MetricValue, Pa
 /// to the next `nexthop` or the end of the line.
 fn parse_hop<'a>(
     words: &mut std::iter::Peekable<impl Iterator<Item = &'a str>>,
-    ifindex: &dyn Fn(&str) -> Option<u32>,
+    ifindex: &dyn Fn(&str) -> Option<Ifindex>,
 ) -> Result<NextHop, ParseError> {
     let mut hop = NextHop::default();
     while let Some(&keyword) = words.peek() {
@@ -616,7 +619,7 @@ fn parse_encap<'a>(
 fn parse_nexthop(
     op: Op,
     args: &[&str],
-    ifindex: &dyn Fn(&str) -> Option<u32>,
+    ifindex: &dyn Fn(&str) -> Option<Ifindex>,
 ) -> Result<Nexthop, ParseError> {
     let mut words = args.iter().copied();
     let mut nh = Nexthop::new(0);
@@ -691,7 +694,10 @@ fn parse_number(text: &str) -> Result<u32, ParseError> {
 }
 
 /// `PREFIX dev DEV [broadcast ADDR]`.
-fn parse_addr(args: &[&str], ifindex: &dyn Fn(&str) -> Option<u32>) -> Result<Address, ParseError> {
+fn parse_addr(
+    args: &[&str],
+    ifindex: &dyn Fn(&str) -> Option<Ifindex>,
+) -> Result<Address, ParseError> {
     let mut words = args.iter().copied();
     let prefix = words.next().ok_or(ParseError::MissingAddress)?;
     let (addr, prefix_len) = parse_prefix(prefix)?;
@@ -718,7 +724,7 @@ fn parse_addr(args: &[&str], ifindex: &dyn Fn(&str) -> Option<u32>) -> Result<Ad
     Ok(address)
 }
 
-fn resolve(ifindex: &dyn Fn(&str) -> Option<u32>, name: &str) -> Result<u32, ParseError> {
+fn resolve(ifindex: &dyn Fn(&str) -> Option<Ifindex>, name: &str) -> Result<Ifindex, ParseError> {
     ifindex(name).ok_or_else(|| ParseError::UnknownDevice(name.to_owned()))
 }
 

@@ -46,7 +46,7 @@
 //!
 //! let route = Route::new("10.3.0.0".parse()?, 16)
 //!     .with_gateway("10.2.0.2".parse()?)
-//!     .with_oif(3)
+//!     .with_oif(crate::Ifindex(3))
 //!     .with_table(Table(100));
 //! assert_eq!(route.family(), Family::V4);
 //! assert_eq!(route.gateway(), Some("10.2.0.2".parse()?));
@@ -116,7 +116,7 @@ pub use rule::{
     FR_ACT_TO_TBL, Rule, RuleId,
 };
 pub use socket::RcvbufOutcome;
-pub use types::{Protocol, RouteType, Scope, Table};
+pub use types::{Ifindex, Protocol, RouteType, Scope, Table};
 
 // Documented by its own inner docs: an outer doc comment here would make rustdoc resolve
 // their links from the crate root and fail.

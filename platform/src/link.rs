@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::linkinfo::{self, KindAttr, LinkInfo};
+use crate::types::Ifindex;
 use crate::wire::{self, Nlas, nla_str, nla_u8, nla_u32};
 
 const IFLA_ADDRESS: u16 = 1;
@@ -87,8 +88,8 @@ impl std::hash::Hash for Link {
 
 impl Link {
     /// The interface index.
-    pub fn ifindex(&self) -> u32 {
-        self.ifindex
+    pub fn ifindex(&self) -> Ifindex {
+        Ifindex(self.ifindex)
     }
     /// The interface name.
     pub fn name(&self) -> &str {
@@ -123,12 +124,12 @@ impl Link {
         self.txqlen
     }
     /// The parent link (`IFLA_LINK`, e.g. a veth's peer), if any.
-    pub fn parent(&self) -> Option<u32> {
-        self.parent
+    pub fn parent(&self) -> Option<Ifindex> {
+        self.parent.map(Ifindex)
     }
     /// The controller (`IFLA_MASTER`, e.g. the bridge), if any.
-    pub fn controller(&self) -> Option<u32> {
-        self.controller
+    pub fn controller(&self) -> Option<Ifindex> {
+        self.controller.map(Ifindex)
     }
     /// The RFC 2863 operational state (`IF_OPER_*`: 2 down, 6 up, 0 unknown).
     pub fn operstate(&self) -> u8 {

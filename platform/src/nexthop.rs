@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::platform::{Platform, Step};
 use crate::query::{Answer, FilterSide};
 use crate::route::Family;
-use crate::types::{Protocol, Scope};
+use crate::types::{Ifindex, Protocol, Scope};
 use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_u32};
 
 const NHA_ID: u16 = 1;
@@ -121,8 +121,8 @@ impl Nexthop {
     }
 
     /// Out of this device.
-    pub fn with_oif(mut self, ifindex: u32) -> Self {
-        self.oif = Some(ifindex);
+    pub fn with_oif(mut self, ifindex: Ifindex) -> Self {
+        self.oif = Some(ifindex.0);
         self
     }
 
@@ -205,8 +205,8 @@ impl Nexthop {
         self.gateway
     }
     /// The output device, if any (a blackhole reports none).
-    pub fn oif(&self) -> Option<u32> {
-        self.oif
+    pub fn oif(&self) -> Option<Ifindex> {
+        self.oif.map(Ifindex)
     }
     /// True for a blackhole nexthop.
     pub fn is_blackhole(&self) -> bool {
@@ -477,7 +477,7 @@ impl std::fmt::Display for Nexthop {
 #[must_use = "a query does nothing until executed"]
 pub struct NexthopQuery<'a> {
     platform: &'a Platform,
-    dev: Option<u32>,
+    dev: Option<Ifindex>,
     id: Option<u32>,
 }
 
@@ -494,7 +494,7 @@ impl Platform {
 
 impl NexthopQuery<'_> {
     /// Only the nexthops on this device (`ip nexthop show dev D`; groups have none).
-    pub fn dev(mut self, ifindex: u32) -> Self {
+    pub fn dev(mut self, ifindex: Ifindex) -> Self {
         self.dev = Some(ifindex);
         self
     }

@@ -8,7 +8,7 @@ use crate::link::{IFINFOMSG_LEN, Link};
 use crate::platform::{DumpReport, Platform, Step};
 use crate::route::{Family, RTMSG_LEN, Route};
 use crate::rule::Rule;
-use crate::types::{Protocol, RouteType, Table};
+use crate::types::{Ifindex, Protocol, RouteType, Table};
 use crate::wire::{self, MsgWriter};
 
 const RTA_OIF: u16 = 4;
@@ -131,8 +131,8 @@ impl RouteQuery<'_> {
     /// route's own output interface (`RTA_OIF`). A multipath route (also one on a nexthop
     /// group) has an interface per hop and none of its own, so it is not selected, as `ip`
     /// does not select it.
-    pub fn dev(mut self, ifindex: u32) -> Self {
-        self.dev = Some(ifindex);
+    pub fn dev(mut self, ifindex: Ifindex) -> Self {
+        self.dev = Some(ifindex.0);
         self
     }
     /// Only routes with a next hop on this interface, also multipath routes (as the
@@ -160,9 +160,9 @@ impl RouteQuery<'_> {
         self.table.is_none_or(|table| route.table() == table)
             && self.dev.is_none_or(|dev| {
                 if self.any_hop {
-                    route.ifindexes().any(|i| i == dev)
+                    route.ifindexes().any(|i| i == Ifindex(dev))
                 } else {
-                    route.oif() == Some(dev)
+                    route.oif() == Some(Ifindex(dev))
                 }
             })
             && self
@@ -248,8 +248,8 @@ pub struct LinkQuery<'a> {
 
 impl LinkQuery<'_> {
     /// Only the link with this index (asked of the kernel directly).
-    pub fn ifindex(mut self, ifindex: u32) -> Self {
-        self.ifindex = Some(ifindex);
+    pub fn ifindex(mut self, ifindex: Ifindex) -> Self {
+        self.ifindex = Some(ifindex.0);
         self
     }
     /// Only the link with this name (asked of the kernel directly).
@@ -327,8 +327,8 @@ impl AddressQuery<'_> {
         self
     }
     /// Only addresses of this interface.
-    pub fn ifindex(mut self, ifindex: u32) -> Self {
-        self.ifindex = Some(ifindex);
+    pub fn ifindex(mut self, ifindex: Ifindex) -> Self {
+        self.ifindex = Some(ifindex.0);
         self
     }
 
@@ -359,7 +359,7 @@ impl AddressQuery<'_> {
                 match step {
                     Step::Msg(msg) => {
                         if let Some(addr) = Address::parse(msg.payload)?
-                            && ifindex.is_none_or(|i| addr.ifindex() == i)
+                            && ifindex.is_none_or(|i| addr.ifindex() == Ifindex(i))
                         {
                             items.push(addr);
                         }

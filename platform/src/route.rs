@@ -7,7 +7,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::error::{Error, Result};
-use crate::types::{Protocol, RouteType, Scope, Table};
+use crate::types::{Ifindex, Protocol, RouteType, Scope, Table};
 use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_u8, nla_u32};
 
 const RTA_DST: u16 = 1;
@@ -80,7 +80,7 @@ impl Family {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct NextHop {
     /// Output interface index.
-    pub ifindex: u32,
+    pub ifindex: Ifindex,
     /// Gateway, if any: from `RTA_GATEWAY`, or from `RTA_VIA` when its family differs from
     /// the route's (`nexthop via inet6 fe80::1` in an IPv4 route).
     pub gateway: Option<IpAddr>,
@@ -102,7 +102,7 @@ struct HopMore {
 
 impl NextHop {
     /// A hop out of `ifindex` via `gateway` with weight 1.
-    pub fn new(ifindex: u32, gateway: Option<IpAddr>) -> Self {
+    pub fn new(ifindex: Ifindex, gateway: Option<IpAddr>) -> Self {
         NextHop {
             ifindex,
             gateway,
@@ -790,8 +790,8 @@ impl Route {
     }
 
     /// Sets the output interface.
-    pub fn with_oif(mut self, ifindex: u32) -> Self {
-        self.oif = ifindex;
+    pub fn with_oif(mut self, ifindex: Ifindex) -> Self {
+        self.oif = ifindex.0;
         self.bits |= HAS_OIF;
         self
     }
@@ -918,8 +918,8 @@ impl Route {
     }
 
     /// The input interface (`RTA_IIF`), if any.
-    pub fn iif(&self) -> Option<u32> {
-        self.rare().iif
+    pub fn iif(&self) -> Option<Ifindex> {
+        self.rare().iif.map(Ifindex)
     }
 
     /// Attributes this crate does not decode, as the kernel sent them: type and payload.
@@ -941,8 +941,8 @@ impl Route {
     }
 
     /// The output interface, if any.
-    pub fn oif(&self) -> Option<u32> {
-        (self.bits & HAS_OIF != 0).then_some(self.oif)
+    pub fn oif(&self) -> Option<Ifindex> {
+        (self.bits & HAS_OIF != 0).then_some(Ifindex(self.oif))
     }
 
     /// The metric (`RTA_PRIORITY`); 0 when absent.
@@ -1023,7 +1023,7 @@ impl Route {
     }
 
     /// Every interface the route goes out of: its `oif` and its next hops'.
-    pub fn ifindexes(&self) -> impl Iterator<Item = u32> + '_ {
+    pub fn ifindexes(&self) -> impl Iterator<Item = Ifindex> + '_ {
         self.oif()
             .into_iter()
             .chain(self.multipath().iter().map(|hop| hop.ifindex))
@@ -1059,7 +1059,7 @@ impl Route {
         let oif = if self.bits & HAS_OIF != 0 {
             self.oif
         } else {
-            first_hop.map_or(0, |hop| hop.ifindex)
+            first_hop.map_or(0, |hop| hop.ifindex.into())
         };
         let gateway = self
             .gateway()
@@ -1187,7 +1187,7 @@ impl Route {
     ) -> Option<Route> {
         let extra = self.extra.as_ref()?;
         let at = extra.rare().multipath.iter().position(|hop| {
-            hop.gateway == gateway && ifindex.is_none_or(|ifindex| hop.ifindex == ifindex)
+            hop.gateway == gateway && ifindex.is_none_or(|ifindex| hop.ifindex == Ifindex(ifindex))
         })?;
         let mut route = self.clone();
         let extra = route.extra.as_mut()?;
@@ -1213,7 +1213,10 @@ impl Route {
         let plain;
         let held = match self.multipath() {
             [] => {
-                plain = [NextHop::new(self.oif().unwrap_or(0), self.gateway())];
+                plain = [NextHop::new(
+                    self.oif().unwrap_or(Ifindex(0)),
+                    self.gateway(),
+                )];
                 &plain[..]
             }
             hops => hops,
@@ -1403,7 +1406,7 @@ impl Route {
             attr_ip(&mut msg, RTA_PREFSRC, prefsrc);
         }
         if let Some(oif) = self.oif().filter(|_| !on_nexthop) {
-            msg.attr_u32(RTA_OIF, oif);
+            msg.attr_u32(RTA_OIF, oif.into());
         }
         if self.bits & HAS_PRIORITY != 0 {
             msg.attr_u32(RTA_PRIORITY, self.priority);
@@ -1446,7 +1449,7 @@ impl Route {
                     let mut rtnh = [0u8; 8];
                     rtnh[2] = hop.flags;
                     rtnh[3] = hop.hops;
-                    rtnh[4..8].copy_from_slice(&hop.ifindex.to_ne_bytes());
+                    rtnh[4..8].copy_from_slice(&hop.ifindex.0.to_ne_bytes());
                     let at = msg.nested_raw(&rtnh);
                     match hop.gateway {
                         Some(gateway) if Family::of(gateway) == self.family() => {
@@ -1570,7 +1573,7 @@ fn parse_multipath(mut buf: &[u8], v6: bool) -> Result<Vec<NextHop>> {
             return Err(Error::malformed("rtnexthop overruns RTA_MULTIPATH"));
         }
         let mut hop = NextHop {
-            ifindex: wire::u32_at(buf, 4),
+            ifindex: Ifindex(wire::u32_at(buf, 4)),
             flags: buf[2],
             hops: buf[3],
             ..NextHop::default()
@@ -1625,7 +1628,7 @@ mod size_tests {
         assert_eq!(std::mem::size_of::<Route>(), 40);
         let route = Route::new("10.3.0.0".parse().unwrap(), 16)
             .with_gateway("10.2.0.2".parse().unwrap())
-            .with_oif(3)
+            .with_oif(crate::Ifindex(3))
             .with_table(Table(100))
             .with_priority(5);
         let mut buf = Vec::new();

@@ -152,7 +152,7 @@ fn golden_route_v4_with_gateway() {
     assert_eq!(route.family(), Family::V4);
     assert_eq!((route.dst(), route.dst_len()), (ip("10.3.0.0"), 16));
     assert_eq!(route.gateway(), Some(ip("10.2.0.2")));
-    assert_eq!(route.oif(), Some(3));
+    assert_eq!(route.oif(), Some(crate::Ifindex(3)));
     assert_eq!(route.table(), Table(100));
     assert_eq!(
         (route.protocol(), route.scope(), route.kind()),
@@ -180,13 +180,13 @@ fn golden_route_v4_multipath() {
     let hops: Vec<_> = route
         .multipath()
         .iter()
-        .map(|hop| (hop.ifindex, hop.gateway, hop.hops))
+        .map(|hop| (hop.ifindex.0, hop.gateway, hop.hops))
         .collect();
     assert_eq!(
         hops,
         [(3, Some(ip("10.2.0.2")), 0), (3, Some(ip("10.2.0.3")), 0)]
     );
-    assert_eq!(route.ifindexes().collect::<Vec<_>>(), [3, 3]);
+    assert_eq!(route.ifindexes().map(|i| i.0).collect::<Vec<_>>(), [3, 3]);
     let mut buf = Vec::new();
     route.emit(&mut buf, wire::RTM_NEWROUTE, 0, 1);
     let (_, _, again) = one_msg(&buf);
@@ -201,7 +201,7 @@ fn golden_route_v6() {
     assert_eq!((route.dst(), route.dst_len()), (ip("2001:db8::"), 64));
     assert_eq!(
         (route.oif(), route.priority(), route.table()),
-        (Some(3), 5, Table::MAIN)
+        (Some(crate::Ifindex(3)), 5, Table::MAIN)
     );
     assert_eq!(route.gateway(), None);
     assert_eq!(route.pref(), Some(0));
@@ -215,7 +215,7 @@ fn golden_address_v4() {
     assert_eq!(kind, wire::RTM_NEWADDR);
     let addr = Address::parse(&payload).unwrap().unwrap();
     assert_eq!(
-        (addr.ifindex(), addr.local(), addr.prefix_len()),
+        (addr.ifindex().0, addr.local(), addr.prefix_len()),
         (3, ip("10.2.0.1"), 24)
     );
     assert_eq!(addr.peer(), None);

@@ -39,7 +39,7 @@ pub fn route_lines(route: &Route, dev: IfName<'_>, details: bool) -> Vec<String>
         words.push(via_text(route.family(), gateway));
     }
     if let Some(oif) = route.oif() {
-        words.push(format!("dev {}", dev(oif)));
+        words.push(format!("dev {}", dev(oif.into())));
     }
     if route.table() != Table::MAIN || details {
         words.push(format!("table {}", route.table()));
@@ -72,7 +72,7 @@ pub fn route_lines(route: &Route, dev: IfName<'_>, details: bool) -> Vec<String>
         words.push(metric_text(&metric));
     }
     if let Some(iif) = route.iif() {
-        words.push(format!("iif {}", dev(iif)));
+        words.push(format!("iif {}", dev(iif.into())));
     }
     if let Some(pref) = route.pref() {
         words.push(format!("pref {}", names::pref(pref)));
@@ -106,7 +106,7 @@ pub fn hop_text(family: Family, hop: &NextHop, dev: IfName<'_>) -> String {
     if let Some(flow) = hop.realms() {
         words.push(realm_text(flow));
     }
-    words.push(format!("dev {}", dev(hop.ifindex)));
+    words.push(format!("dev {}", dev(hop.ifindex.into())));
     words.push(format!("weight {}", hop.weight()));
     words.extend(names::route_flags(u32::from(hop.flags)));
     for (kind, value) in hop.unknown_attributes() {
@@ -248,7 +248,7 @@ pub fn link_text(link: &Link, dev: IfName<'_>, details: bool) -> String {
     {
         match link.link_netnsid() {
             Some(_) => head.push_str(&format!("@if{parent}")),
-            None => head.push_str(&format!("@{}", dev(parent))),
+            None => head.push_str(&format!("@{}", dev(parent.into()))),
         }
     }
     let mut words = vec![
@@ -257,7 +257,7 @@ pub fn link_text(link: &Link, dev: IfName<'_>, details: bool) -> String {
         format!("mtu {}", link.mtu()),
     ];
     if let Some(master) = link.controller() {
-        words.push(format!("master {}", dev(master)));
+        words.push(format!("master {}", dev(master.into())));
     }
     words.push(format!("state {}", names::operstate(link.operstate())));
     words.push(format!("qlen {}", link.txqlen()));

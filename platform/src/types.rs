@@ -1,5 +1,5 @@
-//! Small typed numbers of the routing protocol: a routing [`Table`], a route [`Protocol`], a
-//! [`Scope`] and a [`RouteType`]. Each is as big as the kernel's field, prints itself as `ip`
+//! Small typed numbers of the routing protocol: an interface index ([`Ifindex`]), a routing
+//! [`Table`], a route [`Protocol`], a [`Scope`] and a [`RouteType`]. Each is as big as the kernel's field, prints itself as `ip`
 //! does (names from `rt_tables` and `rt_protos` included, see [`crate::names`]), parses the
 //! names `ip` accepts, and converts to and from the raw number and netlink-packet-route's
 //! enums.
@@ -13,6 +13,49 @@ use netlink_packet_route::route::{
 
 use crate::error::Error;
 use crate::names;
+
+/// An interface index (`ifi_index`, `RTA_OIF`, ...): printed as the number, as `ip` prints
+/// `ifindex`; a link's name is the cache's ([`crate::Cache::link`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Ifindex(pub u32);
+
+impl Ifindex {
+    /// The kernel's number.
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+}
+
+impl From<u32> for Ifindex {
+    fn from(raw: u32) -> Self {
+        Ifindex(raw)
+    }
+}
+
+impl From<Ifindex> for u32 {
+    fn from(value: Ifindex) -> Self {
+        value.0
+    }
+}
+
+impl fmt::Display for Ifindex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl FromStr for Ifindex {
+    type Err = Error;
+
+    /// A number (a name needs the links: see [`crate::Cache::link_by_name`]).
+    fn from_str(text: &str) -> Result<Self, Error> {
+        text.parse::<u32>()
+            .ok()
+            .filter(|&n| n != 0)
+            .map(Ifindex)
+            .ok_or_else(|| Error::InvalidArgument(format!("not an interface index `{text}`")))
+    }
+}
 
 macro_rules! number_type {
     ($(#[$doc:meta])* $name:ident($raw:ty), $what:literal, $display:path, $parse:path) => {

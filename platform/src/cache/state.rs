@@ -18,6 +18,7 @@ use super::{
 use crate::addr::Address;
 use crate::error::Result;
 use crate::link::{IFF_LOWER_UP, IFF_UP, Link};
+use crate::types::Ifindex;
 
 /// `IFF_LOOPBACK`.
 const IFF_LOOPBACK: u32 = 0x8;
@@ -161,9 +162,9 @@ impl State {
                     .links
                     .iter()
                     .find(|link| link.flags() & IFF_LOOPBACK != 0)
-                    .map(|link| link.ifindex());
+                    .map(|link| link.ifindex().0);
             }
-            nh.oif()
+            nh.oif().map(u32::from)
         };
         let mut devices = Vec::new();
         for id in ids {
@@ -238,7 +239,7 @@ impl State {
                     self.apply_bridge_port(msg.payload, out);
                     return Ok(());
                 };
-                let ifindex = link.ifindex();
+                let ifindex = link.ifindex().0;
                 if let Some(event) = upsert(&mut self.links, link, Event::Link) {
                     let mut rule_events = Vec::new();
                     match &event {
@@ -272,7 +273,7 @@ impl State {
                 let Some(link) = Link::parse(msg.payload)? else {
                     return Ok(());
                 };
-                let ifindex = link.ifindex();
+                let ifindex = link.ifindex().0;
                 // Its nexthops go without notifications, and the routes using them.
                 self.suspect_nexthops_on(ifindex);
                 // Its routes go without notifications; its addresses are announced, but drop
@@ -330,7 +331,7 @@ impl State {
                     }
                     // Routes using it as preferred source go without notifications.
                     if addr.family() == Family::V4 {
-                        self.suspect_ifindexes.push(addr.ifindex());
+                        self.suspect_ifindexes.push(addr.ifindex().into());
                     }
                 }
             }
@@ -516,7 +517,7 @@ impl State {
                 .routes
                 .get(&id)
                 .filter(|held| !held.multipath().is_empty())
-                .and_then(|held| held.without_hop(route.gateway(), route.oif()));
+                .and_then(|held| held.without_hop(route.gateway(), route.oif().map(u32::from)));
             if let Some(reduced) = reduced {
                 if let Some(event) = upsert(&mut self.routes, reduced, Event::Route) {
                     out.push(event);
@@ -622,7 +623,11 @@ impl State {
     /// those without notifications when the link goes down, loses its carrier or goes
     /// away).
     fn suspect_nexthops_on(&mut self, ifindex: u32) {
-        if self.nexthops.iter().any(|nh| nh.oif() == Some(ifindex)) {
+        if self
+            .nexthops
+            .iter()
+            .any(|nh| nh.oif() == Some(Ifindex(ifindex)))
+        {
             self.suspect_nexthops = true;
         }
     }
@@ -636,7 +641,8 @@ impl State {
             .filter(|route| route.family() == Family::V4 && route.nh_id().is_none())
             .filter(|route| match route.multipath() {
                 [first, rest @ ..] => {
-                    first.ifindex != ifindex && rest.iter().any(|hop| hop.ifindex == ifindex)
+                    first.ifindex != Ifindex(ifindex)
+                        && rest.iter().any(|hop| hop.ifindex == Ifindex(ifindex))
                 }
                 [] => false,
             })

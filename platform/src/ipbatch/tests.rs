@@ -4,10 +4,10 @@ use super::*;
 use crate::route::Family;
 use crate::types::{Protocol, RouteType, Table};
 
-fn resolve(name: &str) -> Option<u32> {
+fn resolve(name: &str) -> Option<crate::Ifindex> {
     match name {
-        "eth0" => Some(2),
-        "veth1" => Some(7),
+        "eth0" => Some(crate::Ifindex(2)),
+        "veth1" => Some(crate::Ifindex(7)),
         _ => None,
     }
 }
@@ -28,7 +28,7 @@ fn route_add_with_every_keyword() {
     assert_eq!(route.dst(), "10.1.0.0".parse::<IpAddr>().unwrap());
     assert_eq!(route.dst_len(), 16);
     assert_eq!(route.gateway(), Some("192.0.2.1".parse().unwrap()));
-    assert_eq!(route.oif(), Some(2));
+    assert_eq!(route.oif(), Some(crate::Ifindex(2)));
     assert_eq!(route.table(), Table(100));
     assert_eq!(route.priority(), 7);
     assert_eq!(route.protocol(), Protocol::STATIC);
@@ -88,7 +88,7 @@ fn addresses() {
         panic!("not an address");
     };
     assert_eq!(op, Op::Add);
-    assert_eq!(addr.ifindex(), 7);
+    assert_eq!(addr.ifindex(), crate::Ifindex(7));
     assert_eq!(addr.prefix_len(), 24);
     assert_eq!(addr.broadcast(), Some("192.0.2.255".parse().unwrap()));
     assert!(matches!(
@@ -321,7 +321,7 @@ fn route_lines_take_what_ip_route_add_takes() {
         .map(|(name, value)| format!("{name} {value}"))
         .collect();
     assert_eq!(fields, ["id 1", "dst 1.2.3.4", "ttl 9", "flags 4"]);
-    assert_eq!(route.oif(), Some(2));
+    assert_eq!(route.oif(), Some(crate::Ifindex(2)));
 }
 
 #[test]

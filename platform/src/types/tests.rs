@@ -4,6 +4,9 @@ use super::*;
 
 #[test]
 fn they_print_as_ip_does() {
+    assert_eq!(Ifindex(3).to_string(), "3");
+    assert_eq!("3".parse::<Ifindex>().unwrap(), Ifindex(3));
+    assert!("0".parse::<Ifindex>().is_err());
     assert_eq!(Table::MAIN.to_string(), "main");
     assert_eq!(Table::LOCAL.to_string(), "local");
     assert_eq!(Table(3_000_000_000).to_string(), "3000000000");
@@ -66,6 +69,7 @@ fn they_convert_to_and_from_netlink_packet_route() {
 
 #[test]
 fn they_are_as_small_as_the_kernel_fields() {
+    assert_eq!(std::mem::size_of::<Ifindex>(), 4);
     assert_eq!(std::mem::size_of::<Table>(), 4);
     assert_eq!(std::mem::size_of::<Protocol>(), 1);
     assert_eq!(std::mem::size_of::<Scope>(), 1);

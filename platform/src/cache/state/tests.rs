@@ -223,7 +223,7 @@ fn captured_nexthops_parse_as_ip_shows_them() {
     let state = loaded();
     let one = state.nexthops.get(&1).unwrap();
     assert_eq!(one.gateway(), Some("192.0.2.2".parse().unwrap()));
-    assert_eq!(one.oif(), Some(3));
+    assert_eq!(one.oif(), Some(crate::Ifindex(3)));
     assert_eq!(one.scope(), Scope(253));
     assert!(!one.is_group() && !one.is_blackhole());
     let three = state.nexthops.get(&3).unwrap();
@@ -277,7 +277,7 @@ fn a_deleted_group_member_changes_the_group_and_asks_for_its_routes() {
     let fresh = Route::new("10.60.0.0".parse().unwrap(), 16)
         .with_nh_id(10)
         .with_gateway("192.0.2.2".parse().unwrap())
-        .with_oif(3);
+        .with_oif(crate::Ifindex(3));
     state.nhid_routes_refreshed(&[10], vec![fresh.clone()], &mut out);
     match out.as_slice() {
         [Event::Route(Change::Replaced { old, new })] => {

@@ -13,7 +13,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 /// `nmx0`'s index, and a route the kernel refuses with an extended ack: its gateway is not on
 /// the link.
-fn nmx0_and_bad_route(platform: &Platform) -> (u32, Route) {
+fn nmx0_and_bad_route(platform: &Platform) -> (netmirror_platform::Ifindex, Route) {
     let ifindex = platform.links().name("nmx0").execute().unwrap().items[0].ifindex();
     let bad = Route::new("10.200.0.0".parse().unwrap(), 16)
         .with_gateway("198.51.100.1".parse().unwrap())
@@ -21,7 +21,7 @@ fn nmx0_and_bad_route(platform: &Platform) -> (u32, Route) {
     (ifindex, bad)
 }
 
-fn route(i: u32, ifindex: u32) -> Route {
+fn route(i: u32, ifindex: netmirror_platform::Ifindex) -> Route {
     Route::new(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + (i << 8))), 24)
         .with_gateway("192.0.2.2".parse().unwrap())
         .with_oif(ifindex)
@@ -104,7 +104,7 @@ fn one_bad_item_is_reported_and_the_rest_applied() {
 }
 
 /// The routes of table main on `ifindex` that `route` makes (/24 via a gateway), sorted.
-fn held(platform: &Platform, ifindex: u32) -> Vec<Route> {
+fn held(platform: &Platform, ifindex: netmirror_platform::Ifindex) -> Vec<Route> {
     let mut routes: Vec<Route> = platform
         .routes()
         .table(netmirror_platform::Table::MAIN)

@@ -300,15 +300,15 @@ pub(crate) fn route_line(route: &Route) -> String {
     format!(
         "route {family} table {} {}/{} type {} nhid {} via {} dev {} metric {} proto {} \
          flags [{}] hops {hops}",
-        route.table(),
+        route.table().get(),
         route.dst(),
         route.dst_len(),
-        route.kind(),
+        route.kind().get(),
         route.nh_id().map_or("-".to_owned(), |id| id.to_string()),
         route.gateway().map_or("-".to_owned(), |gw| gw.to_string()),
         route.oif().map_or("-".to_owned(), |oif| oif.to_string()),
         route.priority(),
-        route.protocol(),
+        route.protocol().get(),
         rt_flag_names(route.flags()),
     )
 }
@@ -331,8 +331,8 @@ pub(crate) fn nexthop_line(nh: &Nexthop) -> String {
         nh.oif().map_or("-".to_owned(), |oif| oif.to_string()),
         nh.is_blackhole(),
         nh.is_fdb(),
-        nh.scope(),
-        nh.protocol(),
+        nh.scope().get(),
+        nh.protocol().get(),
         rt_flag_names(nh.flags()),
         if nh.group_type() == Some(1) {
             "resilient"

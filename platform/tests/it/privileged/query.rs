@@ -153,7 +153,7 @@ fn filtered_queries_equal_ip_route_show() {
             assert!(
                 platform
                     .links()
-                    .ifindex(9999)
+                    .ifindex(netmirror_platform::Ifindex(9999))
                     .execute()
                     .unwrap()
                     .items
