@@ -13,16 +13,16 @@
 //! word, never a panic.
 //!
 //! ```
-//! use netmirror_platform::{Item, Op, ipbatch};
+//! use netmirror_platform::{Ifindex, Item, Op, ipbatch};
 //!
 //! // Device names are resolved by the caller, from a link dump for example.
-//! let ifindex = |name: &str| (name == "eth0").then_some(2);
+//! let ifindex = |name: &str| (name == "eth0").then_some(Ifindex(2));
 //! let Item::Route(op, route) = ipbatch::parse_line("route add 10.1.0.0/16 dev eth0 metric 7", &ifindex)?
 //! else {
 //!     panic!("a route line is a route");
 //! };
 //! assert_eq!(op, Op::Add);
-//! assert_eq!((route.oif(), route.priority()), (Some(2), 7));
+//! assert_eq!((route.oif(), route.priority()), (Some(Ifindex(2)), 7));
 //!
 //! let err = ipbatch::parse_line("route add 10.1.0.0/16 dev eth9", &ifindex).unwrap_err();
 //! assert_eq!(err.token(), Some("eth9"));

@@ -42,11 +42,11 @@
 //! Building a route for a batch, and what the cache identifies it by (pure, no I/O):
 //!
 //! ```
-//! use netmirror_platform::{Family, Protocol, Route, Table};
+//! use netmirror_platform::{Family, Ifindex, Protocol, Route, Table};
 //!
 //! let route = Route::new("10.3.0.0".parse()?, 16)
 //!     .with_gateway("10.2.0.2".parse()?)
-//!     .with_oif(crate::Ifindex(3))
+//!     .with_oif(Ifindex(3))
 //!     .with_table(Table(100));
 //! assert_eq!(route.family(), Family::V4);
 //! assert_eq!(route.gateway(), Some("10.2.0.2".parse()?));
