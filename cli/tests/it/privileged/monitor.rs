@@ -153,6 +153,48 @@ fn json_changes_never_print_old_equal_to_new() {
     );
 }
 
+/// The kernel resolves a `goto` silently when a rule appears at its target priority, and
+/// detaches an `iif` rule silently when its link goes: the monitor prints both as changes.
+#[test]
+fn silent_rule_flag_changes_are_printed() {
+    let ns = namespace();
+    let mut monitor = monitor(&ns, &["--json", "monitor", "rule"]);
+    let rule_event = |line: &str, event: &str, priority: u64| {
+        let value: Value = serde_json::from_str(line).expect("JSON");
+        value["event"] == event
+            && (value["new"]["priority"] == priority || value["old"]["priority"] == priority)
+    };
+    for line in [
+        "rule add goto 200 pref 100",
+        "rule add iif veth1 table 10 pref 110",
+    ] {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        ns.ip(&args).expect("ip rule add");
+    }
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| rule_event(line, "added", 100));
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(event["new"]["unresolved"], true, "{line}");
+
+    ns.ip(&["rule", "add", "table", "20", "pref", "200"])
+        .expect("ip rule add");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| rule_event(line, "changed", 100));
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(
+        (&event["old"]["unresolved"], &event["new"]["unresolved"]),
+        (&Value::Bool(true), &Value::Bool(false)),
+        "{line}"
+    );
+
+    ns.ip(&["link", "del", "veth1"]).expect("ip link del");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| rule_event(line, "changed", 110));
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(
+        (&event["old"]["iif_detached"], &event["new"]["iif_detached"]),
+        (&Value::Bool(false), &Value::Bool(true)),
+        "{line}"
+    );
+}
+
 #[test]
 fn only_the_objects_asked_for() {
     let ns = namespace();
