@@ -181,7 +181,7 @@ pub(crate) fn run(
         .links()
         .execute()
         .map_err(|err| kernel::explain(err, "dump links"))?;
-    let ifindexes: HashMap<String, u32> = links
+    let ifindexes: HashMap<String, netmirror_platform::Ifindex> = links
         .items
         .iter()
         .map(|link| (link.name().to_owned(), link.ifindex()))

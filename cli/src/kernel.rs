@@ -53,6 +53,11 @@ pub(crate) const LINK_FIELDS: &[Field] = &[
     Field::extra("HEADROOM", "headroom"),
     Field::extra("TAILROOM", "tailroom"),
     Field::extra("NETNS-IMMUTABLE", "netns_immutable"),
+    Field::extra("LINKMODE", "linkmode"),
+    Field::extra("PROMISCUITY", "promiscuity"),
+    Field::extra("MIN-MTU", "min_mtu"),
+    Field::extra("MAX-MTU", "max_mtu"),
+    Field::extra("PERMADDR", "permaddr"),
     Field::extra("UNKNOWN", "unknown_attributes"),
 ];
 
@@ -246,14 +251,17 @@ impl LinkNames {
         for link in links {
             names.insert(link.ifindex(), link.name());
             for alt in link.altnames() {
-                names.1.push((link.ifindex(), Arc::from(alt.as_str())));
+                names
+                    .1
+                    .push((link.ifindex().into(), Arc::from(alt.as_str())));
             }
         }
         names
     }
 
     /// The shared name of `ifindex`, if known.
-    fn get(&self, ifindex: u32) -> Option<&Arc<str>> {
+    fn get(&self, ifindex: impl Into<u32>) -> Option<&Arc<str>> {
+        let ifindex = ifindex.into();
         self.0
             .binary_search_by_key(&ifindex, |(index, _)| *index)
             .ok()
@@ -261,13 +269,15 @@ impl LinkNames {
     }
 
     /// The name of `ifindex`, or `if<N>` for a link that vanished.
-    pub(crate) fn name(&self, ifindex: u32) -> String {
+    pub(crate) fn name(&self, ifindex: impl Into<u32>) -> String {
+        let ifindex = ifindex.into();
         self.get(ifindex)
             .map_or_else(|| format!("if{ifindex}"), |name| name.to_string())
     }
 
     /// The name of `ifindex` as a cell (`if<N>` for a link that vanished).
-    pub(crate) fn cell(&self, ifindex: u32) -> Cell {
+    pub(crate) fn cell(&self, ifindex: impl Into<u32>) -> Cell {
+        let ifindex = ifindex.into();
         self.get(ifindex).map_or_else(
             || format!("if{ifindex}").into(),
             |name| Cell::Shared(name.clone()),
@@ -275,17 +285,18 @@ impl LinkNames {
     }
 
     /// The index of the link named `name`; not finding it is an error, as in `ip`.
-    pub(crate) fn index(&self, name: &str) -> anyhow::Result<u32> {
+    pub(crate) fn index(&self, name: &str) -> anyhow::Result<platform::Ifindex> {
         self.0
             .iter()
             .chain(&self.1)
             .find(|(_, link_name)| &**link_name == name)
-            .map(|(ifindex, _)| *ifindex)
+            .map(|(ifindex, _)| platform::Ifindex(*ifindex))
             .with_context(|| format!("cannot find device \"{name}\""))
     }
 
     /// Inserts or renames a link (monitors keep the map current).
-    pub(crate) fn insert(&mut self, ifindex: u32, name: &str) {
+    pub(crate) fn insert(&mut self, ifindex: impl Into<u32>, name: &str) {
+        let ifindex = ifindex.into();
         match self.0.binary_search_by_key(&ifindex, |(index, _)| *index) {
             Ok(at) if &*self.0[at].1 == name => {}
             Ok(at) => self.0[at].1 = Arc::from(name),
@@ -294,10 +305,12 @@ impl LinkNames {
     }
 
     /// Forgets a link that is gone (monitors prune the map, so it never outgrows the links).
-    pub(crate) fn remove(&mut self, ifindex: u32) {
+    pub(crate) fn remove(&mut self, ifindex: impl Into<u32>) {
+        let ifindex = ifindex.into();
         if let Ok(at) = self.0.binary_search_by_key(&ifindex, |(index, _)| *index) {
             self.0.remove(at);
         }
+        self.1.retain(|(index, _)| *index != ifindex);
     }
 
     /// The number of links known.
@@ -333,7 +346,11 @@ pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
         link.group().into(),
         link.carrier().map_or(Cell::Null, Cell::Bool),
         Cell::opt_text(link.alias()),
-        Cell::opt_int(link.parent().filter(|_| link.link_netnsid().is_some())),
+        Cell::opt_int(
+            link.parent()
+                .filter(|_| link.link_netnsid().is_some())
+                .map(u32::from),
+        ),
         Cell::opt_int(link.link_netnsid()),
         Cell::List(link.altnames().to_vec()),
         linkinfo_cell(link),
@@ -344,6 +361,14 @@ pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
             other => Cell::Text(other.to_string().into()),
         }));
     }
+    let (min_mtu, max_mtu) = link.mtu_range();
+    row.extend([
+        names::link_mode(link.link_mode()).into(),
+        link.promiscuity().into(),
+        min_mtu.into(),
+        max_mtu.into(),
+        Cell::opt_text(names::hw_address(link.perm_address())),
+    ]);
     row.push(unknown_cell(link.unknown_attributes()));
     row
 }
@@ -423,7 +448,7 @@ pub(crate) fn addr_row(addr: &Address, names: &LinkNames) -> Vec<Cell> {
         family_name(addr.family()).into(),
         addr.local().to_string().into(),
         addr.prefix_len().into(),
-        names::scope(addr.scope()).into(),
+        addr.scope().to_string().into(),
         Cell::opt_text(addr.label()),
         Cell::opt_text(addr.peer()),
         Cell::opt_text(addr.broadcast()),
@@ -449,7 +474,7 @@ pub(crate) fn route_cells(route: &Route, names: &LinkNames, row: &mut Vec<Cell>)
     // One push per cell: a cell is written in place, where extending from an array would
     // build the row on the stack first and copy it.
     row.push(family_name(route.family()).into());
-    row.push(names::route_type(route.kind()).into());
+    row.push(route.kind().to_string().into());
     row.push(names::route_prefix(route.dst(), route.dst_len()).into());
     if route.gateway().is_none() && !hops.is_empty() {
         // A multipath route: its hops' gateways and devices for people (the NEXTHOPS column
@@ -480,9 +505,9 @@ pub(crate) fn route_cells(route: &Route, names: &LinkNames, row: &mut Vec<Cell>)
         }
         None => row.push(Cell::Null),
     }
-    row.push(names::table_name(route.table()).into());
-    row.push(names::protocol(route.protocol()).into());
-    row.push(names::scope(route.scope()).into());
+    row.push(route.table().to_string().into());
+    row.push(route.protocol().to_string().into());
+    row.push(route.scope().to_string().into());
     row.push(route.priority().into());
     row.push(
         route
@@ -635,7 +660,8 @@ fn address(addr: IpAddr) -> String {
 
 /// A rule's row.
 pub(crate) fn rule_row(rule: &Rule) -> Vec<Cell> {
-    let looks_up = rule.action() == platform::FR_ACT_TO_TBL && rule.table() != 0;
+    let looks_up =
+        rule.action() == platform::FR_ACT_TO_TBL && rule.table() != platform::Table::UNSPEC;
     let range = |range: Option<(u16, u16)>| {
         Cell::opt_text(range.map(|(start, end)| {
             if start == end {
@@ -664,12 +690,12 @@ pub(crate) fn rule_row(rule: &Rule) -> Vec<Cell> {
         ),
         names::rule_action(rule.action()).into(),
         if looks_up {
-            names::table_name(rule.table()).into()
+            rule.table().to_string().into()
         } else {
             Cell::Null
         },
         rule.tos().into(),
-        names::protocol(rule.protocol()).into(),
+        rule.protocol().to_string().into(),
         Cell::opt_int(rule.goto()),
         rule.iif_detached().into(),
         rule.oif_detached().into(),
@@ -809,9 +835,9 @@ pub(crate) fn route_show(
                     "unknown table `{table}` (a number, main, local, default or all)"
                 ))
             })?;
-            query = query.table(id);
+            query = query.table(platform::Table(id));
         }
-        None => query = query.table(platform::TABLE_MAIN),
+        None => query = query.table(platform::Table::MAIN),
     }
     if let Some(dev) = &selector.dev {
         query = query.dev(names.index(dev)?);
@@ -819,12 +845,12 @@ pub(crate) fn route_show(
     if let Some(proto) = &selector.proto {
         let id = names::parse_protocol(proto)
             .ok_or_else(|| args::usage_error(format!("unknown protocol `{proto}`")))?;
-        query = query.protocol(id);
+        query = query.protocol(platform::Protocol(id));
     }
     if let Some(kind) = &selector.kind {
         let id = names::parse_route_type(kind)
             .ok_or_else(|| args::usage_error(format!("unknown route type `{kind}`")))?;
-        query = query.kind(id);
+        query = query.kind(platform::RouteType(id));
     }
     if let Some(family) = family(kernel) {
         query = query.family(family);
@@ -884,7 +910,7 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
     for route in cache.routes() {
         if only.is_none_or(|family| route.family() == family) {
             *counts
-                .entry((route.table(), family_name(route.family())))
+                .entry((route.table().into(), family_name(route.family())))
                 .or_default() += 1;
         }
     }
@@ -896,7 +922,14 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
             (*n_routes).into(),
         ]);
     }
-    let (n_links, n_addresses, n_routes, n_rules) = cache.len();
+    let platform::Counts {
+        links: n_links,
+        addresses: n_addresses,
+        routes: n_routes,
+        rules: n_rules,
+        nexthops: n_nexthops,
+        ..
+    } = cache.counts();
     let per_route = if n_routes == 0 {
         None
     } else {
@@ -909,6 +942,7 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
         object.insert("links".to_owned(), n_links.into());
         object.insert("addresses".to_owned(), n_addresses.into());
         object.insert("rules".to_owned(), n_rules.into());
+        object.insert("nexthops".to_owned(), n_nexthops.into());
         let (total_key, per_route_key) = measure.json_keys();
         object.insert(total_key.to_owned(), heap.into());
         object.insert(
@@ -923,8 +957,8 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
     printer.blank()?;
     let per_route = per_route.map_or_else(|| "--".to_owned(), |bytes| format!("{bytes:.1}"));
     printer.note(&format!(
-        "{n_routes} routes, {n_links} links, {n_addresses} addresses, {n_rules} rules; \
-         {} {} ({per_route} bytes per route, everything included)",
+        "{n_routes} routes, {n_links} links, {n_addresses} addresses, {n_rules} rules, \
+         {n_nexthops} nexthop objects; {} {} ({per_route} bytes per route, everything included)",
         measure.label(),
         crate::heap::human(heap)
     ))?;

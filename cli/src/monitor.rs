@@ -73,7 +73,7 @@ pub(crate) fn run(
             .map(|link| (**link).clone())
             .collect::<Vec<_>>(),
     );
-    tracing::debug!(sizes = ?cache.len(), "monitor ready");
+    tracing::debug!(counts = ?cache.counts(), "monitor ready");
     let mut events = Vec::new();
     let mut checked = Instant::now();
     loop {

@@ -1,6 +1,6 @@
 //! `nexthop [show] [id N] [dev DEV]`: the kernel's nexthop objects, like `ip nexthop`.
 
-use netmirror_platform::{Nexthop, names};
+use netmirror_platform::Nexthop;
 use serde_json::{Map, Value};
 
 use crate::args::{self, KernelArgs, NexthopArgs};
@@ -115,8 +115,8 @@ pub(crate) fn nexthop_row(nh: &Nexthop, names: &LinkNames) -> Vec<Cell> {
         group,
         Cell::Bool(nh.is_blackhole()),
         Cell::List(nexthop_flags(nh.flags())),
-        names::protocol(nh.protocol()).into(),
-        names::scope(nh.scope()).into(),
+        nh.protocol().to_string().into(),
+        nh.scope().to_string().into(),
         Cell::Bool(nh.is_fdb()),
         group_type,
         resilient,

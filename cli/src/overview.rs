@@ -1,10 +1,11 @@
 //! `netmirror` with no subcommand: an overview of this host.
 //!
-//! Links with their state and addresses, route counts per table and family, the default
-//! routes, and NetworkManager's state and devices when it is on the system bus (when it is
-//! not, one line says so; that is not an error). In JSON it is one object:
-//! `{"links": [...], "routes": [...], "default_routes": [...], "networkmanager": {...} | null}`
-//! (`{"error": "..."}` when NetworkManager is there but could not be loaded).
+//! Links with their state and addresses, route counts per table and family, the number of
+//! nexthop objects, the default routes, and NetworkManager's state and devices when it is on
+//! the system bus (when it is not, one line says so; that is not an error). In JSON it is one
+//! object: `{"links": [...], "routes": [...], "nexthops": N, "default_routes": [...],
+//! "networkmanager": {...} | null}` (`{"error": "..."}` when NetworkManager is there but could
+//! not be loaded).
 
 use std::collections::BTreeMap;
 
@@ -66,6 +67,19 @@ pub(crate) fn run(
         .map_err(|err| kernel::explain(err, "dump routes"))?
         .items;
     drop(progress);
+    let family = kernel::family(kernel_args);
+    let n_nexthops = platform
+        .nexthops()
+        .execute()
+        .map_err(|err| kernel::explain(err, "dump nexthops"))?
+        .items
+        .iter()
+        .filter(|nh| family.is_none() || nh.family().is_none() || nh.family() == family)
+        .count();
+    let n_on_nexthops = routes
+        .iter()
+        .filter(|route| route.nh_id().is_some())
+        .count();
 
     let mut link_table = Table::new(LINK_FIELDS);
     for link in &links {
@@ -85,7 +99,7 @@ pub(crate) fn run(
     let mut counts: BTreeMap<(u32, &'static str), usize> = BTreeMap::new();
     for route in &routes {
         *counts
-            .entry((route.table(), kernel::family_name(route.family())))
+            .entry((route.table().into(), kernel::family_name(route.family())))
             .or_default() += 1;
     }
     let mut count_table = Table::new(COUNT_FIELDS);
@@ -98,10 +112,9 @@ pub(crate) fn run(
     }
 
     let mut default_table = Table::new(kernel::ROUTE_FIELDS);
-    for route in routes
-        .iter()
-        .filter(|route| route.dst_len() == 0 && route.kind() == netmirror_platform::RTN_UNICAST)
-    {
+    for route in routes.iter().filter(|route| {
+        route.dst_len() == 0 && route.kind() == netmirror_platform::RouteType::UNICAST
+    }) {
         default_table.push(kernel::route_row(route, &names));
     }
 
@@ -116,6 +129,7 @@ pub(crate) fn run(
         let mut object = Map::new();
         object.insert("links".to_owned(), printer.table_json(&link_table)?);
         object.insert("routes".to_owned(), printer.table_json(&count_table)?);
+        object.insert("nexthops".to_owned(), n_nexthops.into());
         object.insert(
             "default_routes".to_owned(),
             printer.table_json(&default_table)?,
@@ -147,6 +161,11 @@ pub(crate) fn run(
     printer.blank()?;
     printer.heading("Routes per table")?;
     printer.table(&count_table)?;
+    if n_nexthops > 0 {
+        printer.note(&format!(
+            "{n_nexthops} nexthop objects, {n_on_nexthops} routes use one (`netmirror nexthop`)"
+        ))?;
+    }
     printer.blank()?;
     printer.heading("Default routes")?;
     if default_table.len() == 0 {

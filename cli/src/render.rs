@@ -187,6 +187,12 @@ impl From<u32> for Cell {
     }
 }
 
+impl From<netmirror_platform::Ifindex> for Cell {
+    fn from(value: netmirror_platform::Ifindex) -> Self {
+        Cell::Int(value.get().into())
+    }
+}
+
 impl From<u8> for Cell {
     fn from(value: u8) -> Self {
         Cell::Int(value.into())

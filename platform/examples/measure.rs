@@ -195,7 +195,10 @@ fn main() -> Result<(), Box<dyn Error>> {
             let table: u32 = args.get(2).ok_or("table number missing")?.parse()?;
             let platform = Platform::open(config())?;
             let start = Instant::now();
-            let answer = platform.routes().table(table).execute()?;
+            let answer = platform
+                .routes()
+                .table(netmirror_platform::Table(table))
+                .execute()?;
             eprintln!(
                 "table {table}: {} routes in {:?}, filtered by {:?}",
                 answer.items.len(),

@@ -4,6 +4,8 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use crate::error::{Error, Result};
 use crate::route::Family;
+use crate::types::Ifindex;
+use crate::types::Scope;
 use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_str, nla_u8, nla_u32};
 
 const IFA_ADDRESS: u16 = 1;
@@ -53,7 +55,8 @@ pub struct AddressId {
 
 impl Address {
     /// An address to add: `address/prefix_len` on `ifindex`, universe scope, permanent.
-    pub fn new(ifindex: u32, address: IpAddr, prefix_len: u8) -> Self {
+    pub fn new(ifindex: Ifindex, address: IpAddr, prefix_len: u8) -> Self {
+        let ifindex = ifindex.0;
         Address {
             ifindex,
             address,
@@ -72,8 +75,8 @@ impl Address {
     }
 
     /// The interface index.
-    pub fn ifindex(&self) -> u32 {
-        self.ifindex
+    pub fn ifindex(&self) -> Ifindex {
+        Ifindex(self.ifindex)
     }
     /// The address family.
     pub fn family(&self) -> Family {
@@ -110,8 +113,8 @@ impl Address {
         self.flags
     }
     /// The scope (`RT_SCOPE_*`).
-    pub fn scope(&self) -> u8 {
-        self.scope
+    pub fn scope(&self) -> Scope {
+        Scope(self.scope)
     }
     /// Valid and preferred lifetimes in seconds ([`LIFETIME_FOREVER`] when permanent).
     pub fn lifetimes(&self) -> (u32, u32) {

@@ -22,8 +22,9 @@ use crate::addr::Address;
 use crate::error::{Error, KernelError, Result};
 use crate::nexthop::Nexthop;
 use crate::platform::{DUMP_RCVBUF, Platform};
-use crate::route::{Family, RTMSG_LEN, RTN_BLACKHOLE, RTN_UNICAST, Route};
+use crate::route::{Family, RTMSG_LEN, Route};
 use crate::socket::NlSocket;
+use crate::types::RouteType;
 use crate::wire::{self, Msgs};
 
 /// `NLM_F_ECHO`: the kernel also sends the requester its notification of the change.
@@ -557,9 +558,9 @@ pub(crate) fn emit_restore(echo: &[u8], buf: &mut Vec<u8>, seq: u32) {
         rtm_flags & u32::from(RTNH_F_ONLINK)
     };
     hdr[8..12].copy_from_slice(&keep.to_ne_bytes());
-    if on_nexthop && hdr[7] == RTN_BLACKHOLE {
+    if on_nexthop && hdr[7] == RouteType::BLACKHOLE.0 {
         // Lent by a blackhole nexthop; the route itself is unicast.
-        hdr[7] = RTN_UNICAST;
+        hdr[7] = RouteType::UNICAST.0;
     }
     msg.raw(&hdr);
     let mut nlas = wire::Nlas::new(attrs);

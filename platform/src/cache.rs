@@ -30,6 +30,7 @@ use crate::platform::{Chunk, Config, DumpReport, FibCounters, Platform};
 use crate::route::{Family, Route, RouteId, RouteWeakId};
 use crate::rule::{Rule, RuleId};
 use crate::socket::{NlSocket, RcvbufOutcome};
+use crate::types::Ifindex;
 use crate::wire::{self, MsgWriter, Msgs};
 
 mod state;
@@ -181,7 +182,7 @@ pub struct AddressesByIfindex;
 impl Object for Link {
     type Id = u32;
     fn id(&self) -> u32 {
-        self.ifindex()
+        self.ifindex().into()
     }
 }
 
@@ -216,7 +217,7 @@ impl Object for Nexthop {
 impl IndexType<Route> for RoutesByIfindex {
     type Partition = u32;
     fn partition(&self, route: &Route) -> Option<u32> {
-        route.ifindexes().next()
+        route.ifindexes().next().map(u32::from)
     }
     fn dense_key(&self, ifindex: &u32) -> Option<usize> {
         usize::try_from(*ifindex).ok()
@@ -243,7 +244,7 @@ impl IndexType<Route> for RoutesByWeakId {
 impl IndexType<Address> for AddressesByIfindex {
     type Partition = u32;
     fn partition(&self, addr: &Address) -> Option<u32> {
-        Some(addr.ifindex())
+        Some(addr.ifindex().into())
     }
     fn dense_key(&self, ifindex: &u32) -> Option<usize> {
         usize::try_from(*ifindex).ok()
@@ -404,8 +405,8 @@ impl Cache {
     }
 
     /// The link with this index.
-    pub fn link(&self, ifindex: u32) -> Option<&Arc<Link>> {
-        self.state.links.get(&ifindex)
+    pub fn link(&self, ifindex: Ifindex) -> Option<&Arc<Link>> {
+        self.state.links.get(&ifindex.0)
     }
 
     /// The link with this name.
@@ -419,10 +420,10 @@ impl Cache {
     }
 
     /// The addresses of one interface.
-    pub fn addresses_of(&self, ifindex: u32) -> impl Iterator<Item = &Arc<Address>> {
+    pub fn addresses_of(&self, ifindex: Ifindex) -> impl Iterator<Item = &Arc<Address>> {
         self.state
             .addresses
-            .partition(self.state.addresses_by_ifindex, &ifindex)
+            .partition(self.state.addresses_by_ifindex, &ifindex.0)
             .into_iter()
             .flatten()
     }
@@ -433,10 +434,10 @@ impl Cache {
     }
 
     /// The routes going out of one interface (by their first next hop).
-    pub fn routes_of(&self, ifindex: u32) -> impl Iterator<Item = &Arc<Route>> {
+    pub fn routes_of(&self, ifindex: Ifindex) -> impl Iterator<Item = &Arc<Route>> {
         self.state
             .routes
-            .partition(self.state.routes_by_ifindex, &ifindex)
+            .partition(self.state.routes_by_ifindex, &ifindex.0)
             .into_iter()
             .flatten()
     }
@@ -496,14 +497,15 @@ impl Cache {
             .filter(move |route| route.nh_id() == Some(id))
     }
 
-    /// The number of links, addresses, routes and rules held.
-    pub fn len(&self) -> (usize, usize, usize, usize) {
-        (
-            self.state.links.len(),
-            self.state.addresses.len(),
-            self.state.routes.len(),
-            self.state.rules.len(),
-        )
+    /// How many objects of each kind the cache holds.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            links: self.state.links.len(),
+            addresses: self.state.addresses.len(),
+            routes: self.state.routes.len(),
+            rules: self.state.rules.len(),
+            nexthops: self.state.nexthops.len(),
+        }
     }
 
     /// Waits up to `timeout` (`None`: forever) for events, applies what arrived (at most a
@@ -771,7 +773,7 @@ impl Cache {
                     Ok(Route::parse(payload)?
                         .filter(|route| route.flags() & RTM_F_CLONED == 0)
                         .filter(|route| {
-                            ifindex.is_none_or(|i| route.ifindexes().next() == Some(i))
+                            ifindex.is_none_or(|i| route.ifindexes().next() == Some(Ifindex(i)))
                         }))
                 };
                 let partition = ifindex.map(|ifindex| (self.state.routes_by_ifindex, ifindex));
@@ -1159,4 +1161,27 @@ fn emit_dump(buf: &mut Vec<u8>, seq: u32, kind: Kind, ifindex: Option<u32>, stri
         msg.attr_u32(4, ifindex);
     }
     msg.finish();
+}
+
+/// How many objects of each kind a [`Cache`] holds ([`Cache::counts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Counts {
+    /// Links.
+    pub links: usize,
+    /// Addresses.
+    pub addresses: usize,
+    /// Routes, every table and family.
+    pub routes: usize,
+    /// Policy routing rules.
+    pub rules: usize,
+    /// Nexthop objects.
+    pub nexthops: usize,
+}
+
+impl Counts {
+    /// The total number of objects.
+    pub fn total(&self) -> usize {
+        self.links + self.addresses + self.routes + self.rules + self.nexthops
+    }
 }

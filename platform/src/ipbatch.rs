@@ -13,16 +13,16 @@
 //! word, never a panic.
 //!
 //! ```
-//! use netmirror_platform::{Item, Op, ipbatch};
+//! use netmirror_platform::{Ifindex, Item, Op, ipbatch};
 //!
 //! // Device names are resolved by the caller, from a link dump for example.
-//! let ifindex = |name: &str| (name == "eth0").then_some(2);
+//! let ifindex = |name: &str| (name == "eth0").then_some(Ifindex(2));
 //! let Item::Route(op, route) = ipbatch::parse_line("route add 10.1.0.0/16 dev eth0 metric 7", &ifindex)?
 //! else {
 //!     panic!("a route line is a route");
 //! };
 //! assert_eq!(op, Op::Add);
-//! assert_eq!((route.oif(), route.priority()), (Some(2), 7));
+//! assert_eq!((route.oif(), route.priority()), (Some(Ifindex(2)), 7));
 //!
 //! let err = ipbatch::parse_line("route add 10.1.0.0/16 dev eth9", &ifindex).unwrap_err();
 //! assert_eq!(err.token(), Some("eth9"));
@@ -36,17 +36,8 @@ use crate::addr::Address;
 use crate::batch::{Item, Op};
 use crate::names;
 use crate::nexthop::{GroupMember, NEXTHOP_GRP_TYPE_RES, Nexthop, RTNH_F_ONLINK};
-use crate::route::{
-    Encap, NextHop, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RTN_LOCAL, RTN_UNICAST, Route,
-    TABLE_LOCAL,
-};
-
-/// Route type `RTN_BROADCAST`.
-const RTN_BROADCAST: u8 = 3;
-/// Route type `RTN_MULTICAST`, the last type `ip` gives link scope.
-const RTN_MULTICAST: u8 = 5;
-/// Scope `RT_SCOPE_NOWHERE`: in a delete request, any scope matches.
-const RT_SCOPE_NOWHERE: u8 = 255;
+use crate::route::{Encap, NextHop, Route};
+use crate::types::{Ifindex, Protocol, RouteType, Scope, Table};
 
 /// Why a line is not a change `ip` would make; carries the offending word when there is one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -190,7 +181,7 @@ pub struct Line<'a> {
 /// come out numbered and parsed with [`parse_line`].
 pub fn parse<'a>(
     text: &'a str,
-    ifindex: &'a dyn Fn(&str) -> Option<u32>,
+    ifindex: &'a dyn Fn(&str) -> Option<Ifindex>,
 ) -> impl Iterator<Item = Line<'a>> + 'a {
     text.lines().enumerate().filter_map(move |(idx, raw)| {
         let text = raw.trim();
@@ -209,7 +200,10 @@ pub fn parse<'a>(
 /// `ifindex` resolves device names.
 ///
 /// A `-4` or `-6` option anywhere is accepted and ignored: the addresses say the family.
-pub fn parse_line(line: &str, ifindex: &dyn Fn(&str) -> Option<u32>) -> Result<Item, ParseError> {
+pub fn parse_line(
+    line: &str,
+    ifindex: &dyn Fn(&str) -> Option<Ifindex>,
+) -> Result<Item, ParseError> {
     let mut words: Vec<&str> = line.split_whitespace().collect();
     words.retain(|word| !matches!(*word, "-4" | "-6"));
     let (object, rest) = words.split_first().ok_or(ParseError::Empty)?;
@@ -234,7 +228,7 @@ pub fn parse_line(line: &str, ifindex: &dyn Fn(&str) -> Option<u32>) -> Result<I
 fn parse_route(
     op: Op,
     args: &[&str],
-    ifindex: &dyn Fn(&str) -> Option<u32>,
+    ifindex: &dyn Fn(&str) -> Option<Ifindex>,
 ) -> Result<Route, ParseError> {
     let delete = op == Op::Delete;
     let mut words = args.iter().copied().peekable();
@@ -243,7 +237,7 @@ fn parse_route(
     if let Some(word) = words.peek()
         && let Some(id) = names::parse_route_type(word).filter(|_| word.parse::<u8>().is_err())
     {
-        kind = Some(id);
+        kind = Some(RouteType(id));
         words.next();
     }
     let prefix = words.next().ok_or(ParseError::MissingPrefix)?;
@@ -303,10 +297,10 @@ fn parse_route(
             }
             "dev" | "oif" => dev = Some(resolve(ifindex, value)?),
             "table" => {
-                table = Some(
+                table = Some(Table(
                     names::parse_table(value)
                         .ok_or_else(|| ParseError::UnknownTable(value.to_owned()))?,
-                )
+                ))
             }
             "metric" | "priority" | "preference" => {
                 metric = Some(
@@ -316,16 +310,16 @@ fn parse_route(
                 )
             }
             "proto" | "protocol" => {
-                proto = Some(
-                    names::parse_protocol(value)
-                        .ok_or_else(|| ParseError::UnknownProtocol(value.to_owned()))?,
-                )
+                proto =
+                    Some(Protocol(names::parse_protocol(value).ok_or_else(|| {
+                        ParseError::UnknownProtocol(value.to_owned())
+                    })?))
             }
             "scope" => {
-                scope = Some(
+                scope = Some(Scope(
                     names::parse_scope(value)
                         .ok_or_else(|| ParseError::UnknownScope(value.to_owned()))?,
-                )
+                ))
             }
             "src" => prefsrc = Some(parse_addr_value(value)?),
             "nhid" => nh_id = Some(parse_number(value)?),
@@ -363,9 +357,12 @@ fn parse_route(
         prefix => parse_prefix(prefix)?,
     };
     let explicit_kind = kind.is_some();
-    let kind = kind.unwrap_or(RTN_UNICAST);
-    let mut route =
-        Route::new(dst, dst_len).with_kind(if delete && !explicit_kind { 0 } else { kind });
+    let kind = kind.unwrap_or(RouteType::UNICAST);
+    let mut route = Route::new(dst, dst_len).with_kind(if delete && !explicit_kind {
+        RouteType::UNSPEC
+    } else {
+        kind
+    });
     if let Some(gateway) = gateway {
         if gateway.is_ipv6() != dst.is_ipv6() && via_family.is_none() {
             return Err(ParseError::GatewayFamily(gateway.to_string()));
@@ -382,26 +379,27 @@ fn parse_route(
     }
     if let Some(table) = table {
         route = route.with_table(table);
-    } else if kind == RTN_LOCAL || kind == RTN_BROADCAST {
+    } else if kind == RouteType::LOCAL || kind == RouteType::BROADCAST {
         // `ip` puts local and broadcast routes in the local table.
-        route = route.with_table(TABLE_LOCAL);
+        route = route.with_table(Table::LOCAL);
     }
     if let Some(metric) = metric {
         route = route.with_priority(metric);
     }
     match proto {
         Some(proto) => route = route.with_protocol(proto),
-        None if delete => route = route.with_protocol(0),
+        None if delete => route = route.with_protocol(Protocol::UNSPEC),
         None => {}
     }
     // The scope `ip` chooses: host for local routes, link for broadcast, anycast and
     // multicast ones and for unicast routes without a gateway, universe otherwise.
     let scope = scope.unwrap_or(match kind {
-        _ if delete => RT_SCOPE_NOWHERE,
-        RTN_LOCAL => RT_SCOPE_HOST,
-        RTN_BROADCAST..=RTN_MULTICAST => RT_SCOPE_LINK,
-        RTN_UNICAST if gateway.is_none() && dev.is_some() => RT_SCOPE_LINK,
-        _ => RT_SCOPE_UNIVERSE,
+        // In a delete request, any scope matches.
+        _ if delete => Scope::NOWHERE,
+        RouteType::LOCAL => Scope::HOST,
+        RouteType::BROADCAST | RouteType::ANYCAST | RouteType::MULTICAST => Scope::LINK,
+        RouteType::UNICAST if gateway.is_none() && dev.is_some() => Scope::LINK,
+        _ => Scope::UNIVERSE,
     });
     route = route.with_scope(scope);
     if let Some(prefsrc) = prefsrc {
@@ -411,7 +409,7 @@ fn parse_route(
         route = route.with_nh_id(nh_id);
     }
     if !delete
-        && kind == RTN_UNICAST
+        && kind == RouteType::UNICAST
         && gateway.is_none()
         && dev.is_none()
         && nh_id.is_none()
@@ -514,7 +512,7 @@ fn metric_value(keyword: &str, kind: u16, value: &str) -> Result<MetricValue, Pa
 /// to the next `nexthop` or the end of the line.
 fn parse_hop<'a>(
     words: &mut std::iter::Peekable<impl Iterator<Item = &'a str>>,
-    ifindex: &dyn Fn(&str) -> Option<u32>,
+    ifindex: &dyn Fn(&str) -> Option<Ifindex>,
 ) -> Result<NextHop, ParseError> {
     let mut hop = NextHop::default();
     while let Some(&keyword) = words.peek() {
@@ -645,7 +643,7 @@ fn parse_encap<'a>(
 fn parse_nexthop(
     op: Op,
     args: &[&str],
-    ifindex: &dyn Fn(&str) -> Option<u32>,
+    ifindex: &dyn Fn(&str) -> Option<Ifindex>,
 ) -> Result<Nexthop, ParseError> {
     let mut words = args.iter().copied();
     let mut nh = Nexthop::new(0);
@@ -668,10 +666,10 @@ fn parse_nexthop(
             }
             "proto" | "protocol" => {
                 let value = value()?;
-                nh = nh.with_protocol(
+                nh = nh.with_protocol(Protocol(
                     names::parse_protocol(value)
                         .ok_or_else(|| ParseError::UnknownProtocol(value.to_owned()))?,
-                )
+                ))
             }
             "group" => nh = nh.with_group(parse_group(value()?)?),
             "type" => match value()? {
@@ -720,7 +718,10 @@ fn parse_number(text: &str) -> Result<u32, ParseError> {
 }
 
 /// `PREFIX dev DEV [broadcast ADDR]`.
-fn parse_addr(args: &[&str], ifindex: &dyn Fn(&str) -> Option<u32>) -> Result<Address, ParseError> {
+fn parse_addr(
+    args: &[&str],
+    ifindex: &dyn Fn(&str) -> Option<Ifindex>,
+) -> Result<Address, ParseError> {
     let mut words = args.iter().copied();
     let prefix = words.next().ok_or(ParseError::MissingAddress)?;
     let (addr, prefix_len) = parse_prefix(prefix)?;
@@ -747,7 +748,7 @@ fn parse_addr(args: &[&str], ifindex: &dyn Fn(&str) -> Option<u32>) -> Result<Ad
     Ok(address)
 }
 
-fn resolve(ifindex: &dyn Fn(&str) -> Option<u32>, name: &str) -> Result<u32, ParseError> {
+fn resolve(ifindex: &dyn Fn(&str) -> Option<Ifindex>, name: &str) -> Result<Ifindex, ParseError> {
     ifindex(name).ok_or_else(|| ParseError::UnknownDevice(name.to_owned()))
 }
 

@@ -77,16 +77,17 @@
 //! Building a route for a batch, and what the cache identifies it by (pure, no I/O):
 //!
 //! ```
-//! use netmirror_platform::{Family, Route};
+//! use netmirror_platform::{Family, Ifindex, Protocol, Route, Table};
 //!
 //! let route = Route::new("10.3.0.0".parse()?, 16)
 //!     .with_gateway("10.2.0.2".parse()?)
-//!     .with_oif(3)
-//!     .with_table(100);
+//!     .with_oif(Ifindex(3))
+//!     .with_table(Table(100));
 //! assert_eq!(route.family(), Family::V4);
 //! assert_eq!(route.gateway(), Some("10.2.0.2".parse()?));
+//! assert_eq!((route.table().to_string(), route.protocol().to_string()), ("100".into(), "boot".into()));
 //! // An update of the same kernel route (same prefix, metric, next hop) has the same id.
-//! assert_eq!(route.id(), route.clone().with_protocol(4).id());
+//! assert_eq!(route.id(), route.clone().with_protocol(Protocol::STATIC).id());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -136,6 +137,7 @@ mod route;
 mod rule;
 mod socket;
 pub mod text;
+mod types;
 mod wire;
 
 #[cfg(test)]
@@ -152,7 +154,7 @@ pub use asynch::with_async_io::AsyncIoCache;
 pub use asynch::with_tokio::TokioCache;
 pub use batch::{Batch, Failure, Item, Op, Report};
 pub use cache::{
-    AddressesByIfindex, Cache, Change, DefaultRoutes, Event, PollStatus, RoutesByIfindex,
+    AddressesByIfindex, Cache, Change, Counts, DefaultRoutes, Event, PollStatus, RoutesByIfindex,
     RoutesByWeakId, Stats, WEAK_ID_BUCKETS,
 };
 pub use error::{Error, KernelError, Result};
@@ -166,15 +168,14 @@ pub use nexthop::{
 pub use platform::{Config, DumpReport, Platform};
 pub use query::{AddressQuery, Answer, FilterSide, LinkQuery, RouteQuery, RuleQuery};
 pub use route::{
-    AttrValue, Encap, Family, NextHop, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE,
-    RTAX_CC_ALGO, RTN_BLACKHOLE, RTN_LOCAL, RTN_UNICAST, RTN_UNREACHABLE, RTPROT_BOOT, RTPROT_RA,
-    RTPROT_STATIC, Route, RouteId, RouteMetric, RouteWeakId, TABLE_LOCAL, TABLE_MAIN,
+    AttrValue, Encap, Family, NextHop, RTAX_CC_ALGO, Route, RouteId, RouteMetric, RouteWeakId,
 };
 pub use rule::{
     FIB_RULE_IIF_DETACHED, FIB_RULE_INVERT, FIB_RULE_OIF_DETACHED, FIB_RULE_UNRESOLVED,
     FR_ACT_TO_TBL, Rule, RuleId,
 };
 pub use socket::RcvbufOutcome;
+pub use types::{Ifindex, Protocol, RouteType, Scope, Table};
 
 // Documented by its own inner docs: an outer doc comment here would make rustdoc resolve
 // their links from the crate root and fail.

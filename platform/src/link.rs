@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::linkinfo::{self, KindAttr, LinkInfo};
+use crate::types::Ifindex;
 use crate::wire::{self, Nlas, nla_str, nla_u8, nla_u32};
 
 const IFLA_ADDRESS: u16 = 1;
@@ -13,6 +14,7 @@ const IFLA_MASTER: u16 = 10;
 const IFLA_TXQLEN: u16 = 13;
 const IFLA_OPERSTATE: u16 = 16;
 const IFLA_LINKMODE: u16 = 17;
+const IFLA_PROTINFO: u16 = 12;
 const IFLA_LINKINFO: u16 = 18;
 const IFLA_IFALIAS: u16 = 20;
 const IFLA_GROUP: u16 = 27;
@@ -86,8 +88,8 @@ impl std::hash::Hash for Link {
 
 impl Link {
     /// The interface index.
-    pub fn ifindex(&self) -> u32 {
-        self.ifindex
+    pub fn ifindex(&self) -> Ifindex {
+        Ifindex(self.ifindex)
     }
     /// The interface name.
     pub fn name(&self) -> &str {
@@ -122,12 +124,12 @@ impl Link {
         self.txqlen
     }
     /// The parent link (`IFLA_LINK`, e.g. a veth's peer), if any.
-    pub fn parent(&self) -> Option<u32> {
-        self.parent
+    pub fn parent(&self) -> Option<Ifindex> {
+        self.parent.map(Ifindex)
     }
     /// The controller (`IFLA_MASTER`, e.g. the bridge), if any.
-    pub fn controller(&self) -> Option<u32> {
-        self.controller
+    pub fn controller(&self) -> Option<Ifindex> {
+        self.controller.map(Ifindex)
     }
     /// The RFC 2863 operational state (`IF_OPER_*`: 2 down, 6 up, 0 unknown).
     pub fn operstate(&self) -> u8 {
@@ -213,6 +215,25 @@ impl Link {
     /// (`IFLA_STATS*`, carrier counts) and `IFLA_AF_SPEC` are not kept.
     pub fn unknown_attributes(&self) -> &[(u16, Box<[u8]>)] {
         &self.other
+    }
+
+    /// The link a bridge port's `AF_BRIDGE` `RTM_NEWLINK` (`payload`) updates: the port data
+    /// of `self` with the values of its `IFLA_PROTINFO` (the STP state and the other port
+    /// settings, which the kernel announces this way only). `None` when the message is not
+    /// about `self` as a bridge port or changes nothing.
+    pub(crate) fn with_bridge_port_info(&self, payload: &[u8]) -> Option<Link> {
+        let hdr = payload.get(..IFINFOMSG_LEN)?;
+        if hdr[0] != wire::AF_BRIDGE
+            || wire::u32_at(hdr, 4) != self.ifindex
+            || self.port_kind() != Some("bridge")
+        {
+            return None;
+        }
+        let (_, protinfo) =
+            Nlas::new(&payload[IFINFOMSG_LEN..]).find(|(kind, _)| *kind == IFLA_PROTINFO)?;
+        let mut link = self.clone();
+        let info = link.info.as_deref_mut()?;
+        linkinfo::update_bridge_port(&mut info.port_data, protinfo).then_some(link)
     }
 
     /// Parses an `RTM_NEWLINK`/`RTM_DELLINK` payload. Returns `Ok(None)` for messages of

@@ -267,6 +267,22 @@ pub(crate) fn parse(payload: &[u8]) -> LinkInfo {
     info
 }
 
+/// Updates the bridge port data `port_data` with the values of `protinfo` (the payload of
+/// `IFLA_PROTINFO` in an `AF_BRIDGE` `RTM_NEWLINK`, the same `IFLA_BRPORT_*` attributes):
+/// each attribute `port_data` has takes the new value. Returns whether one changed.
+pub(crate) fn update_bridge_port(port_data: &mut [KindAttr], protinfo: &[u8]) -> bool {
+    let mut changed = false;
+    for (name, value) in decode(BRIDGE_PORT, protinfo) {
+        if let Some(held) = port_data.iter_mut().find(|(held, _)| *held == name)
+            && held.1 != value
+        {
+            held.1 = value;
+            changed = true;
+        }
+    }
+    changed
+}
+
 /// Decodes nested attributes with `table`; what it does not list (or lists with another size)
 /// is kept as `attrN` and its bytes.
 fn decode(table: &[(u16, &'static str, Ty)], data: &[u8]) -> Vec<KindAttr> {

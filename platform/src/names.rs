@@ -640,6 +640,16 @@ pub fn operstate(id: u8) -> Cow<'static, str> {
         .map_or_else(|| Cow::Owned(id.to_string()), |name| Cow::Borrowed(*name))
 }
 
+/// A link mode's name as `ip` prints it (`DEFAULT`, `DORMANT`, `TESTING`) or number.
+pub fn link_mode(id: u8) -> Cow<'static, str> {
+    match id {
+        0 => Cow::Borrowed("DEFAULT"),
+        1 => Cow::Borrowed("DORMANT"),
+        2 => Cow::Borrowed("TESTING"),
+        other => Cow::Owned(other.to_string()),
+    }
+}
+
 /// A hardware type's name (`ether`) or number.
 pub fn link_type(id: u16) -> Cow<'static, str> {
     name_of(LINK_TYPES, id)

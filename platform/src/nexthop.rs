@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::platform::{Platform, Step};
 use crate::query::{Answer, FilterSide};
 use crate::route::Family;
+use crate::types::{Ifindex, Protocol, Scope};
 use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_u32};
 
 const NHA_ID: u16 = 1;
@@ -120,8 +121,8 @@ impl Nexthop {
     }
 
     /// Out of this device.
-    pub fn with_oif(mut self, ifindex: u32) -> Self {
-        self.oif = Some(ifindex);
+    pub fn with_oif(mut self, ifindex: Ifindex) -> Self {
+        self.oif = Some(ifindex.0);
         self
     }
 
@@ -144,8 +145,8 @@ impl Nexthop {
     }
 
     /// Installed by this protocol (`RTPROT_*`).
-    pub fn with_protocol(mut self, protocol: u8) -> Self {
-        self.protocol = protocol;
+    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol.0;
         self
     }
 
@@ -188,12 +189,12 @@ impl Nexthop {
         }
     }
     /// The scope (`RT_SCOPE_*`).
-    pub fn scope(&self) -> u8 {
-        self.scope
+    pub fn scope(&self) -> Scope {
+        Scope(self.scope)
     }
     /// The protocol that installed it (`RTPROT_*`; 0 is `unspec`).
-    pub fn protocol(&self) -> u8 {
-        self.protocol
+    pub fn protocol(&self) -> Protocol {
+        Protocol(self.protocol)
     }
     /// The `RTNH_F_*` flags ([`RTNH_F_ONLINK`], [`RTNH_F_DEAD`], [`RTNH_F_LINKDOWN`], ...).
     pub fn flags(&self) -> u32 {
@@ -204,8 +205,8 @@ impl Nexthop {
         self.gateway
     }
     /// The output device, if any (a blackhole reports none).
-    pub fn oif(&self) -> Option<u32> {
-        self.oif
+    pub fn oif(&self) -> Option<Ifindex> {
+        self.oif.map(Ifindex)
     }
     /// True for a blackhole nexthop.
     pub fn is_blackhole(&self) -> bool {
@@ -476,7 +477,7 @@ impl std::fmt::Display for Nexthop {
 #[must_use = "a query does nothing until executed"]
 pub struct NexthopQuery<'a> {
     platform: &'a Platform,
-    dev: Option<u32>,
+    dev: Option<Ifindex>,
     id: Option<u32>,
 }
 
@@ -493,7 +494,7 @@ impl Platform {
 
 impl NexthopQuery<'_> {
     /// Only the nexthops on this device (`ip nexthop show dev D`; groups have none).
-    pub fn dev(mut self, ifindex: u32) -> Self {
+    pub fn dev(mut self, ifindex: Ifindex) -> Self {
         self.dev = Some(ifindex);
         self
     }

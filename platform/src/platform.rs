@@ -85,7 +85,7 @@ impl Config {
 
 /// A handle on the rtnetlink of one network namespace.
 ///
-/// Requests are values: `platform.routes().table(100).execute()`. All methods take `&self`;
+/// Requests are values: `platform.routes().table(Table(100)).execute()`. All methods take `&self`;
 /// requests on one platform are serialised on its socket.
 #[derive(Debug)]
 pub struct Platform {

@@ -8,6 +8,7 @@ use crate::link::{IFINFOMSG_LEN, Link};
 use crate::platform::{DumpReport, Platform, Step};
 use crate::route::{Family, RTMSG_LEN, Route};
 use crate::rule::Rule;
+use crate::types::{Ifindex, Protocol, RouteType, Table};
 use crate::wire::{self, MsgWriter};
 
 const RTA_OIF: u16 = 4;
@@ -58,16 +59,16 @@ impl<T> Answer<T> {
     }
 }
 
-/// A route query: `platform.routes().table(100).dev(ifindex).execute()`.
+/// A route query: `platform.routes().table(Table(100)).dev(ifindex).execute()`.
 #[derive(Debug)]
 #[must_use = "a query does nothing until executed"]
 pub struct RouteQuery<'a> {
     platform: &'a Platform,
     family: Option<Family>,
-    table: Option<u32>,
+    table: Option<Table>,
     dev: Option<u32>,
-    protocol: Option<u8>,
-    kind: Option<u8>,
+    protocol: Option<Protocol>,
+    kind: Option<RouteType>,
     /// `dev` selects routes with any next hop on it (the kernel's own dev filter), not only
     /// by their own device.
     any_hop: bool,
@@ -122,7 +123,7 @@ impl RouteQuery<'_> {
         self
     }
     /// Only routes of this table.
-    pub fn table(mut self, table: u32) -> Self {
+    pub fn table(mut self, table: Table) -> Self {
         self.table = Some(table);
         self
     }
@@ -130,8 +131,8 @@ impl RouteQuery<'_> {
     /// route's own output interface (`RTA_OIF`). A multipath route (also one on a nexthop
     /// group) has an interface per hop and none of its own, so it is not selected, as `ip`
     /// does not select it.
-    pub fn dev(mut self, ifindex: u32) -> Self {
-        self.dev = Some(ifindex);
+    pub fn dev(mut self, ifindex: Ifindex) -> Self {
+        self.dev = Some(ifindex.0);
         self
     }
     /// Only routes with a next hop on this interface, also multipath routes (as the
@@ -143,14 +144,14 @@ impl RouteQuery<'_> {
     }
 
     /// Only routes of this protocol (`RTPROT_*`).
-    pub fn protocol(mut self, protocol: u8) -> Self {
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
         self.protocol = Some(protocol);
         self
     }
     /// Only routes of this type (`RTN_*`), as the kernel reports it: a route on a blackhole
     /// nexthop object is a blackhole route (the kernel's own type filter sees it as unicast,
     /// so this filter always runs here).
-    pub fn kind(mut self, kind: u8) -> Self {
+    pub fn kind(mut self, kind: RouteType) -> Self {
         self.kind = Some(kind);
         self
     }
@@ -159,9 +160,9 @@ impl RouteQuery<'_> {
         self.table.is_none_or(|table| route.table() == table)
             && self.dev.is_none_or(|dev| {
                 if self.any_hop {
-                    route.ifindexes().any(|i| i == dev)
+                    route.ifindexes().any(|i| i == Ifindex(dev))
                 } else {
-                    route.oif() == Some(dev)
+                    route.oif() == Some(Ifindex(dev))
                 }
             })
             && self
@@ -221,12 +222,12 @@ impl RouteQuery<'_> {
         hdr[0] = family.af();
         if strict {
             // With strict checking these header fields are filters; zero means "any".
-            hdr[5] = self.protocol.unwrap_or(0);
+            hdr[5] = self.protocol.unwrap_or(Protocol::UNSPEC).0;
         }
         msg.raw(&hdr);
         if strict {
             if let Some(table) = self.table {
-                msg.attr_u32(RTA_TABLE, table);
+                msg.attr_u32(RTA_TABLE, table.0);
             }
             if let Some(dev) = self.dev {
                 msg.attr_u32(RTA_OIF, dev);
@@ -247,8 +248,8 @@ pub struct LinkQuery<'a> {
 
 impl LinkQuery<'_> {
     /// Only the link with this index (asked of the kernel directly).
-    pub fn ifindex(mut self, ifindex: u32) -> Self {
-        self.ifindex = Some(ifindex);
+    pub fn ifindex(mut self, ifindex: Ifindex) -> Self {
+        self.ifindex = Some(ifindex.0);
         self
     }
     /// Only the link with this name (asked of the kernel directly).
@@ -326,8 +327,8 @@ impl AddressQuery<'_> {
         self
     }
     /// Only addresses of this interface.
-    pub fn ifindex(mut self, ifindex: u32) -> Self {
-        self.ifindex = Some(ifindex);
+    pub fn ifindex(mut self, ifindex: Ifindex) -> Self {
+        self.ifindex = Some(ifindex.0);
         self
     }
 
@@ -358,7 +359,7 @@ impl AddressQuery<'_> {
                 match step {
                     Step::Msg(msg) => {
                         if let Some(addr) = Address::parse(msg.payload)?
-                            && ifindex.is_none_or(|i| addr.ifindex() == i)
+                            && ifindex.is_none_or(|i| addr.ifindex() == Ifindex(i))
                         {
                             items.push(addr);
                         }
@@ -379,7 +380,7 @@ impl AddressQuery<'_> {
 pub struct RuleQuery<'a> {
     platform: &'a Platform,
     family: Option<Family>,
-    table: Option<u32>,
+    table: Option<Table>,
 }
 
 impl RuleQuery<'_> {
@@ -389,7 +390,7 @@ impl RuleQuery<'_> {
         self
     }
     /// Only rules pointing at this table (filtered here: the kernel has no such filter).
-    pub fn table(mut self, table: u32) -> Self {
+    pub fn table(mut self, table: Table) -> Self {
         self.table = Some(table);
         self
     }

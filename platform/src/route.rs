@@ -7,6 +7,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::error::{Error, Result};
+use crate::types::{Ifindex, Protocol, RouteType, Scope, Table};
 use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_u8, nla_u32};
 
 const RTA_DST: u16 = 1;
@@ -40,34 +41,6 @@ const USER_HZ: u32 = 100;
 
 /// Length of `struct rtmsg`.
 pub(crate) const RTMSG_LEN: usize = 12;
-
-/// The main routing table.
-pub const TABLE_MAIN: u32 = 254;
-/// The local routing table.
-pub const TABLE_LOCAL: u32 = 255;
-
-/// Route type `RTN_UNICAST`.
-pub const RTN_UNICAST: u8 = 1;
-/// Route type `RTN_LOCAL`.
-pub const RTN_LOCAL: u8 = 2;
-/// Route type `RTN_BLACKHOLE`.
-pub const RTN_BLACKHOLE: u8 = 6;
-/// Route type `RTN_UNREACHABLE`.
-pub const RTN_UNREACHABLE: u8 = 7;
-
-/// Route protocol `RTPROT_BOOT` (what `ip route add` uses).
-pub const RTPROT_BOOT: u8 = 3;
-/// Route protocol `RTPROT_RA` (learned from router advertisements).
-pub const RTPROT_RA: u8 = 9;
-/// Route protocol `RTPROT_STATIC`.
-pub const RTPROT_STATIC: u8 = 4;
-
-/// Scope `RT_SCOPE_UNIVERSE`.
-pub const RT_SCOPE_UNIVERSE: u8 = 0;
-/// Scope `RT_SCOPE_LINK`.
-pub const RT_SCOPE_LINK: u8 = 253;
-/// Scope `RT_SCOPE_HOST`.
-pub const RT_SCOPE_HOST: u8 = 254;
 
 // Bits of `Route::bits`.
 const V6: u8 = 1 << 0;
@@ -107,7 +80,7 @@ impl Family {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct NextHop {
     /// Output interface index.
-    pub ifindex: u32,
+    pub ifindex: Ifindex,
     /// Gateway, if any: from `RTA_GATEWAY`, or from `RTA_VIA` when its family differs from
     /// the route's (`nexthop via inet6 fe80::1` in an IPv4 route).
     pub gateway: Option<IpAddr>,
@@ -129,7 +102,7 @@ struct HopMore {
 
 impl NextHop {
     /// A hop out of `ifindex` via `gateway` with weight 1.
-    pub fn new(ifindex: u32, gateway: Option<IpAddr>) -> Self {
+    pub fn new(ifindex: Ifindex, gateway: Option<IpAddr>) -> Self {
         NextHop {
             ifindex,
             gateway,
@@ -673,15 +646,15 @@ impl Route {
     pub fn new(dst: IpAddr, dst_len: u8) -> Self {
         let mut route = Route {
             v4: [[0; 4]; 3],
-            table: TABLE_MAIN,
+            table: Table::MAIN.0,
             priority: 0,
             oif: 0,
             flags: 0,
             dst_len,
             tos: 0,
-            protocol: RTPROT_BOOT,
-            scope: RT_SCOPE_UNIVERSE,
-            kind: RTN_UNICAST,
+            protocol: Protocol::BOOT.0,
+            scope: Scope::UNIVERSE.0,
+            kind: RouteType::UNICAST.0,
             bits: 0,
             extra: None,
         };
@@ -694,8 +667,8 @@ impl Route {
     }
 
     /// Sets the routing table.
-    pub fn with_table(mut self, table: u32) -> Self {
-        self.table = table;
+    pub fn with_table(mut self, table: Table) -> Self {
+        self.table = table.0;
         self
     }
 
@@ -817,8 +790,8 @@ impl Route {
     }
 
     /// Sets the output interface.
-    pub fn with_oif(mut self, ifindex: u32) -> Self {
-        self.oif = ifindex;
+    pub fn with_oif(mut self, ifindex: Ifindex) -> Self {
+        self.oif = ifindex.0;
         self.bits |= HAS_OIF;
         self
     }
@@ -831,20 +804,20 @@ impl Route {
     }
 
     /// Sets the protocol (`RTPROT_*`).
-    pub fn with_protocol(mut self, protocol: u8) -> Self {
-        self.protocol = protocol;
+    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol.0;
         self
     }
 
     /// Sets the scope (`RT_SCOPE_*`).
-    pub fn with_scope(mut self, scope: u8) -> Self {
-        self.scope = scope;
+    pub fn with_scope(mut self, scope: Scope) -> Self {
+        self.scope = scope.0;
         self
     }
 
     /// Sets the route type (`RTN_*`).
-    pub fn with_kind(mut self, kind: u8) -> Self {
-        self.kind = kind;
+    pub fn with_kind(mut self, kind: RouteType) -> Self {
+        self.kind = kind.0;
         self
     }
 
@@ -884,8 +857,8 @@ impl Route {
     }
 
     /// The routing table (`RTA_TABLE`, or the header's table).
-    pub fn table(&self) -> u32 {
-        self.table
+    pub fn table(&self) -> Table {
+        Table(self.table)
     }
 
     /// The destination prefix address (the unspecified address for a default route).
@@ -945,8 +918,8 @@ impl Route {
     }
 
     /// The input interface (`RTA_IIF`), if any.
-    pub fn iif(&self) -> Option<u32> {
-        self.rare().iif
+    pub fn iif(&self) -> Option<Ifindex> {
+        self.rare().iif.map(Ifindex)
     }
 
     /// Attributes this crate does not decode, as the kernel sent them: type and payload.
@@ -968,8 +941,8 @@ impl Route {
     }
 
     /// The output interface, if any.
-    pub fn oif(&self) -> Option<u32> {
-        (self.bits & HAS_OIF != 0).then_some(self.oif)
+    pub fn oif(&self) -> Option<Ifindex> {
+        (self.bits & HAS_OIF != 0).then_some(Ifindex(self.oif))
     }
 
     /// The metric (`RTA_PRIORITY`); 0 when absent.
@@ -978,18 +951,18 @@ impl Route {
     }
 
     /// The protocol that installed the route (`RTPROT_*`).
-    pub fn protocol(&self) -> u8 {
-        self.protocol
+    pub fn protocol(&self) -> Protocol {
+        Protocol(self.protocol)
     }
 
     /// The scope (`RT_SCOPE_*`).
-    pub fn scope(&self) -> u8 {
-        self.scope
+    pub fn scope(&self) -> Scope {
+        Scope(self.scope)
     }
 
     /// The route type (`RTN_*`).
-    pub fn kind(&self) -> u8 {
-        self.kind
+    pub fn kind(&self) -> RouteType {
+        RouteType(self.kind)
     }
 
     /// The TOS (IPv4 only).
@@ -1050,7 +1023,7 @@ impl Route {
     }
 
     /// Every interface the route goes out of: its `oif` and its next hops'.
-    pub fn ifindexes(&self) -> impl Iterator<Item = u32> + '_ {
+    pub fn ifindexes(&self) -> impl Iterator<Item = Ifindex> + '_ {
         self.oif()
             .into_iter()
             .chain(self.multipath().iter().map(|hop| hop.ifindex))
@@ -1086,7 +1059,7 @@ impl Route {
         let oif = if self.bits & HAS_OIF != 0 {
             self.oif
         } else {
-            first_hop.map_or(0, |hop| hop.ifindex)
+            first_hop.map_or(0, |hop| hop.ifindex.into())
         };
         let gateway = self
             .gateway()
@@ -1103,7 +1076,7 @@ impl Route {
             // it become its siblings, announced as one multipath route, so they are not part
             // of the id. Other routes (device routes, RA routes) are told apart by next hop.
             Some(extra) if self.bits & V6 != 0 => {
-                let ecmp = gateway.is_some() && self.protocol != RTPROT_RA;
+                let ecmp = gateway.is_some() && self.protocol != Protocol::RA.0;
                 RouteId(IdInner::V6 {
                     table: self.table,
                     priority: self.priority,
@@ -1214,7 +1187,7 @@ impl Route {
     ) -> Option<Route> {
         let extra = self.extra.as_ref()?;
         let at = extra.rare().multipath.iter().position(|hop| {
-            hop.gateway == gateway && ifindex.is_none_or(|ifindex| hop.ifindex == ifindex)
+            hop.gateway == gateway && ifindex.is_none_or(|ifindex| hop.ifindex == Ifindex(ifindex))
         })?;
         let mut route = self.clone();
         let extra = route.extra.as_mut()?;
@@ -1240,7 +1213,10 @@ impl Route {
         let plain;
         let held = match self.multipath() {
             [] => {
-                plain = [NextHop::new(self.oif().unwrap_or(0), self.gateway())];
+                plain = [NextHop::new(
+                    self.oif().unwrap_or(Ifindex(0)),
+                    self.gateway(),
+                )];
                 &plain[..]
             }
             hops => hops,
@@ -1395,8 +1371,8 @@ impl Route {
         // nexthop: the kernel reports them on the route but refuses them in a request.
         let on_nexthop = self.nh_id().is_some();
         let rtm_flags = if on_nexthop { 0 } else { self.flags() };
-        let kind = if on_nexthop && self.kind == RTN_BLACKHOLE {
-            RTN_UNICAST
+        let kind = if on_nexthop && self.kind == RouteType::BLACKHOLE.0 {
+            RouteType::UNICAST.0
         } else {
             self.kind
         };
@@ -1430,7 +1406,7 @@ impl Route {
             attr_ip(&mut msg, RTA_PREFSRC, prefsrc);
         }
         if let Some(oif) = self.oif().filter(|_| !on_nexthop) {
-            msg.attr_u32(RTA_OIF, oif);
+            msg.attr_u32(RTA_OIF, oif.into());
         }
         if self.bits & HAS_PRIORITY != 0 {
             msg.attr_u32(RTA_PRIORITY, self.priority);
@@ -1473,7 +1449,7 @@ impl Route {
                     let mut rtnh = [0u8; 8];
                     rtnh[2] = hop.flags;
                     rtnh[3] = hop.hops;
-                    rtnh[4..8].copy_from_slice(&hop.ifindex.to_ne_bytes());
+                    rtnh[4..8].copy_from_slice(&hop.ifindex.0.to_ne_bytes());
                     let at = msg.nested_raw(&rtnh);
                     match hop.gateway {
                         Some(gateway) if Family::of(gateway) == self.family() => {
@@ -1597,7 +1573,7 @@ fn parse_multipath(mut buf: &[u8], v6: bool) -> Result<Vec<NextHop>> {
             return Err(Error::malformed("rtnexthop overruns RTA_MULTIPATH"));
         }
         let mut hop = NextHop {
-            ifindex: wire::u32_at(buf, 4),
+            ifindex: Ifindex(wire::u32_at(buf, 4)),
             flags: buf[2],
             hops: buf[3],
             ..NextHop::default()
@@ -1652,8 +1628,8 @@ mod size_tests {
         assert_eq!(std::mem::size_of::<Route>(), 40);
         let route = Route::new("10.3.0.0".parse().unwrap(), 16)
             .with_gateway("10.2.0.2".parse().unwrap())
-            .with_oif(3)
-            .with_table(100)
+            .with_oif(crate::Ifindex(3))
+            .with_table(Table(100))
             .with_priority(5);
         let mut buf = Vec::new();
         route.emit(&mut buf, wire::RTM_NEWROUTE, 0, 1);

@@ -4,6 +4,7 @@ use std::net::IpAddr;
 
 use crate::error::{Error, Result};
 use crate::route::Family;
+use crate::types::{Protocol, Table};
 use crate::wire::{self, AF_INET, AF_INET6, Nlas, nla_str, nla_u8, nla_u32};
 
 const FRA_DST: u16 = 1;
@@ -140,8 +141,8 @@ impl Rule {
         self.flags
     }
     /// The table looked up.
-    pub fn table(&self) -> u32 {
-        self.table
+    pub fn table(&self) -> Table {
+        Table(self.table)
     }
     /// The priority (rules are evaluated in increasing priority).
     pub fn priority(&self) -> u32 {
@@ -164,8 +165,8 @@ impl Rule {
         self.goto
     }
     /// The protocol that installed the rule (`RTPROT_*`).
-    pub fn protocol(&self) -> u8 {
-        self.protocol
+    pub fn protocol(&self) -> Protocol {
+        Protocol(self.protocol)
     }
 
     /// What identifies the rule in the kernel: every selector, the action and the flags it
@@ -177,6 +178,31 @@ impl Rule {
         let mut rule = self.clone();
         rule.flags &= !(FIB_RULE_UNRESOLVED | FIB_RULE_IIF_DETACHED | FIB_RULE_OIF_DETACHED);
         RuleId(rule)
+    }
+
+    /// This rule with the flags the kernel changes by itself set to what the kernel now
+    /// reports (see [`Rule::id`]), or `None` when they are already.
+    pub(crate) fn with_state_flags(
+        &self,
+        unresolved: bool,
+        iif_detached: bool,
+        oif_detached: bool,
+    ) -> Option<Rule> {
+        let mut flags =
+            self.flags & !(FIB_RULE_UNRESOLVED | FIB_RULE_IIF_DETACHED | FIB_RULE_OIF_DETACHED);
+        for (on, bit) in [
+            (unresolved, FIB_RULE_UNRESOLVED),
+            (iif_detached, FIB_RULE_IIF_DETACHED),
+            (oif_detached, FIB_RULE_OIF_DETACHED),
+        ] {
+            if on {
+                flags |= bit;
+            }
+        }
+        (flags != self.flags).then(|| Rule {
+            flags,
+            ..self.clone()
+        })
     }
 
     fn more(&self) -> &RuleMore {
@@ -468,7 +494,7 @@ impl Rule {
             action => out.push(names::rule_action(action).into_owned()),
         }
         // As `ip rule` without `-d`: neither `unspec` nor `kernel` is printed.
-        if self.protocol != 0 && self.protocol != RTPROT_KERNEL {
+        if self.protocol != 0 && self.protocol != Protocol::KERNEL.0 {
             out.push(format!("proto {}", names::protocol(self.protocol)));
         }
         for (kind, value) in self.unknown_attributes() {
@@ -478,8 +504,5 @@ impl Rule {
     }
 }
 
-/// Protocol `RTPROT_KERNEL`.
-const RTPROT_KERNEL: u8 = 2;
-
 /// Rule action `FR_ACT_GOTO`.
-const FR_ACT_GOTO: u8 = 2;
+pub(crate) const FR_ACT_GOTO: u8 = 2;

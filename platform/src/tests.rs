@@ -3,6 +3,7 @@
 //! code as the receive path. Then a bounded fuzz test of that path (proptest), beside the
 //! cargo-fuzz targets in `platform/fuzz` that `cargo xtask ci` runs for a fixed time.
 
+use crate::types::{Protocol, RouteType, Scope, Table};
 use std::net::IpAddr;
 
 use proptest::prelude::*;
@@ -34,9 +35,9 @@ const ROUTE_V4_GATEWAY: &[u8] = &[
     0x00, // rtm_src_len = 0
     0x00, // rtm_tos = 0
     0x64, // rtm_table = 100
-    0x03, // rtm_protocol = RTPROT_BOOT
-    0x00, // rtm_scope = RT_SCOPE_UNIVERSE
-    0x01, // rtm_type = RTN_UNICAST
+    0x03, // rtm_protocol = Protocol::BOOT
+    0x00, // rtm_scope = Scope::UNIVERSE
+    0x01, // rtm_type = RouteType::UNICAST
     0x00, 0x00, 0x00, 0x00, // rtm_flags = 0
     0x08, 0x00, 0x0f, 0x00, // RTA_TABLE (15), len 8
     0x64, 0x00, 0x00, 0x00, //   100
@@ -54,7 +55,7 @@ const ROUTE_V4_MULTIPATH: &[u8] = &[
     0x18, 0x00, 0x02, 0x00, // RTM_NEWROUTE, NLM_F_MULTI
     0x01, 0x00, 0x00, 0x00, 0xbf, 0x7f, 0x00, 0x00, // seq 1, pid
     0x02, 0x10, 0x00, 0x00, // AF_INET, dst_len 16, src_len 0, tos 0
-    0xfe, 0x03, 0x00, 0x01, // table main (254), RTPROT_BOOT, universe, RTN_UNICAST
+    0xfe, 0x03, 0x00, 0x01, // table main (254), Protocol::BOOT, universe, RouteType::UNICAST
     0x00, 0x00, 0x00, 0x00, // rtm_flags
     0x08, 0x00, 0x0f, 0x00, 0xfe, 0x00, 0x00, 0x00, // RTA_TABLE 254
     0x08, 0x00, 0x01, 0x00, 0x0a, 0x05, 0x00, 0x00, // RTA_DST 10.5.0.0
@@ -75,7 +76,7 @@ const ROUTE_V6: &[u8] = &[
     0x18, 0x00, 0x02, 0x00, // RTM_NEWROUTE, NLM_F_MULTI
     0x01, 0x00, 0x00, 0x00, 0xc3, 0x7f, 0x00, 0x00, // seq 1, pid
     0x0a, 0x40, 0x00, 0x00, // AF_INET6, dst_len 64, src_len 0, tos 0
-    0xfe, 0x03, 0x00, 0x01, // table main, RTPROT_BOOT, universe, RTN_UNICAST
+    0xfe, 0x03, 0x00, 0x01, // table main, Protocol::BOOT, universe, RouteType::UNICAST
     0x00, 0x00, 0x00, 0x00, // rtm_flags
     0x08, 0x00, 0x0f, 0x00, 0xfe, 0x00, 0x00, 0x00, // RTA_TABLE 254
     0x14, 0x00, 0x01, 0x00, // RTA_DST, len 20
@@ -151,9 +152,12 @@ fn golden_route_v4_with_gateway() {
     assert_eq!(route.family(), Family::V4);
     assert_eq!((route.dst(), route.dst_len()), (ip("10.3.0.0"), 16));
     assert_eq!(route.gateway(), Some(ip("10.2.0.2")));
-    assert_eq!(route.oif(), Some(3));
-    assert_eq!(route.table(), 100);
-    assert_eq!((route.protocol(), route.scope(), route.kind()), (3, 0, 1));
+    assert_eq!(route.oif(), Some(crate::Ifindex(3)));
+    assert_eq!(route.table(), Table(100));
+    assert_eq!(
+        (route.protocol(), route.scope(), route.kind()),
+        (Protocol::BOOT, Scope::UNIVERSE, RouteType::UNICAST)
+    );
     assert_eq!((route.priority(), route.flags(), route.tos()), (0, 0, 0));
     assert!(route.multipath().is_empty() && route.prefsrc().is_none());
     assert_eq!(route.weak_hash(), route.weak_id().stable_hash());
@@ -170,19 +174,19 @@ fn golden_route_v4_multipath() {
     let route = Route::parse(&payload).unwrap().unwrap();
     assert_eq!(
         (route.dst(), route.dst_len(), route.table()),
-        (ip("10.5.0.0"), 16, 254)
+        (ip("10.5.0.0"), 16, Table::MAIN)
     );
     assert_eq!((route.gateway(), route.oif()), (None, None));
     let hops: Vec<_> = route
         .multipath()
         .iter()
-        .map(|hop| (hop.ifindex, hop.gateway, hop.hops))
+        .map(|hop| (hop.ifindex.0, hop.gateway, hop.hops))
         .collect();
     assert_eq!(
         hops,
         [(3, Some(ip("10.2.0.2")), 0), (3, Some(ip("10.2.0.3")), 0)]
     );
-    assert_eq!(route.ifindexes().collect::<Vec<_>>(), [3, 3]);
+    assert_eq!(route.ifindexes().map(|i| i.0).collect::<Vec<_>>(), [3, 3]);
     let mut buf = Vec::new();
     route.emit(&mut buf, wire::RTM_NEWROUTE, 0, 1);
     let (_, _, again) = one_msg(&buf);
@@ -197,7 +201,7 @@ fn golden_route_v6() {
     assert_eq!((route.dst(), route.dst_len()), (ip("2001:db8::"), 64));
     assert_eq!(
         (route.oif(), route.priority(), route.table()),
-        (Some(3), 5, 254)
+        (Some(crate::Ifindex(3)), 5, Table::MAIN)
     );
     assert_eq!(route.gateway(), None);
     assert_eq!(route.pref(), Some(0));
@@ -211,7 +215,7 @@ fn golden_address_v4() {
     assert_eq!(kind, wire::RTM_NEWADDR);
     let addr = Address::parse(&payload).unwrap().unwrap();
     assert_eq!(
-        (addr.ifindex(), addr.local(), addr.prefix_len()),
+        (addr.ifindex().0, addr.local(), addr.prefix_len()),
         (3, ip("10.2.0.1"), 24)
     );
     assert_eq!(addr.peer(), None);
@@ -227,9 +231,12 @@ fn golden_rule_main() {
     let rule = Rule::parse(&payload).unwrap().unwrap();
     assert_eq!(
         (rule.family(), rule.priority(), rule.table()),
-        (Family::V4, 32766, 254)
+        (Family::V4, 32766, Table::MAIN)
     );
-    assert_eq!((rule.action(), rule.protocol()), (crate::FR_ACT_TO_TBL, 2));
+    assert_eq!(
+        (rule.action(), rule.protocol()),
+        (crate::FR_ACT_TO_TBL, Protocol::KERNEL)
+    );
     assert_eq!((rule.src(), rule.dst(), rule.fwmark()), (None, None, None));
 }
 

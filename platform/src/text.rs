@@ -4,7 +4,8 @@
 
 use std::fmt;
 
-use crate::route::{AttrValue, Encap, NextHop, RTAX_CC_ALGO, RTN_UNICAST, RouteMetric, TABLE_MAIN};
+use crate::route::{AttrValue, Encap, NextHop, RTAX_CC_ALGO, RouteMetric};
+use crate::types::{Protocol, RouteType, Scope, Table};
 use crate::{Address, Family, Link, Route, names};
 
 /// Names an interface index (`eth0`), or `ifN` when it is unknown.
@@ -18,8 +19,8 @@ fn default_name(ifindex: u32) -> String {
 /// first line, then one `nexthop ...` line per hop of a multipath route.
 pub fn route_lines(route: &Route, dev: IfName<'_>, details: bool) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
-    if route.kind() != RTN_UNICAST || details {
-        words.push(names::route_type(route.kind()).into_owned());
+    if route.kind() != RouteType::UNICAST || details {
+        words.push(route.kind().to_string());
     }
     words.push(names::route_prefix(route.dst(), route.dst_len()));
     if let Some((src, len)) = route.src() {
@@ -38,17 +39,17 @@ pub fn route_lines(route: &Route, dev: IfName<'_>, details: bool) -> Vec<String>
         words.push(via_text(route.family(), gateway));
     }
     if let Some(oif) = route.oif() {
-        words.push(format!("dev {}", dev(oif)));
+        words.push(format!("dev {}", dev(oif.into())));
     }
-    if route.table() != TABLE_MAIN || details {
-        words.push(format!("table {}", names::table_name(route.table())));
+    if route.table() != Table::MAIN || details {
+        words.push(format!("table {}", route.table()));
     }
     if route.flags() & RTM_F_CLONED == 0 {
-        if route.protocol() != crate::RTPROT_BOOT || details {
-            words.push(format!("proto {}", names::protocol(route.protocol())));
+        if route.protocol() != Protocol::BOOT || details {
+            words.push(format!("proto {}", route.protocol()));
         }
-        if route.scope() != crate::RT_SCOPE_UNIVERSE || details {
-            words.push(format!("scope {}", names::scope(route.scope())));
+        if route.scope() != Scope::UNIVERSE || details {
+            words.push(format!("scope {}", route.scope()));
         }
     }
     if let Some(prefsrc) = route.prefsrc() {
@@ -71,7 +72,7 @@ pub fn route_lines(route: &Route, dev: IfName<'_>, details: bool) -> Vec<String>
         words.push(metric_text(&metric));
     }
     if let Some(iif) = route.iif() {
-        words.push(format!("iif {}", dev(iif)));
+        words.push(format!("iif {}", dev(iif.into())));
     }
     if let Some(pref) = route.pref() {
         words.push(format!("pref {}", names::pref(pref)));
@@ -105,7 +106,7 @@ pub fn hop_text(family: Family, hop: &NextHop, dev: IfName<'_>) -> String {
     if let Some(flow) = hop.realms() {
         words.push(realm_text(flow));
     }
-    words.push(format!("dev {}", dev(hop.ifindex)));
+    words.push(format!("dev {}", dev(hop.ifindex.into())));
     words.push(format!("weight {}", hop.weight()));
     words.extend(names::route_flags(u32::from(hop.flags)));
     for (kind, value) in hop.unknown_attributes() {
@@ -207,7 +208,7 @@ pub fn address_text(addr: &Address) -> String {
     if let Some(brd) = addr.broadcast() {
         words.push(format!("brd {brd}"));
     }
-    words.push(format!("scope {}", names::scope(addr.scope())));
+    words.push(format!("scope {}", addr.scope()));
     words.extend(addr.flag_names());
     if let Some(label) = addr.label() {
         words.push(label.to_owned());
@@ -247,7 +248,7 @@ pub fn link_text(link: &Link, dev: IfName<'_>, details: bool) -> String {
     {
         match link.link_netnsid() {
             Some(_) => head.push_str(&format!("@if{parent}")),
-            None => head.push_str(&format!("@{}", dev(parent))),
+            None => head.push_str(&format!("@{}", dev(parent.into()))),
         }
     }
     let mut words = vec![
@@ -256,7 +257,7 @@ pub fn link_text(link: &Link, dev: IfName<'_>, details: bool) -> String {
         format!("mtu {}", link.mtu()),
     ];
     if let Some(master) = link.controller() {
-        words.push(format!("master {}", dev(master)));
+        words.push(format!("master {}", dev(master.into())));
     }
     words.push(format!("state {}", names::operstate(link.operstate())));
     words.push(format!("qlen {}", link.txqlen()));

@@ -50,6 +50,8 @@ pub(crate) const RTM_GETNEXTHOP: u16 = 106;
 
 pub(crate) const AF_UNSPEC: u8 = 0;
 pub(crate) const AF_INET: u8 = 2;
+/// `AF_BRIDGE`: a bridge port's own `RTM_NEWLINK` messages.
+pub(crate) const AF_BRIDGE: u8 = 7;
 pub(crate) const AF_INET6: u8 = 10;
 
 /// Rounds `len` up to the netlink alignment of 4 bytes.

@@ -56,7 +56,7 @@ fn a_route_on_a_group_comes_back_with_its_id_alone() {
 fn a_route_on_a_blackhole_nexthop_comes_back_unicast() {
     let (route, kinds, _) = restore(ON_BLACKHOLE);
     assert_eq!(route.nh_id(), Some(3));
-    assert_eq!(route.kind(), RTN_UNICAST);
+    assert_eq!(route.kind(), RouteType::UNICAST);
     assert_eq!(route.oif(), None);
     assert_eq!(kinds, [RTA_TABLE_KIND, 1, RTA_NH_ID]);
 }

@@ -18,12 +18,13 @@ use super::{
 use crate::addr::Address;
 use crate::error::Result;
 use crate::link::{IFF_LOWER_UP, IFF_UP, Link};
+use crate::types::Ifindex;
 
 /// `IFF_LOOPBACK`.
 const IFF_LOOPBACK: u32 = 0x8;
 use crate::nexthop::Nexthop;
 use crate::route::{Family, Route, RouteId};
-use crate::rule::Rule;
+use crate::rule::{FR_ACT_GOTO, Rule};
 use crate::wire::{self, Msg};
 
 /// Links, addresses, routes, rules and nexthops with their indexes, and the re-dumps the
@@ -169,9 +170,9 @@ impl State {
                     .links
                     .iter()
                     .find(|link| link.flags() & IFF_LOOPBACK != 0)
-                    .map(|link| link.ifindex());
+                    .map(|link| link.ifindex().0);
             }
-            nh.oif()
+            nh.oif().map(u32::from)
         };
         let mut devices = Vec::new();
         for id in ids {
@@ -243,10 +244,21 @@ impl State {
         match msg.kind {
             wire::RTM_NEWLINK => {
                 let Some(link) = Link::parse(msg.payload)? else {
+                    self.apply_bridge_port(msg.payload, out);
                     return Ok(());
                 };
-                let ifindex = link.ifindex();
+                let ifindex = link.ifindex().0;
                 if let Some(event) = upsert(&mut self.links, link, Event::Link) {
+                    let mut rule_events = Vec::new();
+                    match &event {
+                        Event::Link(Change::Added(new)) => {
+                            self.relink_rules(None, Some(new.name()), &mut rule_events);
+                        }
+                        Event::Link(Change::Replaced { old, new }) if old.name() != new.name() => {
+                            self.relink_rules(Some(old), Some(new.name()), &mut rule_events);
+                        }
+                        _ => {}
+                    }
                     if let Event::Link(Change::Replaced { old, new }) = &event {
                         // Going down flushes IPv4 routes without notifications; losing or
                         // getting back the carrier flips the `linkdown` flag of every route
@@ -262,13 +274,14 @@ impl State {
                         }
                     }
                     out.push(event);
+                    out.append(&mut rule_events);
                 }
             }
             wire::RTM_DELLINK => {
                 let Some(link) = Link::parse(msg.payload)? else {
                     return Ok(());
                 };
-                let ifindex = link.ifindex();
+                let ifindex = link.ifindex().0;
                 // Its nexthops go without notifications, and the routes using them.
                 self.suspect_nexthops_on(ifindex);
                 // Its routes go without notifications; its addresses are announced, but drop
@@ -306,7 +319,10 @@ impl State {
                     }
                 }
                 if let Some(old) = self.links.remove(&ifindex) {
+                    let mut rule_events = Vec::new();
+                    self.relink_rules(Some(&old), None, &mut rule_events);
                     out.push(Event::Link(Change::Removed(old)));
+                    out.append(&mut rule_events);
                 }
             }
             wire::RTM_NEWADDR => {
@@ -323,7 +339,7 @@ impl State {
                     }
                     // Routes using it as preferred source go without notifications.
                     if addr.family() == Family::V4 {
-                        self.suspect_ifindexes.push(addr.ifindex());
+                        self.suspect_ifindexes.push(addr.ifindex().into());
                     }
                 }
             }
@@ -342,9 +358,10 @@ impl State {
             }
             wire::RTM_NEWRULE => {
                 if let Some(rule) = Rule::parse(msg.payload)?
-                    && let Some(event) = upsert(&mut self.rules, rule, Event::Rule)
+                    && let Some(event) = upsert(&mut self.rules, rule.clone(), Event::Rule)
                 {
                     out.push(event);
+                    self.resolve_gotos(rule.family(), rule.priority(), out);
                 }
             }
             wire::RTM_DELRULE => {
@@ -352,6 +369,7 @@ impl State {
                     && let Some(old) = self.rules.remove(&rule.id())
                 {
                     out.push(Event::Rule(Change::Removed(old)));
+                    self.resolve_gotos(rule.family(), rule.priority(), out);
                 }
             }
             wire::RTM_NEWNEXTHOP => {
@@ -369,6 +387,78 @@ impl State {
             other => tracing::trace!(kind = other, "ignored message type"),
         }
         Ok(())
+    }
+
+    /// Applies a bridge port's `AF_BRIDGE` `RTM_NEWLINK`: the port's STP state (and its
+    /// other port settings) change with this message only, never with a link message of
+    /// its own, so the held link's port data takes its values.
+    fn apply_bridge_port(&mut self, payload: &[u8], out: &mut Vec<Event>) {
+        let Some(ifindex) = payload
+            .get(..crate::link::IFINFOMSG_LEN)
+            .filter(|hdr| hdr[0] == wire::AF_BRIDGE)
+            .map(|hdr| wire::u32_at(hdr, 4))
+        else {
+            return;
+        };
+        if let Some(link) = self
+            .links
+            .get(&ifindex)
+            .and_then(|held| held.with_bridge_port_info(payload))
+        {
+            out.extend(upsert(&mut self.links, link, Event::Link));
+        }
+    }
+
+    /// Sets the `unresolved` flag of the `goto` rules of `family` that jump to `priority`
+    /// after a rule there came or went: the kernel resolves a goto to the first rule at its
+    /// target priority, and to the next one there when that goes, without an event.
+    fn resolve_gotos(&mut self, family: Family, priority: u32, out: &mut Vec<Event>) {
+        let target_exists = self
+            .rules
+            .iter()
+            .any(|rule| rule.family() == family && rule.priority() == priority);
+        let changed: Vec<Rule> = self
+            .rules
+            .iter()
+            .filter(|rule| {
+                rule.family() == family
+                    && rule.action() == FR_ACT_GOTO
+                    && rule.goto() == Some(priority)
+            })
+            .filter_map(|rule| {
+                rule.with_state_flags(!target_exists, rule.iif_detached(), rule.oif_detached())
+            })
+            .collect();
+        for rule in changed {
+            out.extend(upsert(&mut self.rules, rule, Event::Rule));
+        }
+    }
+
+    /// Sets the `iif`/`oif` detached flags of the rules after a link named `gone` (or one
+    /// of its altnames) went away or changed its name, and a link is now called `named`:
+    /// the kernel detaches the rules attached to the link that went or was renamed, then
+    /// attaches the detached rules naming the new name, without an event.
+    fn relink_rules(&mut self, gone: Option<&Link>, named: Option<&str>, out: &mut Vec<Event>) {
+        let was = |name: Option<&str>| {
+            gone.is_some_and(|link| {
+                name.is_some_and(|name| {
+                    name == link.name() || link.altnames().iter().any(|alt| alt == name)
+                })
+            })
+        };
+        let is = |name: Option<&str>| named.is_some() && name == named;
+        let changed: Vec<Rule> = self
+            .rules
+            .iter()
+            .filter_map(|rule| {
+                let iif = (rule.iif_detached() || was(rule.iifname())) && !is(rule.iifname());
+                let oif = (rule.oif_detached() || was(rule.oifname())) && !is(rule.oifname());
+                rule.with_state_flags(rule.is_unresolved(), iif, oif)
+            })
+            .collect();
+        for rule in changed {
+            out.extend(upsert(&mut self.rules, rule, Event::Rule));
+        }
     }
 
     /// Applies an `RTM_NEWROUTE` event where the kernel put the route. Among routes with the
@@ -435,7 +525,7 @@ impl State {
                 .routes
                 .get(&id)
                 .filter(|held| !held.multipath().is_empty())
-                .and_then(|held| held.without_hop(route.gateway(), route.oif()));
+                .and_then(|held| held.without_hop(route.gateway(), route.oif().map(u32::from)));
             if let Some(reduced) = reduced {
                 if let Some(event) = upsert(&mut self.routes, reduced, Event::Route) {
                     out.push(event);
@@ -541,7 +631,11 @@ impl State {
     /// those without notifications when the link goes down, loses its carrier or goes
     /// away).
     fn suspect_nexthops_on(&mut self, ifindex: u32) {
-        if self.nexthops.iter().any(|nh| nh.oif() == Some(ifindex)) {
+        if self
+            .nexthops
+            .iter()
+            .any(|nh| nh.oif() == Some(Ifindex(ifindex)))
+        {
             self.suspect_nexthops = true;
         }
     }
@@ -555,7 +649,8 @@ impl State {
             .filter(|route| route.family() == Family::V4 && route.nh_id().is_none())
             .filter(|route| match route.multipath() {
                 [first, rest @ ..] => {
-                    first.ifindex != ifindex && rest.iter().any(|hop| hop.ifindex == ifindex)
+                    first.ifindex != Ifindex(ifindex)
+                        && rest.iter().any(|hop| hop.ifindex == Ifindex(ifindex))
                 }
                 [] => false,
             })

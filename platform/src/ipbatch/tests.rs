@@ -1,12 +1,13 @@
 //! Tests of the batch line grammar: what `ip` accepts, the defaults `ip` picks, the errors.
 
 use super::*;
-use crate::route::{Family, RTN_BLACKHOLE, RTPROT_BOOT, RTPROT_STATIC, TABLE_MAIN};
+use crate::route::Family;
+use crate::types::{Protocol, RouteType, Table};
 
-fn resolve(name: &str) -> Option<u32> {
+fn resolve(name: &str) -> Option<crate::Ifindex> {
     match name {
-        "eth0" => Some(2),
-        "veth1" => Some(7),
+        "eth0" => Some(crate::Ifindex(2)),
+        "veth1" => Some(crate::Ifindex(7)),
         _ => None,
     }
 }
@@ -27,34 +28,34 @@ fn route_add_with_every_keyword() {
     assert_eq!(route.dst(), "10.1.0.0".parse::<IpAddr>().unwrap());
     assert_eq!(route.dst_len(), 16);
     assert_eq!(route.gateway(), Some("192.0.2.1".parse().unwrap()));
-    assert_eq!(route.oif(), Some(2));
-    assert_eq!(route.table(), 100);
+    assert_eq!(route.oif(), Some(crate::Ifindex(2)));
+    assert_eq!(route.table(), Table(100));
     assert_eq!(route.priority(), 7);
-    assert_eq!(route.protocol(), RTPROT_STATIC);
-    assert_eq!(route.scope(), RT_SCOPE_UNIVERSE);
+    assert_eq!(route.protocol(), Protocol::STATIC);
+    assert_eq!(route.scope(), Scope::UNIVERSE);
     assert_eq!(route.prefsrc(), Some("192.0.2.9".parse().unwrap()));
 }
 
 #[test]
 fn route_defaults_are_ips() {
     let (_, route) = parse_route_line("route add 10.1.0.0/16 dev eth0");
-    assert_eq!(route.table(), TABLE_MAIN);
-    assert_eq!(route.protocol(), RTPROT_BOOT);
-    assert_eq!(route.scope(), RT_SCOPE_LINK, "no gateway: link scope");
-    assert_eq!(route.kind(), RTN_UNICAST);
+    assert_eq!(route.table(), Table::MAIN);
+    assert_eq!(route.protocol(), Protocol::BOOT);
+    assert_eq!(route.scope(), Scope::LINK, "no gateway: link scope");
+    assert_eq!(route.kind(), RouteType::UNICAST);
 
     let (_, route) = parse_route_line("route add blackhole 10.9.0.0/16");
-    assert_eq!(route.kind(), RTN_BLACKHOLE);
-    assert_eq!(route.scope(), RT_SCOPE_UNIVERSE);
+    assert_eq!(route.kind(), RouteType::BLACKHOLE);
+    assert_eq!(route.scope(), Scope::UNIVERSE);
 
     let (_, route) = parse_route_line("route add local 192.0.2.5 dev eth0");
-    assert_eq!(route.table(), TABLE_LOCAL);
-    assert_eq!(route.scope(), RT_SCOPE_HOST);
+    assert_eq!(route.table(), Table::LOCAL);
+    assert_eq!(route.scope(), Scope::HOST);
     assert_eq!(route.dst_len(), 32);
 
     let (_, route) = parse_route_line("route add broadcast 192.0.2.255 dev eth0");
-    assert_eq!(route.table(), TABLE_LOCAL);
-    assert_eq!(route.scope(), RT_SCOPE_LINK);
+    assert_eq!(route.table(), Table::LOCAL);
+    assert_eq!(route.scope(), Scope::LINK);
 
     let (_, route) = parse_route_line("-6 route replace default via 2001:db8::1 dev eth0");
     assert_eq!(route.family(), Family::V6);
@@ -62,18 +63,18 @@ fn route_defaults_are_ips() {
 
     let (_, route) =
         parse_route_line("route add 10.2.0.0/16 via 192.0.2.1 table main scope link proto 250");
-    assert_eq!(route.table(), TABLE_MAIN);
-    assert_eq!(route.scope(), RT_SCOPE_LINK);
-    assert_eq!(route.protocol(), 250);
+    assert_eq!(route.table(), Table::MAIN);
+    assert_eq!(route.scope(), Scope::LINK);
+    assert_eq!(route.protocol(), Protocol(250));
 }
 
 #[test]
 fn route_delete_leaves_wildcards() {
     let (op, route) = parse_route_line("route del 10.1.0.0/16 dev eth0");
     assert_eq!(op, Op::Delete);
-    assert_eq!(route.protocol(), 0);
-    assert_eq!(route.scope(), RT_SCOPE_NOWHERE);
-    assert_eq!(route.kind(), 0);
+    assert_eq!(route.protocol(), Protocol(0));
+    assert_eq!(route.scope(), Scope::NOWHERE);
+    assert_eq!(route.kind(), RouteType(0));
     let (_, route) = parse_route_line("route delete 10.1.0.0/16");
     assert_eq!(route.oif(), None);
 }
@@ -87,7 +88,7 @@ fn addresses() {
         panic!("not an address");
     };
     assert_eq!(op, Op::Add);
-    assert_eq!(addr.ifindex(), 7);
+    assert_eq!(addr.ifindex(), crate::Ifindex(7));
     assert_eq!(addr.prefix_len(), 24);
     assert_eq!(addr.broadcast(), Some("192.0.2.255".parse().unwrap()));
     assert!(matches!(
@@ -320,7 +321,7 @@ fn route_lines_take_what_ip_route_add_takes() {
         .map(|(name, value)| format!("{name} {value}"))
         .collect();
     assert_eq!(fields, ["id 1", "dst 1.2.3.4", "ttl 9", "flags 4"]);
-    assert_eq!(route.oif(), Some(2));
+    assert_eq!(route.oif(), Some(crate::Ifindex(2)));
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! and the requests this crate builds.
 
 use super::*;
+use crate::types::{Protocol, Scope};
 use crate::wire::Msgs;
 
 fn bytes(hex: &str) -> Vec<u8> {
@@ -42,9 +43,9 @@ fn golden_gateway_nexthop() {
     assert_eq!(nh.id(), 1);
     assert_eq!(nh.family(), Some(Family::V4));
     assert_eq!(nh.gateway(), Some("192.0.2.2".parse().unwrap()));
-    assert_eq!(nh.oif(), Some(3));
-    assert_eq!(nh.scope(), 253);
-    assert_eq!((nh.protocol(), nh.flags()), (0, 0));
+    assert_eq!(nh.oif(), Some(crate::Ifindex(3)));
+    assert_eq!(nh.scope(), Scope(253));
+    assert_eq!((nh.protocol(), nh.flags()), (Protocol::UNSPEC, 0));
     assert!(!nh.is_blackhole() && !nh.is_group() && !nh.is_fdb());
     assert!(nh.unknown_attributes().is_empty());
 
@@ -53,7 +54,7 @@ fn golden_gateway_nexthop() {
     let mut buf = Vec::new();
     Nexthop::new(1)
         .with_gateway("192.0.2.2".parse().unwrap())
-        .with_oif(3)
+        .with_oif(crate::Ifindex(3))
         .emit(&mut buf, wire::RTM_NEWNEXTHOP, 0x605, 7);
     let expected = concat!(
         "3000000068000506070000000000000002000000000000000800010001000000",
@@ -189,9 +190,10 @@ mod batch_lines {
     use crate::batch::{Item, Op};
     use crate::ipbatch::{ParseError, parse_line};
     use crate::nexthop::{GroupMember, NEXTHOP_GRP_TYPE_RES, Nexthop, RTNH_F_ONLINK};
+    use crate::types::{Protocol, Scope};
 
-    fn dev(name: &str) -> Option<u32> {
-        (name == "eth0").then_some(2)
+    fn dev(name: &str) -> Option<crate::Ifindex> {
+        (name == "eth0").then_some(crate::Ifindex(2))
     }
 
     fn nexthop(line: &str) -> (Op, Nexthop) {
@@ -207,9 +209,9 @@ mod batch_lines {
         assert_eq!(op, Op::Add);
         assert_eq!(nh.id(), 1);
         assert_eq!(nh.gateway(), Some("192.0.2.2".parse().unwrap()));
-        assert_eq!(nh.oif(), Some(2));
+        assert_eq!(nh.oif(), Some(crate::Ifindex(2)));
         assert_eq!(nh.flags(), RTNH_F_ONLINK);
-        assert_eq!(nh.protocol(), 11);
+        assert_eq!(nh.protocol(), Protocol(11));
 
         let (_, nh) = nexthop("nexthop add id 3 blackhole");
         assert!(nh.is_blackhole());
@@ -273,7 +275,7 @@ mod batch_lines {
         // No gateway nor device: the nexthop gives them, and the scope is universe.
         assert_eq!(
             (route.gateway(), route.oif(), route.scope()),
-            (None, None, 0)
+            (None, None, Scope::UNIVERSE)
         );
         // The request carries the id alone.
         let mut buf = Vec::new();

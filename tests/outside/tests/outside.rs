@@ -17,11 +17,13 @@ fn dedup_index_partitions_a_users_own_type() {
 
 #[test]
 fn platform_routes_are_built_and_identified_without_a_socket() {
-    use netmirror_platform::{Family, Route};
+    use netmirror_platform::{Family, Protocol, Route, Table};
     let route = Route::new("10.3.0.0".parse().unwrap(), 16)
         .with_gateway("10.2.0.2".parse().unwrap())
-        .with_table(100);
+        .with_table(Table(100));
     assert_eq!(route.family(), Family::V4);
-    assert_eq!(route.table(), 100);
-    assert_eq!(route.id(), route.clone().with_protocol(4).id());
+    assert_eq!(route.table(), Table(100));
+    assert_eq!(route.table().to_string(), "100");
+    assert_eq!(Table::MAIN.to_string(), "main");
+    assert_eq!(route.id(), route.clone().with_protocol(Protocol::STATIC).id());
 }

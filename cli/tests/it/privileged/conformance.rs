@@ -674,6 +674,11 @@ fn links_match_ip_field_by_field() {
             "gro_max_size",
             "gso_ipv4_max_size",
             "gro_ipv4_max_size",
+            "linkmode",
+            "promiscuity",
+            "min_mtu",
+            "max_mtu",
+            "permaddr",
         ] {
             if let Some(theirs) = ip_link.get(key) {
                 assert_eq!(&get(our, key), theirs, "{ifname}: {key}");

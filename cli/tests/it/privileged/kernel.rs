@@ -333,6 +333,46 @@ fn route_count_matches_ip_per_table() {
     );
 }
 
+/// `route count` and the overview count nexthop objects (`Cache::counts`), as
+/// `ip nexthop show` lists them; the overview also says how many routes use one.
+#[test]
+fn route_count_and_overview_count_nexthops() {
+    let ns = namespace();
+    for line in [
+        "nexthop add id 1 via 192.0.2.2 dev veth0",
+        "nexthop add id 2 dev veth1",
+        "nexthop add id 3 blackhole",
+        "nexthop add id 10 group 1/2",
+        "route add 10.60.0.0/16 nhid 10",
+        "route add 10.61.0.0/16 nhid 3",
+    ] {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        ns.ip(&args)
+            .unwrap_or_else(|err| panic!("ip {line}: {err}"));
+    }
+    let n_ip = ip_json(&ns, &["nexthop", "show"]).len() as u64;
+    assert_eq!(n_ip, 4);
+    let report = nm(&["--json", "--netns", ns.name(), "route", "count"]).json();
+    assert_eq!(report["nexthops"].as_u64(), Some(n_ip), "{report}");
+    assert_eq!(
+        report["rules"].as_u64(),
+        Some(
+            ip_json(&ns, &["rule", "show"]).len() as u64
+                + ip_json(&ns, &["-6", "rule", "show"]).len() as u64
+        ),
+        "{report}"
+    );
+    let out = nm(&["--netns", ns.name(), "route", "count"])
+        .ok()
+        .to_owned();
+    assert!(out.contains("4 nexthop objects; "), "{out}");
+
+    let overview = nm(&["--json", "--netns", ns.name()]).json();
+    assert_eq!(overview["nexthops"].as_u64(), Some(n_ip), "{overview}");
+    let out = nm(&["--netns", ns.name()]).ok().to_owned();
+    assert!(out.contains("4 nexthop objects, 2 routes use one"), "{out}");
+}
+
 /// A copy of the binary that an unprivileged user may run, in a temp dir of its own.
 fn unprivileged_copy() -> (tempfile::TempDir, std::path::PathBuf) {
     use std::os::unix::fs::PermissionsExt;

@@ -103,6 +103,98 @@ fn link_change_for_people_shows_old_and_new() {
     assert!(line.contains("ifname veth1"), "{line}");
 }
 
+/// A change in attributes that are no column of the human table (the link mode, a bridge
+/// port's STP state) still shows in JSON: `old` and `new` differ, never print alike.
+#[test]
+fn json_changes_never_print_old_equal_to_new() {
+    let ns = namespace();
+    for line in [
+        "link add nmxbr0 type bridge",
+        "link set veth1 master nmxbr0",
+        "link set veth0 up",
+        "link set veth1 up",
+        "link set nmxbr0 up",
+    ] {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        ns.ip(&args).expect("ip");
+    }
+    let mut monitor = monitor(&ns, &["--json", "monitor", "link"]);
+    let changed = |line: &str, ifname: &str| {
+        let event: Value = serde_json::from_str(line).expect("JSON");
+        event["event"] == "changed" && event["new"]["ifname"] == ifname
+    };
+    ns.ip(&["link", "set", "veth0", "mode", "dormant"])
+        .expect("ip link set mode");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| changed(line, "veth0"));
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_ne!(event["old"], event["new"], "{line}");
+    assert_eq!(event["old"]["linkmode"], "DEFAULT", "{line}");
+    assert_eq!(event["new"]["linkmode"], "DORMANT", "{line}");
+
+    ns.ip(&[
+        "link",
+        "set",
+        "dev",
+        "veth1",
+        "type",
+        "bridge_slave",
+        "state",
+        "1",
+    ])
+    .expect("ip link set bridge_slave state");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| {
+        changed(line, "veth1") && line.contains("\"state\":1")
+    });
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_ne!(event["old"], event["new"], "{line}");
+    assert_eq!(
+        event["new"]["linkinfo"]["info_slave_data"]["state"], 1,
+        "{line}"
+    );
+}
+
+/// The kernel resolves a `goto` silently when a rule appears at its target priority, and
+/// detaches an `iif` rule silently when its link goes: the monitor prints both as changes.
+#[test]
+fn silent_rule_flag_changes_are_printed() {
+    let ns = namespace();
+    let mut monitor = monitor(&ns, &["--json", "monitor", "rule"]);
+    let rule_event = |line: &str, event: &str, priority: u64| {
+        let value: Value = serde_json::from_str(line).expect("JSON");
+        value["event"] == event
+            && (value["new"]["priority"] == priority || value["old"]["priority"] == priority)
+    };
+    for line in [
+        "rule add goto 200 pref 100",
+        "rule add iif veth1 table 10 pref 110",
+    ] {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        ns.ip(&args).expect("ip rule add");
+    }
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| rule_event(line, "added", 100));
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(event["new"]["unresolved"], true, "{line}");
+
+    ns.ip(&["rule", "add", "table", "20", "pref", "200"])
+        .expect("ip rule add");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| rule_event(line, "changed", 100));
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(
+        (&event["old"]["unresolved"], &event["new"]["unresolved"]),
+        (&Value::Bool(true), &Value::Bool(false)),
+        "{line}"
+    );
+
+    ns.ip(&["link", "del", "veth1"]).expect("ip link del");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| rule_event(line, "changed", 110));
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(
+        (&event["old"]["iif_detached"], &event["new"]["iif_detached"]),
+        (&Value::Bool(false), &Value::Bool(true)),
+        "{line}"
+    );
+}
+
 #[test]
 fn only_the_objects_asked_for() {
     let ns = namespace();

@@ -2,6 +2,8 @@
 //! with the veth pair v0 (ifindex 3, 192.0.2.1/24) and v1 (ifindex 2)), without a socket.
 
 use super::*;
+use crate::route::AttrValue;
+use crate::types::{RouteType, Scope};
 use crate::wire::Msgs;
 
 /// `ip nexthop add id 1 via 192.0.2.2 dev v0`, `... id 2 via 192.0.2.3 dev v0`, `... id 3
@@ -221,8 +223,8 @@ fn captured_nexthops_parse_as_ip_shows_them() {
     let state = loaded();
     let one = state.nexthops.get(&1).unwrap();
     assert_eq!(one.gateway(), Some("192.0.2.2".parse().unwrap()));
-    assert_eq!(one.oif(), Some(3));
-    assert_eq!(one.scope(), 253);
+    assert_eq!(one.oif(), Some(crate::Ifindex(3)));
+    assert_eq!(one.scope(), Scope(253));
     assert!(!one.is_group() && !one.is_blackhole());
     let three = state.nexthops.get(&3).unwrap();
     assert!(three.is_blackhole());
@@ -241,7 +243,7 @@ fn captured_nexthops_parse_as_ip_shows_them() {
     assert_eq!(on_group.multipath().len(), 2);
     assert_eq!(on_group.multipath()[1].hops, 2);
     let on_blackhole = route_on(&state, 3).unwrap();
-    assert_eq!(on_blackhole.kind(), crate::route::RTN_BLACKHOLE);
+    assert_eq!(on_blackhole.kind(), RouteType::BLACKHOLE);
 }
 
 #[test]
@@ -275,7 +277,7 @@ fn a_deleted_group_member_changes_the_group_and_asks_for_its_routes() {
     let fresh = Route::new("10.60.0.0".parse().unwrap(), 16)
         .with_nh_id(10)
         .with_gateway("192.0.2.2".parse().unwrap())
-        .with_oif(3);
+        .with_oif(crate::Ifindex(3));
     state.nhid_routes_refreshed(&[10], vec![fresh.clone()], &mut out);
     match out.as_slice() {
         [Event::Route(Change::Replaced { old, new })] => {
@@ -409,4 +411,302 @@ fn routes_on_nexthops_are_asked_again_by_the_device_they_sit_on() {
     assert_eq!(state.devices_of_nexthops(&[3]), None);
     // A nexthop the state does not hold: the same.
     assert_eq!(state.devices_of_nexthops(&[99]), None);
+}
+
+/// An `RTM_NEWRULE`/`RTM_DELRULE` as the kernel sends it: `fib_rule_hdr`, then the table,
+/// priority, goto target and interface names.
+fn rule_msg(
+    kind: u16,
+    family: u8,
+    rule: (u32, u8, Option<u32>),
+    ifs: (Option<&str>, Option<&str>),
+    flags: u32,
+) -> Vec<u8> {
+    let (priority, action, goto) = rule;
+    let mut buf = Vec::new();
+    let mut msg = wire::MsgWriter::new(&mut buf, kind, 0, 0);
+    let mut hdr = [0u8; 12];
+    hdr[0] = family;
+    hdr[4] = if action == FR_ACT_GOTO { 0 } else { 10 };
+    hdr[7] = action;
+    hdr[8..12].copy_from_slice(&flags.to_ne_bytes());
+    msg.raw(&hdr);
+    if action != FR_ACT_GOTO {
+        msg.attr_u32(15, 10);
+    }
+    msg.attr_u32(6, priority);
+    if let Some(goto) = goto {
+        msg.attr_u32(4, goto);
+    }
+    for (attr, name) in [(3, ifs.0), (17, ifs.1)] {
+        if let Some(name) = name {
+            let mut value = name.as_bytes().to_vec();
+            value.push(0);
+            msg.attr(attr, &value);
+        }
+    }
+    msg.finish();
+    buf
+}
+
+/// An `RTM_NEWLINK`/`RTM_DELLINK` with the link's index and name.
+fn link_msg(kind: u16, ifindex: u32, name: &str) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut msg = wire::MsgWriter::new(&mut buf, kind, 0, 0);
+    let mut hdr = [0u8; 16];
+    hdr[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+    msg.raw(&hdr);
+    let mut value = name.as_bytes().to_vec();
+    value.push(0);
+    msg.attr(3, &value);
+    msg.finish();
+    buf
+}
+
+fn apply_one(state: &mut State, datagram: &[u8]) -> Vec<Event> {
+    let mut out = Vec::new();
+    for msg in Msgs::new(datagram) {
+        state.apply(&msg.unwrap(), &mut out).unwrap();
+    }
+    out
+}
+
+/// The rules whose flags changed in `events` (old and new flags), by priority.
+fn rule_flag_changes(events: &[Event]) -> Vec<(u32, u32, u32)> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Rule(Change::Replaced { old, new }) => {
+                Some((new.priority(), old.flags(), new.flags()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn rule_at(state: &State, family: Family, priority: u32) -> Arc<Rule> {
+    state
+        .rules
+        .iter()
+        .find(|rule| rule.family() == family && rule.priority() == priority)
+        .cloned()
+        .expect("the rule")
+}
+
+/// The kernel resolves a `goto` to a rule at its target priority in the same family and
+/// clears or sets `unresolved` without an event when such a rule comes or goes.
+#[test]
+fn goto_rules_follow_their_target() {
+    use crate::rule::FIB_RULE_UNRESOLVED as UNRESOLVED;
+    let mut state = State::new();
+    let v4 = wire::AF_INET;
+    let goto = (100, FR_ACT_GOTO, Some(200));
+    let events = apply_one(
+        &mut state,
+        &rule_msg(wire::RTM_NEWRULE, v4, goto, (None, None), UNRESOLVED),
+    );
+    assert_eq!(events.len(), 1);
+    assert!(rule_at(&state, Family::V4, 100).is_unresolved());
+
+    // A rule at 200 in the other family resolves nothing.
+    let other = (200, crate::rule::FR_ACT_TO_TBL, None);
+    let events = apply_one(
+        &mut state,
+        &rule_msg(wire::RTM_NEWRULE, wire::AF_INET6, other, (None, None), 0),
+    );
+    assert_eq!(rule_flag_changes(&events), []);
+
+    let target = (200, crate::rule::FR_ACT_TO_TBL, None);
+    let events = apply_one(
+        &mut state,
+        &rule_msg(wire::RTM_NEWRULE, v4, target, (None, None), 0),
+    );
+    assert_eq!(rule_flag_changes(&events), [(100, UNRESOLVED, 0)]);
+    assert!(!rule_at(&state, Family::V4, 100).is_unresolved());
+
+    // A second rule at 200: deleting one of them leaves the goto resolved.
+    let second = (200, crate::rule::FR_ACT_TO_TBL, None);
+    apply_one(
+        &mut state,
+        &rule_msg(
+            wire::RTM_NEWRULE,
+            v4,
+            second,
+            (Some("x"), None),
+            crate::rule::FIB_RULE_IIF_DETACHED,
+        ),
+    );
+    let events = apply_one(
+        &mut state,
+        &rule_msg(wire::RTM_DELRULE, v4, target, (None, None), 0),
+    );
+    assert_eq!(rule_flag_changes(&events), []);
+    let events = apply_one(
+        &mut state,
+        &rule_msg(
+            wire::RTM_DELRULE,
+            v4,
+            second,
+            (Some("x"), None),
+            crate::rule::FIB_RULE_IIF_DETACHED,
+        ),
+    );
+    assert_eq!(rule_flag_changes(&events), [(100, 0, UNRESOLVED)]);
+    assert!(rule_at(&state, Family::V4, 100).is_unresolved());
+    assert_eq!(state.rules.len(), 2);
+
+    let events = apply_one(
+        &mut state,
+        &rule_msg(wire::RTM_NEWRULE, v4, target, (None, None), 0),
+    );
+    assert_eq!(rule_flag_changes(&events), [(100, UNRESOLVED, 0)]);
+    // The goto rule itself is found by its id whatever the flag says.
+    let events = apply_one(
+        &mut state,
+        &rule_msg(wire::RTM_DELRULE, v4, goto, (None, None), UNRESOLVED),
+    );
+    assert!(
+        matches!(events[..], [Event::Rule(Change::Removed(_))]),
+        "{events:?}"
+    );
+}
+
+/// The kernel attaches a rule's `iif`/`oif` to the link of that name when it appears (or is
+/// renamed to it) and detaches it when the link goes away or is renamed, without an event.
+#[test]
+fn iif_and_oif_rules_follow_their_links() {
+    use crate::rule::{FIB_RULE_IIF_DETACHED as IIF, FIB_RULE_OIF_DETACHED as OIF};
+    let table = crate::rule::FR_ACT_TO_TBL;
+    let mut state = State::new();
+    let v4 = wire::AF_INET;
+    apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 5, "veth-x"));
+    apply_one(
+        &mut state,
+        &rule_msg(
+            wire::RTM_NEWRULE,
+            v4,
+            (300, table, None),
+            (Some("veth-x"), None),
+            0,
+        ),
+    );
+    apply_one(
+        &mut state,
+        &rule_msg(
+            wire::RTM_NEWRULE,
+            v4,
+            (301, table, None),
+            (Some("veth-y"), Some("veth-x")),
+            IIF,
+        ),
+    );
+    apply_one(
+        &mut state,
+        &rule_msg(
+            wire::RTM_NEWRULE,
+            v4,
+            (302, table, None),
+            (Some("other"), None),
+            IIF,
+        ),
+    );
+
+    // Renamed: what named the old name is detached, what names the new one attached.
+    let events = apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 5, "veth-y"));
+    assert!(
+        matches!(events[0], Event::Link(Change::Replaced { .. })),
+        "{events:?}"
+    );
+    assert_eq!(rule_flag_changes(&events), [(300, 0, IIF), (301, IIF, OIF)]);
+
+    let events = apply_one(&mut state, &link_msg(wire::RTM_DELLINK, 5, "veth-y"));
+    assert!(
+        matches!(events[0], Event::Link(Change::Removed(_))),
+        "{events:?}"
+    );
+    assert_eq!(rule_flag_changes(&events), [(301, OIF, IIF | OIF)]);
+
+    let events = apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 6, "veth-x"));
+    assert!(
+        matches!(events[0], Event::Link(Change::Added(_))),
+        "{events:?}"
+    );
+    assert_eq!(
+        rule_flag_changes(&events),
+        [(300, IIF, 0), (301, IIF | OIF, IIF)]
+    );
+    // An unrelated link changes nothing.
+    let events = apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 7, "veth-z"));
+    assert_eq!(rule_flag_changes(&events), []);
+    assert!(rule_at(&state, Family::V4, 302).iif_detached());
+}
+
+/// A bridge port's `RTM_NEWLINK` (`AF_UNSPEC`, with `IFLA_LINKINFO`'s port kind and data) or
+/// its `AF_BRIDGE` one (with `IFLA_PROTINFO`), carrying the port's state and cost.
+fn port_msg(family: u8, ifindex: u32, state: u8, cost: u32) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut msg = wire::MsgWriter::new(&mut buf, wire::RTM_NEWLINK, 0, 0);
+    let mut hdr = [0u8; 16];
+    hdr[0] = family;
+    hdr[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+    msg.raw(&hdr);
+    msg.attr(3, b"p0\0");
+    let port_attrs = |msg: &mut wire::MsgWriter<'_>| {
+        msg.attr(1, &[state]);
+        msg.attr_u32(3, cost);
+    };
+    if family == wire::AF_BRIDGE {
+        let at = msg.begin_nest(12);
+        port_attrs(&mut msg);
+        msg.end_nest(at);
+    } else {
+        let info = msg.begin_nest(18);
+        msg.attr(4, b"bridge\0");
+        let data = msg.begin_nest(5);
+        port_attrs(&mut msg);
+        msg.end_nest(data);
+        msg.end_nest(info);
+    }
+    msg.finish();
+    buf
+}
+
+/// The STP state of a bridge port changes with an `AF_BRIDGE` `RTM_NEWLINK` only: the held
+/// port's data takes its values, one `changed` event; the same values again change nothing.
+#[test]
+fn a_bridge_port_message_updates_the_port_data() {
+    let port = |state: &State| {
+        let link = state.links.get(&4).expect("the port").clone();
+        link.port_data().to_vec()
+    };
+    let mut state = State::new();
+    apply_one(&mut state, &port_msg(wire::AF_UNSPEC, 4, 0, 2));
+    assert_eq!(port(&state)[0], ("state".into(), AttrValue::Uint(0)));
+
+    let events = apply_one(&mut state, &port_msg(wire::AF_BRIDGE, 4, 3, 7));
+    assert!(
+        matches!(&events[..], [Event::Link(Change::Replaced { old, new })]
+            if old.port_data() != new.port_data()),
+        "{events:?}"
+    );
+    assert_eq!(
+        port(&state),
+        [
+            ("state".into(), AttrValue::Uint(3)),
+            ("cost".into(), AttrValue::Uint(7))
+        ]
+    );
+    assert_eq!(
+        apply_one(&mut state, &port_msg(wire::AF_BRIDGE, 4, 3, 7)),
+        []
+    );
+    // A port the cache does not hold, or a link that is no bridge port: nothing.
+    assert_eq!(
+        apply_one(&mut state, &port_msg(wire::AF_BRIDGE, 9, 1, 7)),
+        []
+    );
+    // The AF_UNSPEC message of the port says the same as a dump.
+    let events = apply_one(&mut state, &port_msg(wire::AF_UNSPEC, 4, 1, 7));
+    assert_eq!(events.len(), 1);
+    assert_eq!(port(&state)[0], ("state".into(), AttrValue::Uint(1)));
 }

@@ -4,7 +4,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use netmirror_platform::{Address, Item, Op, Platform, Route};
+use netmirror_platform::{Address, Item, Op, Platform, Route, Table};
 
 use super::support::{config, netns_with_veth};
 use crate::support::bounded;
@@ -13,7 +13,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 /// `nmx0`'s index, and a route the kernel refuses with an extended ack: its gateway is not on
 /// the link.
-fn nmx0_and_bad_route(platform: &Platform) -> (u32, Route) {
+fn nmx0_and_bad_route(platform: &Platform) -> (netmirror_platform::Ifindex, Route) {
     let ifindex = platform.links().name("nmx0").execute().unwrap().items[0].ifindex();
     let bad = Route::new("10.200.0.0".parse().unwrap(), 16)
         .with_gateway("198.51.100.1".parse().unwrap())
@@ -21,7 +21,7 @@ fn nmx0_and_bad_route(platform: &Platform) -> (u32, Route) {
     (ifindex, bad)
 }
 
-fn route(i: u32, ifindex: u32) -> Route {
+fn route(i: u32, ifindex: netmirror_platform::Ifindex) -> Route {
     Route::new(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + (i << 8))), 24)
         .with_gateway("192.0.2.2".parse().unwrap())
         .with_oif(ifindex)
@@ -55,7 +55,12 @@ fn one_bad_item_is_reported_and_the_rest_applied() {
             "{}",
             failure.error
         );
-        let table = platform.routes().table(254).dev(ifindex).execute().unwrap();
+        let table = platform
+            .routes()
+            .table(netmirror_platform::Table::MAIN)
+            .dev(ifindex)
+            .execute()
+            .unwrap();
         assert_eq!(
             table
                 .items
@@ -99,10 +104,10 @@ fn one_bad_item_is_reported_and_the_rest_applied() {
 }
 
 /// The routes of table main on `ifindex` that `route` makes (/24 via a gateway), sorted.
-fn held(platform: &Platform, ifindex: u32) -> Vec<Route> {
+fn held(platform: &Platform, ifindex: netmirror_platform::Ifindex) -> Vec<Route> {
     let mut routes: Vec<Route> = platform
         .routes()
-        .table(254)
+        .table(netmirror_platform::Table::MAIN)
         .dev(ifindex)
         .execute()
         .unwrap()
@@ -198,7 +203,7 @@ fn a_cancelled_batch_stops_between_sends_and_reports_exactly() {
         let route = |i: u32| {
             Route::new(IpAddr::V4(Ipv4Addr::from(0x0a50_0000 + i)), 32)
                 .with_oif(ifindex)
-                .with_table(100)
+                .with_table(Table(100))
         };
         // Set before the batch runs: nothing is sent.
         let flag = Arc::new(AtomicBool::new(true));
@@ -237,7 +242,7 @@ fn a_cancelled_batch_stops_between_sends_and_reports_exactly() {
             report.n_ok > 0,
             "the flag came before the batch ran: {report:?}"
         );
-        let held = platform.routes().table(100).execute().unwrap().items;
+        let held = platform.routes().table(Table(100)).execute().unwrap().items;
         assert_eq!(held.len(), report.n_ok);
         // Exactly the first n_ok items.
         assert!(held.iter().all(|r| u32::from(match r.dst() {

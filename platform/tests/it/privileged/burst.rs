@@ -97,7 +97,7 @@ fn burst_of_100k_routes_from_ip_batch_ends_equal_to_a_fresh_dump() {
 
 /// A settled cache with a 64 KiB receive buffer (easy to overflow) and a 50 ms resync
 /// back-off, and `nmx0`'s index.
-fn small_buffer_cache(ns: &NetNs) -> (Cache, u32) {
+fn small_buffer_cache(ns: &NetNs) -> (Cache, netmirror_platform::Ifindex) {
     let mut cache = Cache::open(
         config(ns)
             .with_rcvbuf(64 * 1024)

@@ -105,7 +105,7 @@ fn events_carry_old_and_new_objects() {
                 change
                     .old()
                     .or(change.new_obj())
-                    .is_some_and(|route| route.table() == 100)
+                    .is_some_and(|route| route.table() == netmirror_platform::Table(100))
             })
             .map(|change| match change {
                 Change::Added(new) => format!("added via {:?}", new.gateway()),

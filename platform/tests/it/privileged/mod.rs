@@ -4,6 +4,7 @@
 mod asynch;
 mod attrs;
 mod batch;
+mod bridge_port;
 mod burst;
 mod cache;
 mod churn;
@@ -15,6 +16,7 @@ mod nexthop;
 mod open;
 mod order;
 mod query;
+mod rule_flags;
 mod security;
 mod snapshot;
 mod support;

@@ -300,15 +300,15 @@ pub(crate) fn route_line(route: &Route) -> String {
     format!(
         "route {family} table {} {}/{} type {} nhid {} via {} dev {} metric {} proto {} \
          flags [{}] hops {hops}",
-        route.table(),
+        route.table().get(),
         route.dst(),
         route.dst_len(),
-        route.kind(),
+        route.kind().get(),
         route.nh_id().map_or("-".to_owned(), |id| id.to_string()),
         route.gateway().map_or("-".to_owned(), |gw| gw.to_string()),
         route.oif().map_or("-".to_owned(), |oif| oif.to_string()),
         route.priority(),
-        route.protocol(),
+        route.protocol().get(),
         rt_flag_names(route.flags()),
     )
 }
@@ -331,8 +331,8 @@ pub(crate) fn nexthop_line(nh: &Nexthop) -> String {
         nh.oif().map_or("-".to_owned(), |oif| oif.to_string()),
         nh.is_blackhole(),
         nh.is_fdb(),
-        nh.scope(),
-        nh.protocol(),
+        nh.scope().get(),
+        nh.protocol().get(),
         rt_flag_names(nh.flags()),
         if nh.group_type() == Some(1) {
             "resilient"
@@ -578,7 +578,12 @@ fn route_filters_select_what_ip_selects() {
             ] {
                 for (table, id) in [("main", 254), ("100", 100), ("local", 255)] {
                     assert_eq!(
-                        ours(platform.routes().table(id).kind(kind)),
+                        ours(
+                            platform
+                                .routes()
+                                .table(netmirror_platform::Table(id))
+                                .kind(netmirror_platform::RouteType(kind))
+                        ),
                         ip_route_lines(&ns, id.into(), &["table", table, "type", name]),
                         "table {table} type {name} (strict {strict})"
                     );
@@ -586,14 +591,19 @@ fn route_filters_select_what_ip_selects() {
             }
             for dev in ["nmx0", "nmy0", "lo"] {
                 assert_eq!(
-                    ours(platform.routes().table(254).dev(ifindex(dev))),
+                    ours(
+                        platform
+                            .routes()
+                            .table(netmirror_platform::Table::MAIN)
+                            .dev(ifindex(dev))
+                    ),
                     ip_route_lines(&ns, 254, &["dev", dev]),
                     "dev {dev} (strict {strict})"
                 );
             }
             for (table, id) in [("main", 254), ("100", 100), ("local", 255)] {
                 assert_eq!(
-                    ours(platform.routes().table(id)),
+                    ours(platform.routes().table(netmirror_platform::Table(id))),
                     ip_route_lines(&ns, id.into(), &["table", table]),
                     "table {table} (strict {strict})"
                 );

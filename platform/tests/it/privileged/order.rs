@@ -51,7 +51,7 @@ fn cache_order(cache: &Cache, family: Family, dst: &str) -> Vec<String> {
         .map(|route| &**route)
         .filter(|route| {
             route.family() == family
-                && route.table() == 254
+                && route.table() == netmirror_platform::Table::MAIN
                 && route.dst() == addr
                 && route.dst_len() == len
         })

@@ -35,7 +35,7 @@ fn ip_dsts(ns: &NetNs, args: &[&str]) -> BTreeSet<String> {
         .collect()
 }
 
-fn dsts(routes: &[Route], table_name: impl Fn(u32) -> String) -> BTreeSet<String> {
+fn dsts(routes: &[Route]) -> BTreeSet<String> {
     routes
         .iter()
         .map(|route| {
@@ -44,7 +44,7 @@ fn dsts(routes: &[Route], table_name: impl Fn(u32) -> String) -> BTreeSet<String
             } else {
                 format!("{}/{}", route.dst(), route.dst_len())
             };
-            format!("{} {dst}", table_name(route.table()))
+            format!("{} {dst}", route.table())
         })
         .collect()
 }
@@ -61,7 +61,11 @@ fn filtered_queries_equal_ip_route_show() {
         let mut batch = platform.batch();
         for i in 0..1000u32 {
             let dst = Ipv4Addr::from(0x0a00_0000 + (i << 8));
-            batch = batch.add_route(Route::new(dst.into(), 24).with_gateway(gw).with_table(100));
+            batch = batch.add_route(
+                Route::new(dst.into(), 24)
+                    .with_gateway(gw)
+                    .with_table(netmirror_platform::Table(100)),
+            );
         }
         for i in 0..5000u32 {
             let dst = Ipv4Addr::from(0x0b00_0000 + (i << 8));
@@ -88,13 +92,13 @@ fn filtered_queries_equal_ip_route_show() {
             let table = platform
                 .routes()
                 .family(Family::V4)
-                .table(100)
+                .table(netmirror_platform::Table(100))
                 .execute()
                 .unwrap();
             assert_eq!(table.filter, expected_side);
             assert_eq!(table.items.len(), 1000);
             assert_eq!(
-                dsts(&table.items, |t| t.to_string()),
+                dsts(&table.items),
                 ip_dsts(&ns, &["-j", "route", "show", "table", "100"])
                     .into_iter()
                     .map(|line| line.replacen("main", "100", 1))
@@ -104,7 +108,7 @@ fn filtered_queries_equal_ip_route_show() {
             let v6 = platform
                 .routes()
                 .family(Family::V6)
-                .table(100)
+                .table(netmirror_platform::Table(100))
                 .execute()
                 .unwrap();
             assert_eq!(v6.items.len(), 1);
@@ -112,13 +116,13 @@ fn filtered_queries_equal_ip_route_show() {
             let dev = platform
                 .routes()
                 .family(Family::V4)
-                .table(254)
+                .table(netmirror_platform::Table::MAIN)
                 .dev(nmx1)
                 .execute()
                 .unwrap();
             assert_eq!(dev.filter, expected_side);
             assert_eq!(
-                dsts(&dev.items, |_| "main".to_owned()),
+                dsts(&dev.items),
                 ip_dsts(&ns, &["-j", "route", "show", "dev", "nmx1"])
             );
             // The 50 routes, the prefix route, and the routes whose gateway resolved to nmx1.
@@ -149,7 +153,7 @@ fn filtered_queries_equal_ip_route_show() {
             assert!(
                 platform
                     .links()
-                    .ifindex(9999)
+                    .ifindex(netmirror_platform::Ifindex(9999))
                     .execute()
                     .unwrap()
                     .items

@@ -190,7 +190,7 @@ pub(crate) fn route_line(route: &Route) -> String {
     };
     format!(
         "route {family} table {} {}/{} via {} dev {} metric {} type {} proto {} hops {hops}",
-        route.table(),
+        route.table().get(),
         route.dst(),
         route.dst_len(),
         route
@@ -198,8 +198,8 @@ pub(crate) fn route_line(route: &Route) -> String {
             .map_or("-".to_owned(), |gw: IpAddr| gw.to_string()),
         route.oif().map_or("-".to_owned(), |oif| oif.to_string()),
         route.priority(),
-        route.kind(),
-        route.protocol(),
+        route.kind().get(),
+        route.protocol().get(),
     )
 }
 
@@ -211,6 +211,6 @@ pub(crate) fn rule_line(rule: &Rule) -> String {
     format!(
         "rule {family} prio {} table {}",
         rule.priority(),
-        rule.table()
+        rule.table().get()
     )
 }

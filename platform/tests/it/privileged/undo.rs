@@ -138,7 +138,11 @@ fn a_route_built_on_a_nexthop_is_added_with_its_id_alone() {
             .execute()
             .unwrap();
         assert!(report.is_success(), "{report:?}");
-        let held = platform.routes().table(254).execute().unwrap();
+        let held = platform
+            .routes()
+            .table(netmirror_platform::Table::MAIN)
+            .execute()
+            .unwrap();
         let route = held
             .items
             .iter()
