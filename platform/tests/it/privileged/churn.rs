@@ -84,11 +84,16 @@ fn resync_under_continuous_address_churn_never_ends_the_cache() {
             })
         };
 
-        // A consumer that stalls now and then (so the buffer overflows), for 8 s of churn.
+        // A consumer that stalls now and then (so the buffer overflows), for 8 s of churn, and
+        // on (up to a minute) until a resync was put off: on a loaded machine the churn thread
+        // may not run while the first resyncs dump.
         let mut events = Vec::new();
         let started = Instant::now();
         let mut n_polls = 0u32;
-        while started.elapsed() < Duration::from_secs(8) {
+        while started.elapsed() < Duration::from_secs(8)
+            || (cache.stats().n_deferred_resyncs == 0
+                && started.elapsed() < Duration::from_secs(60))
+        {
             events.clear();
             if let Err(err) = cache.poll(Some(Duration::from_millis(20)), &mut events) {
                 stop.store(true, Ordering::Relaxed);

@@ -9,7 +9,7 @@ use netmirror_platform::testing::{NetNs, Veth};
 use netmirror_platform::{Cache, Change, Event, Family, Nexthop, Route, RouteId};
 use serde_json::Value;
 
-use super::support::{config, ip, settle};
+use super::support::{config, ip, settle, wait_kernel_quiet};
 use crate::support::bounded;
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -552,6 +552,9 @@ fn route_filters_select_what_ip_selects() {
         ] {
             ip(&ns, line);
         }
+        // IPv6 link-local addresses and their local routes come late: compare one-off dumps
+        // only once the kernel is done.
+        wait_kernel_quiet(&ns);
         for strict in [true, false] {
             let platform =
                 netmirror_platform::Platform::open(config(&ns).with_strict_check(strict)).unwrap();

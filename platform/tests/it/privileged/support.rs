@@ -36,6 +36,36 @@ pub(crate) fn ip(ns: &NetNs, args: &str) {
     }
 }
 
+/// Waits (up to 20 s) until the kernel's own asynchronous work in `ns` is done: no IPv6 address
+/// is still tentative (duplicate address detection) and the routes of every table read the same
+/// three times in a row, 300 ms apart (IPv6 link-local addresses and their local routes come
+/// late). Tests that compare one-off dumps with `ip` call it first.
+pub(crate) fn wait_kernel_quiet(ns: &NetNs) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let read = || {
+        let addrs = ns.ip(&["-6", "addr", "show"]).unwrap_or_default();
+        let routes = ns
+            .ip(&["route", "show", "table", "all"])
+            .unwrap_or_default()
+            + &ns
+                .ip(&["-6", "route", "show", "table", "all"])
+                .unwrap_or_default();
+        (addrs.contains("tentative"), routes)
+    };
+    let mut same = 0;
+    let mut last = read();
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = read();
+        same = if !now.0 && now == last { same + 1 } else { 0 };
+        if same >= 2 {
+            return;
+        }
+        last = now;
+    }
+    panic!("the kernel did not settle in 20 s: {last:?}");
+}
+
 /// Polls `cache` until a poll of 100 ms brings nothing and no resync is pending; returns the
 /// events seen.
 pub(crate) fn settle(cache: &mut Cache, limit: Duration) -> Vec<Event> {
