@@ -1,19 +1,19 @@
 //! `nm general|device|connection|active|monitor`: NetworkManager through
 //! `netmirror-client-cache`'s typed layer, with nmcli's column names and values.
 //!
-//! `nm device IFACE` asks the daemon for that one device (`GetDeviceByIpIface`, with the
-//! library's fallback to loading everything) instead of loading every object.
+//! `nm device IFACE` loads everything: nmcli's sections follow the device's references.
 
 use std::collections::HashMap;
 
 use netmirror_client_cache::nm::{
-    self as nmc, ActiveConnection, Device, NmClient, NmEvent, Profile,
+    self as nmc, ActiveConnection, Device, DeviceCapabilities, DeviceInterfaceFlags, NmClient,
+    NmEvent, Profile, RadioFlags,
 };
 
 use crate::args::{Bus, NmAction, NmArgs};
 use crate::bus;
 use crate::failure::Failure;
-use crate::render::{self, Cell, EventKind, Field, Printer, Table};
+use crate::render::{self, Cell, EventKind, Field, Printer, Prop, Table};
 
 /// Columns of `nm general`, as `nmcli general` names them.
 pub(crate) const GENERAL_FIELDS: &[Field] = &[
@@ -95,22 +95,14 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Re
                 printer.table(&device_table(&nm.devices()))
             }
             Some(NmAction::Device { iface: Some(iface) }) => {
-                let nm =
-                    NmClient::device_by_iface(&conn, iface)
-                        .await
-                        .map_err(|err| match &err {
-                            netmirror_client_cache::Error::Remote { name, .. }
-                                if name.ends_with(".UnknownDevice") =>
-                            {
-                                anyhow::anyhow!("device '{iface}' not found")
-                            }
-                            _ => bus::explain(err, bus, SERVICE_NAME),
-                        })?;
-                require_running(&nm, bus)?;
+                // Everything is loaded, not only the device (`NmClient::device_by_iface`):
+                // nmcli's sections follow the device's references (active connection,
+                // profile, IP and DHCP configurations, available profiles).
+                let nm = load(&conn, bus).await?;
                 let device = nm
                     .device_by_name(iface)
                     .ok_or_else(|| anyhow::anyhow!("device '{iface}' not found"))?;
-                printer.properties(&device_properties(&device))
+                printer.props(&device_properties(&device))
             }
             Some(NmAction::Connection { id: None }) => {
                 let nm = load(&conn, bus).await?;
@@ -123,7 +115,7 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Re
                     .into_iter()
                     .find(|profile| profile.uuid() == id.as_str() || profile.id() == id.as_str())
                     .ok_or_else(|| anyhow::anyhow!("no connection profile '{id}'"))?;
-                printer.properties(&profile_properties(&profile))
+                printer.props(&profile_properties(&nm, &profile))
             }
             Some(NmAction::Active) => {
                 let nm = load(&conn, bus).await?;
@@ -160,53 +152,6 @@ fn require_running(nm: &NmClient, bus: &Bus) -> anyhow::Result<()> {
     }
 }
 
-/// nmcli's name of an `NMState`.
-fn state_name(state: u32) -> &'static str {
-    match state {
-        10 => "asleep",
-        20 => "disconnected",
-        30 => "disconnecting",
-        40 => "connecting",
-        50 => "connected (local only)",
-        60 => "connected (site only)",
-        70 => "connected",
-        _ => "unknown",
-    }
-}
-
-/// nmcli's name of an `NMConnectivityState`.
-fn connectivity_name(connectivity: u32) -> &'static str {
-    match connectivity {
-        1 => "none",
-        2 => "portal",
-        3 => "limited",
-        4 => "full",
-        _ => "unknown",
-    }
-}
-
-/// nmcli's name of an `NMActiveConnectionState`.
-fn active_state_name(state: u32) -> &'static str {
-    match state {
-        1 => "activating",
-        2 => "activated",
-        3 => "deactivating",
-        4 => "deactivated",
-        _ => "unknown",
-    }
-}
-
-/// nmcli's name of an `NMMetered`.
-fn metered_name(metered: u32) -> &'static str {
-    match metered {
-        1 => "yes",
-        2 => "no",
-        3 => "yes (guessed)",
-        4 => "no (guessed)",
-        _ => "unknown",
-    }
-}
-
 fn enabled(on: bool) -> Cell {
     Cell::from(if on { "enabled" } else { "disabled" })
 }
@@ -219,27 +164,43 @@ fn text(value: &str) -> Cell {
     }
 }
 
+/// WIFI-HW or WWAN-HW as nmcli shows it: `missing` when the daemon says the radio does not
+/// exist (`RadioFlags`, NetworkManager 1.38 and later), else whether rfkill lets it on.
+fn radio_hw(has_flags: bool, flags: RadioFlags, radio: RadioFlags, hw_enabled: bool) -> Cell {
+    if has_flags && !flags.contains(radio) {
+        Cell::from("missing")
+    } else {
+        enabled(hw_enabled)
+    }
+}
+
 /// The one row of `nm general`.
 pub(crate) fn general_table(nm: &NmClient) -> Table {
     let mut table = Table::new(GENERAL_FIELDS);
     if let Some(manager) = nm.manager() {
-        let flag = |name: &str| {
-            manager
-                .property(name)
-                .and_then(|value| value.as_bool())
-                .unwrap_or(false)
-        };
+        let has_flags = manager.property("RadioFlags").is_some_and(|v| !v.is_unset());
+        let flags = manager.radio_flags();
         table.push(vec![
-            state_name(manager.state()).into(),
-            connectivity_name(manager.connectivity()).into(),
-            enabled(flag("WirelessHardwareEnabled")),
+            manager.state().to_string().into(),
+            manager.connectivity().to_string().into(),
+            radio_hw(
+                has_flags,
+                flags,
+                RadioFlags::WLAN_AVAILABLE,
+                manager.wireless_hardware_enabled(),
+            ),
             enabled(manager.wireless_enabled()),
-            enabled(flag("WwanHardwareEnabled")),
-            enabled(flag("WwanEnabled")),
+            radio_hw(
+                has_flags,
+                flags,
+                RadioFlags::WWAN_AVAILABLE,
+                manager.wwan_hardware_enabled(),
+            ),
+            enabled(manager.wwan_enabled()),
             enabled(manager.networking_enabled()),
             text(manager.version()),
             manager.startup().into(),
-            metered_name(manager.metered()).into(),
+            manager.metered().to_string().into(),
         ]);
     }
     table
@@ -251,9 +212,9 @@ fn device_row(device: &Device<'_>) -> Vec<Cell> {
     vec![
         text(device.interface()),
         device.type_name().into(),
-        device.state_name().into(),
+        device.state_text().into(),
         active.map_or(Cell::Null, |active| text(active.id())),
-        Cell::Int(device.ifindex().into()),
+        device.ifindex().map_or(Cell::Null, |i| Cell::Int(i.into())),
         text(device.hw_address()),
         device.mtu().into(),
         text(device.driver()),
@@ -262,9 +223,7 @@ fn device_row(device: &Device<'_>) -> Vec<Cell> {
         device.real().into(),
         active.map_or(Cell::Null, |active| text(active.uuid())),
         device.path().to_owned().into(),
-        active
-            .and_then(|active| active.connection())
-            .map_or(Cell::Null, |profile| profile.path().to_owned().into()),
+        active.map_or(Cell::Null, |active| active.path().to_owned().into()),
     ]
 }
 
@@ -277,41 +236,276 @@ pub(crate) fn device_table(devices: &[Device<'_>]) -> Table {
     table
 }
 
-/// `nm device IFACE`: one device, as `nmcli device show` names its properties.
-fn device_properties(device: &Device<'_>) -> Vec<(String, Cell)> {
+/// `yes`/`no` as nmcli's properties show a flag.
+fn yes_no(on: bool) -> Cell {
+    Cell::from(if on { "yes" } else { "no" })
+}
+
+/// `N (name)`, as nmcli shows a state, reason or connectivity in `device show`.
+fn numbered(number: u32, name: impl std::fmt::Display) -> Cell {
+    format!("{number} ({name})").into()
+}
+
+/// `SECTION.FIELD[1]`, `[2]`... for each item (nothing when there is none).
+fn indexed(props: &mut Vec<Prop>, name: &str, items: impl IntoIterator<Item = String>, common: bool) {
+    for (idx, item) in items.into_iter().enumerate() {
+        props.push(Prop {
+            name: format!("{name}[{}]", idx + 1),
+            cell: item.into(),
+            common,
+        });
+    }
+}
+
+/// A route as nmcli shows it: `dst = 198.51.100.0/24, nh = 192.0.2.254, mt = 50`, then any
+/// other attribute as `name=value`.
+fn route_text(route: &nmc::IpRoute, ipv6: bool) -> String {
+    let none = if ipv6 { "::" } else { "0.0.0.0" };
+    let mut text = format!(
+        "dst = {}/{}, nh = {}",
+        route.dest,
+        route.prefix,
+        route.next_hop.as_deref().unwrap_or(none)
+    );
+    if let Some(metric) = route.metric {
+        text.push_str(&format!(", mt = {metric}"));
+    }
+    for (name, value) in &route.attributes {
+        text.push_str(&format!(", {name}={}", bus::cell(value).text()));
+    }
+    text
+}
+
+/// The IP4 or IP6 section of a device or an active connection.
+fn ip_section(
+    props: &mut Vec<Prop>,
+    section: &str,
+    ipv6: bool,
+    addresses: Vec<String>,
+    gateway: &str,
+    routes: &[nmc::IpRoute],
+    dns: Vec<String>,
+    domains: &[Box<str>],
+    searches: &[Box<str>],
+    wins: Vec<String>,
+) {
+    indexed(props, &format!("{section}.ADDRESS"), addresses, true);
+    props.push(Prop::common(format!("{section}.GATEWAY"), text(gateway)));
+    indexed(
+        props,
+        &format!("{section}.ROUTE"),
+        routes.iter().map(|r| route_text(r, ipv6)),
+        true,
+    );
+    indexed(props, &format!("{section}.DNS"), dns, true);
+    indexed(
+        props,
+        &format!("{section}.DOMAIN"),
+        domains.iter().map(|d| d.to_string()),
+        true,
+    );
+    indexed(
+        props,
+        &format!("{section}.SEARCHES"),
+        searches.iter().map(|d| d.to_string()),
+        true,
+    );
+    indexed(props, &format!("{section}.WINS"), wins, true);
+}
+
+/// The IP4, DHCP4, IP6 and DHCP6 sections of a device or an active connection.
+fn ip_sections(
+    props: &mut Vec<Prop>,
+    ip4: Option<nmc::Ip4Config<'_>>,
+    dhcp4: Option<nmc::Dhcp4Config<'_>>,
+    ip6: Option<nmc::Ip6Config<'_>>,
+    dhcp6: Option<nmc::Dhcp6Config<'_>>,
+) {
+    if let Some(ip4) = ip4 {
+        ip_section(
+            props,
+            "IP4",
+            false,
+            ip4.addresses(),
+            ip4.gateway(),
+            &ip4.routes(),
+            ip4.nameservers(),
+            ip4.domains(),
+            ip4.searches(),
+            ip4.wins_servers(),
+        );
+    }
+    if let Some(dhcp4) = dhcp4 {
+        dhcp_section(props, "DHCP4", dhcp4.property("Options"));
+    }
+    if let Some(ip6) = ip6 {
+        ip_section(
+            props,
+            "IP6",
+            true,
+            ip6.addresses(),
+            ip6.gateway(),
+            &ip6.routes(),
+            ip6.nameservers(),
+            ip6.domains(),
+            ip6.searches(),
+            Vec::new(),
+        );
+    }
+    if let Some(dhcp6) = dhcp6 {
+        dhcp_section(props, "DHCP6", dhcp6.property("Options"));
+    }
+}
+
+/// `DHCP4.OPTION[n]: name = value`, sorted by name as nmcli sorts them.
+fn dhcp_section(props: &mut Vec<Prop>, section: &str, options: Option<&netmirror_client_cache::Value>) {
+    let mut options: Vec<(String, String)> = match options.map(|v| v.unwrap_variant()) {
+        Some(netmirror_client_cache::Value::Dict(dict)) => dict
+            .entries
+            .iter()
+            .filter_map(|(k, v)| {
+                let value = v.unwrap_variant();
+                let value = match value.as_str() {
+                    Some(s) => s.to_owned(),
+                    None => bus::cell(value).text().into_owned(),
+                };
+                Some((k.as_str()?.to_owned(), value))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    options.sort();
+    indexed(
+        props,
+        &format!("{section}.OPTION"),
+        options.into_iter().map(|(k, v)| format!("{k} = {v}")),
+        true,
+    );
+}
+
+/// `nm device IFACE`: one device, as `nmcli device show` names its properties, in its order:
+/// the common ones by default, every section with `--fields all`.
+fn device_properties(device: &Device<'_>) -> Vec<Prop> {
     let active = device.active_connection();
+    let (_, reason) = device.state_reason();
+    let caps = device.capabilities();
+    let flags = device.interface_flags();
     let mut props = vec![
-        ("GENERAL.DEVICE".to_owned(), text(device.interface())),
-        ("GENERAL.TYPE".to_owned(), device.type_name().into()),
-        ("GENERAL.HWADDR".to_owned(), text(device.hw_address())),
-        ("GENERAL.MTU".to_owned(), device.mtu().into()),
-        (
-            "GENERAL.STATE".to_owned(),
-            format!("{} ({})", device.state(), device.state_name()).into(),
+        Prop::common("GENERAL.DEVICE", text(device.interface())),
+        Prop::common("GENERAL.TYPE", device.type_name().into()),
+        Prop::extra("GENERAL.NM-TYPE", Cell::opt_text(device.nm_type())),
+        Prop::extra("GENERAL.DBUS-PATH", device.path().to_owned().into()),
+        Prop::extra("GENERAL.DRIVER", text(device.driver())),
+        Prop::extra("GENERAL.DRIVER-VERSION", text(device.driver_version())),
+        Prop::extra("GENERAL.FIRMWARE-VERSION", text(device.firmware_version())),
+        Prop::common("GENERAL.HWADDR", text(device.hw_address())),
+        Prop::common("GENERAL.MTU", device.mtu().into()),
+        Prop::common(
+            "GENERAL.STATE",
+            numbered(device.state().to_u32(), device.state_text()),
         ),
-        (
-            "GENERAL.CONNECTION".to_owned(),
+        Prop::extra("GENERAL.REASON", numbered(reason.to_u32(), reason)),
+        Prop::extra(
+            "GENERAL.IP4-CONNECTIVITY",
+            numbered(device.ip4_connectivity().to_u32(), device.ip4_connectivity()),
+        ),
+        Prop::extra(
+            "GENERAL.IP6-CONNECTIVITY",
+            numbered(device.ip6_connectivity().to_u32(), device.ip6_connectivity()),
+        ),
+        Prop::extra("GENERAL.UDI", text(device.udi())),
+        Prop::extra("GENERAL.PATH", text(device.path_())),
+        Prop::extra("GENERAL.IP-IFACE", text(device.ip_interface())),
+        Prop::extra(
+            "GENERAL.IS-SOFTWARE",
+            yes_no(caps.contains(DeviceCapabilities::IS_SOFTWARE)),
+        ),
+        Prop::extra("GENERAL.NM-MANAGED", yes_no(device.managed())),
+        Prop::extra("GENERAL.AUTOCONNECT", yes_no(device.autoconnect())),
+        Prop::extra("GENERAL.FIRMWARE-MISSING", yes_no(device.firmware_missing())),
+        Prop::extra("GENERAL.NM-PLUGIN-MISSING", yes_no(device.nm_plugin_missing())),
+        Prop::extra("GENERAL.PHYS-PORT-ID", text(device.physical_port_id())),
+        Prop::common(
+            "GENERAL.CONNECTION",
             active.map_or(Cell::Null, |active| text(active.id())),
         ),
-        (
-            "GENERAL.CON-PATH".to_owned(),
-            active
-                .and_then(|active| active.connection())
-                .map_or(Cell::Null, |profile| profile.path().to_owned().into()),
+        Prop::extra(
+            "GENERAL.CON-UUID",
+            active.map_or(Cell::Null, |active| text(active.uuid())),
         ),
-        ("GENERAL.DRIVER".to_owned(), text(device.driver())),
-        ("GENERAL.MANAGED".to_owned(), device.managed().into()),
-        ("GENERAL.REAL".to_owned(), device.real().into()),
-        (
-            "GENERAL.DBUS-PATH".to_owned(),
-            device.path().to_owned().into(),
+        Prop::common(
+            "GENERAL.CON-PATH",
+            active.map_or(Cell::Null, |active| active.path().to_owned().into()),
+        ),
+        Prop::extra("GENERAL.METERED", device.metered().to_string().into()),
+        Prop::extra(
+            "CAPABILITIES.CARRIER-DETECT",
+            yes_no(caps.contains(DeviceCapabilities::CARRIER_DETECT)),
+        ),
+        Prop::extra(
+            "CAPABILITIES.SPEED",
+            match device.speed() {
+                Some(speed) if speed > 0 => format!("{speed} Mb/s").into(),
+                _ => "unknown".into(),
+            },
+        ),
+        Prop::extra(
+            "CAPABILITIES.IS-SOFTWARE",
+            yes_no(caps.contains(DeviceCapabilities::IS_SOFTWARE)),
+        ),
+        Prop::extra(
+            "CAPABILITIES.SRIOV",
+            yes_no(caps.contains(DeviceCapabilities::SRIOV)),
+        ),
+        Prop::extra(
+            "INTERFACE-FLAGS.UP",
+            yes_no(flags.contains(DeviceInterfaceFlags::UP)),
+        ),
+        Prop::extra(
+            "INTERFACE-FLAGS.LOWER-UP",
+            yes_no(flags.contains(DeviceInterfaceFlags::LOWER_UP)),
+        ),
+        Prop::extra(
+            "INTERFACE-FLAGS.CARRIER",
+            yes_no(flags.contains(DeviceInterfaceFlags::CARRIER)),
+        ),
+        Prop::extra(
+            "INTERFACE-FLAGS.PROMISC",
+            yes_no(flags.contains(DeviceInterfaceFlags::PROMISC)),
         ),
     ];
-    if let Some(ip4) = device.ip4_config() {
-        props.push(("IP4.GATEWAY".to_owned(), text(ip4.gateway())));
+    if let Some(carrier) = device.carrier() {
+        props.push(Prop::common(
+            "WIRED-PROPERTIES.CARRIER",
+            Cell::from(if carrier { "on" } else { "off" }),
+        ));
     }
-    if let Some(ip6) = device.ip6_config() {
-        props.push(("IP6.GATEWAY".to_owned(), text(ip6.gateway())));
+    ip_sections(
+        &mut props,
+        device.ip4_config(),
+        device.dhcp4_config(),
+        device.ip6_config(),
+        device.dhcp6_config(),
+    );
+    let available = device.available_connections();
+    props.push(Prop::extra(
+        "CONNECTIONS.AVAILABLE-CONNECTION-PATHS",
+        if available.is_empty() {
+            Cell::Null
+        } else {
+            available
+                .iter()
+                .map(|p| p.path())
+                .collect::<Vec<_>>()
+                .join(",")
+                .into()
+        },
+    ));
+    for (idx, profile) in available.iter().enumerate() {
+        props.push(Prop::extra(
+            format!("CONNECTIONS.AVAILABLE-CONNECTIONS[{}]", idx + 1),
+            format!("{} | {}", profile.uuid(), profile.id()).into(),
+        ));
     }
     props
 }
@@ -341,7 +535,7 @@ fn profile_row(profile: &Profile<'_>, devices: &HashMap<String, Vec<String>>) ->
     vec![
         text(profile.id()),
         text(profile.uuid()),
-        text(profile.connection_type()),
+        text(profile.type_name()),
         on.map_or(Cell::Null, |names| Cell::List(names.clone())),
         text(profile.interface_name()),
         on.is_some().into(),
@@ -360,8 +554,168 @@ pub(crate) fn connection_table(nm: &NmClient) -> Table {
     table
 }
 
-/// `nm connection ID`: every setting the daemon returned, named `setting.key` as nmcli does.
-fn profile_properties(profile: &Profile<'_>) -> Vec<(String, Cell)> {
+/// Keys whose values are secrets: never shown (the daemon does not send them with
+/// `GetSettings`; were one there, it stays hidden as nmcli hides it without `--show-secrets`).
+const SECRET_KEYS: &[&str] = &[
+    "password", "psk", "wep-key0", "wep-key1", "wep-key2", "wep-key3", "leap-password", "pin",
+    "puk", "private-key", "preshared-key", "secrets", "private-key-password",
+    "phase2-private-key-password", "pac-file-password", "ca-cert-password",
+    "client-cert-password", "phase2-ca-cert-password", "phase2-client-cert-password",
+];
+
+/// A byte string as nmcli shows it: a MAC address (`AA:BB:CC:DD:EE:FF`) for 6 or 20 bytes
+/// under a key naming one, printable text as itself, else hex bytes joined by `:` as nmcli
+/// prints opaque bytes.
+fn bytes_text(key: &str, bytes: &[u8]) -> String {
+    let hex = |sep: &str| {
+        bytes
+            .iter()
+            .map(|b| format!("{b:02X}"))
+            .collect::<Vec<_>>()
+            .join(sep)
+    };
+    if key.contains("mac-address") || key == "bssid" {
+        return hex(":");
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) if !text.chars().any(char::is_control) => text.to_owned(),
+        _ => hex(" "),
+    }
+}
+
+/// An `ipv4.addresses`/`ipv6.addresses` value from the setting's `address-data`.
+fn setting_addresses(values: &netmirror_client_cache::Value) -> Option<String> {
+    let data = values.get("address-data")?;
+    let items: Vec<String> = match data.unwrap_variant() {
+        netmirror_client_cache::Value::Array(array) => array
+            .items
+            .iter()
+            .filter_map(|d| {
+                Some(format!(
+                    "{}/{}",
+                    d.get("address")?.as_str()?,
+                    d.get("prefix")?.as_u32()?
+                ))
+            })
+            .collect(),
+        _ => return None,
+    };
+    Some(items.join(", "))
+}
+
+/// An `ipv4.routes`/`ipv6.routes` value from the setting's `route-data`, as nmcli shows it:
+/// `{ ip = 198.51.100.0/24, nh = 192.0.2.254, mt = 50 }`, joined by `; `.
+fn setting_routes(values: &netmirror_client_cache::Value) -> Option<String> {
+    let data = values.get("route-data")?;
+    let items: Vec<String> = match data.unwrap_variant() {
+        netmirror_client_cache::Value::Array(array) => array
+            .items
+            .iter()
+            .filter_map(|d| {
+                let netmirror_client_cache::Value::Dict(dict) = d.unwrap_variant() else {
+                    return None;
+                };
+                let mut text = format!(
+                    "{{ ip = {}/{}",
+                    d.get("dest")?.as_str()?,
+                    d.get("prefix")?.as_u32()?
+                );
+                if let Some(nh) = d.get("next-hop").and_then(|v| v.as_str()) {
+                    text.push_str(&format!(", nh = {nh}"));
+                }
+                if let Some(mt) = d.get("metric").and_then(|v| v.as_u32()) {
+                    text.push_str(&format!(", mt = {mt}"));
+                }
+                for (key, value) in &dict.entries {
+                    let Some(key) = key.as_str() else { continue };
+                    if !matches!(key, "dest" | "prefix" | "next-hop" | "metric") {
+                        text.push_str(&format!(", {key}={}", value.unwrap_variant()));
+                    }
+                }
+                text.push_str(" }");
+                Some(text)
+            })
+            .collect(),
+        _ => return None,
+    };
+    Some(items.join("; "))
+}
+
+/// `ipv4.dns` (`au` in network byte order, or `dns-data`) and `ipv6.dns` (`aay`) as addresses.
+fn setting_dns(setting: &str, values: &netmirror_client_cache::Value) -> Option<String> {
+    use netmirror_client_cache::Value as V;
+    if let Some(V::Strs(data)) = values.get("dns-data") {
+        return Some(data.join(","));
+    }
+    let items: Vec<String> = match values.get("dns")? {
+        V::U32s(v) if setting == "ipv4" => v
+            .iter()
+            .map(|n| std::net::Ipv4Addr::from(u32::from_be(*n)).to_string())
+            .collect(),
+        V::Array(array) => array
+            .items
+            .iter()
+            .filter_map(|b| {
+                let bytes: [u8; 16] = b.unwrap_variant().as_bytes()?.try_into().ok()?;
+                Some(std::net::Ipv6Addr::from(bytes).to_string())
+            })
+            .collect(),
+        _ => return None,
+    };
+    Some(items.join(","))
+}
+
+/// One setting's value as nmcli shows it; `None` for the D-Bus-only forms nmcli folds into
+/// another property (`address-data` is `addresses`, `route-data` is `routes`, `dns-data` is
+/// `dns`).
+fn setting_cell(
+    setting: &str,
+    key: &str,
+    value: &netmirror_client_cache::Value,
+    values: &netmirror_client_cache::Value,
+) -> Option<Cell> {
+    use netmirror_client_cache::Value as V;
+    let ip = matches!(setting, "ipv4" | "ipv6");
+    if ip && matches!(key, "address-data" | "route-data" | "dns-data") {
+        return None;
+    }
+    let decoded = |text: Option<String>| match text {
+        Some(text) if text.is_empty() => Cell::Null,
+        Some(text) => Cell::Typed {
+            text,
+            json: bus::json(value),
+        },
+        None => bus::cell(value),
+    };
+    if SECRET_KEYS.contains(&key) {
+        return Some("<hidden>".into());
+    }
+    let value = value.unwrap_variant();
+    Some(match (key, value) {
+        ("addresses", _) if ip => decoded(setting_addresses(values)),
+        ("routes", _) if ip => decoded(setting_routes(values)),
+        ("dns", _) if ip => decoded(setting_dns(setting, values)),
+        ("metered", V::I32(n)) if setting == "connection" => Cell::Typed {
+            text: nmc::Metered::from_u32(u32::try_from(*n).unwrap_or(0)).to_string(),
+            json: bus::json(value),
+        },
+        (_, V::Bool(on)) => Cell::Typed {
+            text: if *on { "yes" } else { "no" }.to_owned(),
+            json: bus::json(value),
+        },
+        (_, V::Bytes(bytes)) => decoded(Some(bytes_text(key, bytes))),
+        (_, V::Strs(items)) => decoded(Some(items.join(","))),
+        (_, V::Dict(dict)) if dict.entries.is_empty() => Cell::Null,
+        (_, V::Array(array)) if array.items.is_empty() => Cell::Null,
+        (_, V::U32s(items)) if items.is_empty() => Cell::Null,
+        _ => bus::cell(value),
+    })
+}
+
+/// `nm connection ID`: every setting the daemon returned, named `setting.key` as nmcli does
+/// and shown as nmcli shows it; then, for an active profile, its active connection's
+/// GENERAL, IP4, DHCP4, IP6 and DHCP6 sections.
+fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
     let mut props = Vec::new();
     if let Some(netmirror_client_cache::Value::Dict(settings)) =
         profile.settings().map(|value| value.unwrap_variant())
@@ -370,18 +724,81 @@ fn profile_properties(profile: &Profile<'_>) -> Vec<(String, Cell)> {
             let Some(setting) = setting.as_str() else {
                 continue;
             };
-            if let netmirror_client_cache::Value::Dict(values) = values.unwrap_variant() {
-                for (key, value) in &values.entries {
+            let values = values.unwrap_variant();
+            if let netmirror_client_cache::Value::Dict(dict) = values {
+                for (key, value) in &dict.entries {
                     let Some(key) = key.as_str() else { continue };
-                    props.push((
-                        format!("{setting}.{key}"),
-                        bus::cell(value.unwrap_variant()),
-                    ));
+                    if let Some(cell) = setting_cell(setting, key, value.unwrap_variant(), values) {
+                        props.push(Prop::common(format!("{setting}.{key}"), cell));
+                    }
                 }
             }
         }
     }
-    props.push(("DBUS-PATH".to_owned(), profile.path().to_owned().into()));
+    props.push(Prop::extra("DBUS-PATH", profile.path().to_owned().into()));
+    let active = nm
+        .active_connections()
+        .into_iter()
+        .find(|ac| ac.connection().is_some_and(|p| p.path() == profile.path()));
+    if let Some(active) = active {
+        let devices: Vec<String> = active
+            .devices()
+            .iter()
+            .map(|d| d.interface().to_owned())
+            .collect();
+        let ip_ifaces: Vec<String> = active
+            .devices()
+            .iter()
+            .map(|d| match d.ip_interface() {
+                "" => d.interface().to_owned(),
+                ip => ip.to_owned(),
+            })
+            .collect();
+        let path_or_null = |value: Option<&netmirror_client_cache::Value>| match value
+            .and_then(|v| v.as_str())
+        {
+            None | Some("/") => Cell::Null,
+            Some(path) => path.to_owned().into(),
+        };
+        props.extend([
+            Prop::common("GENERAL.NAME", text(active.id())),
+            Prop::common("GENERAL.UUID", text(active.uuid())),
+            Prop::common("GENERAL.DEVICES", text(&devices.join(","))),
+            Prop::common("GENERAL.IP-IFACE", text(&ip_ifaces.join(","))),
+            Prop::common("GENERAL.STATE", active.state().to_string().into()),
+            Prop::common("GENERAL.DEFAULT", yes_no(active.default4())),
+            Prop::common("GENERAL.DEFAULT6", yes_no(active.default6())),
+            Prop::common(
+                "GENERAL.SPEC-OBJECT",
+                path_or_null(active.property("SpecificObject")),
+            ),
+            Prop::common("GENERAL.VPN", yes_no(active.vpn())),
+            Prop::common("GENERAL.DBUS-PATH", active.path().to_owned().into()),
+            Prop::common(
+                "GENERAL.CON-PATH",
+                active
+                    .connection()
+                    .map_or(Cell::Null, |p| p.path().to_owned().into()),
+            ),
+            Prop::common(
+                "GENERAL.ZONE",
+                text(
+                    profile
+                        .setting("connection", "zone")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or(""),
+                ),
+            ),
+            Prop::common("GENERAL.MASTER-PATH", path_or_null(active.property("Controller"))),
+        ]);
+        ip_sections(
+            &mut props,
+            active.ip4_config(),
+            active.dhcp4_config(),
+            active.ip6_config(),
+            active.dhcp6_config(),
+        );
+    }
     props
 }
 
@@ -395,13 +812,13 @@ fn active_row(active: &ActiveConnection<'_>) -> Vec<Cell> {
     vec![
         text(active.id()),
         text(active.uuid()),
-        text(active.connection_type()),
+        text(active.type_name()),
         if devices.is_empty() {
             Cell::Null
         } else {
             Cell::List(devices)
         },
-        active_state_name(active.state()).into(),
+        active.state().to_string().into(),
         active.default4().into(),
         active.default6().into(),
         active.vpn().into(),
@@ -458,6 +875,49 @@ pub(crate) fn overview() -> Overview {
     })
 }
 
+/// Columns of a device in `nm monitor`: `nm device`'s, then the reason of the last state
+/// change.
+const MONITOR_DEVICE_FIELDS: &[Field] = &[
+    Field::common("DEVICE", "device"),
+    Field::common("TYPE", "type"),
+    Field::common("STATE", "state"),
+    Field::common("CONNECTION", "connection"),
+    Field::extra("IFINDEX", "ifindex"),
+    Field::extra("HWADDR", "hwaddr"),
+    Field::extra("MTU", "mtu"),
+    Field::extra("DRIVER", "driver"),
+    Field::extra("MANAGED", "managed"),
+    Field::extra("AUTOCONNECT", "autoconnect"),
+    Field::extra("REAL", "real"),
+    Field::extra("CON-UUID", "con_uuid"),
+    Field::extra("DBUS-PATH", "dbus_path"),
+    Field::extra("CON-PATH", "con_path"),
+    Field::common("REASON", "reason"),
+];
+
+/// Index of STATE in the device rows.
+const DEVICE_STATE: usize = 2;
+
+/// An enumeration's value: its name for people, `{"name": .., "value": n}` in JSON.
+fn enum_cell(name: impl std::fmt::Display, number: u32) -> Cell {
+    let name = name.to_string();
+    Cell::Typed {
+        json: serde_json::json!({"name": name, "value": number}),
+        text: name,
+    }
+}
+
+/// The state as nmcli shows it for `device`, when the state is `state`.
+fn state_text(device: &Device<'_>, state: nmc::DeviceState) -> String {
+    let external = device
+        .active_connection()
+        .is_some_and(|ac| ac.state_flags().contains(nmc::ActivationStateFlags::EXTERNAL));
+    match state.name_external() {
+        Some(name) if external => name.to_owned(),
+        _ => state.to_string(),
+    }
+}
+
 /// What the monitor knows of an object, to print it when it changes or goes away.
 struct Known {
     object: &'static str,
@@ -465,15 +925,31 @@ struct Known {
     row: Vec<Cell>,
 }
 
+/// A device's state as the monitor last reported it (the cache holds the batch's last one).
+type States = HashMap<String, (nmc::DeviceState, nmc::DeviceStateReason)>;
+
 /// The row of the object at `path`, if it is a device, visible profile or active connection.
-fn describe(nm: &NmClient, path: &str, devices: &HashMap<String, Vec<String>>) -> Option<Known> {
+fn describe(
+    nm: &NmClient,
+    path: &str,
+    devices: &HashMap<String, Vec<String>>,
+    states: &States,
+) -> Option<Known> {
     let cache = nm.cache();
     let object = cache.object(path)?;
     if object.object().has_interface(nmc::iface::DEVICE) {
+        let device = Device(object);
+        let (state, reason) = states
+            .get(path)
+            .copied()
+            .unwrap_or_else(|| device.state_reason());
+        let mut row = device_row(&device);
+        row[DEVICE_STATE] = enum_cell(state_text(&device, state), state.to_u32());
+        row.push(enum_cell(reason, reason.to_u32()));
         return Some(Known {
             object: "device",
-            fields: DEVICE_FIELDS,
-            row: device_row(&Device(object)),
+            fields: MONITOR_DEVICE_FIELDS,
+            row,
         });
     }
     if object.object().has_interface(nmc::iface::CONNECTION) {
@@ -488,24 +964,33 @@ fn describe(nm: &NmClient, path: &str, devices: &HashMap<String, Vec<String>>) -
         });
     }
     if object.object().has_interface(nmc::iface::ACTIVE) {
+        let active = ActiveConnection(object);
+        let mut row = active_row(&active);
+        row[4] = enum_cell(active.state(), active.state().to_u32());
         return Some(Known {
             object: "active",
             fields: ACTIVE_FIELDS,
-            row: active_row(&ActiveConnection(object)),
+            row,
         });
     }
     None
 }
 
-/// `nm monitor`: devices, profiles and active connections as they are added, changed and
-/// removed, and any other property change; runs until interrupted.
-async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> anyhow::Result<()> {
-    let mut nm = NmClient::new(conn)
-        .await
-        .map_err(|err| bus::explain(err, bus, SERVICE_NAME))?;
-    let mut known: HashMap<String, Known> = HashMap::new();
-    let refresh_all = |nm: &NmClient, known: &mut HashMap<String, Known>| {
-        known.clear();
+/// The monitor's state: the rows last printed.
+struct Monitor {
+    known: HashMap<String, Known>,
+    states: States,
+}
+
+impl Monitor {
+    /// Forgets everything and describes every object again (after a load).
+    fn refresh_all(&mut self, nm: &NmClient) {
+        self.known.clear();
+        self.states = nm
+            .all_devices()
+            .iter()
+            .map(|device| (device.path().to_owned(), device.state_reason()))
+            .collect();
         let devices = active_devices(nm);
         let paths: Vec<String> = nm
             .all_devices()
@@ -523,28 +1008,96 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
             )
             .collect();
         for path in paths {
-            if let Some(entry) = describe(nm, &path, &devices) {
-                known.insert(path, entry);
+            if let Some(entry) = describe(nm, &path, &devices, &self.states) {
+                self.known.insert(path, entry);
             }
         }
+    }
+
+    /// Prints a change of a known object when its row changed.
+    fn changed(&mut self, printer: &mut Printer, nm: &NmClient, path: &str) -> anyhow::Result<()> {
+        let devices = active_devices(nm);
+        self.changed_with(printer, nm, path, &devices)
+    }
+
+    fn changed_with(
+        &mut self,
+        printer: &mut Printer,
+        nm: &NmClient,
+        path: &str,
+        devices: &HashMap<String, Vec<String>>,
+    ) -> anyhow::Result<()> {
+        let Some(entry) = describe(nm, path, devices, &self.states) else {
+            return Ok(());
+        };
+        if let Some(before) = self.known.get(path)
+            && before.row != entry.row
+        {
+            print(
+                printer,
+                &entry,
+                EventKind::Changed,
+                Some(before.row.clone()),
+                Some(entry.row.clone()),
+            )?;
+        }
+        self.known.insert(path.to_owned(), entry);
+        Ok(())
+    }
+
+    /// Profile rows follow their references: a profile's `device` and `active` change when a
+    /// connection is activated or goes away, without any event on the profile itself.
+    fn follow_references(&mut self, printer: &mut Printer, nm: &NmClient) -> anyhow::Result<()> {
+        let devices = active_devices(nm);
+        let profiles: Vec<String> = self
+            .known
+            .iter()
+            .filter(|(_, k)| k.object == "connection")
+            .map(|(path, _)| path.clone())
+            .collect();
+        let mut profiles = profiles;
+        profiles.sort();
+        for path in profiles {
+            self.changed_with(printer, nm, &path, &devices)?;
+        }
+        Ok(())
+    }
+}
+
+/// `nm monitor`: devices, profiles and active connections as they are added, changed and
+/// removed, and any other property change; runs until interrupted.
+async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> anyhow::Result<()> {
+    let mut nm = NmClient::new(conn)
+        .await
+        .map_err(|err| bus::explain(err, bus, SERVICE_NAME))?;
+    let mut state = Monitor {
+        known: HashMap::new(),
+        states: HashMap::new(),
     };
     // The initial load's additions are the state, not changes: drop them.
     let n_initial = nm.cache_mut().take_events().len();
     tracing::trace!(n_initial, "initial events dropped");
-    refresh_all(&nm, &mut known);
+    state.refresh_all(&nm);
     if !nm.is_running() {
         printer.status(
             &serde_json::json!({"object": "networkmanager", "event": "absent"}),
             &format!("[NM] NetworkManager is not running on the {bus}; waiting for it"),
         )?;
     }
-    tracing::debug!(n_objects = known.len(), "monitor ready");
+    tracing::debug!(n_objects = state.known.len(), "monitor ready");
     while let Some(event) = nm.next_event().await {
         match event {
             NmEvent::DeviceAdded(path)
             | NmEvent::ProfileAdded(path)
             | NmEvent::ActiveAdded(path) => {
-                if let Some(entry) = describe(&nm, &path, &active_devices(&nm)) {
+                if let Some(device) = nm.cache().object(&path).map(Device)
+                    && device.object().object().has_interface(nmc::iface::DEVICE)
+                {
+                    state
+                        .states
+                        .insert(path.to_string(), device.state_reason());
+                }
+                if let Some(entry) = describe(&nm, &path, &active_devices(&nm), &state.states) {
                     print(
                         printer,
                         &entry,
@@ -552,13 +1105,15 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
                         None,
                         Some(entry.row.clone()),
                     )?;
-                    known.insert(path.to_string(), entry);
+                    state.known.insert(path.to_string(), entry);
                 }
+                state.follow_references(printer, &nm)?;
             }
             NmEvent::DeviceRemoved(path)
             | NmEvent::ProfileRemoved(path)
             | NmEvent::ActiveRemoved(path) => {
-                if let Some(entry) = known.remove(path.as_ref()) {
+                state.states.remove(path.as_ref());
+                if let Some(entry) = state.known.remove(path.as_ref()) {
                     print(
                         printer,
                         &entry,
@@ -567,9 +1122,25 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
                         None,
                     )?;
                 }
+                state.follow_references(printer, &nm)?;
             }
             NmEvent::ProfileUpdated(path) => {
-                changed(printer, &nm, &mut known, &path, &active_devices(&nm))?;
+                state.changed(printer, &nm, &path)?;
+                if let Some(entry) = state.known.get(path.as_ref()) {
+                    // Settings changed: said even when no column of the row shows it.
+                    print(printer, entry, EventKind::Updated, None, Some(entry.row.clone()))?;
+                }
+            }
+            NmEvent::DeviceStateChanged {
+                path,
+                old,
+                new,
+                reason,
+            } => {
+                tracing::trace!(%path, %old, %new, %reason, "device state");
+                state.states.insert(path.to_string(), (new, reason));
+                state.changed(printer, &nm, &path)?;
+                state.follow_references(printer, &nm)?;
             }
             NmEvent::PropertyChanged {
                 path,
@@ -578,8 +1149,9 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
                 old,
                 new,
             } => {
-                if known.contains_key(path.as_ref()) {
-                    changed(printer, &nm, &mut known, &path, &active_devices(&nm))?;
+                if state.known.contains_key(path.as_ref()) {
+                    state.changed(printer, &nm, &path)?;
+                    state.follow_references(printer, &nm)?;
                 } else {
                     let row = |value| {
                         vec![
@@ -608,36 +1180,10 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
                     &format!("[NM] {text}"),
                 )?;
             }
-            NmEvent::Loaded => refresh_all(&nm, &mut known),
+            NmEvent::Loaded => state.refresh_all(&nm),
             other => tracing::trace!(?other, "event not shown"),
         }
     }
-    Ok(())
-}
-
-/// Prints a change of a known object when its row changed.
-fn changed(
-    printer: &mut Printer,
-    nm: &NmClient,
-    known: &mut HashMap<String, Known>,
-    path: &str,
-    devices: &HashMap<String, Vec<String>>,
-) -> anyhow::Result<()> {
-    let Some(entry) = describe(nm, path, devices) else {
-        return Ok(());
-    };
-    if let Some(before) = known.get(path)
-        && before.row != entry.row
-    {
-        print(
-            printer,
-            &entry,
-            EventKind::Changed,
-            Some(before.row.clone()),
-            Some(entry.row.clone()),
-        )?;
-    }
-    known.insert(path.to_owned(), entry);
     Ok(())
 }
 

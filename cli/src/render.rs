@@ -26,6 +26,37 @@ use serde_json::{Map, Value};
 
 use crate::args::{ColorChoice, OutputArgs, usage_error};
 
+/// One `NAME: value` line of a properties view.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Prop {
+    /// The name, `SECTION.FIELD`.
+    pub(crate) name: String,
+    /// The value.
+    pub(crate) cell: Cell,
+    /// Whether it is shown without `--fields`.
+    pub(crate) common: bool,
+}
+
+impl Prop {
+    /// A line shown by default.
+    pub(crate) fn common(name: impl Into<String>, cell: Cell) -> Prop {
+        Prop {
+            name: name.into(),
+            cell,
+            common: true,
+        }
+    }
+
+    /// A line shown with `--fields all` or when asked.
+    pub(crate) fn extra(name: impl Into<String>, cell: Cell) -> Prop {
+        Prop {
+            name: name.into(),
+            cell,
+            common: false,
+        }
+    }
+}
+
 /// One value in a table.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Cell {
@@ -518,23 +549,38 @@ impl Printer {
 
     /// Prints one object's properties, one per line, as `nmcli device show` and `nmcli
     /// connection show ID` do: `NAME:  value` for people (lists as `NAME[1]`, `NAME[2]`),
-    /// `NAME:value` terse (unescaped, as nmcli does in this layout), one JSON object in JSON. `--fields` keeps the properties named, or
-    /// whole sections (`-f GENERAL,IP4`), case-insensitively.
-    pub(crate) fn properties(&mut self, props: &[(String, Cell)]) -> anyhow::Result<()> {
-        let keep = |name: &str| match &self.selection {
-            Selection::Names(names) => names.iter().any(|wanted| {
-                name.eq_ignore_ascii_case(wanted)
-                    || name
-                        .split_once('.')
-                        .is_some_and(|(section, _)| section.eq_ignore_ascii_case(wanted))
-            }),
-            _ => true,
+    /// `NAME:value` terse (unescaped, as nmcli does in this layout), one JSON object in JSON.
+    /// Without `--fields` the common ones (all of them in JSON); `--fields all` shows all;
+    /// `--fields` names keep the properties named, or whole sections (`-f GENERAL,IP4`),
+    /// case-insensitively, in the order asked.
+    pub(crate) fn props(&mut self, props: &[Prop]) -> anyhow::Result<()> {
+        let wanted = |name: &str, wanted: &str| {
+            name.eq_ignore_ascii_case(wanted)
+                || name
+                    .split_once('.')
+                    .is_some_and(|(section, _)| section.eq_ignore_ascii_case(wanted))
+                || name.split_once('[').is_some_and(|(base, _)| base.eq_ignore_ascii_case(wanted))
         };
-        let props: Vec<&(String, Cell)> = props.iter().filter(|(name, _)| keep(name)).collect();
+        let props: Vec<(&String, &Cell)> = match &self.selection {
+            Selection::Names(names) => names
+                .iter()
+                .flat_map(|want| props.iter().filter(move |p| wanted(&p.name, want)))
+                .map(|p| (&p.name, &p.cell))
+                .collect(),
+            Selection::All => props.iter().map(|p| (&p.name, &p.cell)).collect(),
+            Selection::Default if self.mode == Mode::Json => {
+                props.iter().map(|p| (&p.name, &p.cell)).collect()
+            }
+            Selection::Default | Selection::Common => props
+                .iter()
+                .filter(|p| p.common)
+                .map(|p| (&p.name, &p.cell))
+                .collect(),
+        };
         if self.mode == Mode::Json {
             let object: Map<String, Value> = props
                 .iter()
-                .map(|(name, cell)| (name.clone(), cell.json()))
+                .map(|(name, cell)| ((*name).clone(), cell.json()))
                 .collect();
             return self.json(&Value::Object(object));
         }
@@ -669,6 +715,8 @@ pub(crate) enum EventKind {
     Changed,
     /// An object gone.
     Removed,
+    /// An object changed in a way its row does not show (a profile's settings).
+    Updated,
 }
 
 impl EventKind {
@@ -678,6 +726,7 @@ impl EventKind {
             EventKind::Added => "added",
             EventKind::Changed => "changed",
             EventKind::Removed => "removed",
+            EventKind::Updated => "updated",
         }
     }
 }
@@ -911,7 +960,9 @@ fn write_event(
                 match event.kind {
                     EventKind::Added => Style::new().fg_color(Some(AnsiColor::Green.into())),
                     EventKind::Removed => Style::new().fg_color(Some(AnsiColor::Red.into())),
-                    EventKind::Changed => Style::new().fg_color(Some(AnsiColor::Yellow.into())),
+                    EventKind::Changed | EventKind::Updated => {
+                        Style::new().fg_color(Some(AnsiColor::Yellow.into()))
+                    }
                 },
             );
             let tag = format!("[{}]", event.object.to_uppercase());

@@ -132,7 +132,7 @@ fn devices_match_nmcli() {
 }
 
 #[test]
-fn one_device_is_asked_of_the_server() {
+fn one_device_matches_nmcli() {
     let nm = daemon();
     let fields = "GENERAL.DEVICE,GENERAL.TYPE,GENERAL.HWADDR,GENERAL.MTU,GENERAL.STATE";
     let theirs = nmcli_lines(&nm, &["-t", "-f", fields, "device", "show", "veth0"]);
