@@ -178,7 +178,9 @@ fn radio_hw(has_flags: bool, flags: RadioFlags, radio: RadioFlags, hw_enabled: b
 pub(crate) fn general_table(nm: &NmClient) -> Table {
     let mut table = Table::new(GENERAL_FIELDS);
     if let Some(manager) = nm.manager() {
-        let has_flags = manager.property("RadioFlags").is_some_and(|v| !v.is_unset());
+        let has_flags = manager
+            .property("RadioFlags")
+            .is_some_and(|v| !v.is_unset());
         let flags = manager.radio_flags();
         table.push(vec![
             manager.state().to_string().into(),
@@ -227,10 +229,12 @@ fn device_row(device: &Device<'_>) -> Vec<Cell> {
     ]
 }
 
-/// `nm device`: the realized devices, in the daemon's order.
+/// `nm device`: the realized devices, in nmcli's order.
 pub(crate) fn device_table(devices: &[Device<'_>]) -> Table {
+    let mut devices = devices.to_vec();
+    devices.sort_by(nmc::cmp_devices);
     let mut table = Table::new(DEVICE_FIELDS);
-    for device in devices {
+    for device in &devices {
         table.push(device_row(device));
     }
     table
@@ -247,7 +251,12 @@ fn numbered(number: u32, name: impl std::fmt::Display) -> Cell {
 }
 
 /// `SECTION.FIELD[1]`, `[2]`... for each item (nothing when there is none).
-fn indexed(props: &mut Vec<Prop>, name: &str, items: impl IntoIterator<Item = String>, common: bool) {
+fn indexed(
+    props: &mut Vec<Prop>,
+    name: &str,
+    items: impl IntoIterator<Item = String>,
+    common: bool,
+) {
     for (idx, item) in items.into_iter().enumerate() {
         props.push(Prop {
             name: format!("{name}[{}]", idx + 1),
@@ -358,7 +367,11 @@ fn ip_sections(
 }
 
 /// `DHCP4.OPTION[n]: name = value`, sorted by name as nmcli sorts them.
-fn dhcp_section(props: &mut Vec<Prop>, section: &str, options: Option<&netmirror_client_cache::Value>) {
+fn dhcp_section(
+    props: &mut Vec<Prop>,
+    section: &str,
+    options: Option<&netmirror_client_cache::Value>,
+) {
     let mut options: Vec<(String, String)> = match options.map(|v| v.unwrap_variant()) {
         Some(netmirror_client_cache::Value::Dict(dict)) => dict
             .entries
@@ -407,11 +420,17 @@ fn device_properties(device: &Device<'_>) -> Vec<Prop> {
         Prop::extra("GENERAL.REASON", numbered(reason.to_u32(), reason)),
         Prop::extra(
             "GENERAL.IP4-CONNECTIVITY",
-            numbered(device.ip4_connectivity().to_u32(), device.ip4_connectivity()),
+            numbered(
+                device.ip4_connectivity().to_u32(),
+                device.ip4_connectivity(),
+            ),
         ),
         Prop::extra(
             "GENERAL.IP6-CONNECTIVITY",
-            numbered(device.ip6_connectivity().to_u32(), device.ip6_connectivity()),
+            numbered(
+                device.ip6_connectivity().to_u32(),
+                device.ip6_connectivity(),
+            ),
         ),
         Prop::extra("GENERAL.UDI", text(device.udi())),
         Prop::extra("GENERAL.PATH", text(device.path_())),
@@ -422,8 +441,14 @@ fn device_properties(device: &Device<'_>) -> Vec<Prop> {
         ),
         Prop::extra("GENERAL.NM-MANAGED", yes_no(device.managed())),
         Prop::extra("GENERAL.AUTOCONNECT", yes_no(device.autoconnect())),
-        Prop::extra("GENERAL.FIRMWARE-MISSING", yes_no(device.firmware_missing())),
-        Prop::extra("GENERAL.NM-PLUGIN-MISSING", yes_no(device.nm_plugin_missing())),
+        Prop::extra(
+            "GENERAL.FIRMWARE-MISSING",
+            yes_no(device.firmware_missing()),
+        ),
+        Prop::extra(
+            "GENERAL.NM-PLUGIN-MISSING",
+            yes_no(device.nm_plugin_missing()),
+        ),
         Prop::extra("GENERAL.PHYS-PORT-ID", text(device.physical_port_id())),
         Prop::common(
             "GENERAL.CONNECTION",
@@ -544,11 +569,26 @@ fn profile_row(profile: &Profile<'_>, devices: &HashMap<String, Vec<String>>) ->
     ]
 }
 
-/// `nm connection`: the visible profiles, in the daemon's order.
+/// `nm connection`: the visible profiles, in nmcli's order: active ones first, the more
+/// important first, then by name and path.
 pub(crate) fn connection_table(nm: &NmClient) -> Table {
     let devices = active_devices(nm);
+    let actives = nm.active_connections();
+    let active_of = |profile: &Profile<'_>| {
+        actives
+            .iter()
+            .copied()
+            .filter(|ac| ac.connection().is_some_and(|p| p.path() == profile.path()))
+            .max_by(|a, b| nmc::cmp_active(Some(*a), Some(*b)))
+    };
+    let mut profiles = nm.connections();
+    profiles.sort_by(|a, b| {
+        nmc::cmp_active(active_of(b), active_of(a))
+            .then_with(|| a.id().cmp(b.id()))
+            .then_with(|| a.path().cmp(b.path()))
+    });
     let mut table = Table::new(CONNECTION_FIELDS);
-    for profile in nm.connections() {
+    for profile in profiles {
         table.push(profile_row(&profile, &devices));
     }
     table
@@ -557,10 +597,25 @@ pub(crate) fn connection_table(nm: &NmClient) -> Table {
 /// Keys whose values are secrets: never shown (the daemon does not send them with
 /// `GetSettings`; were one there, it stays hidden as nmcli hides it without `--show-secrets`).
 const SECRET_KEYS: &[&str] = &[
-    "password", "psk", "wep-key0", "wep-key1", "wep-key2", "wep-key3", "leap-password", "pin",
-    "puk", "private-key", "preshared-key", "secrets", "private-key-password",
-    "phase2-private-key-password", "pac-file-password", "ca-cert-password",
-    "client-cert-password", "phase2-ca-cert-password", "phase2-client-cert-password",
+    "password",
+    "psk",
+    "wep-key0",
+    "wep-key1",
+    "wep-key2",
+    "wep-key3",
+    "leap-password",
+    "pin",
+    "puk",
+    "private-key",
+    "preshared-key",
+    "secrets",
+    "private-key-password",
+    "phase2-private-key-password",
+    "pac-file-password",
+    "ca-cert-password",
+    "client-cert-password",
+    "phase2-ca-cert-password",
+    "phase2-client-cert-password",
 ];
 
 /// A byte string as nmcli shows it: a MAC address (`AA:BB:CC:DD:EE:FF`) for 6 or 20 bytes
@@ -604,41 +659,56 @@ fn setting_addresses(values: &netmirror_client_cache::Value) -> Option<String> {
 }
 
 /// An `ipv4.routes`/`ipv6.routes` value from the setting's `route-data`, as nmcli shows it:
-/// `{ ip = 198.51.100.0/24, nh = 192.0.2.254, mt = 50 }`, joined by `; `.
-fn setting_routes(values: &netmirror_client_cache::Value) -> Option<String> {
+/// `{ ip = 198.51.100.0/24, nh = 192.0.2.254, mt = 50 }` joined by `; ` for people,
+/// `198.51.100.0/24 192.0.2.254 50` joined by `,` in terse output (attributes as
+/// `name=value` in both).
+fn setting_routes(values: &netmirror_client_cache::Value) -> Option<(String, String)> {
     let data = values.get("route-data")?;
-    let items: Vec<String> = match data.unwrap_variant() {
-        netmirror_client_cache::Value::Array(array) => array
-            .items
-            .iter()
-            .filter_map(|d| {
-                let netmirror_client_cache::Value::Dict(dict) = d.unwrap_variant() else {
-                    return None;
-                };
-                let mut text = format!(
-                    "{{ ip = {}/{}",
-                    d.get("dest")?.as_str()?,
-                    d.get("prefix")?.as_u32()?
-                );
-                if let Some(nh) = d.get("next-hop").and_then(|v| v.as_str()) {
-                    text.push_str(&format!(", nh = {nh}"));
-                }
-                if let Some(mt) = d.get("metric").and_then(|v| v.as_u32()) {
-                    text.push_str(&format!(", mt = {mt}"));
-                }
-                for (key, value) in &dict.entries {
-                    let Some(key) = key.as_str() else { continue };
-                    if !matches!(key, "dest" | "prefix" | "next-hop" | "metric") {
-                        text.push_str(&format!(", {key}={}", value.unwrap_variant()));
-                    }
-                }
-                text.push_str(" }");
-                Some(text)
-            })
-            .collect(),
-        _ => return None,
+    let netmirror_client_cache::Value::Array(array) = data.unwrap_variant() else {
+        return None;
     };
-    Some(items.join("; "))
+    let mut human = Vec::new();
+    let mut terse = Vec::new();
+    for d in &array.items {
+        let netmirror_client_cache::Value::Dict(dict) = d.unwrap_variant() else {
+            continue;
+        };
+        let (Some(dest), Some(prefix)) = (
+            d.get("dest").and_then(|v| v.as_str()),
+            d.get("prefix").and_then(|v| v.as_u32()),
+        ) else {
+            continue;
+        };
+        let mut text = format!("{{ ip = {dest}/{prefix}");
+        let mut short = format!("{dest}/{prefix}");
+        let nh = d.get("next-hop").and_then(|v| v.as_str());
+        if let Some(nh) = nh {
+            text.push_str(&format!(", nh = {nh}"));
+            short.push_str(&format!(" {nh}"));
+        }
+        if let Some(mt) = d.get("metric").and_then(|v| v.as_u32()) {
+            text.push_str(&format!(", mt = {mt}"));
+            if nh.is_none() {
+                short.push_str(if dest.contains(':') {
+                    " ::"
+                } else {
+                    " 0.0.0.0"
+                });
+            }
+            short.push_str(&format!(" {mt}"));
+        }
+        for (key, value) in &dict.entries {
+            let Some(key) = key.as_str() else { continue };
+            if !matches!(key, "dest" | "prefix" | "next-hop" | "metric") {
+                text.push_str(&format!(", {key}={}", value.unwrap_variant()));
+                short.push_str(&format!(" {key}={}", value.unwrap_variant()));
+            }
+        }
+        text.push_str(" }");
+        human.push(text);
+        terse.push(short);
+    }
+    Some((human.join("; "), terse.join(",")))
 }
 
 /// `ipv4.dns` (`au` in network byte order, or `dns-data`) and `ipv6.dns` (`aay`) as addresses.
@@ -693,7 +763,15 @@ fn setting_cell(
     let value = value.unwrap_variant();
     Some(match (key, value) {
         ("addresses", _) if ip => decoded(setting_addresses(values)),
-        ("routes", _) if ip => decoded(setting_routes(values)),
+        ("routes", _) if ip => match setting_routes(values) {
+            Some((text, _)) if text.is_empty() => Cell::Null,
+            Some((text, terse)) => Cell::Modal {
+                text,
+                terse,
+                json: bus::json(value),
+            },
+            None => bus::cell(value),
+        },
         ("dns", _) if ip => decoded(setting_dns(setting, values)),
         ("metered", V::I32(n)) if setting == "connection" => Cell::Typed {
             text: nmc::Metered::from_u32(u32::try_from(*n).unwrap_or(0)).to_string(),
@@ -754,12 +832,11 @@ fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
                 ip => ip.to_owned(),
             })
             .collect();
-        let path_or_null = |value: Option<&netmirror_client_cache::Value>| match value
-            .and_then(|v| v.as_str())
-        {
-            None | Some("/") => Cell::Null,
-            Some(path) => path.to_owned().into(),
-        };
+        let path_or_null =
+            |value: Option<&netmirror_client_cache::Value>| match value.and_then(|v| v.as_str()) {
+                None | Some("/") => Cell::Null,
+                Some(path) => path.to_owned().into(),
+            };
         props.extend([
             Prop::common("GENERAL.NAME", text(active.id())),
             Prop::common("GENERAL.UUID", text(active.uuid())),
@@ -789,7 +866,10 @@ fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
                         .unwrap_or(""),
                 ),
             ),
-            Prop::common("GENERAL.MASTER-PATH", path_or_null(active.property("Controller"))),
+            Prop::common(
+                "GENERAL.MASTER-PATH",
+                path_or_null(active.property("Controller")),
+            ),
         ]);
         ip_sections(
             &mut props,
@@ -829,10 +909,16 @@ fn active_row(active: &ActiveConnection<'_>) -> Vec<Cell> {
     ]
 }
 
-/// `nm active`.
+/// `nm active`, in nmcli's order: the more important first, then by name and path.
 pub(crate) fn active_table(actives: &[ActiveConnection<'_>]) -> Table {
+    let mut actives = actives.to_vec();
+    actives.sort_by(|a, b| {
+        nmc::cmp_active(Some(*b), Some(*a))
+            .then_with(|| a.id().cmp(b.id()))
+            .then_with(|| a.path().cmp(b.path()))
+    });
     let mut table = Table::new(ACTIVE_FIELDS);
-    for active in actives {
+    for active in &actives {
         table.push(active_row(active));
     }
     table
@@ -909,9 +995,10 @@ fn enum_cell(name: impl std::fmt::Display, number: u32) -> Cell {
 
 /// The state as nmcli shows it for `device`, when the state is `state`.
 fn state_text(device: &Device<'_>, state: nmc::DeviceState) -> String {
-    let external = device
-        .active_connection()
-        .is_some_and(|ac| ac.state_flags().contains(nmc::ActivationStateFlags::EXTERNAL));
+    let external = device.active_connection().is_some_and(|ac| {
+        ac.state_flags()
+            .contains(nmc::ActivationStateFlags::EXTERNAL)
+    });
     match state.name_external() {
         Some(name) if external => name.to_owned(),
         _ => state.to_string(),
@@ -1093,9 +1180,7 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
                 if let Some(device) = nm.cache().object(&path).map(Device)
                     && device.object().object().has_interface(nmc::iface::DEVICE)
                 {
-                    state
-                        .states
-                        .insert(path.to_string(), device.state_reason());
+                    state.states.insert(path.to_string(), device.state_reason());
                 }
                 if let Some(entry) = describe(&nm, &path, &active_devices(&nm), &state.states) {
                     print(
@@ -1128,7 +1213,13 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
                 state.changed(printer, &nm, &path)?;
                 if let Some(entry) = state.known.get(path.as_ref()) {
                     // Settings changed: said even when no column of the row shows it.
-                    print(printer, entry, EventKind::Updated, None, Some(entry.row.clone()))?;
+                    print(
+                        printer,
+                        entry,
+                        EventKind::Updated,
+                        None,
+                        Some(entry.row.clone()),
+                    )?;
                 }
             }
             NmEvent::DeviceStateChanged {

@@ -79,6 +79,16 @@ pub(crate) enum Cell {
         /// The value for scripts.
         json: Value,
     },
+    /// A value that nmcli writes differently in terse output (a route is `{ ip = ... }` for
+    /// people, `198.51.100.0/24 192.0.2.254 50` with `-t`).
+    Modal {
+        /// The text for people.
+        text: String,
+        /// The text in terse output.
+        terse: String,
+        /// The value for scripts.
+        json: Value,
+    },
 }
 
 impl Cell {
@@ -117,8 +127,10 @@ impl Cell {
             Cell::Shared(text) => Cow::Borrowed(text),
             Cell::List(items) if items.is_empty() => Cow::Borrowed("--"),
             Cell::List(items) => Cow::Owned(items.join(",")),
-            Cell::Typed { text, .. } if text.is_empty() => Cow::Borrowed("--"),
-            Cell::Typed { text, .. } => Cow::Borrowed(text),
+            Cell::Typed { text, .. } | Cell::Modal { text, .. } if text.is_empty() => {
+                Cow::Borrowed("--")
+            }
+            Cell::Typed { text, .. } | Cell::Modal { text, .. } => Cow::Borrowed(text),
         }
     }
 
@@ -169,6 +181,7 @@ impl Cell {
         match self {
             Cell::Null => Cow::Borrowed(""),
             Cell::Typed { text, .. } => Cow::Borrowed(text),
+            Cell::Modal { terse, .. } => Cow::Borrowed(terse),
             Cell::List(items) => Cow::Owned(items.join(",")),
             other => other.raw_text(),
         }
@@ -183,7 +196,7 @@ impl Cell {
             Cell::Text(text) => Value::String(text.to_string()),
             Cell::Shared(text) => Value::String(text.to_string()),
             Cell::List(items) => Value::Array(items.iter().cloned().map(Value::String).collect()),
-            Cell::Typed { json, .. } => json.clone(),
+            Cell::Typed { json, .. } | Cell::Modal { json, .. } => json.clone(),
         }
     }
 }
@@ -381,7 +394,7 @@ impl Serialize for Cell {
             Cell::Text(text) => serializer.serialize_str(text),
             Cell::Shared(text) => serializer.serialize_str(text),
             Cell::List(items) => items.serialize(serializer),
-            Cell::Typed { json, .. } => json.serialize(serializer),
+            Cell::Typed { json, .. } | Cell::Modal { json, .. } => json.serialize(serializer),
         }
     }
 }
@@ -559,7 +572,9 @@ impl Printer {
                 || name
                     .split_once('.')
                     .is_some_and(|(section, _)| section.eq_ignore_ascii_case(wanted))
-                || name.split_once('[').is_some_and(|(base, _)| base.eq_ignore_ascii_case(wanted))
+                || name
+                    .split_once('[')
+                    .is_some_and(|(base, _)| base.eq_ignore_ascii_case(wanted))
         };
         let props: Vec<(&String, &Cell)> = match &self.selection {
             Selection::Names(names) => names

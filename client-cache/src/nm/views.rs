@@ -230,7 +230,8 @@ impl<'a> Device<'a> {
     }
     /// The state and the reason of its last change (`StateReason`).
     pub fn state_reason(&self) -> (DeviceState, DeviceStateReason) {
-        state_reason(self.property("StateReason")).unwrap_or((self.state(), DeviceStateReason::from_u32(0)))
+        state_reason(self.property("StateReason"))
+            .unwrap_or((self.state(), DeviceStateReason::from_u32(0)))
     }
     /// The state as nmcli shows it: `connected (externally)` where the active connection is
     /// external (NetworkManager only follows what someone else configured, as on `lo`).
@@ -255,10 +256,7 @@ impl<'a> Device<'a> {
             .filter_map(|i| i.name().strip_prefix(prefix))
             .filter(|n| *n != "Statistics")
             .collect();
-        let name = names
-            .iter()
-            .find(|n| **n != "Wired")
-            .or(names.first())?;
+        let name = names.iter().find(|n| **n != "Wired").or(names.first())?;
         let class = match *name {
             "Wired" => "Ethernet",
             "Wireless" => "Wifi",
@@ -561,7 +559,9 @@ fn routes(value: Option<&Value>) -> Vec<IpRoute> {
             for (k, v) in &dict.entries {
                 let Some(k) = k.as_str() else { continue };
                 if !matches!(k, "dest" | "prefix" | "next-hop" | "metric") {
-                    route.attributes.push((k.to_owned(), v.unwrap_variant().clone()));
+                    route
+                        .attributes
+                        .push((k.to_owned(), v.unwrap_variant().clone()));
                 }
             }
             Some(route)
@@ -627,4 +627,36 @@ impl<'a> Ip6Config<'a> {
             })
             .collect()
     }
+}
+
+/// How nmcli ranks two active connections (`nmc_active_connection_cmp`, approximated from
+/// what the bus carries): none below any, then by VPN-ness, default route (IPv4, then IPv6)
+/// and state, the more important one greater.
+pub fn cmp_active(
+    a: Option<ActiveConnection<'_>>,
+    b: Option<ActiveConnection<'_>>,
+) -> std::cmp::Ordering {
+    match (a, b) {
+        (None, None) => std::cmp::Ordering::Equal,
+        (None, Some(_)) => std::cmp::Ordering::Less,
+        (Some(_), None) => std::cmp::Ordering::Greater,
+        (Some(a), Some(b)) => (a.vpn(), a.default4(), a.default6(), a.state().to_u32()).cmp(&(
+            b.vpn(),
+            b.default4(),
+            b.default6(),
+            b.state().to_u32(),
+        )),
+    }
+}
+
+/// nmcli's order of devices (`nmcli device`): higher state first, then the more important
+/// active connection, then type name, interface name and path.
+pub fn cmp_devices(a: &Device<'_>, b: &Device<'_>) -> std::cmp::Ordering {
+    b.state()
+        .to_u32()
+        .cmp(&a.state().to_u32())
+        .then_with(|| cmp_active(b.active_connection(), a.active_connection()))
+        .then_with(|| a.type_name().cmp(&b.type_name()))
+        .then_with(|| a.interface().cmp(b.interface()))
+        .then_with(|| a.path().cmp(b.path()))
 }
