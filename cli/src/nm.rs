@@ -322,9 +322,11 @@ fn ip_section(
     indexed(props, &format!("{section}.WINS"), wins, true);
 }
 
-/// The IP4, DHCP4, IP6 and DHCP6 sections of a device or an active connection.
+/// The IP4, DHCP4, IP6 and DHCP6 sections of a device or an active connection (nmcli shows
+/// the DHCP sections by default for a connection, only when asked for a device).
 fn ip_sections(
     props: &mut Vec<Prop>,
+    dhcp_common: bool,
     ip4: Option<nmc::Ip4Config<'_>>,
     dhcp4: Option<nmc::Dhcp4Config<'_>>,
     ip6: Option<nmc::Ip6Config<'_>>,
@@ -345,7 +347,7 @@ fn ip_sections(
         );
     }
     if let Some(dhcp4) = dhcp4 {
-        dhcp_section(props, "DHCP4", dhcp4.property("Options"));
+        dhcp_section(props, "DHCP4", dhcp4.property("Options"), dhcp_common);
     }
     if let Some(ip6) = ip6 {
         ip_section(
@@ -362,7 +364,7 @@ fn ip_sections(
         );
     }
     if let Some(dhcp6) = dhcp6 {
-        dhcp_section(props, "DHCP6", dhcp6.property("Options"));
+        dhcp_section(props, "DHCP6", dhcp6.property("Options"), dhcp_common);
     }
 }
 
@@ -371,6 +373,7 @@ fn dhcp_section(
     props: &mut Vec<Prop>,
     section: &str,
     options: Option<&netmirror_client_cache::Value>,
+    common: bool,
 ) {
     let mut options: Vec<(String, String)> = match options.map(|v| v.unwrap_variant()) {
         Some(netmirror_client_cache::Value::Dict(dict)) => dict
@@ -392,7 +395,7 @@ fn dhcp_section(
         props,
         &format!("{section}.OPTION"),
         options.into_iter().map(|(k, v)| format!("{k} = {v}")),
-        true,
+        common,
     );
 }
 
@@ -507,6 +510,7 @@ fn device_properties(device: &Device<'_>) -> Vec<Prop> {
     }
     ip_sections(
         &mut props,
+        false,
         device.ip4_config(),
         device.dhcp4_config(),
         device.ip6_config(),
@@ -554,13 +558,26 @@ fn active_devices(nm: &NmClient) -> HashMap<String, Vec<String>> {
     devices
 }
 
+/// A profile type as nmcli shows it: its short name for people (`ethernet`), the setting's
+/// name in terse output and JSON (`802-3-ethernet`), as `nmcli -t` writes it.
+fn type_cell(setting: &str) -> Cell {
+    if setting.is_empty() {
+        return Cell::Null;
+    }
+    Cell::Modal {
+        text: nmc::type_alias(setting).to_owned(),
+        terse: setting.to_owned(),
+        json: serde_json::Value::String(setting.to_owned()),
+    }
+}
+
 /// A profile's row.
 fn profile_row(profile: &Profile<'_>, devices: &HashMap<String, Vec<String>>) -> Vec<Cell> {
     let on = devices.get(profile.path());
     vec![
         text(profile.id()),
         text(profile.uuid()),
-        text(profile.type_name()),
+        type_cell(profile.connection_type()),
         on.map_or(Cell::Null, |names| Cell::List(names.clone())),
         text(profile.interface_name()),
         on.is_some().into(),
@@ -873,6 +890,7 @@ fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
         ]);
         ip_sections(
             &mut props,
+            true,
             active.ip4_config(),
             active.dhcp4_config(),
             active.ip6_config(),
@@ -892,7 +910,7 @@ fn active_row(active: &ActiveConnection<'_>) -> Vec<Cell> {
     vec![
         text(active.id()),
         text(active.uuid()),
-        text(active.type_name()),
+        type_cell(active.connection_type()),
         if devices.is_empty() {
             Cell::Null
         } else {

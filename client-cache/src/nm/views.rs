@@ -629,24 +629,39 @@ impl<'a> Ip6Config<'a> {
     }
 }
 
-/// How nmcli ranks two active connections (`nmc_active_connection_cmp`, approximated from
-/// what the bus carries): none below any, then by VPN-ness, default route (IPv4, then IPv6)
-/// and state, the more important one greater.
+/// How nmcli ranks two active connections (libnmc's `nmc_active_connection_cmp`): none
+/// below any, then by state, shared (hotspot) profiles (IPv6, then IPv4), VPN-ness, default
+/// route (IPv4, then IPv6) and number of IP addresses, the more important one greater.
 pub fn cmp_active(
     a: Option<ActiveConnection<'_>>,
     b: Option<ActiveConnection<'_>>,
 ) -> std::cmp::Ordering {
-    match (a, b) {
-        (None, None) => std::cmp::Ordering::Equal,
-        (None, Some(_)) => std::cmp::Ordering::Less,
-        (Some(_), None) => std::cmp::Ordering::Greater,
-        (Some(a), Some(b)) => (a.vpn(), a.default4(), a.default6(), a.state().to_u32()).cmp(&(
-            b.vpn(),
-            b.default4(),
-            b.default6(),
-            b.state().to_u32(),
-        )),
-    }
+    let (a, b) = match (a, b) {
+        (None, None) => return std::cmp::Ordering::Equal,
+        (None, Some(_)) => return std::cmp::Ordering::Less,
+        (Some(_), None) => return std::cmp::Ordering::Greater,
+        (Some(a), Some(b)) => (a, b),
+    };
+    let shared = |ac: &ActiveConnection<'_>, setting: &str| {
+        ac.connection()
+            .is_some_and(|p| p.setting(setting, "method").and_then(Value::as_str) == Some("shared"))
+    };
+    let n_addresses = |ac: &ActiveConnection<'_>| {
+        ac.ip4_config().map_or(0, |c| c.addresses().len())
+            + ac.ip6_config().map_or(0, |c| c.addresses().len())
+    };
+    let key = |ac: &ActiveConnection<'_>| {
+        (
+            ac.state().to_u32(),
+            shared(ac, "ipv6"),
+            shared(ac, "ipv4"),
+            ac.vpn(),
+            ac.default4(),
+            ac.default6(),
+            n_addresses(ac),
+        )
+    };
+    key(&a).cmp(&key(&b))
 }
 
 /// nmcli's order of devices (`nmcli device`): higher state first, then the more important
