@@ -1261,7 +1261,8 @@ async fn monitor(printer: &mut Printer, conn: &zbus::Connection, bus: &Bus) -> a
                 if state.known.contains_key(path.as_ref()) {
                     state.changed(printer, &nm, &path)?;
                     state.follow_references(printer, &nm)?;
-                } else {
+                } else if old != new {
+                    // (The daemon sends some properties again unchanged: not a change.)
                     let row = |value| {
                         vec![
                             path.to_string().into(),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use netmirror_client_cache::testing::NetworkManagerDaemon;
 use serde_json::Value;
 
-use crate::support::{Run, netmirror, run};
+use crate::support::{Monitor, Run, netmirror, run};
 
 /// How long an event or an activation may take.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -397,4 +397,147 @@ fn connection_show_equals_nmcli_field_by_field() {
         human.contains("{ ip = 198.51.100.0/24, nh = 192.0.2.254, mt = 50 }"),
         "{human}"
     );
+}
+
+/// Records the `State` values of `org.freedesktop.NetworkManager.Device` that
+/// `PropertiesChanged` signals carry for `path`, as a second connection (`busctl monitor`)
+/// sees them; killed on drop.
+struct BusRecorder {
+    child: Killed,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl BusRecorder {
+    fn start(nm: &NetworkManagerDaemon, path: &str) -> BusRecorder {
+        let rule = format!(
+            "type='signal',interface='org.freedesktop.DBus.Properties',\
+             member='PropertiesChanged',path='{path}'"
+        );
+        let mut child = nm
+            .bus()
+            .command("busctl")
+            .args(["--system", "monitor", "--json=short", "--match", &rule])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("busctl monitor");
+        let stdout = child.stdout.take().expect("piped");
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        // busctl is a monitor once it has said so to the bus; give it a moment.
+        std::thread::sleep(Duration::from_secs(1));
+        BusRecorder {
+            child: Killed(child),
+            lines,
+        }
+    }
+
+    /// The device states recorded so far, in order.
+    fn states(&self) -> Vec<u64> {
+        let mut states = Vec::new();
+        for line in self.lines.try_iter() {
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            let data = &message["payload"]["data"];
+            if data[0] != "org.freedesktop.NetworkManager.Device" {
+                continue;
+            }
+            if let Some(state) = data[1]["State"]["data"].as_u64() {
+                states.push(state);
+            }
+        }
+        let _ = &self.child;
+        states
+    }
+}
+
+#[test]
+fn monitor_reports_every_device_state_in_bus_order() {
+    let lab = lab();
+    let nm = &lab.nm;
+    let path = nmcli(nm, &["-g", "GENERAL.DBUS-PATH", "device", "show", "veth0"])
+        .trim()
+        .to_owned();
+    let recorder = BusRecorder::start(nm, &path);
+    let mut command = netmirror(&["--json", "--bus", nm.bus_address(), "nm", "monitor"]);
+    command.env("RUST_LOG", "netmirror::nm=debug");
+    let mut monitor = Monitor::start(command, "monitor ready");
+    let seen = std::cell::RefCell::new(Vec::<Value>::new());
+    let mut wait = |what: &str, wanted: &dyn Fn(&Value) -> bool| {
+        monitor.expect_line(TIMEOUT, |line| {
+            let event: Value = serde_json::from_str(line).expect("one JSON object per line");
+            let hit = wanted(&event);
+            seen.borrow_mut().push(event);
+            hit
+        });
+        let _ = what;
+    };
+    let device_in = |event: &Value, state: u64| {
+        event["object"] == "device"
+            && event["new"]["device"] == "veth0"
+            && event["new"]["state"]["value"] == state
+    };
+
+    ok(nm.nmcli().args(["connection", "down", "static"]));
+    wait("veth0 disconnected", &|e| device_in(e, 30));
+    ok(nm
+        .nmcli()
+        .args(["--wait", "60", "connection", "up", "static"]));
+    wait("veth0 connected", &|e| device_in(e, 100));
+    // The profile's row follows the activation at once.
+    let follows = seen.borrow().iter().any(|e| {
+        e["object"] == "connection"
+            && e["new"]["name"] == "static"
+            && e["new"]["device"] == serde_json::json!(["veth0"])
+    });
+    assert!(
+        follows,
+        "no connection row with device veth0: {:?}",
+        seen.borrow()
+    );
+    ok(nm
+        .nmcli()
+        .args(["connection", "modify", "static", "ipv4.dns", "192.0.2.54"]));
+    wait("static updated", &|e| {
+        e["object"] == "connection" && e["event"] == "updated" && e["new"]["name"] == "static"
+    });
+    ok(nm.nmcli().args(["connection", "down", "static"]));
+    wait("veth0 disconnected again", &|e| device_in(e, 30));
+    std::thread::sleep(Duration::from_millis(500));
+
+    let bus = recorder.states();
+    let ours: Vec<u64> = seen
+        .borrow()
+        .iter()
+        .filter(|e| e["object"] == "device" && e["event"] == "changed")
+        .filter(|e| e["new"]["device"] == "veth0")
+        .filter(|e| e["old"]["state"] != e["new"]["state"])
+        .map(|e| e["new"]["state"]["value"].as_u64().expect("state number"))
+        .collect();
+    assert_eq!(ours, bus, "device states: ours against the bus");
+    for state in [40, 50, 70, 100, 110, 30] {
+        assert!(
+            bus.contains(&state),
+            "the bus never carried {state}: {bus:?}"
+        );
+    }
+    // Every state change says why, by name and number.
+    for event in seen.borrow().iter().filter(|e| e["object"] == "device") {
+        assert!(event["new"]["reason"]["name"].is_string(), "{event}");
+        assert!(event["new"]["reason"]["value"].is_u64(), "{event}");
+    }
+    // No `changed` line without a change.
+    for event in seen.borrow().iter().filter(|e| e["event"] == "changed") {
+        assert_ne!(event["old"], event["new"], "{event}");
+    }
 }
