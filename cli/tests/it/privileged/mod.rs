@@ -10,4 +10,5 @@ mod monitor;
 mod nexthop;
 mod nm;
 mod nm_views;
+mod objects;
 mod reliability;
