@@ -555,6 +555,12 @@ fn active_devices(nm: &NmClient) -> HashMap<String, Vec<String>> {
                 );
         }
     }
+    // A profile being activated again has two active connections on the same device for a
+    // moment (the old one deactivating): the device is named once.
+    for names in devices.values_mut() {
+        let mut seen = std::collections::HashSet::new();
+        names.retain(|name| seen.insert(name.clone()));
+    }
     devices
 }
 
