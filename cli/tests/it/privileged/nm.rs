@@ -490,4 +490,17 @@ fn objects_monitor_prints_nmcli_connection_add() {
             .as_str()
             .is_some_and(|path| path.starts_with("/org/freedesktop/NetworkManager/Settings/"))
     );
+    // The added object carries its properties, by interface.
+    let filename =
+        &event["new"]["value"]["org.freedesktop.NetworkManager.Settings.Connection"]["Filename"];
+    assert!(
+        filename
+            .as_str()
+            .is_some_and(|f| f.ends_with("nmx-obj.nmconnection")),
+        "{event}"
+    );
+    // A property change says whether its interface is declared, as the list does.
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("\"property\""));
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(event["new"]["declared"], true, "{event}");
 }
