@@ -285,41 +285,45 @@ fn route_text(route: &nmc::IpRoute, ipv6: bool) -> String {
     text
 }
 
-/// The IP4 or IP6 section of a device or an active connection.
-fn ip_section(
-    props: &mut Vec<Prop>,
-    section: &str,
+/// What an IP4 or IP6 section shows.
+struct IpSection<'a> {
+    /// `IP4` or `IP6`.
+    name: &'static str,
     ipv6: bool,
     addresses: Vec<String>,
-    gateway: &str,
-    routes: &[nmc::IpRoute],
+    gateway: &'a str,
+    routes: Vec<nmc::IpRoute>,
     dns: Vec<String>,
-    domains: &[Box<str>],
-    searches: &[Box<str>],
+    domains: &'a [Box<str>],
+    searches: &'a [Box<str>],
     wins: Vec<String>,
-) {
-    indexed(props, &format!("{section}.ADDRESS"), addresses, true);
-    props.push(Prop::common(format!("{section}.GATEWAY"), text(gateway)));
+}
+
+/// The IP4 or IP6 section of a device or an active connection.
+fn ip_section(props: &mut Vec<Prop>, ip: IpSection<'_>) {
+    let section = ip.name;
+    indexed(props, &format!("{section}.ADDRESS"), ip.addresses, true);
+    props.push(Prop::common(format!("{section}.GATEWAY"), text(ip.gateway)));
     indexed(
         props,
         &format!("{section}.ROUTE"),
-        routes.iter().map(|r| route_text(r, ipv6)),
+        ip.routes.iter().map(|r| route_text(r, ip.ipv6)),
         true,
     );
-    indexed(props, &format!("{section}.DNS"), dns, true);
+    indexed(props, &format!("{section}.DNS"), ip.dns, true);
     indexed(
         props,
         &format!("{section}.DOMAIN"),
-        domains.iter().map(|d| d.to_string()),
+        ip.domains.iter().map(|d| d.to_string()),
         true,
     );
     indexed(
         props,
         &format!("{section}.SEARCHES"),
-        searches.iter().map(|d| d.to_string()),
+        ip.searches.iter().map(|d| d.to_string()),
         true,
     );
-    indexed(props, &format!("{section}.WINS"), wins, true);
+    indexed(props, &format!("{section}.WINS"), ip.wins, true);
 }
 
 /// The IP4, DHCP4, IP6 and DHCP6 sections of a device or an active connection (nmcli shows
@@ -335,15 +339,17 @@ fn ip_sections(
     if let Some(ip4) = ip4 {
         ip_section(
             props,
-            "IP4",
-            false,
-            ip4.addresses(),
-            ip4.gateway(),
-            &ip4.routes(),
-            ip4.nameservers(),
-            ip4.domains(),
-            ip4.searches(),
-            ip4.wins_servers(),
+            IpSection {
+                name: "IP4",
+                ipv6: false,
+                addresses: ip4.addresses(),
+                gateway: ip4.gateway(),
+                routes: ip4.routes(),
+                dns: ip4.nameservers(),
+                domains: ip4.domains(),
+                searches: ip4.searches(),
+                wins: ip4.wins_servers(),
+            },
         );
     }
     if let Some(dhcp4) = dhcp4 {
@@ -352,15 +358,17 @@ fn ip_sections(
     if let Some(ip6) = ip6 {
         ip_section(
             props,
-            "IP6",
-            true,
-            ip6.addresses(),
-            ip6.gateway(),
-            &ip6.routes(),
-            ip6.nameservers(),
-            ip6.domains(),
-            ip6.searches(),
-            Vec::new(),
+            IpSection {
+                name: "IP6",
+                ipv6: true,
+                addresses: ip6.addresses(),
+                gateway: ip6.gateway(),
+                routes: ip6.routes(),
+                dns: ip6.nameservers(),
+                domains: ip6.domains(),
+                searches: ip6.searches(),
+                wins: Vec::new(),
+            },
         );
     }
     if let Some(dhcp6) = dhcp6 {
