@@ -10,7 +10,7 @@ use netmirror_client_cache::nm::{
     NmEvent, Profile, RadioFlags,
 };
 
-use crate::args::{Bus, NmAction, NmArgs};
+use crate::args::{Bus, KernelArgs, NmAction, NmArgs};
 use crate::bus;
 use crate::failure::Failure;
 use crate::render::{self, Cell, EventKind, Field, Printer, Prop, Table};
@@ -82,7 +82,12 @@ const PROPERTY_FIELDS: &[Field] = &[
 ];
 
 /// Runs `nm ...`.
-pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Result<()> {
+pub(crate) fn run(
+    printer: &mut Printer,
+    bus: &Bus,
+    kernel: &KernelArgs,
+    args: &NmArgs,
+) -> anyhow::Result<()> {
     zbus::block_on(async {
         let conn = bus::connect(bus).await?;
         match &args.action {
@@ -90,11 +95,14 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Re
                 let nm = load(&conn, bus).await?;
                 printer.table(&general_table(&nm))
             }
-            Some(NmAction::Device { iface: None }) => {
+            Some(NmAction::Device { iface: None, .. }) => {
                 let nm = load(&conn, bus).await?;
                 printer.table(&device_table(&nm.devices()))
             }
-            Some(NmAction::Device { iface: Some(iface) }) => {
+            Some(NmAction::Device {
+                iface: Some(iface),
+                kernel: with_kernel,
+            }) => {
                 // Everything is loaded, not only the device (`NmClient::device_by_iface`):
                 // nmcli's sections follow the device's references (active connection,
                 // profile, IP and DHCP configurations, available profiles).
@@ -102,7 +110,11 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Re
                 let device = nm
                     .device_by_name(iface)
                     .ok_or_else(|| anyhow::anyhow!("device '{iface}' not found"))?;
-                printer.props(&device_properties(&device))
+                let mut props = device_properties(&device);
+                if *with_kernel {
+                    props.extend(kernel_section(kernel, &device)?);
+                }
+                printer.props(&props)
             }
             Some(NmAction::Connection { id: None }) => {
                 let nm = load(&conn, bus).await?;
@@ -545,6 +557,128 @@ fn device_properties(device: &Device<'_>) -> Vec<Prop> {
         ));
     }
     props
+}
+
+/// `nm device IFACE --kernel`: the kernel's addresses and routes on the interface (by its
+/// name; routes of the local table left out, as NetworkManager leaves them out), each marked
+/// `(not in NM)` where NetworkManager's IP4/IP6 configuration lacks it, then what
+/// NetworkManager has that the kernel lacks, marked `(not in kernel)`.
+fn kernel_section(kernel: &KernelArgs, device: &Device<'_>) -> anyhow::Result<Vec<Prop>> {
+    let platform = crate::kernel::open(kernel)?;
+    let names = crate::kernel::LinkNames::load(&platform)?;
+    let ifname = match device.ip_interface() {
+        "" => device.interface(),
+        ip => ip,
+    };
+    let ifindex = names.index(ifname)?;
+    let addresses = platform
+        .addresses()
+        .ifindex(ifindex)
+        .execute()
+        .map_err(|err| crate::kernel::explain(err, "dump addresses"))?
+        .items;
+    let routes = platform
+        .routes()
+        .dev(ifindex)
+        .execute()
+        .map_err(|err| crate::kernel::explain(err, "dump routes"))?
+        .items;
+    let mut nm_addresses: Vec<String> = Vec::new();
+    let mut nm_routes: Vec<(String, Option<String>, Option<u32>)> = Vec::new();
+    let none4 = "0.0.0.0";
+    if let Some(ip4) = device.ip4_config() {
+        nm_addresses.extend(ip4.addresses());
+        nm_routes.extend(ip4.routes().into_iter().map(|r| {
+            (
+                format!("{}/{}", r.dest, r.prefix),
+                r.next_hop.filter(|nh| nh != none4),
+                r.metric,
+            )
+        }));
+    }
+    if let Some(ip6) = device.ip6_config() {
+        nm_addresses.extend(ip6.addresses());
+        nm_routes.extend(ip6.routes().into_iter().map(|r| {
+            (
+                format!("{}/{}", r.dest, r.prefix),
+                r.next_hop.filter(|nh| nh != "::"),
+                r.metric,
+            )
+        }));
+    }
+    let mut props = Vec::new();
+    props.push(Prop::common("KERNEL.IFINDEX", Cell::Int(ifindex.into())));
+    let mut kernel_addresses = Vec::new();
+    for (idx, addr) in addresses.iter().enumerate() {
+        let text = format!("{}/{}", addr.address(), addr.prefix_len());
+        let mark = if nm_addresses.contains(&text) {
+            ""
+        } else {
+            " (not in NM)"
+        };
+        props.push(Prop::common(
+            format!("KERNEL.ADDRESS[{}]", idx + 1),
+            format!("{text}{mark}").into(),
+        ));
+        kernel_addresses.push(text);
+    }
+    let mut kernel_routes = Vec::new();
+    let mut n_route = 0;
+    for route in &routes {
+        if route.table() == 255 {
+            continue;
+        }
+        n_route += 1;
+        let dst = format!("{}/{}", route.dst(), route.dst_len());
+        let gateway = route.gateway().map(|g| g.to_string());
+        let metric = route.priority();
+        let none = if route.dst().is_ipv6() { "::" } else { none4 };
+        let mut text = format!(
+            "dst = {dst}, nh = {}, mt = {metric}",
+            gateway.as_deref().unwrap_or(none)
+        );
+        if route.table() != 254 {
+            text.push_str(&format!(", table={}", route.table()));
+        }
+        let known = nm_routes
+            .iter()
+            .any(|(d, nh, mt)| *d == dst && *nh == gateway && mt.is_none_or(|mt| mt == metric));
+        if !known {
+            text.push_str(" (not in NM)");
+        }
+        props.push(Prop::common(
+            format!("KERNEL.ROUTE[{n_route}]"),
+            text.into(),
+        ));
+        kernel_routes.push((dst, gateway, metric));
+    }
+    let mut n_missing = 0;
+    for address in &nm_addresses {
+        if !kernel_addresses.contains(address) {
+            n_missing += 1;
+            props.push(Prop::common(
+                format!("KERNEL.MISSING[{n_missing}]"),
+                format!("address {address} (not in kernel)").into(),
+            ));
+        }
+    }
+    for (dst, nh, mt) in &nm_routes {
+        let present = kernel_routes
+            .iter()
+            .any(|(d, g, m)| d == dst && g == nh && mt.is_none_or(|mt| mt == *m));
+        if !present {
+            n_missing += 1;
+            props.push(Prop::common(
+                format!("KERNEL.MISSING[{n_missing}]"),
+                format!(
+                    "route {dst} via {} (not in kernel)",
+                    nh.as_deref().unwrap_or("--")
+                )
+                .into(),
+            ));
+        }
+    }
+    Ok(props)
 }
 
 /// The devices each profile is active on.

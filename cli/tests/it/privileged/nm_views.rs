@@ -541,3 +541,75 @@ fn monitor_reports_every_device_state_in_bus_order() {
         assert_ne!(event["old"], event["new"], "{event}");
     }
 }
+
+#[test]
+fn device_kernel_shows_the_kernel_next_to_networkmanager() {
+    let lab = lab();
+    let nm = &lab.nm;
+    let netns = nm.netns_path();
+    let netns = netns.to_str().expect("UTF-8 path");
+    // A route in another table, made behind NetworkManager's back.
+    ok(nm.netns_command("ip").args([
+        "route",
+        "add",
+        "203.0.113.0/24",
+        "dev",
+        "veth0",
+        "table",
+        "100",
+    ]));
+    let output = nm
+        .netns_command("ip")
+        .args(["-j", "addr", "show", "dev", "veth0"])
+        .output()
+        .expect("ip addr");
+    let links: Value = serde_json::from_slice(&output.stdout).expect("ip -j");
+    let mut expected: Vec<String> = links[0]["addr_info"]
+        .as_array()
+        .expect("addr_info")
+        .iter()
+        .map(|a| format!("{}/{}", a["local"].as_str().expect("local"), a["prefixlen"]))
+        .collect();
+    expected.sort();
+    // Let NetworkManager see the route before comparing.
+    let deadline = Instant::now() + TIMEOUT;
+    let kernel = loop {
+        let run = ours(
+            nm,
+            &[
+                "--netns", netns, "-t", "-f", "KERNEL", "nm", "device", "veth0", "--kernel",
+            ],
+        );
+        let kernel = fields(run.ok());
+        if !kernel.iter().any(|(_, v)| v.contains("(not in")) || Instant::now() > deadline {
+            break kernel;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut addresses: Vec<String> = kernel
+        .iter()
+        .filter(|(name, _)| name.starts_with("KERNEL.ADDRESS"))
+        .map(|(_, value)| value.clone())
+        .collect();
+    addresses.sort();
+    assert_eq!(addresses, expected, "{kernel:?}");
+    assert!(
+        kernel
+            .iter()
+            .any(|(_, v)| v == "dst = 203.0.113.0/24, nh = 0.0.0.0, mt = 0, table=100"),
+        "{kernel:?}"
+    );
+    assert!(
+        kernel
+            .iter()
+            .any(|(name, v)| name == "KERNEL.IFINDEX" && !v.is_empty()),
+        "{kernel:?}"
+    );
+    // In sync: nothing marked.
+    assert!(
+        !kernel.iter().any(|(_, v)| v.contains("(not in")),
+        "{kernel:?}"
+    );
+    // --netns is for --kernel only.
+    ours(nm, &["--netns", netns, "nm", "device"]).fails(2);
+}
