@@ -499,8 +499,17 @@ fn objects_monitor_prints_nmcli_connection_add() {
             .is_some_and(|f| f.ends_with("nmx-obj.nmconnection")),
         "{event}"
     );
-    // A property change says whether its interface is declared, as the list does.
-    let line = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("\"property\""));
+    // A property change says whether its interface is declared, as the list does
+    // (deleting the profile changes `Settings.Connections`).
+    let status = nm
+        .nmcli()
+        .args(["connection", "delete", "nmx-obj"])
+        .output()
+        .expect("nmcli connection delete");
+    assert!(status.status.success(), "{status:?}");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| {
+        line.contains("\"object\":\"property\"") && line.contains("\"Connections\"")
+    });
     let event: Value = serde_json::from_str(&line).expect("JSON");
     assert_eq!(event["new"]["declared"], true, "{event}");
 }
