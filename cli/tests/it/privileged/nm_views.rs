@@ -513,6 +513,20 @@ fn monitor_reports_every_device_state_in_bus_order() {
     });
     ok(nm.nmcli().args(["connection", "down", "static"]));
     wait("veth0 disconnected again", &|e| device_in(e, 30));
+    // The link goes down under an active connection: the carrier goes, the device follows.
+    ok(nm
+        .nmcli()
+        .args(["--wait", "60", "connection", "up", "static"]));
+    wait("veth0 connected again", &|e| device_in(e, 100));
+    ok(nm
+        .netns_command("ip")
+        .args(["link", "set", "veth1", "down"]));
+    wait("veth0 unavailable", &|e| device_in(e, 20));
+    // A profile deleted is removed.
+    ok(nm.nmcli().args(["connection", "delete", "dhcp"]));
+    wait("dhcp removed", &|e| {
+        e["object"] == "connection" && e["event"] == "removed" && e["old"]["name"] == "dhcp"
+    });
     std::thread::sleep(Duration::from_millis(500));
 
     let bus = recorder.states();
@@ -525,7 +539,7 @@ fn monitor_reports_every_device_state_in_bus_order() {
         .map(|e| e["new"]["state"]["value"].as_u64().expect("state number"))
         .collect();
     assert_eq!(ours, bus, "device states: ours against the bus");
-    for state in [40, 50, 70, 100, 110, 30] {
+    for state in [40, 50, 70, 100, 110, 30, 20] {
         assert!(
             bus.contains(&state),
             "the bus never carried {state}: {bus:?}"
