@@ -463,7 +463,7 @@ impl BusRecorder {
 
 #[test]
 fn monitor_reports_every_device_state_in_bus_order() {
-    let lab = lab();
+    let mut lab = lab();
     let nm = &lab.nm;
     let path = nmcli(nm, &["-g", "GENERAL.DBUS-PATH", "device", "show", "veth0"])
         .trim()
@@ -554,6 +554,43 @@ fn monitor_reports_every_device_state_in_bus_order() {
     for event in seen.borrow().iter().filter(|e| e["event"] == "changed") {
         assert_ne!(event["old"], event["new"], "{event}");
     }
+    drop(recorder);
+
+    // The daemon restarts: it leaves, comes back, and veth0 is there again in the state
+    // nmcli reports.
+    lab.nm.stop().expect("stop NetworkManager");
+    let vanished = monitor.expect_line(TIMEOUT, |line| line.contains("\"vanished\""));
+    assert!(vanished.contains("networkmanager"), "{vanished}");
+    lab.nm.start_again().expect("start NetworkManager again");
+    monitor.expect_line(TIMEOUT, |line| line.contains("\"appeared\""));
+    let added = monitor.expect_line(TIMEOUT, |line| {
+        line.contains("\"added\"") && line.contains("\"device\":\"veth0\"")
+    });
+    let added: Value = serde_json::from_str(&added).expect("JSON");
+    // Once things settle, the last state printed is nmcli's.
+    let mut later = Vec::new();
+    let settle = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < settle {
+        if let Some(line) = monitor.try_line(Duration::from_millis(200)) {
+            later.push(line);
+        }
+    }
+    later.extend(std::iter::from_fn(|| {
+        monitor.try_line(Duration::from_millis(500))
+    }));
+    let state = added["new"]["state"]["name"].as_str().expect("state name");
+    let last = later
+        .iter()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|e| e["object"] == "device" && e["new"]["device"] == "veth0")
+        .filter_map(|e| e["new"]["state"]["name"].as_str().map(str::to_owned))
+        .next_back()
+        .unwrap_or_else(|| state.to_owned());
+    let theirs = nmcli(&lab.nm, &["-g", "GENERAL.STATE", "device", "show", "veth0"]);
+    assert!(
+        theirs.trim().ends_with(&format!("({last})")),
+        "nmcli {theirs:?}, ours {last:?}: {added} {later:?}"
+    );
 }
 
 #[test]
