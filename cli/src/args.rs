@@ -382,6 +382,10 @@ pub(crate) enum NmAction {
     Device {
         /// An interface name.
         iface: Option<String>,
+        /// With IFACE: also the kernel's addresses and routes on it (from rtnetlink, in the
+        /// namespace of `--netns`), each marked where NetworkManager's IP4/IP6 differ.
+        #[arg(long, requires = "iface")]
+        kernel: bool,
     },
     /// Connection profiles, like `nmcli connection`; one in detail with ID or UUID.
     #[command(

@@ -117,10 +117,25 @@ pub(crate) fn cell(value: &Value) -> Cell {
     if value.is_unset() {
         return Cell::Null;
     }
+    if let Value::Bytes(bytes) = value
+        && let Some(text) = c_string(bytes)
+    {
+        return Cell::Typed {
+            text: text.to_owned(),
+            json: Json::String(text.to_owned()),
+        };
+    }
     Cell::Typed {
         text: value.to_string(),
         json: json(value),
     }
+}
+
+/// The text of a byte string (`ay`) that is a C string: UTF-8 without control characters,
+/// ended by one NUL (as udisks2 sends `/dev/vda`). Any other bytes stay bytes (hex).
+pub(crate) fn c_string(bytes: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(bytes.strip_suffix(&[0])?).ok()?;
+    (!text.is_empty() && !text.chars().any(char::is_control)).then_some(text)
 }
 
 /// A cached value as JSON: numbers, booleans, strings, arrays; dictionaries with string keys
@@ -141,7 +156,10 @@ pub(crate) fn json(value: &Value) -> Json {
             Json::String(text.to_string())
         }
         Value::Fd(index) => Json::from(*index),
-        Value::Bytes(bytes) => Json::Array(bytes.iter().map(|byte| Json::from(*byte)).collect()),
+        Value::Bytes(bytes) => match c_string(bytes) {
+            Some(text) => Json::String(text.to_owned()),
+            None => Json::Array(bytes.iter().map(|byte| Json::from(*byte)).collect()),
+        },
         Value::Strs(items) | Value::Paths(items) => Json::Array(
             items
                 .iter()
@@ -170,5 +188,30 @@ pub(crate) fn json(value: &Value) -> Json {
             Json::Array(bytes.iter().map(|byte| Json::from(*byte)).collect())
         }
         other => Json::String(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_strings_show_as_text_only_when_they_are_c_strings() {
+        // udisks2's `Device` of a block device.
+        let dev = Value::Bytes(b"/dev/vda\0".to_vec().into_boxed_slice());
+        assert_eq!(cell(&dev).text(), "/dev/vda");
+        assert_eq!(json(&dev), Json::String("/dev/vda".into()));
+        // Not NUL-terminated, a NUL inside, a control character, not UTF-8, empty: bytes.
+        for bytes in [
+            &b"/dev/vda"[..],
+            b"a\0b\0",
+            b"a\x1b[2J\0",
+            b"\xff\xfe\0",
+            b"\0",
+        ] {
+            let value = Value::Bytes(bytes.to_vec().into_boxed_slice());
+            assert_eq!(c_string(bytes), None, "{bytes:?}");
+            assert!(json(&value).is_array(), "{bytes:?}");
+        }
     }
 }

@@ -108,8 +108,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Monitor(args)) => monitor::run(&mut printer, &cli.kernel, &args),
         Some(Command::Batch(args)) => batch::run(&mut printer, &cli.kernel, &args),
         Some(Command::Nm(args)) => {
-            no_kernel_options(&cli.kernel, "nm")?;
-            nm::run(&mut printer, &cli.bus.bus(), cli.bus.timeout(), &args)
+            // `nm device IFACE --kernel` reads the kernel too, in the namespace of `--netns`.
+            if !matches!(
+                args.action,
+                Some(args::NmAction::Device { kernel: true, .. })
+            ) {
+                no_kernel_options(&cli.kernel, "nm")?;
+            }
+            nm::run(
+                &mut printer,
+                &cli.bus.bus(),
+                cli.bus.timeout(),
+                &cli.kernel,
+                &args,
+            )
         }
         Some(Command::Objects(args)) => {
             no_kernel_options(&cli.kernel, "objects")?;

@@ -1,22 +1,22 @@
 //! `nm general|device|connection|active|monitor`: NetworkManager through
 //! `netmirror-client-cache`'s typed layer, with nmcli's column names and values.
 //!
-//! `nm device IFACE` asks the daemon for that one device (`GetDeviceByIpIface`, with the
-//! library's fallback to loading everything) instead of loading every object.
+//! `nm device IFACE` loads everything: nmcli's sections follow the device's references.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use netmirror_client_cache::Event;
 use netmirror_client_cache::nm::{
-    self as nmc, ActiveConnection, Device, NmClient, NmEvent, Profile,
+    self as nmc, ActiveConnection, Device, DeviceCapabilities, DeviceInterfaceFlags, NmClient,
+    NmEvent, Profile, RadioFlags,
 };
 
-use crate::args::{Bus, NmAction, NmArgs};
+use crate::args::{Bus, KernelArgs, NmAction, NmArgs};
 use crate::bus;
 use crate::failure::Failure;
 use crate::pipe::{self, Pipe};
-use crate::render::{self, Cell, EventKind, Field, Printer, Table};
+use crate::render::{self, Cell, EventKind, Field, Printer, Prop, Table};
 
 /// Columns of `nm general`, as `nmcli general` names them.
 pub(crate) const GENERAL_FIELDS: &[Field] = &[
@@ -89,6 +89,7 @@ pub(crate) fn run(
     printer: &mut Printer,
     bus: &Bus,
     timeout: Duration,
+    kernel: &KernelArgs,
     args: &NmArgs,
 ) -> anyhow::Result<()> {
     zbus::block_on(async {
@@ -98,22 +99,26 @@ pub(crate) fn run(
                 let nm = load(&conn, bus, timeout).await?;
                 printer.table(&general_table(&nm))
             }
-            Some(NmAction::Device { iface: None }) => {
+            Some(NmAction::Device { iface: None, .. }) => {
                 let nm = load(&conn, bus, timeout).await?;
                 printer.table(&device_table(&nm.devices()))
             }
-            Some(NmAction::Device { iface: Some(iface) }) => {
-                let builder = NmClient::builder()
-                    .lookup(NmClient::device_lookup(iface))
-                    .timeout(timeout);
-                let nm = NmClient::from_builder(&conn, builder)
-                    .await
-                    .map_err(|err| bus::explain(err, bus, SERVICE_NAME))?;
-                require_running(&nm, bus)?;
+            Some(NmAction::Device {
+                iface: Some(iface),
+                kernel: with_kernel,
+            }) => {
+                // Everything is loaded, not only the device (`NmClient::device_by_iface`):
+                // nmcli's sections follow the device's references (active connection,
+                // profile, IP and DHCP configurations, available profiles).
+                let nm = load(&conn, bus, timeout).await?;
                 let device = nm
                     .device_by_name(iface)
                     .ok_or_else(|| anyhow::anyhow!("device '{iface}' not found"))?;
-                printer.properties(&device_properties(&device))
+                let mut props = device_properties(&device);
+                if *with_kernel {
+                    props.extend(kernel_section(kernel, &device)?);
+                }
+                printer.props(&props)
             }
             Some(NmAction::Connection { id: None }) => {
                 let nm = load(&conn, bus, timeout).await?;
@@ -126,7 +131,7 @@ pub(crate) fn run(
                     .into_iter()
                     .find(|profile| profile.uuid() == id.as_str() || profile.id() == id.as_str())
                     .ok_or_else(|| anyhow::anyhow!("no connection profile '{id}'"))?;
-                printer.properties(&profile_properties(&profile))
+                printer.props(&profile_properties(&nm, &profile))
             }
             Some(NmAction::Active) => {
                 let nm = load(&conn, bus, timeout).await?;
@@ -163,53 +168,6 @@ fn require_running(nm: &NmClient, bus: &Bus) -> anyhow::Result<()> {
     }
 }
 
-/// nmcli's name of an `NMState`.
-fn state_name(state: u32) -> &'static str {
-    match state {
-        10 => "asleep",
-        20 => "disconnected",
-        30 => "disconnecting",
-        40 => "connecting",
-        50 => "connected (local only)",
-        60 => "connected (site only)",
-        70 => "connected",
-        _ => "unknown",
-    }
-}
-
-/// nmcli's name of an `NMConnectivityState`.
-fn connectivity_name(connectivity: u32) -> &'static str {
-    match connectivity {
-        1 => "none",
-        2 => "portal",
-        3 => "limited",
-        4 => "full",
-        _ => "unknown",
-    }
-}
-
-/// nmcli's name of an `NMActiveConnectionState`.
-fn active_state_name(state: u32) -> &'static str {
-    match state {
-        1 => "activating",
-        2 => "activated",
-        3 => "deactivating",
-        4 => "deactivated",
-        _ => "unknown",
-    }
-}
-
-/// nmcli's name of an `NMMetered`.
-fn metered_name(metered: u32) -> &'static str {
-    match metered {
-        1 => "yes",
-        2 => "no",
-        3 => "yes (guessed)",
-        4 => "no (guessed)",
-        _ => "unknown",
-    }
-}
-
 fn enabled(on: bool) -> Cell {
     Cell::from(if on { "enabled" } else { "disabled" })
 }
@@ -222,33 +180,55 @@ fn text(value: &str) -> Cell {
     }
 }
 
+/// WIFI-HW or WWAN-HW as nmcli shows it: `missing` when the daemon says the radio does not
+/// exist (`RadioFlags`, NetworkManager 1.38 and later), else whether rfkill lets it on.
+fn radio_hw(
+    has_flags: bool,
+    flags: RadioFlags,
+    radio: RadioFlags,
+    hw_enabled: Option<bool>,
+) -> Cell {
+    if has_flags && !flags.contains(radio) {
+        Cell::from("missing")
+    } else {
+        hw_enabled.map_or(Cell::Null, enabled)
+    }
+}
+
 /// The one row of `nm general`.
 pub(crate) fn general_table(nm: &NmClient) -> Table {
     let mut table = Table::new(GENERAL_FIELDS);
     if let Some(manager) = nm.manager() {
+        let has_flags = manager
+            .property("RadioFlags")
+            .is_some_and(|v| !v.is_unset());
+        let flags = manager.radio_flags();
         // A flag the daemon did not send, or sent with the wrong type (rejected, with a
         // warning), is shown as missing, not as "disabled".
-        let flag = |name: &str| {
-            manager
-                .property(name)
-                .and_then(|value| value.as_bool())
-                .map_or(Cell::Null, enabled)
-        };
-        let startup = manager
-            .property("Startup")
-            .and_then(|value| value.as_bool())
-            .map_or(Cell::Null, Cell::Bool);
+        let flag = |name: &str| manager.property(name).and_then(|value| value.as_bool());
+        let startup = flag("Startup").map_or(Cell::Null, Cell::Bool);
+        let flag_cell = |name: &str| flag(name).map_or(Cell::Null, enabled);
         table.push(vec![
-            state_name(manager.state()).into(),
-            connectivity_name(manager.connectivity()).into(),
-            flag("WirelessHardwareEnabled"),
-            flag("WirelessEnabled"),
-            flag("WwanHardwareEnabled"),
-            flag("WwanEnabled"),
-            flag("NetworkingEnabled"),
+            manager.state().to_string().into(),
+            manager.connectivity().to_string().into(),
+            radio_hw(
+                has_flags,
+                flags,
+                RadioFlags::WLAN_AVAILABLE,
+                flag("WirelessHardwareEnabled"),
+            ),
+            flag_cell("WirelessEnabled"),
+            radio_hw(
+                has_flags,
+                flags,
+                RadioFlags::WWAN_AVAILABLE,
+                flag("WwanHardwareEnabled"),
+            ),
+            flag_cell("WwanEnabled"),
+            flag_cell("NetworkingEnabled"),
             text(manager.version()),
             startup,
-            metered_name(manager.metered()).into(),
+            manager.metered().to_string().into(),
         ]);
     }
     table
@@ -260,9 +240,9 @@ fn device_row(device: &Device<'_>) -> Vec<Cell> {
     vec![
         text(device.interface()),
         device.type_name().into(),
-        device.state_name().into(),
+        device.state_text().into(),
         active.map_or(Cell::Null, |active| text(active.id())),
-        Cell::Int(device.ifindex().into()),
+        device.ifindex().map_or(Cell::Null, |i| Cell::Int(i.into())),
         text(device.hw_address()),
         device.mtu().into(),
         text(device.driver()),
@@ -271,58 +251,451 @@ fn device_row(device: &Device<'_>) -> Vec<Cell> {
         device.real().into(),
         active.map_or(Cell::Null, |active| text(active.uuid())),
         device.path().to_owned().into(),
-        active
-            .and_then(|active| active.connection())
-            .map_or(Cell::Null, |profile| profile.path().to_owned().into()),
+        active.map_or(Cell::Null, |active| active.path().to_owned().into()),
     ]
 }
 
-/// `nm device`: the realized devices, in the daemon's order.
+/// `nm device`: the realized devices, in nmcli's order.
 pub(crate) fn device_table(devices: &[Device<'_>]) -> Table {
+    let mut devices = devices.to_vec();
+    devices.sort_by(nmc::cmp_devices);
     let mut table = Table::new(DEVICE_FIELDS);
-    for device in devices {
+    for device in &devices {
         table.push(device_row(device));
     }
     table
 }
 
-/// `nm device IFACE`: one device, as `nmcli device show` names its properties.
-fn device_properties(device: &Device<'_>) -> Vec<(String, Cell)> {
+/// `yes`/`no` as nmcli's properties show a flag.
+fn yes_no(on: bool) -> Cell {
+    Cell::from(if on { "yes" } else { "no" })
+}
+
+/// `N (name)`, as nmcli shows a state, reason or connectivity in `device show`.
+fn numbered(number: u32, name: impl std::fmt::Display) -> Cell {
+    format!("{number} ({name})").into()
+}
+
+/// `SECTION.FIELD[1]`, `[2]`... for each item (nothing when there is none).
+fn indexed(
+    props: &mut Vec<Prop>,
+    name: &str,
+    items: impl IntoIterator<Item = String>,
+    common: bool,
+) {
+    for (idx, item) in items.into_iter().enumerate() {
+        props.push(Prop {
+            name: format!("{name}[{}]", idx + 1),
+            cell: item.into(),
+            common,
+        });
+    }
+}
+
+/// A route as nmcli shows it: `dst = 198.51.100.0/24, nh = 192.0.2.254, mt = 50`, then any
+/// other attribute as `name=value`.
+fn route_text(route: &nmc::IpRoute, ipv6: bool) -> String {
+    let none = if ipv6 { "::" } else { "0.0.0.0" };
+    let mut text = format!(
+        "dst = {}/{}, nh = {}",
+        route.dest,
+        route.prefix,
+        route.next_hop.as_deref().unwrap_or(none)
+    );
+    if let Some(metric) = route.metric {
+        text.push_str(&format!(", mt = {metric}"));
+    }
+    for (name, value) in &route.attributes {
+        text.push_str(&format!(", {name}={}", bus::cell(value).text()));
+    }
+    text
+}
+
+/// What an IP4 or IP6 section shows.
+struct IpSection<'a> {
+    /// `IP4` or `IP6`.
+    name: &'static str,
+    ipv6: bool,
+    addresses: Vec<String>,
+    gateway: &'a str,
+    routes: Vec<nmc::IpRoute>,
+    dns: Vec<String>,
+    domains: &'a [Box<str>],
+    searches: &'a [Box<str>],
+    wins: Vec<String>,
+}
+
+/// The IP4 or IP6 section of a device or an active connection.
+fn ip_section(props: &mut Vec<Prop>, ip: IpSection<'_>) {
+    let section = ip.name;
+    indexed(props, &format!("{section}.ADDRESS"), ip.addresses, true);
+    props.push(Prop::common(format!("{section}.GATEWAY"), text(ip.gateway)));
+    indexed(
+        props,
+        &format!("{section}.ROUTE"),
+        ip.routes.iter().map(|r| route_text(r, ip.ipv6)),
+        true,
+    );
+    indexed(props, &format!("{section}.DNS"), ip.dns, true);
+    indexed(
+        props,
+        &format!("{section}.DOMAIN"),
+        ip.domains.iter().map(|d| d.to_string()),
+        true,
+    );
+    indexed(
+        props,
+        &format!("{section}.SEARCHES"),
+        ip.searches.iter().map(|d| d.to_string()),
+        true,
+    );
+    indexed(props, &format!("{section}.WINS"), ip.wins, true);
+}
+
+/// The IP4, DHCP4, IP6 and DHCP6 sections of a device or an active connection (nmcli shows
+/// the DHCP sections by default for a connection, only when asked for a device).
+fn ip_sections(
+    props: &mut Vec<Prop>,
+    dhcp_common: bool,
+    ip4: Option<nmc::Ip4Config<'_>>,
+    dhcp4: Option<nmc::Dhcp4Config<'_>>,
+    ip6: Option<nmc::Ip6Config<'_>>,
+    dhcp6: Option<nmc::Dhcp6Config<'_>>,
+) {
+    if let Some(ip4) = ip4 {
+        ip_section(
+            props,
+            IpSection {
+                name: "IP4",
+                ipv6: false,
+                addresses: ip4.addresses(),
+                gateway: ip4.gateway(),
+                routes: ip4.routes(),
+                dns: ip4.nameservers(),
+                domains: ip4.domains(),
+                searches: ip4.searches(),
+                wins: ip4.wins_servers(),
+            },
+        );
+    }
+    if let Some(dhcp4) = dhcp4 {
+        dhcp_section(props, "DHCP4", dhcp4.property("Options"), dhcp_common);
+    }
+    if let Some(ip6) = ip6 {
+        ip_section(
+            props,
+            IpSection {
+                name: "IP6",
+                ipv6: true,
+                addresses: ip6.addresses(),
+                gateway: ip6.gateway(),
+                routes: ip6.routes(),
+                dns: ip6.nameservers(),
+                domains: ip6.domains(),
+                searches: ip6.searches(),
+                wins: Vec::new(),
+            },
+        );
+    }
+    if let Some(dhcp6) = dhcp6 {
+        dhcp_section(props, "DHCP6", dhcp6.property("Options"), dhcp_common);
+    }
+}
+
+/// `DHCP4.OPTION[n]: name = value`, sorted by name as nmcli sorts them.
+fn dhcp_section(
+    props: &mut Vec<Prop>,
+    section: &str,
+    options: Option<&netmirror_client_cache::Value>,
+    common: bool,
+) {
+    let mut options: Vec<(String, String)> = match options.map(|v| v.unwrap_variant()) {
+        Some(netmirror_client_cache::Value::Dict(dict)) => dict
+            .entries
+            .iter()
+            .filter_map(|(k, v)| {
+                let value = v.unwrap_variant();
+                let value = match value.as_str() {
+                    Some(s) => s.to_owned(),
+                    None => bus::cell(value).text().into_owned(),
+                };
+                Some((k.as_str()?.to_owned(), value))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    options.sort();
+    indexed(
+        props,
+        &format!("{section}.OPTION"),
+        options.into_iter().map(|(k, v)| format!("{k} = {v}")),
+        common,
+    );
+}
+
+/// `nm device IFACE`: one device, as `nmcli device show` names its properties, in its order:
+/// the common ones by default, every section with `--fields all`.
+fn device_properties(device: &Device<'_>) -> Vec<Prop> {
     let active = device.active_connection();
+    let (_, reason) = device.state_reason();
+    let caps = device.capabilities();
+    let flags = device.interface_flags();
     let mut props = vec![
-        ("GENERAL.DEVICE".to_owned(), text(device.interface())),
-        ("GENERAL.TYPE".to_owned(), device.type_name().into()),
-        ("GENERAL.HWADDR".to_owned(), text(device.hw_address())),
-        ("GENERAL.MTU".to_owned(), device.mtu().into()),
-        (
-            "GENERAL.STATE".to_owned(),
-            format!("{} ({})", device.state(), device.state_name()).into(),
+        Prop::common("GENERAL.DEVICE", text(device.interface())),
+        Prop::common("GENERAL.TYPE", device.type_name().into()),
+        Prop::extra("GENERAL.NM-TYPE", Cell::opt_text(device.nm_type())),
+        Prop::extra("GENERAL.DBUS-PATH", device.path().to_owned().into()),
+        Prop::extra("GENERAL.DRIVER", text(device.driver())),
+        Prop::extra("GENERAL.DRIVER-VERSION", text(device.driver_version())),
+        Prop::extra("GENERAL.FIRMWARE-VERSION", text(device.firmware_version())),
+        Prop::common("GENERAL.HWADDR", text(device.hw_address())),
+        Prop::common("GENERAL.MTU", device.mtu().into()),
+        Prop::common(
+            "GENERAL.STATE",
+            numbered(device.state().to_u32(), device.state_text()),
         ),
-        (
-            "GENERAL.CONNECTION".to_owned(),
+        Prop::extra("GENERAL.REASON", numbered(reason.to_u32(), reason)),
+        Prop::extra(
+            "GENERAL.IP4-CONNECTIVITY",
+            numbered(
+                device.ip4_connectivity().to_u32(),
+                device.ip4_connectivity(),
+            ),
+        ),
+        Prop::extra(
+            "GENERAL.IP6-CONNECTIVITY",
+            numbered(
+                device.ip6_connectivity().to_u32(),
+                device.ip6_connectivity(),
+            ),
+        ),
+        Prop::extra("GENERAL.UDI", text(device.udi())),
+        Prop::extra("GENERAL.PATH", text(device.path_())),
+        Prop::extra("GENERAL.IP-IFACE", text(device.ip_interface())),
+        Prop::extra(
+            "GENERAL.IS-SOFTWARE",
+            yes_no(caps.contains(DeviceCapabilities::IS_SOFTWARE)),
+        ),
+        Prop::extra("GENERAL.NM-MANAGED", yes_no(device.managed())),
+        Prop::extra("GENERAL.AUTOCONNECT", yes_no(device.autoconnect())),
+        Prop::extra(
+            "GENERAL.FIRMWARE-MISSING",
+            yes_no(device.firmware_missing()),
+        ),
+        Prop::extra(
+            "GENERAL.NM-PLUGIN-MISSING",
+            yes_no(device.nm_plugin_missing()),
+        ),
+        Prop::extra("GENERAL.PHYS-PORT-ID", text(device.physical_port_id())),
+        Prop::common(
+            "GENERAL.CONNECTION",
             active.map_or(Cell::Null, |active| text(active.id())),
         ),
-        (
-            "GENERAL.CON-PATH".to_owned(),
-            active
-                .and_then(|active| active.connection())
-                .map_or(Cell::Null, |profile| profile.path().to_owned().into()),
+        Prop::extra(
+            "GENERAL.CON-UUID",
+            active.map_or(Cell::Null, |active| text(active.uuid())),
         ),
-        ("GENERAL.DRIVER".to_owned(), text(device.driver())),
-        ("GENERAL.MANAGED".to_owned(), device.managed().into()),
-        ("GENERAL.REAL".to_owned(), device.real().into()),
-        (
-            "GENERAL.DBUS-PATH".to_owned(),
-            device.path().to_owned().into(),
+        Prop::common(
+            "GENERAL.CON-PATH",
+            active.map_or(Cell::Null, |active| active.path().to_owned().into()),
+        ),
+        Prop::extra("GENERAL.METERED", device.metered().to_string().into()),
+        Prop::extra(
+            "CAPABILITIES.CARRIER-DETECT",
+            yes_no(caps.contains(DeviceCapabilities::CARRIER_DETECT)),
+        ),
+        Prop::extra(
+            "CAPABILITIES.SPEED",
+            match device.speed() {
+                Some(speed) if speed > 0 => format!("{speed} Mb/s").into(),
+                _ => "unknown".into(),
+            },
+        ),
+        Prop::extra(
+            "CAPABILITIES.IS-SOFTWARE",
+            yes_no(caps.contains(DeviceCapabilities::IS_SOFTWARE)),
+        ),
+        Prop::extra(
+            "CAPABILITIES.SRIOV",
+            yes_no(caps.contains(DeviceCapabilities::SRIOV)),
+        ),
+        Prop::extra(
+            "INTERFACE-FLAGS.UP",
+            yes_no(flags.contains(DeviceInterfaceFlags::UP)),
+        ),
+        Prop::extra(
+            "INTERFACE-FLAGS.LOWER-UP",
+            yes_no(flags.contains(DeviceInterfaceFlags::LOWER_UP)),
+        ),
+        Prop::extra(
+            "INTERFACE-FLAGS.CARRIER",
+            yes_no(flags.contains(DeviceInterfaceFlags::CARRIER)),
+        ),
+        Prop::extra(
+            "INTERFACE-FLAGS.PROMISC",
+            yes_no(flags.contains(DeviceInterfaceFlags::PROMISC)),
         ),
     ];
-    if let Some(ip4) = device.ip4_config() {
-        props.push(("IP4.GATEWAY".to_owned(), text(ip4.gateway())));
+    if let Some(carrier) = device.carrier() {
+        props.push(Prop::common(
+            "WIRED-PROPERTIES.CARRIER",
+            Cell::from(if carrier { "on" } else { "off" }),
+        ));
     }
-    if let Some(ip6) = device.ip6_config() {
-        props.push(("IP6.GATEWAY".to_owned(), text(ip6.gateway())));
+    ip_sections(
+        &mut props,
+        false,
+        device.ip4_config(),
+        device.dhcp4_config(),
+        device.ip6_config(),
+        device.dhcp6_config(),
+    );
+    let available = device.available_connections();
+    props.push(Prop::extra(
+        "CONNECTIONS.AVAILABLE-CONNECTION-PATHS",
+        if available.is_empty() {
+            Cell::Null
+        } else {
+            available
+                .iter()
+                .map(|p| p.path())
+                .collect::<Vec<_>>()
+                .join(",")
+                .into()
+        },
+    ));
+    for (idx, profile) in available.iter().enumerate() {
+        props.push(Prop::extra(
+            format!("CONNECTIONS.AVAILABLE-CONNECTIONS[{}]", idx + 1),
+            format!("{} | {}", profile.uuid(), profile.id()).into(),
+        ));
     }
     props
+}
+
+/// `nm device IFACE --kernel`: the kernel's addresses and routes on the interface (by its
+/// name; routes of the local table left out, as NetworkManager leaves them out), each marked
+/// `(not in NM)` where NetworkManager's IP4/IP6 configuration lacks it, then what
+/// NetworkManager has that the kernel lacks, marked `(not in kernel)`.
+fn kernel_section(kernel: &KernelArgs, device: &Device<'_>) -> anyhow::Result<Vec<Prop>> {
+    let platform = crate::kernel::open(kernel)?;
+    let names = crate::kernel::LinkNames::load(&platform)?;
+    let ifname = match device.ip_interface() {
+        "" => device.interface(),
+        ip => ip,
+    };
+    let ifindex = names.index(ifname)?;
+    let addresses = platform
+        .addresses()
+        .ifindex(ifindex)
+        .execute()
+        .map_err(|err| crate::kernel::explain(err, "dump addresses"))?
+        .items;
+    let routes = platform
+        .routes()
+        .dev(ifindex)
+        .execute()
+        .map_err(|err| crate::kernel::explain(err, "dump routes"))?
+        .items;
+    let mut nm_addresses: Vec<String> = Vec::new();
+    let mut nm_routes: Vec<(String, Option<String>, Option<u32>)> = Vec::new();
+    let none4 = "0.0.0.0";
+    if let Some(ip4) = device.ip4_config() {
+        nm_addresses.extend(ip4.addresses());
+        nm_routes.extend(ip4.routes().into_iter().map(|r| {
+            (
+                format!("{}/{}", r.dest, r.prefix),
+                r.next_hop.filter(|nh| nh != none4),
+                r.metric,
+            )
+        }));
+    }
+    if let Some(ip6) = device.ip6_config() {
+        nm_addresses.extend(ip6.addresses());
+        nm_routes.extend(ip6.routes().into_iter().map(|r| {
+            (
+                format!("{}/{}", r.dest, r.prefix),
+                r.next_hop.filter(|nh| nh != "::"),
+                r.metric,
+            )
+        }));
+    }
+    let mut props = Vec::new();
+    props.push(Prop::common(
+        "KERNEL.IFINDEX",
+        Cell::Int(i64::from(u32::from(ifindex))),
+    ));
+    let mut kernel_addresses = Vec::new();
+    for (idx, addr) in addresses.iter().enumerate() {
+        let text = format!("{}/{}", addr.address(), addr.prefix_len());
+        let mark = if nm_addresses.contains(&text) {
+            ""
+        } else {
+            " (not in NM)"
+        };
+        props.push(Prop::common(
+            format!("KERNEL.ADDRESS[{}]", idx + 1),
+            format!("{text}{mark}").into(),
+        ));
+        kernel_addresses.push(text);
+    }
+    let mut kernel_routes = Vec::new();
+    let mut n_route = 0;
+    for route in &routes {
+        if route.table() == netmirror_platform::Table::LOCAL {
+            continue;
+        }
+        n_route += 1;
+        let dst = format!("{}/{}", route.dst(), route.dst_len());
+        let gateway = route.gateway().map(|g| g.to_string());
+        let metric = route.priority();
+        let none = if route.dst().is_ipv6() { "::" } else { none4 };
+        let mut text = format!(
+            "dst = {dst}, nh = {}, mt = {metric}",
+            gateway.as_deref().unwrap_or(none)
+        );
+        if route.table() != netmirror_platform::Table::MAIN {
+            text.push_str(&format!(", table={}", route.table()));
+        }
+        let known = nm_routes
+            .iter()
+            .any(|(d, nh, mt)| *d == dst && *nh == gateway && mt.is_none_or(|mt| mt == metric));
+        if !known {
+            text.push_str(" (not in NM)");
+        }
+        props.push(Prop::common(
+            format!("KERNEL.ROUTE[{n_route}]"),
+            text.into(),
+        ));
+        kernel_routes.push((dst, gateway, metric));
+    }
+    let mut n_missing = 0;
+    for address in &nm_addresses {
+        if !kernel_addresses.contains(address) {
+            n_missing += 1;
+            props.push(Prop::common(
+                format!("KERNEL.MISSING[{n_missing}]"),
+                format!("address {address} (not in kernel)").into(),
+            ));
+        }
+    }
+    for (dst, nh, mt) in &nm_routes {
+        let present = kernel_routes
+            .iter()
+            .any(|(d, g, m)| d == dst && g == nh && mt.is_none_or(|mt| mt == *m));
+        if !present {
+            n_missing += 1;
+            props.push(Prop::common(
+                format!("KERNEL.MISSING[{n_missing}]"),
+                format!(
+                    "route {dst} via {} (not in kernel)",
+                    nh.as_deref().unwrap_or("--")
+                )
+                .into(),
+            ));
+        }
+    }
+    Ok(props)
 }
 
 /// The devices each profile is active on.
@@ -341,7 +714,26 @@ fn active_devices(nm: &NmClient) -> HashMap<String, Vec<String>> {
                 );
         }
     }
+    // A profile being activated again has two active connections on the same device for a
+    // moment (the old one deactivating): the device is named once.
+    for names in devices.values_mut() {
+        let mut seen = std::collections::HashSet::new();
+        names.retain(|name| seen.insert(name.clone()));
+    }
     devices
+}
+
+/// A profile type as nmcli shows it: its short name for people (`ethernet`), the setting's
+/// name in terse output and JSON (`802-3-ethernet`), as `nmcli -t` writes it.
+fn type_cell(setting: &str) -> Cell {
+    if setting.is_empty() {
+        return Cell::Null;
+    }
+    Cell::Modal {
+        text: nmc::type_alias(setting).to_owned(),
+        terse: setting.to_owned(),
+        json: serde_json::Value::String(setting.to_owned()),
+    }
 }
 
 /// A profile's row.
@@ -350,7 +742,7 @@ fn profile_row(profile: &Profile<'_>, devices: &HashMap<String, Vec<String>>) ->
     vec![
         text(profile.id()),
         text(profile.uuid()),
-        text(profile.connection_type()),
+        type_cell(profile.connection_type()),
         on.map_or(Cell::Null, |names| Cell::List(names.clone())),
         text(profile.interface_name()),
         on.is_some().into(),
@@ -359,18 +751,231 @@ fn profile_row(profile: &Profile<'_>, devices: &HashMap<String, Vec<String>>) ->
     ]
 }
 
-/// `nm connection`: the visible profiles, in the daemon's order.
+/// `nm connection`: the visible profiles, in nmcli's order: active ones first, the more
+/// important first, then by name and path.
 pub(crate) fn connection_table(nm: &NmClient) -> Table {
     let devices = active_devices(nm);
+    let actives = nm.active_connections();
+    let active_of = |profile: &Profile<'_>| {
+        actives
+            .iter()
+            .copied()
+            .filter(|ac| ac.connection().is_some_and(|p| p.path() == profile.path()))
+            .max_by(|a, b| nmc::cmp_active(Some(*a), Some(*b)))
+    };
+    let mut profiles = nm.connections();
+    profiles.sort_by(|a, b| {
+        nmc::cmp_active(active_of(b), active_of(a))
+            .then_with(|| a.id().cmp(b.id()))
+            .then_with(|| a.path().cmp(b.path()))
+    });
     let mut table = Table::new(CONNECTION_FIELDS);
-    for profile in nm.connections() {
+    for profile in profiles {
         table.push(profile_row(&profile, &devices));
     }
     table
 }
 
-/// `nm connection ID`: every setting the daemon returned, named `setting.key` as nmcli does.
-fn profile_properties(profile: &Profile<'_>) -> Vec<(String, Cell)> {
+/// Keys whose values are secrets: never shown (the daemon does not send them with
+/// `GetSettings`; were one there, it stays hidden as nmcli hides it without `--show-secrets`).
+const SECRET_KEYS: &[&str] = &[
+    "password",
+    "psk",
+    "wep-key0",
+    "wep-key1",
+    "wep-key2",
+    "wep-key3",
+    "leap-password",
+    "pin",
+    "puk",
+    "private-key",
+    "preshared-key",
+    "secrets",
+    "private-key-password",
+    "phase2-private-key-password",
+    "pac-file-password",
+    "ca-cert-password",
+    "client-cert-password",
+    "phase2-ca-cert-password",
+    "phase2-client-cert-password",
+];
+
+/// A byte string as nmcli shows it: a MAC address (`AA:BB:CC:DD:EE:FF`) for 6 or 20 bytes
+/// under a key naming one, printable text as itself, else hex bytes joined by `:` as nmcli
+/// prints opaque bytes.
+fn bytes_text(key: &str, bytes: &[u8]) -> String {
+    let hex = |sep: &str| {
+        bytes
+            .iter()
+            .map(|b| format!("{b:02X}"))
+            .collect::<Vec<_>>()
+            .join(sep)
+    };
+    if key.contains("mac-address") || key == "bssid" {
+        return hex(":");
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) if !text.chars().any(char::is_control) => text.to_owned(),
+        _ => hex(" "),
+    }
+}
+
+/// An `ipv4.addresses`/`ipv6.addresses` value from the setting's `address-data`.
+fn setting_addresses(values: &netmirror_client_cache::Value) -> Option<String> {
+    let data = values.get("address-data")?;
+    let items: Vec<String> = match data.unwrap_variant() {
+        netmirror_client_cache::Value::Array(array) => array
+            .items
+            .iter()
+            .filter_map(|d| {
+                Some(format!(
+                    "{}/{}",
+                    d.get("address")?.as_str()?,
+                    d.get("prefix")?.as_u32()?
+                ))
+            })
+            .collect(),
+        _ => return None,
+    };
+    Some(items.join(", "))
+}
+
+/// An `ipv4.routes`/`ipv6.routes` value from the setting's `route-data`, as nmcli shows it:
+/// `{ ip = 198.51.100.0/24, nh = 192.0.2.254, mt = 50 }` joined by `; ` for people,
+/// `198.51.100.0/24 192.0.2.254 50` joined by `,` in terse output (attributes as
+/// `name=value` in both).
+fn setting_routes(values: &netmirror_client_cache::Value) -> Option<(String, String)> {
+    let data = values.get("route-data")?;
+    let netmirror_client_cache::Value::Array(array) = data.unwrap_variant() else {
+        return None;
+    };
+    let mut human = Vec::new();
+    let mut terse = Vec::new();
+    for d in &array.items {
+        let netmirror_client_cache::Value::Dict(dict) = d.unwrap_variant() else {
+            continue;
+        };
+        let (Some(dest), Some(prefix)) = (
+            d.get("dest").and_then(|v| v.as_str()),
+            d.get("prefix").and_then(|v| v.as_u32()),
+        ) else {
+            continue;
+        };
+        let mut text = format!("{{ ip = {dest}/{prefix}");
+        let mut short = format!("{dest}/{prefix}");
+        let nh = d.get("next-hop").and_then(|v| v.as_str());
+        if let Some(nh) = nh {
+            text.push_str(&format!(", nh = {nh}"));
+            short.push_str(&format!(" {nh}"));
+        }
+        if let Some(mt) = d.get("metric").and_then(|v| v.as_u32()) {
+            text.push_str(&format!(", mt = {mt}"));
+            if nh.is_none() {
+                short.push_str(if dest.contains(':') {
+                    " ::"
+                } else {
+                    " 0.0.0.0"
+                });
+            }
+            short.push_str(&format!(" {mt}"));
+        }
+        for (key, value) in &dict.entries {
+            let Some(key) = key.as_str() else { continue };
+            if !matches!(key, "dest" | "prefix" | "next-hop" | "metric") {
+                text.push_str(&format!(", {key}={}", value.unwrap_variant()));
+                short.push_str(&format!(" {key}={}", value.unwrap_variant()));
+            }
+        }
+        text.push_str(" }");
+        human.push(text);
+        terse.push(short);
+    }
+    Some((human.join("; "), terse.join(",")))
+}
+
+/// `ipv4.dns` (`au` in network byte order, or `dns-data`) and `ipv6.dns` (`aay`) as addresses.
+fn setting_dns(setting: &str, values: &netmirror_client_cache::Value) -> Option<String> {
+    use netmirror_client_cache::Value as V;
+    if let Some(V::Strs(data)) = values.get("dns-data") {
+        return Some(data.join(","));
+    }
+    let items: Vec<String> = match values.get("dns")? {
+        V::U32s(v) if setting == "ipv4" => v
+            .iter()
+            .map(|n| std::net::Ipv4Addr::from(u32::from_be(*n)).to_string())
+            .collect(),
+        V::Array(array) => array
+            .items
+            .iter()
+            .filter_map(|b| {
+                let bytes: [u8; 16] = b.unwrap_variant().as_bytes()?.try_into().ok()?;
+                Some(std::net::Ipv6Addr::from(bytes).to_string())
+            })
+            .collect(),
+        _ => return None,
+    };
+    Some(items.join(","))
+}
+
+/// One setting's value as nmcli shows it; `None` for the D-Bus-only forms nmcli folds into
+/// another property (`address-data` is `addresses`, `route-data` is `routes`, `dns-data` is
+/// `dns`).
+fn setting_cell(
+    setting: &str,
+    key: &str,
+    value: &netmirror_client_cache::Value,
+    values: &netmirror_client_cache::Value,
+) -> Option<Cell> {
+    use netmirror_client_cache::Value as V;
+    let ip = matches!(setting, "ipv4" | "ipv6");
+    if ip && matches!(key, "address-data" | "route-data" | "dns-data") {
+        return None;
+    }
+    let decoded = |text: Option<String>| match text {
+        Some(text) if text.is_empty() => Cell::Null,
+        Some(text) => Cell::Typed {
+            text,
+            json: bus::json(value),
+        },
+        None => bus::cell(value),
+    };
+    if SECRET_KEYS.contains(&key) {
+        return Some("<hidden>".into());
+    }
+    let value = value.unwrap_variant();
+    Some(match (key, value) {
+        ("addresses", _) if ip => decoded(setting_addresses(values)),
+        ("routes", _) if ip => match setting_routes(values) {
+            Some((text, _)) if text.is_empty() => Cell::Null,
+            Some((text, terse)) => Cell::Modal {
+                text,
+                terse,
+                json: bus::json(value),
+            },
+            None => bus::cell(value),
+        },
+        ("dns", _) if ip => decoded(setting_dns(setting, values)),
+        ("metered", V::I32(n)) if setting == "connection" => Cell::Typed {
+            text: nmc::Metered::from_u32(u32::try_from(*n).unwrap_or(0)).to_string(),
+            json: bus::json(value),
+        },
+        (_, V::Bool(on)) => Cell::Typed {
+            text: if *on { "yes" } else { "no" }.to_owned(),
+            json: bus::json(value),
+        },
+        (_, V::Bytes(bytes)) => decoded(Some(bytes_text(key, bytes))),
+        (_, V::Strs(items)) => decoded(Some(items.join(","))),
+        (_, V::Dict(dict)) if dict.entries.is_empty() => Cell::Null,
+        (_, V::Array(array)) if array.items.is_empty() => Cell::Null,
+        (_, V::U32s(items)) if items.is_empty() => Cell::Null,
+        _ => bus::cell(value),
+    })
+}
+
+/// `nm connection ID`: every setting the daemon returned, named `setting.key` as nmcli does
+/// and shown as nmcli shows it; then, for an active profile, its active connection's
+/// GENERAL, IP4, DHCP4, IP6 and DHCP6 sections.
+fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
     let mut props = Vec::new();
     if let Some(netmirror_client_cache::Value::Dict(settings)) =
         profile.settings().map(|value| value.unwrap_variant())
@@ -379,18 +984,84 @@ fn profile_properties(profile: &Profile<'_>) -> Vec<(String, Cell)> {
             let Some(setting) = setting.as_str() else {
                 continue;
             };
-            if let netmirror_client_cache::Value::Dict(values) = values.unwrap_variant() {
-                for (key, value) in &values.entries {
+            let values = values.unwrap_variant();
+            if let netmirror_client_cache::Value::Dict(dict) = values {
+                for (key, value) in &dict.entries {
                     let Some(key) = key.as_str() else { continue };
-                    props.push((
-                        format!("{setting}.{key}"),
-                        bus::cell(value.unwrap_variant()),
-                    ));
+                    if let Some(cell) = setting_cell(setting, key, value.unwrap_variant(), values) {
+                        props.push(Prop::common(format!("{setting}.{key}"), cell));
+                    }
                 }
             }
         }
     }
-    props.push(("DBUS-PATH".to_owned(), profile.path().to_owned().into()));
+    props.push(Prop::extra("DBUS-PATH", profile.path().to_owned().into()));
+    let active = nm
+        .active_connections()
+        .into_iter()
+        .find(|ac| ac.connection().is_some_and(|p| p.path() == profile.path()));
+    if let Some(active) = active {
+        let devices: Vec<String> = active
+            .devices()
+            .iter()
+            .map(|d| d.interface().to_owned())
+            .collect();
+        let ip_ifaces: Vec<String> = active
+            .devices()
+            .iter()
+            .map(|d| match d.ip_interface() {
+                "" => d.interface().to_owned(),
+                ip => ip.to_owned(),
+            })
+            .collect();
+        let path_or_null =
+            |value: Option<&netmirror_client_cache::Value>| match value.and_then(|v| v.as_str()) {
+                None | Some("/") => Cell::Null,
+                Some(path) => path.to_owned().into(),
+            };
+        props.extend([
+            Prop::common("GENERAL.NAME", text(active.id())),
+            Prop::common("GENERAL.UUID", text(active.uuid())),
+            Prop::common("GENERAL.DEVICES", text(&devices.join(","))),
+            Prop::common("GENERAL.IP-IFACE", text(&ip_ifaces.join(","))),
+            Prop::common("GENERAL.STATE", active.state().to_string().into()),
+            Prop::common("GENERAL.DEFAULT", yes_no(active.default4())),
+            Prop::common("GENERAL.DEFAULT6", yes_no(active.default6())),
+            Prop::common(
+                "GENERAL.SPEC-OBJECT",
+                path_or_null(active.property("SpecificObject")),
+            ),
+            Prop::common("GENERAL.VPN", yes_no(active.vpn())),
+            Prop::common("GENERAL.DBUS-PATH", active.path().to_owned().into()),
+            Prop::common(
+                "GENERAL.CON-PATH",
+                active
+                    .connection()
+                    .map_or(Cell::Null, |p| p.path().to_owned().into()),
+            ),
+            Prop::common(
+                "GENERAL.ZONE",
+                text(
+                    profile
+                        .setting("connection", "zone")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or(""),
+                ),
+            ),
+            Prop::common(
+                "GENERAL.MASTER-PATH",
+                path_or_null(active.property("Controller")),
+            ),
+        ]);
+        ip_sections(
+            &mut props,
+            true,
+            active.ip4_config(),
+            active.dhcp4_config(),
+            active.ip6_config(),
+            active.dhcp6_config(),
+        );
+    }
     props
 }
 
@@ -404,13 +1075,13 @@ fn active_row(active: &ActiveConnection<'_>) -> Vec<Cell> {
     vec![
         text(active.id()),
         text(active.uuid()),
-        text(active.connection_type()),
+        type_cell(active.connection_type()),
         if devices.is_empty() {
             Cell::Null
         } else {
             Cell::List(devices)
         },
-        active_state_name(active.state()).into(),
+        active.state().to_string().into(),
         active.default4().into(),
         active.default6().into(),
         active.vpn().into(),
@@ -421,10 +1092,16 @@ fn active_row(active: &ActiveConnection<'_>) -> Vec<Cell> {
     ]
 }
 
-/// `nm active`.
+/// `nm active`, in nmcli's order: the more important first, then by name and path.
 pub(crate) fn active_table(actives: &[ActiveConnection<'_>]) -> Table {
+    let mut actives = actives.to_vec();
+    actives.sort_by(|a, b| {
+        nmc::cmp_active(Some(*b), Some(*a))
+            .then_with(|| a.id().cmp(b.id()))
+            .then_with(|| a.path().cmp(b.path()))
+    });
     let mut table = Table::new(ACTIVE_FIELDS);
-    for active in actives {
+    for active in &actives {
         table.push(active_row(active));
     }
     table
@@ -470,6 +1147,50 @@ pub(crate) fn overview(timeout: Duration) -> Overview {
     })
 }
 
+/// Columns of a device in `nm monitor`: `nm device`'s, then the reason of the last state
+/// change.
+const MONITOR_DEVICE_FIELDS: &[Field] = &[
+    Field::common("DEVICE", "device"),
+    Field::common("TYPE", "type"),
+    Field::common("STATE", "state"),
+    Field::common("CONNECTION", "connection"),
+    Field::extra("IFINDEX", "ifindex"),
+    Field::extra("HWADDR", "hwaddr"),
+    Field::extra("MTU", "mtu"),
+    Field::extra("DRIVER", "driver"),
+    Field::extra("MANAGED", "managed"),
+    Field::extra("AUTOCONNECT", "autoconnect"),
+    Field::extra("REAL", "real"),
+    Field::extra("CON-UUID", "con_uuid"),
+    Field::extra("DBUS-PATH", "dbus_path"),
+    Field::extra("CON-PATH", "con_path"),
+    Field::common("REASON", "reason"),
+];
+
+/// Index of STATE in the device rows.
+const DEVICE_STATE: usize = 2;
+
+/// An enumeration's value: its name for people, `{"name": .., "value": n}` in JSON.
+fn enum_cell(name: impl std::fmt::Display, number: u32) -> Cell {
+    let name = name.to_string();
+    Cell::Typed {
+        json: serde_json::json!({"name": name, "value": number}),
+        text: name,
+    }
+}
+
+/// The state as nmcli shows it for `device`, when the state is `state`.
+fn state_text(device: &Device<'_>, state: nmc::DeviceState) -> String {
+    let external = device.active_connection().is_some_and(|ac| {
+        ac.state_flags()
+            .contains(nmc::ActivationStateFlags::EXTERNAL)
+    });
+    match state.name_external() {
+        Some(name) if external => name.to_owned(),
+        _ => state.to_string(),
+    }
+}
+
 /// What the monitor knows of an object, to print it when it changes or goes away.
 struct Known {
     object: &'static str,
@@ -477,15 +1198,31 @@ struct Known {
     row: Vec<Cell>,
 }
 
+/// A device's state as the monitor last reported it (the cache holds the batch's last one).
+type States = HashMap<String, (nmc::DeviceState, nmc::DeviceStateReason)>;
+
 /// The row of the object at `path`, if it is a device, visible profile or active connection.
-fn describe(nm: &NmClient, path: &str, devices: &HashMap<String, Vec<String>>) -> Option<Known> {
+fn describe(
+    nm: &NmClient,
+    path: &str,
+    devices: &HashMap<String, Vec<String>>,
+    states: &States,
+) -> Option<Known> {
     let cache = nm.cache();
     let object = cache.object(path)?;
     if object.object().has_interface(nmc::iface::DEVICE) {
+        let device = Device(object);
+        let (state, reason) = states
+            .get(path)
+            .copied()
+            .unwrap_or_else(|| device.state_reason());
+        let mut row = device_row(&device);
+        row[DEVICE_STATE] = enum_cell(state_text(&device, state), state.to_u32());
+        row.push(enum_cell(reason, reason.to_u32()));
         return Some(Known {
             object: "device",
-            fields: DEVICE_FIELDS,
-            row: device_row(&Device(object)),
+            fields: MONITOR_DEVICE_FIELDS,
+            row,
         });
     }
     if object.object().has_interface(nmc::iface::CONNECTION) {
@@ -500,32 +1237,33 @@ fn describe(nm: &NmClient, path: &str, devices: &HashMap<String, Vec<String>>) -
         });
     }
     if object.object().has_interface(nmc::iface::ACTIVE) {
+        let active = ActiveConnection(object);
+        let mut row = active_row(&active);
+        row[4] = enum_cell(active.state(), active.state().to_u32());
         return Some(Known {
             object: "active",
             fields: ACTIVE_FIELDS,
-            row: active_row(&ActiveConnection(object)),
+            row,
         });
     }
     None
 }
 
-/// `nm monitor`: devices, profiles and active connections as they are added, changed and
-/// removed, and any other property change; runs until interrupted.
-async fn monitor(
-    printer: &mut Printer,
-    conn: &zbus::Connection,
-    bus: &Bus,
-    timeout: Duration,
-) -> anyhow::Result<()> {
-    let builder = NmClient::builder()
-        .timeout(timeout)
-        .max_queued_events(pipe::MAX_QUEUED_EVENTS);
-    let mut nm = NmClient::from_builder(conn, builder)
-        .await
-        .map_err(|err| bus::explain(err, bus, SERVICE_NAME))?;
-    let mut known: HashMap<String, Known> = HashMap::new();
-    let refresh_all = |nm: &NmClient, known: &mut HashMap<String, Known>| {
-        known.clear();
+/// The monitor's state: the rows last printed.
+struct Monitor {
+    known: HashMap<String, Known>,
+    states: States,
+}
+
+impl Monitor {
+    /// Forgets everything and describes every object again (after a load).
+    fn refresh_all(&mut self, nm: &NmClient) {
+        self.known.clear();
+        self.states = nm
+            .all_devices()
+            .iter()
+            .map(|device| (device.path().to_owned(), device.state_reason()))
+            .collect();
         let devices = active_devices(nm);
         let paths: Vec<String> = nm
             .all_devices()
@@ -543,29 +1281,103 @@ async fn monitor(
             )
             .collect();
         for path in paths {
-            if let Some(entry) = describe(nm, &path, &devices) {
-                known.insert(path, entry);
+            if let Some(entry) = describe(nm, &path, &devices, &self.states) {
+                self.known.insert(path, entry);
             }
         }
+    }
+
+    /// Prints a change of a known object when its row changed.
+    fn changed(&mut self, printer: &mut Printer, nm: &NmClient, path: &str) -> anyhow::Result<()> {
+        let devices = active_devices(nm);
+        self.changed_with(printer, nm, path, &devices)
+    }
+
+    fn changed_with(
+        &mut self,
+        printer: &mut Printer,
+        nm: &NmClient,
+        path: &str,
+        devices: &HashMap<String, Vec<String>>,
+    ) -> anyhow::Result<()> {
+        let Some(entry) = describe(nm, path, devices, &self.states) else {
+            return Ok(());
+        };
+        if let Some(before) = self.known.get(path)
+            && before.row != entry.row
+        {
+            print(
+                printer,
+                &entry,
+                EventKind::Changed,
+                Some(before.row.clone()),
+                Some(entry.row.clone()),
+            )?;
+        }
+        self.known.insert(path.to_owned(), entry);
+        Ok(())
+    }
+
+    /// Profile rows follow their references: a profile's `device` and `active` change when a
+    /// connection is activated or goes away, without any event on the profile itself.
+    fn follow_references(&mut self, printer: &mut Printer, nm: &NmClient) -> anyhow::Result<()> {
+        let devices = active_devices(nm);
+        let profiles: Vec<String> = self
+            .known
+            .iter()
+            .filter(|(_, k)| k.object == "connection")
+            .map(|(path, _)| path.clone())
+            .collect();
+        let mut profiles = profiles;
+        profiles.sort();
+        for path in profiles {
+            self.changed_with(printer, nm, &path, &devices)?;
+        }
+        Ok(())
+    }
+}
+
+/// `nm monitor`: devices, profiles and active connections as they are added, changed and
+/// removed, and any other property change; runs until interrupted.
+async fn monitor(
+    printer: &mut Printer,
+    conn: &zbus::Connection,
+    bus: &Bus,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let builder = NmClient::builder()
+        .timeout(timeout)
+        .max_queued_events(pipe::MAX_QUEUED_EVENTS);
+    let mut nm = NmClient::from_builder(conn, builder)
+        .await
+        .map_err(|err| bus::explain(err, bus, SERVICE_NAME))?;
+    let mut state = Monitor {
+        known: HashMap::new(),
+        states: HashMap::new(),
     };
     // The initial load's additions are the state, not changes: drop them.
     let n_initial = nm.cache_mut().take_events().len();
     tracing::trace!(n_initial, "initial events dropped");
-    refresh_all(&nm, &mut known);
+    state.refresh_all(&nm);
     if !nm.is_running() {
         printer.status(
             &serde_json::json!({"object": "networkmanager", "event": "absent"}),
             &format!("[NM] NetworkManager is not running on the {bus}; waiting for it"),
         )?;
     }
-    tracing::debug!(n_objects = known.len(), "monitor ready");
+    tracing::debug!(n_objects = state.known.len(), "monitor ready");
     let mut out = Pipe::start(printer)?;
     while let Some(event) = nm.next_event().await {
         match event {
             NmEvent::DeviceAdded(path)
             | NmEvent::ProfileAdded(path)
             | NmEvent::ActiveAdded(path) => {
-                if let Some(entry) = describe(&nm, &path, &active_devices(&nm)) {
+                if let Some(device) = nm.cache().object(&path).map(Device)
+                    && device.object().object().has_interface(nmc::iface::DEVICE)
+                {
+                    state.states.insert(path.to_string(), device.state_reason());
+                }
+                if let Some(entry) = describe(&nm, &path, &active_devices(&nm), &state.states) {
                     print(
                         printer,
                         &entry,
@@ -573,13 +1385,15 @@ async fn monitor(
                         None,
                         Some(entry.row.clone()),
                     )?;
-                    known.insert(path.to_string(), entry);
+                    state.known.insert(path.to_string(), entry);
                 }
+                state.follow_references(printer, &nm)?;
             }
             NmEvent::DeviceRemoved(path)
             | NmEvent::ProfileRemoved(path)
             | NmEvent::ActiveRemoved(path) => {
-                if let Some(entry) = known.remove(path.as_ref()) {
+                state.states.remove(path.as_ref());
+                if let Some(entry) = state.known.remove(path.as_ref()) {
                     print(
                         printer,
                         &entry,
@@ -588,9 +1402,31 @@ async fn monitor(
                         None,
                     )?;
                 }
+                state.follow_references(printer, &nm)?;
             }
             NmEvent::ProfileUpdated(path) => {
-                changed(printer, &nm, &mut known, &path, &active_devices(&nm))?;
+                state.changed(printer, &nm, &path)?;
+                if let Some(entry) = state.known.get(path.as_ref()) {
+                    // Settings changed: said even when no column of the row shows it.
+                    print(
+                        printer,
+                        entry,
+                        EventKind::Updated,
+                        None,
+                        Some(entry.row.clone()),
+                    )?;
+                }
+            }
+            NmEvent::DeviceStateChanged {
+                path,
+                old,
+                new,
+                reason,
+            } => {
+                tracing::trace!(%path, %old, %new, %reason, "device state");
+                state.states.insert(path.to_string(), (new, reason));
+                state.changed(printer, &nm, &path)?;
+                state.follow_references(printer, &nm)?;
             }
             NmEvent::PropertyChanged {
                 path,
@@ -599,9 +1435,11 @@ async fn monitor(
                 old,
                 new,
             } => {
-                if known.contains_key(path.as_ref()) {
-                    changed(printer, &nm, &mut known, &path, &active_devices(&nm))?;
-                } else {
+                if state.known.contains_key(path.as_ref()) {
+                    state.changed(printer, &nm, &path)?;
+                    state.follow_references(printer, &nm)?;
+                } else if old != new {
+                    // (The daemon sends some properties again unchanged: not a change.)
                     let row = |value| {
                         vec![
                             path.to_string().into(),
@@ -629,7 +1467,7 @@ async fn monitor(
                     &format!("[NM] {text}"),
                 )?;
             }
-            NmEvent::Loaded => refresh_all(&nm, &mut known),
+            NmEvent::Loaded => state.refresh_all(&nm),
             NmEvent::Other(Event::LoadFailed(error)) => {
                 printer.status(
                     &serde_json::json!({
@@ -651,32 +1489,6 @@ async fn monitor(
         out.send(nm.cache_mut()).await?;
     }
     out.finish()
-}
-
-/// Prints a change of a known object when its row changed.
-fn changed(
-    printer: &mut Printer,
-    nm: &NmClient,
-    known: &mut HashMap<String, Known>,
-    path: &str,
-    devices: &HashMap<String, Vec<String>>,
-) -> anyhow::Result<()> {
-    let Some(entry) = describe(nm, path, devices) else {
-        return Ok(());
-    };
-    if let Some(before) = known.get(path)
-        && before.row != entry.row
-    {
-        print(
-            printer,
-            &entry,
-            EventKind::Changed,
-            Some(before.row.clone()),
-            Some(entry.row.clone()),
-        )?;
-    }
-    known.insert(path.to_owned(), entry);
-    Ok(())
 }
 
 fn print(

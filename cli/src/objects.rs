@@ -55,6 +55,19 @@ pub(crate) fn run(
     let builder = bus::prepare(builder, timeout)?;
     zbus::block_on(async {
         let conn = bus::connect(bus).await?;
+        // Where the service's ObjectManager is: the path given, `/`, the path its name gives,
+        // or the first one found by introspection (the builder above was checked with the
+        // path given or NetworkManager's, and keeps it when nothing better is found).
+        let mut builder = builder;
+        match find_manager(&conn, &service, target.manager.as_deref()).await {
+            Ok(Some((path, how))) => {
+                tracing::info!(%service, manager = %path, how, "ObjectManager found");
+                builder = builder.manager_path(path.as_str());
+            }
+            // Not on the bus (yet): the cache says so, or the monitor waits for it.
+            Ok(None) => {}
+            Err(err) => return Err(err),
+        }
         let progress = crate::progress::Progress::start("loading objects");
         let mut cache = builder
             .build_loaded(&conn)
@@ -94,7 +107,8 @@ pub(crate) fn run(
                             &wanted,
                         );
                         if !interfaces.is_empty() {
-                            let row = object_row(&path, interfaces);
+                            let mut row = object_row(&path, interfaces);
+                            row[3] = properties_cell(object, &wanted);
                             emit(printer, "object", EventKind::Added, None, Some(row))?;
                         }
                     }
@@ -119,7 +133,10 @@ pub(crate) fn run(
                     old,
                     new,
                 } if wanted(&interface) => {
-                    let row = |value| property_row(&path, &interface, &property, value, None);
+                    let declared = cache
+                        .object(&path)
+                        .and_then(|o| o.object().interface(&interface).map(|i| i.is_declared()));
+                    let row = |value| property_row(&path, &interface, &property, value, declared);
                     emit(
                         printer,
                         "property",
@@ -194,7 +211,9 @@ fn push_rows(table: &mut Table, object: ObjectRef<'_>, interface: Option<&str>) 
         if interface.is_some_and(|wanted| wanted != iface.name()) {
             continue;
         }
+        let mut any = false;
         for (property, value) in iface.properties() {
+            any = true;
             table.push(property_row(
                 object.path(),
                 iface.name(),
@@ -202,6 +221,18 @@ fn push_rows(table: &mut Table, object: ObjectRef<'_>, interface: Option<&str>) 
                 value,
                 Some(iface.is_declared()),
             ));
+        }
+        if !any {
+            // An interface without properties (NetworkManager's AgentManager, a loopback
+            // device's `Device.Loopback`) is still part of the object: one row without one.
+            table.push(vec![
+                object.path().to_owned().into(),
+                iface.name().to_owned().into(),
+                Cell::Null,
+                Cell::Null,
+                Cell::Null,
+                Cell::Bool(iface.is_declared()),
+            ]);
         }
     }
 }
@@ -221,6 +252,123 @@ fn property_row(
         Cell::opt_text(Some(value.signature()).filter(|signature| !signature.is_empty())),
         declared.map_or(Cell::Null, Cell::Bool),
     ]
+}
+
+/// An added object's properties: `interface.Property=value` for people, and in JSON an object
+/// of interfaces, each an object of its properties.
+fn properties_cell(object: ObjectRef<'_>, wanted: &dyn Fn(&str) -> bool) -> Cell {
+    let mut json = serde_json::Map::new();
+    let mut text = Vec::new();
+    for iface in object.object().interfaces() {
+        if !wanted(iface.name()) {
+            continue;
+        }
+        let mut props = serde_json::Map::new();
+        for (property, value) in iface.properties() {
+            props.insert(property.to_owned(), bus::json(value));
+            text.push(format!(
+                "{}.{property}={}",
+                short_name(iface.name()),
+                bus::cell(value).text()
+            ));
+        }
+        json.insert(iface.name().to_owned(), serde_json::Value::Object(props));
+    }
+    Cell::Typed {
+        text: text.join(" "),
+        json: serde_json::Value::Object(json),
+    }
+}
+
+/// The last part of an interface name (`Block` of `org.freedesktop.UDisks2.Block`).
+fn short_name(interface: &str) -> &str {
+    interface.rsplit('.').next().unwrap_or(interface)
+}
+
+/// Whether `path` of `service` implements `org.freedesktop.DBus.ObjectManager`, and the
+/// names of its children, from its introspection data (`None` when it cannot be read).
+async fn introspect(
+    conn: &zbus::Connection,
+    service: &str,
+    path: &str,
+) -> Option<(bool, Vec<String>)> {
+    let path = zbus::ObjectPath::try_from(path).ok()?;
+    let reply = conn
+        .call_method(
+            Some(service),
+            path,
+            Some("org.freedesktop.DBus.Introspectable"),
+            "Introspect",
+            &(),
+        )
+        .await
+        .ok()?;
+    let xml: String = reply.body().deserialize().ok()?;
+    let has = xml.contains("\"org.freedesktop.DBus.ObjectManager\"");
+    let mut children = Vec::new();
+    let mut rest = xml.as_str();
+    while let Some(at) = rest.find("<node name=\"") {
+        rest = &rest[at + 12..];
+        if let Some(end) = rest.find('"') {
+            children.push(rest[..end].to_owned());
+            rest = &rest[end..];
+        }
+    }
+    Some((has, children))
+}
+
+/// How many objects the walk for an ObjectManager introspects at most.
+const WALK_LIMIT: usize = 2000;
+
+/// Finds `service`'s ObjectManager: at `given` (which must have one), else at `/`, else at
+/// the path its well-known name names (`/org/freedesktop/UDisks2`), else the first one met
+/// walking its objects from `/` (breadth first). `Ok(None)` when the service is not on the
+/// bus; an error when it has none.
+async fn find_manager(
+    conn: &zbus::Connection,
+    service: &str,
+    given: Option<&str>,
+) -> anyhow::Result<Option<(String, &'static str)>> {
+    let Some((root_has, root_children)) = introspect(conn, service, "/").await else {
+        return Ok(None);
+    };
+    if let Some(given) = given {
+        return match introspect(conn, service, given).await {
+            Some((true, _)) => Ok(Some((given.to_owned(), "given"))),
+            _ => Err(anyhow::anyhow!("{service} has no ObjectManager at {given}")),
+        };
+    }
+    if service == nmc::SERVICE {
+        return Ok(Some((nmc::MANAGER_PATH.to_owned(), "NetworkManager's")));
+    }
+    if root_has {
+        return Ok(Some(("/".to_owned(), "at /")));
+    }
+    let derived = format!("/{}", service.replace('.', "/"));
+    if let Some((true, _)) = introspect(conn, service, &derived).await {
+        return Ok(Some((derived, "from the service's name")));
+    }
+    let mut queue: std::collections::VecDeque<String> = root_children
+        .into_iter()
+        .map(|child| format!("/{child}"))
+        .collect();
+    let mut visited = 1;
+    while let Some(path) = queue.pop_front() {
+        if visited >= WALK_LIMIT {
+            break;
+        }
+        visited += 1;
+        let Some((has, children)) = introspect(conn, service, &path).await else {
+            continue;
+        };
+        if has {
+            return Ok(Some((path, "walking the objects from /")));
+        }
+        queue.extend(children.into_iter().map(|child| format!("{path}/{child}")));
+    }
+    Err(anyhow::anyhow!(
+        "{service} has no ObjectManager (looked at /, {derived} and {visited} objects under /)"
+    ))
 }
 
 /// An object as a whole (added or removed): its path and interfaces.

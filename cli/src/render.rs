@@ -26,6 +26,37 @@ use serde_json::{Map, Value};
 
 use crate::args::{ColorChoice, OutputArgs, usage_error};
 
+/// One `NAME: value` line of a properties view.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Prop {
+    /// The name, `SECTION.FIELD`.
+    pub(crate) name: String,
+    /// The value.
+    pub(crate) cell: Cell,
+    /// Whether it is shown without `--fields`.
+    pub(crate) common: bool,
+}
+
+impl Prop {
+    /// A line shown by default.
+    pub(crate) fn common(name: impl Into<String>, cell: Cell) -> Prop {
+        Prop {
+            name: name.into(),
+            cell,
+            common: true,
+        }
+    }
+
+    /// A line shown with `--fields all` or when asked.
+    pub(crate) fn extra(name: impl Into<String>, cell: Cell) -> Prop {
+        Prop {
+            name: name.into(),
+            cell,
+            common: false,
+        }
+    }
+}
+
 /// One value in a table.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Cell {
@@ -45,6 +76,16 @@ pub(crate) enum Cell {
     Typed {
         /// The text for people.
         text: String,
+        /// The value for scripts.
+        json: Value,
+    },
+    /// A value that nmcli writes differently in terse output (a route is `{ ip = ... }` for
+    /// people, `198.51.100.0/24 192.0.2.254 50` with `-t`).
+    Modal {
+        /// The text for people.
+        text: String,
+        /// The text in terse output.
+        terse: String,
         /// The value for scripts.
         json: Value,
     },
@@ -86,8 +127,10 @@ impl Cell {
             Cell::Shared(text) => Cow::Borrowed(text),
             Cell::List(items) if items.is_empty() => Cow::Borrowed("--"),
             Cell::List(items) => Cow::Owned(items.join(",")),
-            Cell::Typed { text, .. } if text.is_empty() => Cow::Borrowed("--"),
-            Cell::Typed { text, .. } => Cow::Borrowed(text),
+            Cell::Typed { text, .. } | Cell::Modal { text, .. } if text.is_empty() => {
+                Cow::Borrowed("--")
+            }
+            Cell::Typed { text, .. } | Cell::Modal { text, .. } => Cow::Borrowed(text),
         }
     }
 
@@ -138,6 +181,7 @@ impl Cell {
         match self {
             Cell::Null => Cow::Borrowed(""),
             Cell::Typed { text, .. } => Cow::Borrowed(text),
+            Cell::Modal { terse, .. } => Cow::Borrowed(terse),
             Cell::List(items) => Cow::Owned(items.join(",")),
             other => other.raw_text(),
         }
@@ -152,7 +196,7 @@ impl Cell {
             Cell::Text(text) => Value::String(text.to_string()),
             Cell::Shared(text) => Value::String(text.to_string()),
             Cell::List(items) => Value::Array(items.iter().cloned().map(Value::String).collect()),
-            Cell::Typed { json, .. } => json.clone(),
+            Cell::Typed { json, .. } | Cell::Modal { json, .. } => json.clone(),
         }
     }
 }
@@ -356,7 +400,7 @@ impl Serialize for Cell {
             Cell::Text(text) => serializer.serialize_str(text),
             Cell::Shared(text) => serializer.serialize_str(text),
             Cell::List(items) => items.serialize(serializer),
-            Cell::Typed { json, .. } => json.serialize(serializer),
+            Cell::Typed { json, .. } | Cell::Modal { json, .. } => json.serialize(serializer),
         }
     }
 }
@@ -524,23 +568,40 @@ impl Printer {
 
     /// Prints one object's properties, one per line, as `nmcli device show` and `nmcli
     /// connection show ID` do: `NAME:  value` for people (lists as `NAME[1]`, `NAME[2]`),
-    /// `NAME:value` terse (unescaped, as nmcli does in this layout), one JSON object in JSON. `--fields` keeps the properties named, or
-    /// whole sections (`-f GENERAL,IP4`), case-insensitively.
-    pub(crate) fn properties(&mut self, props: &[(String, Cell)]) -> anyhow::Result<()> {
-        let keep = |name: &str| match &self.selection {
-            Selection::Names(names) => names.iter().any(|wanted| {
-                name.eq_ignore_ascii_case(wanted)
-                    || name
-                        .split_once('.')
-                        .is_some_and(|(section, _)| section.eq_ignore_ascii_case(wanted))
-            }),
-            _ => true,
+    /// `NAME:value` terse (unescaped, as nmcli does in this layout), one JSON object in JSON.
+    /// Without `--fields` the common ones (all of them in JSON); `--fields all` shows all;
+    /// `--fields` names keep the properties named, or whole sections (`-f GENERAL,IP4`),
+    /// case-insensitively, in the order asked.
+    pub(crate) fn props(&mut self, props: &[Prop]) -> anyhow::Result<()> {
+        let wanted = |name: &str, wanted: &str| {
+            name.eq_ignore_ascii_case(wanted)
+                || name
+                    .split_once('.')
+                    .is_some_and(|(section, _)| section.eq_ignore_ascii_case(wanted))
+                || name
+                    .split_once('[')
+                    .is_some_and(|(base, _)| base.eq_ignore_ascii_case(wanted))
         };
-        let props: Vec<&(String, Cell)> = props.iter().filter(|(name, _)| keep(name)).collect();
+        let props: Vec<(&String, &Cell)> = match &self.selection {
+            Selection::Names(names) => names
+                .iter()
+                .flat_map(|want| props.iter().filter(move |p| wanted(&p.name, want)))
+                .map(|p| (&p.name, &p.cell))
+                .collect(),
+            Selection::All => props.iter().map(|p| (&p.name, &p.cell)).collect(),
+            Selection::Default if self.mode == Mode::Json => {
+                props.iter().map(|p| (&p.name, &p.cell)).collect()
+            }
+            Selection::Default | Selection::Common => props
+                .iter()
+                .filter(|p| p.common)
+                .map(|p| (&p.name, &p.cell))
+                .collect(),
+        };
         if self.mode == Mode::Json {
             let object: Map<String, Value> = props
                 .iter()
-                .map(|(name, cell)| (name.clone(), cell.json()))
+                .map(|(name, cell)| ((*name).clone(), cell.json()))
                 .collect();
             return self.json(&Value::Object(object));
         }
@@ -698,6 +759,8 @@ pub(crate) enum EventKind {
     Changed,
     /// An object gone.
     Removed,
+    /// An object changed in a way its row does not show (a profile's settings).
+    Updated,
 }
 
 impl EventKind {
@@ -707,6 +770,7 @@ impl EventKind {
             EventKind::Added => "added",
             EventKind::Changed => "changed",
             EventKind::Removed => "removed",
+            EventKind::Updated => "updated",
         }
     }
 }
@@ -940,7 +1004,9 @@ fn write_event(
                 match event.kind {
                     EventKind::Added => Style::new().fg_color(Some(AnsiColor::Green.into())),
                     EventKind::Removed => Style::new().fg_color(Some(AnsiColor::Red.into())),
-                    EventKind::Changed => Style::new().fg_color(Some(AnsiColor::Yellow.into())),
+                    EventKind::Changed | EventKind::Updated => {
+                        Style::new().fg_color(Some(AnsiColor::Yellow.into()))
+                    }
                 },
             );
             let tag = format!("[{}]", event.object.to_uppercase());

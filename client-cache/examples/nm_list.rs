@@ -50,7 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     "{}:{}:{}:{}",
                     d.interface(),
                     d.type_name(),
-                    d.state_name(),
+                    d.state_text(),
                     con
                 )?;
             }

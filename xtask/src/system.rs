@@ -12,6 +12,10 @@ const PACKAGES: &[(&str, &str)] = &[
     ("iproute2", "/sbin/ip"),
     ("util-linux", "/usr/bin/unshare"),
     ("systemd", "/usr/bin/busctl"),
+    // The DHCP server of the NetworkManager tests (in a peer namespace of a managed veth).
+    ("dnsmasq-base", "/usr/sbin/dnsmasq"),
+    // A third-party ObjectManager service whose manager is not at `/` (`objects` tests).
+    ("udisks2", "/usr/libexec/udisks2/udisksd"),
 ];
 
 /// What `cargo xtask bench` needs beyond the tests' packages: valgrind counts instructions

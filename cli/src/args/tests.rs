@@ -154,8 +154,18 @@ fn bus() {
         panic!("not nm")
     };
     assert!(
-        matches!(nm.action, Some(NmAction::Device { iface: Some(ref iface) }) if iface == "eth0")
+        matches!(nm.action, Some(NmAction::Device { iface: Some(ref iface), kernel: false }) if iface == "eth0")
     );
+    let cli = parse("nm device eth0 --kernel").unwrap();
+    let Some(Command::Nm(nm)) = cli.command else {
+        panic!("not nm")
+    };
+    assert!(matches!(
+        nm.action,
+        Some(NmAction::Device { kernel: true, .. })
+    ));
+    // --kernel is about one device.
+    assert!(parse("nm device --kernel").is_err());
     let cli = parse("--bus session nm").unwrap();
     assert_eq!(cli.bus.bus(), Bus::Session);
     let cli = parse("nm").unwrap();

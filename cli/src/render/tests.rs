@@ -487,18 +487,15 @@ fn hostile_service_strings_are_escaped_in_properties_and_lines() {
     // A D-Bus service names its settings and values as it likes: `nm connection ID` and
     // `nm device IFACE` print them one per line; monitors print status lines quoting them.
     let props = vec![
-        (
-            "connection.id".to_owned(),
-            Cell::from("evil\n\u{1b}]8;;http://x\u{7}"),
-        ),
-        (
-            "bad\u{1b}[1mkey".to_owned(),
+        Prop::common("connection.id", Cell::from("evil\n\u{1b}]8;;http://x\u{7}")),
+        Prop::common(
+            "bad\u{1b}[1mkey",
             Cell::List(vec!["a\rb".into(), "c".into()]),
         ),
     ];
     for (json, terse) in [(false, false), (false, true), (true, false)] {
         let (mut printer, buffer) = printer(json, terse);
-        printer.properties(&props).unwrap();
+        printer.props(&props).unwrap();
         printer.line("[SERVICE] \u{1b}[2Jgone\nforged").unwrap();
         printer.note("note \u{7}").unwrap();
         printer.heading("head\u{1b}").unwrap();

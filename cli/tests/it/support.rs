@@ -211,6 +211,11 @@ impl Monitor {
 }
 
 impl Monitor {
+    /// The next stdout line, if one comes within `timeout`.
+    pub(crate) fn try_line(&mut self, timeout: Duration) -> Option<String> {
+        self.lines.recv_timeout(timeout).ok()
+    }
+
     /// Sends `signal` (`INT`, `TERM`) to the process.
     #[track_caller]
     pub(crate) fn signal(&self, signal: &str) {

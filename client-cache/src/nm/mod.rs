@@ -21,6 +21,11 @@ use crate::{
 
 mod views;
 
+pub use netmirror_dbus_meta::nm::{
+    ActivationStateFlags, ActiveConnectionState, ActiveConnectionStateReason, ConnectivityState,
+    DeviceCapabilities, DeviceInterfaceFlags, DeviceState, DeviceStateReason, DeviceType, Metered,
+    RadioFlags, State,
+};
 pub use views::*;
 
 /// The service name.
@@ -74,6 +79,19 @@ pub enum NmEvent {
     ActiveAdded(Arc<str>),
     /// An active connection went away.
     ActiveRemoved(Arc<str>),
+    /// A device changed state: one event per transition, in the order the daemon made them
+    /// (from its `StateReason` property, which carries the state with its reason), never
+    /// merged with the next one.
+    DeviceStateChanged {
+        /// The device's path.
+        path: Arc<str>,
+        /// The state before.
+        old: DeviceState,
+        /// The state after.
+        new: DeviceState,
+        /// Why.
+        reason: DeviceStateReason,
+    },
     /// A property of a visible object changed.
     PropertyChanged {
         /// The object's path.
@@ -275,6 +293,31 @@ impl NmClient {
                     NmEvent::ProfileUpdated(path)
                 } else {
                     NmEvent::Other(Event::Refetched { path, old, new })
+                }
+            }
+            Event::PropertyChanged {
+                path,
+                interface,
+                property,
+                old,
+                new,
+            } if &*interface == iface::DEVICE && &*property == "StateReason" => {
+                match (state_reason(Some(&old)), state_reason(Some(&new))) {
+                    (Some((old_state, _)), Some((new_state, reason))) => {
+                        NmEvent::DeviceStateChanged {
+                            path,
+                            old: old_state,
+                            new: new_state,
+                            reason,
+                        }
+                    }
+                    _ => NmEvent::PropertyChanged {
+                        path,
+                        interface,
+                        property,
+                        old,
+                        new,
+                    },
                 }
             }
             Event::PropertyChanged {

@@ -23,15 +23,40 @@ fn a_profile_is_visible_once_its_settings_could_be_read() {
 }
 
 #[test]
-fn device_types_are_named_as_nmcli_1_42_names_them() {
-    use super::device_type_name;
+fn device_types_are_named_by_dbus_meta_as_nmcli_names_them() {
+    use super::DeviceType;
     // A veth is an Ethernet device to libnm (`NMDeviceVeth` derives from `NMDeviceEthernet`).
-    assert_eq!(device_type_name(20), "ethernet");
-    assert_eq!(device_type_name(1), "ethernet");
-    assert_eq!(device_type_name(17), "iptunnel");
-    assert_eq!(device_type_name(6), "olpcmesh");
-    assert_eq!(device_type_name(13), "bridge");
-    assert_eq!(device_type_name(32), "loopback");
-    assert_eq!(device_type_name(24), "ovs-interface");
-    assert_eq!(device_type_name(999), "unknown");
+    assert_eq!(DeviceType::from_u32(20).to_string(), "ethernet");
+    assert_eq!(DeviceType::from_u32(1).to_string(), "ethernet");
+    assert_eq!(DeviceType::from_u32(32).to_string(), "loopback");
+    // The two the old table had wrong.
+    assert_eq!(DeviceType::from_u32(35).to_string(), "geneve");
+    assert_ne!(DeviceType::from_u32(8).to_string(), "gsm");
+    // A number no version names shows as itself, never as a made-up name.
+    assert_eq!(DeviceType::from_u32(999).to_string(), "999");
+}
+
+#[test]
+fn state_reason_reads_the_state_and_its_reason() {
+    use super::{DeviceState, DeviceStateReason, state_reason};
+    let value = Value::Struct(vec![Value::U32(40), Value::U32(0)].into_boxed_slice());
+    assert_eq!(
+        state_reason(Some(&value)),
+        Some((DeviceState::Prepare, DeviceStateReason::None))
+    );
+    let wrapped = Value::Variant(Box::new(value));
+    assert_eq!(
+        state_reason(Some(&wrapped)).map(|(s, _)| s.to_u32()),
+        Some(40)
+    );
+    assert_eq!(state_reason(Some(&Value::U32(40))), None);
+    assert_eq!(state_reason(None), None);
+}
+
+#[test]
+fn profile_types_have_nmcli_short_names() {
+    use super::type_alias;
+    assert_eq!(type_alias("802-3-ethernet"), "ethernet");
+    assert_eq!(type_alias("802-11-wireless"), "wifi");
+    assert_eq!(type_alias("bond"), "bond");
 }

@@ -1,5 +1,10 @@
 //! Typed views of NetworkManager's objects: thin, `Copy` wrappers over [`ObjectRef`].
 
+use netmirror_dbus_meta::nm::{
+    ActivationStateFlags, ActiveConnectionState, ConnectivityState, DeviceCapabilities,
+    DeviceInterfaceFlags, DeviceState, DeviceStateReason, DeviceType, Metered, RadioFlags, State,
+};
+
 use crate::{ObjectRef, Value};
 
 use super::iface;
@@ -46,6 +51,16 @@ macro_rules! view {
     (@ty bool) => { bool };
     (@ty strs) => { &'a [Box<str>] };
     (@ty bytes) => { &'a [u8] };
+    (@ty DeviceState) => { DeviceState };
+    (@ty DeviceType) => { DeviceType };
+    (@ty State) => { State };
+    (@ty ConnectivityState) => { ConnectivityState };
+    (@ty Metered) => { Metered };
+    (@ty ActiveConnectionState) => { ActiveConnectionState };
+    (@ty RadioFlags) => { RadioFlags };
+    (@ty DeviceCapabilities) => { DeviceCapabilities };
+    (@ty DeviceInterfaceFlags) => { DeviceInterfaceFlags };
+    (@ty ActivationStateFlags) => { ActivationStateFlags };
     (@get str, $v:expr) => { $v.and_then(Value::as_str).unwrap_or("") };
     (@get u32, $v:expr) => { $v.and_then(Value::as_u32).unwrap_or(0) };
     (@get u64, $v:expr) => { $v.and_then(Value::as_u64).unwrap_or(0) };
@@ -53,6 +68,11 @@ macro_rules! view {
     (@get bool, $v:expr) => { $v.and_then(Value::as_bool).unwrap_or(false) };
     (@get strs, $v:expr) => { $v.and_then(Value::as_strs).unwrap_or(&[]) };
     (@get bytes, $v:expr) => { $v.and_then(Value::as_bytes).unwrap_or(&[]) };
+    (@get RadioFlags, $v:expr) => { RadioFlags::from_bits($v.and_then(Value::as_u32).unwrap_or(0)) };
+    (@get DeviceCapabilities, $v:expr) => { DeviceCapabilities::from_bits($v.and_then(Value::as_u32).unwrap_or(0)) };
+    (@get DeviceInterfaceFlags, $v:expr) => { DeviceInterfaceFlags::from_bits($v.and_then(Value::as_u32).unwrap_or(0)) };
+    (@get ActivationStateFlags, $v:expr) => { ActivationStateFlags::from_bits($v.and_then(Value::as_u32).unwrap_or(0)) };
+    (@get $e:ident, $v:expr) => { $e::from_u32($v.and_then(Value::as_u32).unwrap_or(0)) };
 }
 
 view! {
@@ -61,7 +81,7 @@ view! {
         /// The daemon's version.
         version: str = "Version";
         /// `NMState`.
-        state: u32 = "State";
+        state: State = "State";
         /// Whether the daemon is still starting up.
         startup: bool = "Startup";
         /// Whether networking is enabled.
@@ -69,9 +89,17 @@ view! {
         /// Whether Wi-Fi is enabled.
         wireless_enabled: bool = "WirelessEnabled";
         /// `NMConnectivityState`.
-        connectivity: u32 = "Connectivity";
+        connectivity: ConnectivityState = "Connectivity";
         /// `NMMetered`.
-        metered: u32 = "Metered";
+        metered: Metered = "Metered";
+        /// Which radios exist (`NMRadioFlags`).
+        radio_flags: RadioFlags = "RadioFlags";
+        /// Whether the Wi-Fi hardware is enabled (rfkill).
+        wireless_hardware_enabled: bool = "WirelessHardwareEnabled";
+        /// Whether WWAN is enabled.
+        wwan_enabled: bool = "WwanEnabled";
+        /// Whether the WWAN hardware is enabled (rfkill).
+        wwan_hardware_enabled: bool = "WwanHardwareEnabled";
         /// Type of the primary connection.
         primary_connection_type: str = "PrimaryConnectionType";
     }
@@ -113,9 +141,29 @@ view! {
         /// IP interface name, if different.
         ip_interface: str = "IpInterface";
         /// `NMDeviceType`.
-        device_type: u32 = "DeviceType";
+        device_type: DeviceType = "DeviceType";
         /// `NMDeviceState`.
-        state: u32 = "State";
+        state: DeviceState = "State";
+        /// `NMMetered`.
+        metered: Metered = "Metered";
+        /// IPv4 connectivity.
+        ip4_connectivity: ConnectivityState = "Ip4Connectivity";
+        /// IPv6 connectivity.
+        ip6_connectivity: ConnectivityState = "Ip6Connectivity";
+        /// `NMDeviceCapabilities`.
+        capabilities: DeviceCapabilities = "Capabilities";
+        /// `NMDeviceInterfaceFlags`.
+        interface_flags: DeviceInterfaceFlags = "InterfaceFlags";
+        /// Driver version.
+        driver_version: str = "DriverVersion";
+        /// Firmware version.
+        firmware_version: str = "FirmwareVersion";
+        /// Whether firmware is missing.
+        firmware_missing: bool = "FirmwareMissing";
+        /// Whether NetworkManager's plugin for the device is missing.
+        nm_plugin_missing: bool = "NmPluginMissing";
+        /// Physical port id.
+        physical_port_id: str = "PhysicalPortId";
         /// Driver.
         driver: str = "Driver";
         /// Hardware address.
@@ -128,8 +176,6 @@ view! {
         autoconnect: bool = "Autoconnect";
         /// Whether the device exists in the kernel.
         real: bool = "Real";
-        /// Kernel interface index.
-        ifindex: i32 = "Ifindex";
         /// udev path.
         udi: str = "Udi";
         /// Device path.
@@ -175,13 +221,64 @@ impl<'a> Device<'a> {
                 && i.name() != "org.freedesktop.NetworkManager.Device.Statistics"
         })
     }
-    /// nmcli's name of the device type (`ethernet`, `bond`, `vlan`, ...).
-    pub fn type_name(&self) -> &'static str {
-        device_type_name(self.device_type())
+    /// The kernel's interface index, when the daemon publishes it (`Ifindex`, NetworkManager
+    /// 1.48 and later); `None` otherwise, never a made-up 0.
+    pub fn ifindex(&self) -> Option<i32> {
+        self.property("Ifindex")
+            .and_then(Value::as_i64)
+            .and_then(|v| i32::try_from(v).ok())
     }
-    /// nmcli's name of the device state (`connected`, `unavailable`, ...).
-    pub fn state_name(&self) -> &'static str {
-        device_state_name(self.state())
+    /// The state and the reason of its last change (`StateReason`).
+    pub fn state_reason(&self) -> (DeviceState, DeviceStateReason) {
+        state_reason(self.property("StateReason"))
+            .unwrap_or((self.state(), DeviceStateReason::from_u32(0)))
+    }
+    /// The state as nmcli shows it: `connected (externally)` where the active connection is
+    /// external (NetworkManager only follows what someone else configured, as on `lo`).
+    pub fn state_text(&self) -> String {
+        let state = self.state();
+        let external = self
+            .active_connection()
+            .is_some_and(|ac| ac.state_flags().contains(ActivationStateFlags::EXTERNAL));
+        match state.name_external() {
+            Some(name) if external => name.to_owned(),
+            _ => state.to_string(),
+        }
+    }
+    /// libnm's class of the device (nmcli's `GENERAL.NM-TYPE`: `NMDeviceVeth`,
+    /// `NMDeviceEthernet`, `NMDeviceLoopback`...), from its most specific type interface.
+    pub fn nm_type(&self) -> Option<String> {
+        let prefix = "org.freedesktop.NetworkManager.Device.";
+        let names: Vec<&str> = self
+            .0
+            .object()
+            .interfaces()
+            .filter_map(|i| i.name().strip_prefix(prefix))
+            .filter(|n| *n != "Statistics")
+            .collect();
+        let name = names.iter().find(|n| **n != "Wired").or(names.first())?;
+        let class = match *name {
+            "Wired" => "Ethernet",
+            "Wireless" => "Wifi",
+            other => other,
+        };
+        Some(format!("NMDevice{class}"))
+    }
+    /// nmcli's name of the device type (`ethernet`, `bond`, `vlan`, ...).
+    pub fn type_name(&self) -> String {
+        self.device_type().to_string()
+    }
+    /// The carrier of a wired device (`org.freedesktop.NetworkManager.Device.Wired`).
+    pub fn carrier(&self) -> Option<bool> {
+        self.0
+            .prop("org.freedesktop.NetworkManager.Device.Wired", "Carrier")
+            .and_then(Value::as_bool)
+    }
+    /// The speed in Mb/s of a wired device (0: unknown).
+    pub fn speed(&self) -> Option<u32> {
+        self.0
+            .prop("org.freedesktop.NetworkManager.Device.Wired", "Speed")
+            .and_then(Value::as_u32)
     }
     /// Access points seen (Wi-Fi devices).
     pub fn access_points(&self) -> Vec<AccessPoint<'a>> {
@@ -254,6 +351,10 @@ impl<'a> Profile<'a> {
             .and_then(Value::as_str)
             .unwrap_or("")
     }
+    /// `connection.type` by nmcli's short name (`ethernet` for `802-3-ethernet`, `wifi`...).
+    pub fn type_name(&self) -> &'a str {
+        type_alias(self.connection_type())
+    }
     /// `connection.interface-name`.
     pub fn interface_name(&self) -> &'a str {
         self.setting("connection", "interface-name")
@@ -272,7 +373,9 @@ view! {
         /// The profile's type.
         connection_type: str = "Type";
         /// `NMActiveConnectionState`.
-        state: u32 = "State";
+        state: ActiveConnectionState = "State";
+        /// `NMActivationStateFlags`.
+        state_flags: ActivationStateFlags = "StateFlags";
         /// Whether this is the default IPv4 route's connection.
         default4: bool = "Default";
         /// Whether this is the default IPv6 route's connection.
@@ -283,6 +386,10 @@ view! {
 }
 
 impl<'a> ActiveConnection<'a> {
+    /// The profile's type by nmcli's short name (`ethernet` for `802-3-ethernet`, ...).
+    pub fn type_name(&self) -> &'a str {
+        type_alias(self.connection_type())
+    }
     /// The profile (even a hidden one, as in NMClient).
     pub fn connection(&self) -> Option<Profile<'a>> {
         self.0.target(iface::ACTIVE, "Connection").map(Profile)
@@ -301,6 +408,14 @@ impl<'a> ActiveConnection<'a> {
     /// IPv6 configuration.
     pub fn ip6_config(&self) -> Option<Ip6Config<'a>> {
         self.0.target(iface::ACTIVE, "Ip6Config").map(Ip6Config)
+    }
+    /// DHCPv4 lease.
+    pub fn dhcp4_config(&self) -> Option<Dhcp4Config<'a>> {
+        self.0.target(iface::ACTIVE, "Dhcp4Config").map(Dhcp4Config)
+    }
+    /// DHCPv6 lease.
+    pub fn dhcp6_config(&self) -> Option<Dhcp6Config<'a>> {
+        self.0.target(iface::ACTIVE, "Dhcp6Config").map(Dhcp6Config)
     }
 }
 
@@ -368,66 +483,195 @@ view! {
     }
 }
 
-/// nmcli's name of an `NMDeviceType`: the type description libnm gives the device.
-///
-/// libnm describes a device by its class name without the `NMDevice` prefix, lowercased, so
-/// a veth (`NMDeviceVeth`, a kind of Ethernet device) is `ethernet`, an IP tunnel
-/// (`NMDeviceIPTunnel`) is `iptunnel` and an OLPC mesh (`NMDeviceOlpcMesh`) is `olpcmesh`;
-/// the OVS devices name themselves (`ovs-interface`, ...). A modem says `gsm` or `cdma` by
-/// its capabilities and a generic device says its own `TypeDescription`; this table has only
-/// the type to go by and gives `gsm` and `generic`.
-pub fn device_type_name(t: u32) -> &'static str {
-    match t {
-        1 | 20 => "ethernet",
-        2 => "wifi",
-        5 => "bt",
-        6 => "olpcmesh",
-        7 => "wimax",
-        8 => "gsm",
-        9 => "infiniband",
-        10 => "bond",
-        11 => "vlan",
-        12 => "adsl",
-        13 => "bridge",
-        14 => "generic",
-        15 => "team",
-        16 => "tun",
-        17 => "iptunnel",
-        18 => "macvlan",
-        19 => "vxlan",
-        21 => "macsec",
-        22 => "dummy",
-        23 => "ppp",
-        24 => "ovs-interface",
-        25 => "ovs-port",
-        26 => "ovs-bridge",
-        27 => "wpan",
-        28 => "6lowpan",
-        29 => "wireguard",
-        30 => "wifi-p2p",
-        31 => "vrf",
-        32 => "loopback",
-        33 => "hsr",
-        34 => "ipvlan",
-        _ => "unknown",
+/// nmcli's short name of a profile type (a base setting's name): its alias where the setting
+/// has one (`802-3-ethernet` is `ethernet`, `802-11-wireless` is `wifi`, `802-11-olpc-mesh`
+/// is `olpc-mesh`), else the name itself.
+pub fn type_alias(setting: &str) -> &str {
+    match setting {
+        "802-3-ethernet" => "ethernet",
+        "802-11-wireless" => "wifi",
+        "802-11-olpc-mesh" => "olpc-mesh",
+        "802-11-wireless-security" => "wifi-sec",
+        other => other,
     }
 }
 
-/// nmcli's name of an `NMDeviceState`.
-pub fn device_state_name(s: u32) -> &'static str {
-    match s {
-        10 => "unmanaged",
-        20 => "unavailable",
-        30 => "disconnected",
-        40 => "connecting (prepare)",
-        50 => "connecting (configuring)",
-        60 => "connecting (need authentication)",
-        70 => "connecting (getting IP configuration)",
-        80 => "connecting (checking IP connectivity)",
-        90 => "connecting (starting secondary connections)",
-        100 => "connected",
-        110 => "deactivating",
-        120 => "connection failed",
-        _ => "unknown",
+/// `(state, reason)` from a `StateReason` value (`(uu)`).
+pub fn state_reason(value: Option<&Value>) -> Option<(DeviceState, DeviceStateReason)> {
+    match value?.unwrap_variant() {
+        Value::Struct(fields) => match &fields[..] {
+            [state, reason] => Some((
+                DeviceState::from_u32(state.as_u32()?),
+                DeviceStateReason::from_u32(reason.as_u32()?),
+            )),
+            _ => None,
+        },
+        _ => None,
     }
+}
+
+/// An address of an IP configuration (`AddressData`), shown `192.0.2.1/24` as nmcli does.
+fn addresses(value: Option<&Value>) -> Vec<String> {
+    dicts(value)
+        .filter_map(|d| {
+            let address = d.get("address")?.as_str()?;
+            let prefix = d.get("prefix")?.as_u32()?;
+            Some(format!("{address}/{prefix}"))
+        })
+        .collect()
+}
+
+/// The dictionaries of an `aa{sv}` value.
+fn dicts(value: Option<&Value>) -> impl Iterator<Item = &Value> {
+    let items: &[Value] = match value.map(Value::unwrap_variant) {
+        Some(Value::Array(array)) => &array.items,
+        _ => &[],
+    };
+    items.iter().map(Value::unwrap_variant)
+}
+
+/// A route of an IP configuration (`RouteData`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IpRoute {
+    /// Destination address.
+    pub dest: String,
+    /// Destination prefix length.
+    pub prefix: u32,
+    /// Next hop, if any.
+    pub next_hop: Option<String>,
+    /// Metric, if any.
+    pub metric: Option<u32>,
+    /// Every other attribute (`table`, ...), as sent.
+    pub attributes: Vec<(String, Value)>,
+}
+
+fn routes(value: Option<&Value>) -> Vec<IpRoute> {
+    dicts(value)
+        .filter_map(|d| {
+            let Value::Dict(dict) = d else { return None };
+            let mut route = IpRoute {
+                dest: d.get("dest")?.as_str()?.to_owned(),
+                prefix: d.get("prefix")?.as_u32()?,
+                next_hop: d.get("next-hop").and_then(Value::as_str).map(str::to_owned),
+                metric: d.get("metric").and_then(Value::as_u32),
+                attributes: Vec::new(),
+            };
+            for (k, v) in &dict.entries {
+                let Some(k) = k.as_str() else { continue };
+                if !matches!(k, "dest" | "prefix" | "next-hop" | "metric") {
+                    route
+                        .attributes
+                        .push((k.to_owned(), v.unwrap_variant().clone()));
+                }
+            }
+            Some(route)
+        })
+        .collect()
+}
+
+macro_rules! ip_config {
+    ($name:ident) => {
+        impl<'a> $name<'a> {
+            /// The addresses, `address/prefix`, in the daemon's order.
+            pub fn addresses(&self) -> Vec<String> {
+                addresses(self.property("AddressData"))
+            }
+            /// The routes, in the daemon's order.
+            pub fn routes(&self) -> Vec<IpRoute> {
+                routes(self.property("RouteData"))
+            }
+        }
+    };
+}
+ip_config!(Ip4Config);
+ip_config!(Ip6Config);
+
+impl<'a> Ip4Config<'a> {
+    /// The DNS servers (`NameserverData`'s addresses; the deprecated `Nameservers` otherwise).
+    pub fn nameservers(&self) -> Vec<String> {
+        let data: Vec<String> = dicts(self.property("NameserverData"))
+            .filter_map(|d| d.get("address")?.as_str().map(str::to_owned))
+            .collect();
+        if !data.is_empty() {
+            return data;
+        }
+        match self.property("Nameservers").map(Value::unwrap_variant) {
+            Some(Value::U32s(v)) => v
+                .iter()
+                .map(|n| std::net::Ipv4Addr::from(u32::from_be(*n)).to_string())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+    /// The WINS servers.
+    pub fn wins_servers(&self) -> Vec<String> {
+        self.property("WinsServerData")
+            .and_then(Value::as_strs)
+            .map(|v| v.iter().map(|s| s.to_string()).collect())
+            .unwrap_or_default()
+    }
+}
+
+impl<'a> Ip6Config<'a> {
+    /// The DNS servers (`Nameservers`, `aay` of 16 bytes each).
+    pub fn nameservers(&self) -> Vec<String> {
+        let items: &[Value] = match self.property("Nameservers").map(Value::unwrap_variant) {
+            Some(Value::Array(array)) => &array.items,
+            _ => &[],
+        };
+        items
+            .iter()
+            .filter_map(|v| {
+                let bytes: [u8; 16] = v.unwrap_variant().as_bytes()?.try_into().ok()?;
+                Some(std::net::Ipv6Addr::from(bytes).to_string())
+            })
+            .collect()
+    }
+}
+
+/// How nmcli ranks two active connections (libnmc's `nmc_active_connection_cmp`): none
+/// below any, then by state, shared (hotspot) profiles (IPv6, then IPv4), VPN-ness, default
+/// route (IPv4, then IPv6) and number of IP addresses, the more important one greater.
+pub fn cmp_active(
+    a: Option<ActiveConnection<'_>>,
+    b: Option<ActiveConnection<'_>>,
+) -> std::cmp::Ordering {
+    let (a, b) = match (a, b) {
+        (None, None) => return std::cmp::Ordering::Equal,
+        (None, Some(_)) => return std::cmp::Ordering::Less,
+        (Some(_), None) => return std::cmp::Ordering::Greater,
+        (Some(a), Some(b)) => (a, b),
+    };
+    let shared = |ac: &ActiveConnection<'_>, setting: &str| {
+        ac.connection()
+            .is_some_and(|p| p.setting(setting, "method").and_then(Value::as_str) == Some("shared"))
+    };
+    let n_addresses = |ac: &ActiveConnection<'_>| {
+        ac.ip4_config().map_or(0, |c| c.addresses().len())
+            + ac.ip6_config().map_or(0, |c| c.addresses().len())
+    };
+    let key = |ac: &ActiveConnection<'_>| {
+        (
+            ac.state().to_u32(),
+            shared(ac, "ipv6"),
+            shared(ac, "ipv4"),
+            ac.vpn(),
+            ac.default4(),
+            ac.default6(),
+            n_addresses(ac),
+        )
+    };
+    key(&a).cmp(&key(&b))
+}
+
+/// nmcli's order of devices (`nmcli device`): higher state first, then the more important
+/// active connection, then type name, interface name and path.
+pub fn cmp_devices(a: &Device<'_>, b: &Device<'_>) -> std::cmp::Ordering {
+    b.state()
+        .to_u32()
+        .cmp(&a.state().to_u32())
+        .then_with(|| cmp_active(b.active_connection(), a.active_connection()))
+        .then_with(|| a.type_name().cmp(&b.type_name()))
+        .then_with(|| a.interface().cmp(b.interface()))
+        .then_with(|| a.path().cmp(b.path()))
 }

@@ -30,8 +30,10 @@ const HIDDEN_HOST_PATHS: &[&str] = &["/run", "/var/lib/NetworkManager", "/etc/Ne
 /// sysfs of the new network namespace and tmpfs over the host's state, brings `lo` up, says
 /// `ready`, then waits for its stdin to close (the fixture dropped, or the test process died).
 /// `$0` is the sandbox dir, so its path (and the marker in it) shows in the command line.
+/// `$1` is the sysfs mount's options: `ro` makes the daemon manage the links itself (without
+/// udev, a read-only `/sys` tells it that no udev will come), `rw` leaves them unmanaged.
 const HOLDER_SCRIPT: &str = r#"set -e
-mount -t sysfs netmirror-test-sysfs /sys
+mount -t sysfs -o "$1" netmirror-test-sysfs /sys
 for dir in /run /var/lib/NetworkManager /etc/NetworkManager; do
   mkdir -p "$dir"
   mount -t tmpfs -o mode=0755 netmirror-test-tmpfs "$dir"
@@ -96,6 +98,7 @@ pub struct NetworkManagerBuilder {
     profiles: Vec<Profile>,
     extra_config: String,
     start_timeout: Duration,
+    manage_devices: bool,
 }
 
 impl Default for NetworkManagerBuilder {
@@ -104,6 +107,7 @@ impl Default for NetworkManagerBuilder {
             profiles: Vec::new(),
             extra_config: String::new(),
             start_timeout: DEFAULT_START_TIMEOUT,
+            manage_devices: false,
         }
     }
 }
@@ -133,6 +137,14 @@ impl NetworkManagerBuilder {
     pub fn config(mut self, snippet: &str) -> Self {
         self.extra_config.push_str(snippet);
         self.extra_config.push('\n');
+        self
+    }
+
+    /// Lets the daemon manage the links made in the sandbox (veth, bridge), so that profiles
+    /// can be activated on them: `/sys` is mounted read-only, which tells NetworkManager that
+    /// no udev will come (as `nm-sandbox.sh` does). Without it, links stay unmanaged.
+    pub fn manage_devices(mut self) -> Self {
+        self.manage_devices = true;
         self
     }
 
@@ -193,7 +205,7 @@ impl NetworkManagerDaemon {
         }
 
         let bus = PrivateBus::start()?;
-        let holder = start_namespace_holder(dir.path())?;
+        let holder = start_namespace_holder(dir.path(), builder.manage_devices)?;
         let mut nm = Self {
             daemon: None,
             holder,
@@ -393,7 +405,7 @@ fn nm_config(keyfiles: &Path) -> String {
 }
 
 /// Starts the process that makes and holds the sandbox's namespaces, once they are set up.
-fn start_namespace_holder(dir: &Path) -> io::Result<Daemon> {
+fn start_namespace_holder(dir: &Path, manage_devices: bool) -> io::Result<Daemon> {
     let log = fs::File::create(dir.join("namespaces.log"))?;
     let mut command = command_dying_with_us("unshare");
     command
@@ -407,6 +419,7 @@ fn start_namespace_holder(dir: &Path) -> io::Result<Daemon> {
         ])
         .arg(HOLDER_SCRIPT)
         .arg(dir)
+        .arg(if manage_devices { "ro" } else { "rw" })
         .current_dir("/")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

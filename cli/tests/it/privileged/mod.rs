@@ -9,4 +9,6 @@ mod kernel;
 mod monitor;
 mod nexthop;
 mod nm;
+mod nm_views;
+mod objects;
 mod reliability;

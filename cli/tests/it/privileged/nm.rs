@@ -132,7 +132,7 @@ fn devices_match_nmcli() {
 }
 
 #[test]
-fn one_device_is_asked_of_the_server() {
+fn one_device_matches_nmcli() {
     let nm = daemon();
     let fields = "GENERAL.DEVICE,GENERAL.TYPE,GENERAL.HWADDR,GENERAL.MTU,GENERAL.STATE";
     let theirs = nmcli_lines(&nm, &["-t", "-f", fields, "device", "show", "veth0"]);
@@ -490,4 +490,26 @@ fn objects_monitor_prints_nmcli_connection_add() {
             .as_str()
             .is_some_and(|path| path.starts_with("/org/freedesktop/NetworkManager/Settings/"))
     );
+    // The added object carries its properties, by interface.
+    let filename =
+        &event["new"]["value"]["org.freedesktop.NetworkManager.Settings.Connection"]["Filename"];
+    assert!(
+        filename
+            .as_str()
+            .is_some_and(|f| f.ends_with("nmx-obj.nmconnection")),
+        "{event}"
+    );
+    // A property change says whether its interface is declared, as the list does
+    // (deleting the profile changes `Settings.Connections`).
+    let status = nm
+        .nmcli()
+        .args(["connection", "delete", "nmx-obj"])
+        .output()
+        .expect("nmcli connection delete");
+    assert!(status.status.success(), "{status:?}");
+    let line = monitor.expect_line(EVENT_TIMEOUT, |line| {
+        line.contains("\"object\":\"property\"") && line.contains("\"Connections\"")
+    });
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(event["new"]["declared"], true, "{event}");
 }

@@ -49,7 +49,7 @@ fn cache_devices(c: &NmClient) -> Vec<String> {
     let mut v: Vec<String> = c
         .devices()
         .iter()
-        .map(|d| format!("{}:{}:{}", d.interface(), d.type_name(), d.state_name()))
+        .map(|d| format!("{}:{}:{}", d.interface(), d.type_name(), d.state_text()))
         .collect();
     v.sort();
     v
