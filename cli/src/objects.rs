@@ -5,7 +5,7 @@
 //! One row per property: `PATH INTERFACE PROPERTY VALUE`. `--path` loads one object, asked of
 //! the server with one `GetAll` per interface; `--interface` keeps one interface.
 
-use netmirror_client_cache::{Event, ObjectCache, ObjectRef, Registry, nm as nmc};
+use netmirror_client_cache::{self as client, Event, ObjectCache, ObjectRef, Registry, nm as nmc};
 
 use crate::args::{Bus, ObjectsAction, ObjectsArgs, ObjectsTarget, usage_error};
 use crate::bus;
@@ -59,20 +59,40 @@ pub(crate) fn run(
         // or the first one found by introspection (the builder above was checked with the
         // path given or NetworkManager's, and keeps it when nothing better is found).
         let mut builder = builder;
-        match find_manager(&conn, &service, target.manager.as_deref()).await {
+        // What to say when the service turns out to have no ObjectManager at all.
+        let mut none_found = None;
+        match find_manager(&conn, &service, target.manager.as_deref(), timeout).await {
             Ok(Some((path, how))) => {
                 tracing::info!(%service, manager = %path, how, "ObjectManager found");
                 builder = builder.manager_path(path.as_str());
             }
             // Not on the bus (yet): the cache says so, or the monitor waits for it.
             Ok(None) => {}
-            Err(err) => return Err(err),
+            // Introspection is not proof (a service may not describe what it serves): ask at
+            // `/` anyway, and say there is none only when the service says so too.
+            Err(NoManager::Nowhere(text)) => {
+                tracing::info!(%service, "no ObjectManager in the introspection data; trying /");
+                none_found = Some(text);
+            }
+            Err(NoManager::NotAt(text)) => return Err(anyhow::anyhow!(text)),
         }
         let progress = crate::progress::Progress::start("loading objects");
-        let mut cache = builder
-            .build_loaded(&conn)
-            .await
-            .map_err(|err| bus::explain(err, bus, &service))?;
+        let mut cache =
+            builder
+                .build_loaded(&conn)
+                .await
+                .map_err(|err| match (&none_found, &err) {
+                    (Some(text), client::Error::Call(call))
+                        if call.error_name().is_some_and(|name| {
+                            name.ends_with(".UnknownMethod")
+                                || name.ends_with(".UnknownInterface")
+                                || name.ends_with(".UnknownObject")
+                        }) =>
+                    {
+                        anyhow::anyhow!("{text}")
+                    }
+                    _ => bus::explain(err, bus, &service),
+                })?;
         drop(progress);
         if cache.owner().is_none() && !monitor {
             return Err(Failure::ServiceAbsent {
@@ -291,17 +311,25 @@ async fn introspect(
     conn: &zbus::Connection,
     service: &str,
     path: &str,
+    deadline: std::time::Instant,
 ) -> Option<(bool, Vec<String>)> {
     let path = zbus::ObjectPath::try_from(path).ok()?;
-    let reply = conn
-        .call_method(
-            Some(service),
-            path,
-            Some("org.freedesktop.DBus.Introspectable"),
-            "Introspect",
-            &(),
-        )
+    let call = conn.call_method(
+        Some(service),
+        path,
+        Some("org.freedesktop.DBus.Introspectable"),
+        "Introspect",
+        &(),
+    );
+    // Like every call, bounded: a service that never answers does not hang the walk.
+    let timer = async {
+        async_io::Timer::at(deadline).await;
+        None
+    };
+    let reply = futures_util::future::select(Box::pin(async { Some(call.await) }), Box::pin(timer))
         .await
+        .factor_first()
+        .0?
         .ok()?;
     let xml: String = reply.body().deserialize().ok()?;
     let has = xml.contains("\"org.freedesktop.DBus.ObjectManager\"");
@@ -328,14 +356,19 @@ async fn find_manager(
     conn: &zbus::Connection,
     service: &str,
     given: Option<&str>,
-) -> anyhow::Result<Option<(String, &'static str)>> {
-    let Some((root_has, root_children)) = introspect(conn, service, "/").await else {
+    timeout: std::time::Duration,
+) -> Result<Option<(String, &'static str)>, NoManager> {
+    // The whole search shares one deadline, the calls' own.
+    let deadline = std::time::Instant::now() + timeout;
+    let Some((root_has, root_children)) = introspect(conn, service, "/", deadline).await else {
         return Ok(None);
     };
     if let Some(given) = given {
-        return match introspect(conn, service, given).await {
+        return match introspect(conn, service, given, deadline).await {
             Some((true, _)) => Ok(Some((given.to_owned(), "given"))),
-            _ => Err(anyhow::anyhow!("{service} has no ObjectManager at {given}")),
+            _ => Err(NoManager::NotAt(format!(
+                "{service} has no ObjectManager at {given}"
+            ))),
         };
     }
     if service == nmc::SERVICE {
@@ -345,7 +378,7 @@ async fn find_manager(
         return Ok(Some(("/".to_owned(), "at /")));
     }
     let derived = format!("/{}", service.replace('.', "/"));
-    if let Some((true, _)) = introspect(conn, service, &derived).await {
+    if let Some((true, _)) = introspect(conn, service, &derived, deadline).await {
         return Ok(Some((derived, "from the service's name")));
     }
     let mut queue: std::collections::VecDeque<String> = root_children
@@ -358,7 +391,10 @@ async fn find_manager(
             break;
         }
         visited += 1;
-        let Some((has, children)) = introspect(conn, service, &path).await else {
+        if std::time::Instant::now() >= deadline {
+            break;
+        }
+        let Some((has, children)) = introspect(conn, service, &path, deadline).await else {
             continue;
         };
         if has {
@@ -366,9 +402,17 @@ async fn find_manager(
         }
         queue.extend(children.into_iter().map(|child| format!("{path}/{child}")));
     }
-    Err(anyhow::anyhow!(
+    Err(NoManager::Nowhere(format!(
         "{service} has no ObjectManager (looked at /, {derived} and {visited} objects under /)"
-    ))
+    )))
+}
+
+/// Why [`find_manager`] found no ObjectManager, with the sentence for the user.
+enum NoManager {
+    /// Not at the path given.
+    NotAt(String),
+    /// Nowhere its introspection data shows.
+    Nowhere(String),
 }
 
 /// An object as a whole (added or removed): its path and interfaces.
