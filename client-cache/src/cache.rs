@@ -243,6 +243,56 @@ impl ObjectCache {
             .flatten()
     }
 
+    /// Handle messages until `fut` (typically a method call on [`Self::connection`]) completes,
+    /// then every message already received: what the service sent before its reply is in the
+    /// cache when this returns. Events stay queued. The cache's stream must be polled while a
+    /// call on its connection waits (the connection's reader stops when a stream is full), which
+    /// is what this does.
+    pub async fn drive<F: std::future::Future>(&mut self, fut: F) -> Result<F::Output> {
+        futures_util::pin_mut!(fut);
+        let out = loop {
+            if self.closed {
+                return Err(Error::Closed);
+            }
+            if let Some(out) = self.step_or(fut.as_mut()).await? {
+                break out;
+            }
+        };
+        while !self.closed {
+            if self.step_or(std::future::ready(())).await?.is_some() {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Handle messages until `pred` holds for the cache (checked now and after each batch) or
+    /// `timeout` passes; whether it holds. Events stay queued.
+    pub async fn wait_until(
+        &mut self,
+        mut pred: impl FnMut(&Self) -> bool,
+        timeout: Duration,
+    ) -> Result<bool> {
+        let timer = async_timer(timeout);
+        futures_util::pin_mut!(timer);
+        loop {
+            if pred(self) {
+                return Ok(true);
+            }
+            if self.closed {
+                return Err(Error::Closed);
+            }
+            if self.step_or(timer.as_mut()).await?.is_some() {
+                return Ok(pred(self));
+            }
+        }
+    }
+
+    /// The events queued and not yet taken, oldest first.
+    pub fn queued_events(&self) -> impl Iterator<Item = &Event> {
+        self.core.events.iter()
+    }
+
     /// Handle messages until the current (re)load is complete (events stay queued).
     pub async fn load(&mut self) -> Result<()> {
         loop {
@@ -412,7 +462,7 @@ impl<'a> ObjectRef<'a> {
 }
 
 /// A timer that works on any executor: a thread sleeps and wakes the future.
-async fn async_timer(timeout: Duration) {
+pub(crate) async fn async_timer(timeout: Duration) {
     let (tx, rx) = futures_channel::oneshot::channel::<()>();
     std::thread::spawn(move || {
         std::thread::sleep(timeout);

@@ -19,8 +19,12 @@ use crate::{
     CacheBuilder, Event, FetchSpec, Lookup, ObjectCache, ObjectRef, Registry, Result, Value,
 };
 
+mod actions;
+pub mod settings;
 mod views;
 
+pub use actions::*;
+pub use settings::Settings as ProfileSettings;
 pub use views::*;
 
 /// The service name.

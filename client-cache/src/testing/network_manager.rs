@@ -27,11 +27,13 @@ const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(60);
 const HIDDEN_HOST_PATHS: &[&str] = &["/run", "/var/lib/NetworkManager", "/etc/NetworkManager"];
 
 /// Runs in the sandbox's fresh network and mount namespaces, and keeps them alive: mounts a
-/// sysfs of the new network namespace and tmpfs over the host's state, brings `lo` up, says
+/// sysfs of the new network namespace (read-only: NetworkManager then knows no udev will come
+/// and manages the veth and bridge devices it sees, so profiles really activate) and tmpfs over
+/// the host's state, brings `lo` up, says
 /// `ready`, then waits for its stdin to close (the fixture dropped, or the test process died).
 /// `$0` is the sandbox dir, so its path (and the marker in it) shows in the command line.
 const HOLDER_SCRIPT: &str = r#"set -e
-mount -t sysfs netmirror-test-sysfs /sys
+mount -t sysfs -o ro netmirror-test-sysfs /sys
 for dir in /run /var/lib/NetworkManager /etc/NetworkManager; do
   mkdir -p "$dir"
   mount -t tmpfs -o mode=0755 netmirror-test-tmpfs "$dir"
