@@ -27,13 +27,13 @@ const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(60);
 const HIDDEN_HOST_PATHS: &[&str] = &["/run", "/var/lib/NetworkManager", "/etc/NetworkManager"];
 
 /// Runs in the sandbox's fresh network and mount namespaces, and keeps them alive: mounts a
-/// sysfs of the new network namespace (read-only: NetworkManager then knows no udev will come
-/// and manages the veth and bridge devices it sees, so profiles really activate) and tmpfs over
-/// the host's state, brings `lo` up, says
+/// sysfs of the new network namespace (`$1` is its mount option: `ro` when the daemon is to
+/// manage devices, see [`NetworkManagerBuilder::manage_devices`]) and tmpfs over the host's
+/// state, brings `lo` up, says
 /// `ready`, then waits for its stdin to close (the fixture dropped, or the test process died).
 /// `$0` is the sandbox dir, so its path (and the marker in it) shows in the command line.
 const HOLDER_SCRIPT: &str = r#"set -e
-mount -t sysfs -o ro netmirror-test-sysfs /sys
+mount -t sysfs -o "$1" netmirror-test-sysfs /sys
 for dir in /run /var/lib/NetworkManager /etc/NetworkManager; do
   mkdir -p "$dir"
   mount -t tmpfs -o mode=0755 netmirror-test-tmpfs "$dir"
@@ -98,6 +98,7 @@ pub struct NetworkManagerBuilder {
     profiles: Vec<Profile>,
     extra_config: String,
     start_timeout: Duration,
+    manage_devices: bool,
 }
 
 impl Default for NetworkManagerBuilder {
@@ -106,6 +107,7 @@ impl Default for NetworkManagerBuilder {
             profiles: Vec::new(),
             extra_config: String::new(),
             start_timeout: DEFAULT_START_TIMEOUT,
+            manage_devices: false,
         }
     }
 }
@@ -152,6 +154,15 @@ impl NetworkManagerBuilder {
     pub fn start(self) -> io::Result<NetworkManagerDaemon> {
         NetworkManagerDaemon::start_with(self)
     }
+
+    /// Let the daemon manage the devices it sees, so that profiles really activate on veth
+    /// and bridge links made in the sandbox: its sysfs is mounted read-only, which tells it
+    /// that no udev will come (otherwise every device stays `unmanaged`). It then also
+    /// manages `lo` (and makes an in-memory `lo` profile for it).
+    pub fn manage_devices(mut self) -> Self {
+        self.manage_devices = true;
+        self
+    }
 }
 
 impl NetworkManagerDaemon {
@@ -195,7 +206,7 @@ impl NetworkManagerDaemon {
         }
 
         let bus = PrivateBus::start()?;
-        let holder = start_namespace_holder(dir.path())?;
+        let holder = start_namespace_holder(dir.path(), builder.manage_devices)?;
         let mut nm = Self {
             daemon: None,
             holder,
@@ -395,7 +406,7 @@ fn nm_config(keyfiles: &Path) -> String {
 }
 
 /// Starts the process that makes and holds the sandbox's namespaces, once they are set up.
-fn start_namespace_holder(dir: &Path) -> io::Result<Daemon> {
+fn start_namespace_holder(dir: &Path, manage_devices: bool) -> io::Result<Daemon> {
     let log = fs::File::create(dir.join("namespaces.log"))?;
     let mut command = command_dying_with_us("unshare");
     command
@@ -409,6 +420,7 @@ fn start_namespace_holder(dir: &Path) -> io::Result<Daemon> {
         ])
         .arg(HOLDER_SCRIPT)
         .arg(dir)
+        .arg(if manage_devices { "ro" } else { "rw" })
         .current_dir("/")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

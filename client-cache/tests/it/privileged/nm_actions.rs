@@ -18,7 +18,10 @@ const WAIT: Duration = Duration::from_secs(30);
 /// A daemon with a veth pair `va0`/`vb0` in its namespace, both up, and a client that holds
 /// both devices.
 fn sandbox() -> (NetworkManagerDaemon, zbus::Connection) {
-    let nm = NetworkManagerDaemon::start().unwrap();
+    let nm = NetworkManagerDaemon::builder()
+        .manage_devices()
+        .start()
+        .unwrap();
     for args in [
         &["link", "add", "va0", "type", "veth", "peer", "name", "vb0"][..],
         &["link", "set", "vb0", "up"],
