@@ -83,6 +83,9 @@ const PROPERTY_FIELDS: &[Field] = &[
 
 /// Runs `nm ...`.
 pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Result<()> {
+    if let Some(done) = crate::nm_actions::run(printer, bus, args) {
+        return done;
+    }
     zbus::block_on(async {
         let conn = bus::connect(bus).await?;
         match &args.action {
@@ -90,11 +93,13 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Re
                 let nm = load(&conn, bus).await?;
                 printer.table(&general_table(&nm))
             }
-            Some(NmAction::Device { iface: None }) => {
+            Some(NmAction::Device { iface: None, .. }) => {
                 let nm = load(&conn, bus).await?;
                 printer.table(&device_table(&nm.devices()))
             }
-            Some(NmAction::Device { iface: Some(iface) }) => {
+            Some(NmAction::Device {
+                iface: Some(iface), ..
+            }) => {
                 let nm =
                     NmClient::device_by_iface(&conn, iface)
                         .await
@@ -112,11 +117,11 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Re
                     .ok_or_else(|| anyhow::anyhow!("device '{iface}' not found"))?;
                 printer.properties(&device_properties(&device))
             }
-            Some(NmAction::Connection { id: None }) => {
+            Some(NmAction::Connection { id: None, .. }) => {
                 let nm = load(&conn, bus).await?;
                 printer.table(&connection_table(&nm))
             }
-            Some(NmAction::Connection { id: Some(id) }) => {
+            Some(NmAction::Connection { id: Some(id), .. }) => {
                 let nm = load(&conn, bus).await?;
                 let profile = nm
                     .connections()
@@ -130,6 +135,9 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> anyhow::Re
                 printer.table(&active_table(&nm.active_connections()))
             }
             Some(NmAction::Monitor) => monitor(printer, &conn, bus).await,
+            Some(
+                NmAction::Networking { .. } | NmAction::Radio { .. } | NmAction::Checkpoint { .. },
+            ) => Err(anyhow::anyhow!("a changing command reached the views")),
         }
     })
 }

@@ -9,4 +9,5 @@ mod kernel;
 mod monitor;
 mod nexthop;
 mod nm;
+mod nm_actions;
 mod reliability;
