@@ -490,3 +490,39 @@ fn device_global_and_checkpoint_commands() {
         "netmirror: NetworkManager holds no checkpoint\n"
     );
 }
+
+#[test]
+fn a_refusal_by_networkmanager_reads_not_authorized() {
+    // Without polkit, `root-only` lets only root change anything: another user is refused
+    // with NetworkManager's PermissionDenied.
+    let nm = NetworkManagerDaemon::builder()
+        .config("[main]\nauth-polkit=root-only")
+        .start()
+        .expect("start NetworkManager");
+    // The bus's socket is in a private temp dir: let the other user reach it.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(nm.bus().dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut command = std::process::Command::new("setpriv");
+    command
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_netmirror"))
+        .args(["--bus", nm.bus_address(), "nm", "networking", "off"])
+        .env_remove("RUST_LOG")
+        .env("NO_COLOR", "1");
+    let refused = run(command);
+    let message = refused.fails(1);
+    assert!(
+        message.starts_with("netmirror: not authorized to disable networking: "),
+        "{message}"
+    );
+    // Nothing changed; root may.
+    assert_eq!(
+        nmcli(&nm, &["networking"]),
+        BTreeSet::from(["enabled".to_owned()])
+    );
+    ours(&nm, &["nm", "networking", "off"]).ok();
+    assert_eq!(
+        nmcli(&nm, &["networking"]),
+        BTreeSet::from(["disabled".to_owned()])
+    );
+}
