@@ -5,7 +5,8 @@
 //! Each parses its words, calls one action of `netmirror-client-cache`'s `NmClient` (which
 //! returns once the cache shows the outcome, within `--wait`) and prints nmcli's message, or
 //! with `--json` one object (`{"result": "activated", "active": ..., "device": ...,
-//! "state_reason": ...}`). Settings are parsed completely before anything is sent.
+//! "state_reason": ...}`). Settings are parsed completely before anything is sent. While an
+//! activation or deactivation takes more than a second, a spinner shows on a terminal.
 
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use serde_json::{Value, json};
 use crate::args::{Bus, NmAction, NmArgs};
 use crate::bus;
 use crate::failure::Failure;
+use crate::progress::Progress;
 use crate::render::{Mode, Printer};
 
 /// `--wait SECONDS`, as nmcli's `-w`.
@@ -393,21 +395,27 @@ async fn execute(printer: &mut Printer, nm: &mut NmClient, plan: Plan) -> anyhow
     let json = printer.mode() == Mode::Json;
     match plan {
         Plan::Up(id, dev, wait) => {
+            let progress = Progress::start(&format!("activating '{id}'"));
             let activation = nm
                 .activate(&id, dev.as_deref(), wait)
                 .await
                 .map_err(activation_failed)?;
+            drop(progress);
             report_activation(printer, &activation, json)
         }
         Plan::Connect(dev, wait) => {
+            let progress = Progress::start(&format!("connecting '{dev}'"));
             let activation = nm
                 .connect_device(&dev, wait)
                 .await
                 .map_err(activation_failed)?;
+            drop(progress);
             report_activation(printer, &activation, json)
         }
         Plan::Down(id, wait) => {
+            let progress = Progress::start(&format!("deactivating '{id}'"));
             let activation = nm.deactivate(&id, wait).await?;
+            drop(progress);
             if json {
                 printer.json(&activation_json(&activation))
             } else {
@@ -464,7 +472,9 @@ async fn execute(printer: &mut Printer, nm: &mut NmClient, plan: Plan) -> anyhow
             done(printer, json, json!({"result": "reloaded"}))
         }
         Plan::Disconnect(dev, wait) => {
+            let progress = Progress::start(&format!("disconnecting '{dev}'"));
             nm.disconnect_device(&dev, wait).await?;
+            drop(progress);
             if json {
                 printer.json(&json!({"result": "disconnected", "device": dev}))
             } else {
@@ -583,7 +593,7 @@ fn activation_json(a: &Activation) -> Value {
         "result": a.outcome.as_str(),
         "active": a.active,
         "device": a.device,
-        "state_reason": a.state_reason.to_string(),
+        "state_reason": a.state_reason.map(|r| r.to_string()),
         "device_state_reason": a.device_reason.map(|r| r.to_string()),
     })
 }

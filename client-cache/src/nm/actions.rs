@@ -52,8 +52,9 @@ pub struct Activation {
     pub active: String,
     /// The device's interface name, when one was known.
     pub device: Option<String>,
-    /// The active connection's last state reason (from its `StateChanged` signal).
-    pub state_reason: ActiveConnectionStateReason,
+    /// The active connection's last state reason (from its `StateChanged` signal; `None` when
+    /// the cache showed the outcome before the signal came).
+    pub state_reason: Option<ActiveConnectionStateReason>,
     /// The device's state reason at the end, when there is a device.
     pub device_reason: Option<DeviceStateReason>,
 }
@@ -63,8 +64,11 @@ impl Activation {
     /// that its device was disconnected, the active connection's otherwise.
     pub fn reason(&self) -> String {
         match (self.state_reason, self.device_reason) {
-            (ActiveConnectionStateReason::DeviceDisconnected, Some(dev)) => dev.to_string(),
-            (ac, _) => ac.to_string(),
+            (Some(ActiveConnectionStateReason::DeviceDisconnected) | None, Some(dev)) => {
+                dev.to_string()
+            }
+            (Some(ac), _) => ac.to_string(),
+            (None, None) => ActiveConnectionStateReason::Unknown(0).to_string(),
         }
     }
 }
@@ -317,6 +321,10 @@ impl NmClient {
                         || (!deactivating
                             && matches!(last, Some((ActiveConnectionState::Activated, _))));
                     let gone = cache.object_any(active).is_none();
+                    if deactivating {
+                        // Done when NetworkManager has dropped the active connection.
+                        return gone;
+                    }
                     (terminal && (gone || cached == last.map(|l| l.0)))
                         || (gone && removed(cache.queued_events(), active))
                         || (!deactivating && cached == Some(ActiveConnectionState::Activated))
@@ -331,7 +339,7 @@ impl NmClient {
             device = self.active_device(active);
         }
         let (state, state_reason) = match last {
-            Some(l) => l,
+            Some((state, reason)) => (state, Some(reason)),
             None => {
                 let state = self
                     .cache()
@@ -341,7 +349,7 @@ impl NmClient {
                         ActiveConnectionState::Deactivated,
                         ActiveConnectionState::from,
                     );
-                (state, ActiveConnectionStateReason::Unknown(0))
+                (state, None)
             }
         };
         let device_reason = device.as_ref().and_then(|(path, _)| {

@@ -447,6 +447,10 @@ pub fn convert(spec: &PropertySpec, key: &str, text: &str) -> Result<OwnedVarian
             .collect::<Vec<_>>()
     };
     let v: Variant<'static> = match spec.kind {
+        // `type ethernet` is `802-3-ethernet`, as in nmcli.
+        Kind::Str if spec.setting == "connection" && spec.name == "type" => {
+            Variant::from(setting_name(text).to_owned())
+        }
         Kind::Str => Variant::from(text.to_owned()),
         Kind::Bool => Variant::from(parse_bool(text).ok_or_else(|| bad("expected yes or no"))?),
         Kind::U32 => Variant::from(
