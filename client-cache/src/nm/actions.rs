@@ -209,18 +209,64 @@ impl NmClient {
         action: &str,
         timeout: Duration,
     ) -> Result<Activation> {
+        let body = (path(profile_path)?, path(device_path)?, path("/")?);
+        let reply = self
+            .activation_call("ActivateConnection", &body, action)
+            .await?;
+        let active: OwnedObjectPath = reply
+            .0
+            .body()
+            .deserialize()
+            .map_err(|e| malformed(e, action))?;
+        self.wait_active(active.as_str(), reply.1, reply.2, false, timeout)
+            .await
+    }
+
+    /// Add a profile (in memory, as NetworkManager does for this call) and activate it on
+    /// device `device` (an interface name; `None`: NetworkManager chooses), in one call
+    /// (`AddAndActivateConnection`); waits as [`NmClient::activate`] does.
+    pub async fn add_and_activate(
+        &mut self,
+        settings: &SettingsMap,
+        device: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Activation> {
+        let device_path = match device {
+            Some(d) => self.device_path(d)?,
+            None => "/".to_owned(),
+        };
+        let body = (settings, path(&device_path)?, path("/")?);
+        let action = "add and activate a profile";
+        let reply = self
+            .activation_call("AddAndActivateConnection", &body, action)
+            .await?;
+        let (_profile, active): (OwnedObjectPath, OwnedObjectPath) =
+            reply
+                .0
+                .body()
+                .deserialize()
+                .map_err(|e| malformed(e, action))?;
+        self.wait_active(active.as_str(), reply.1, reply.2, false, timeout)
+            .await
+    }
+
+    /// Call an activating method with the active connections' `StateChanged` signals
+    /// subscribed first (an activation can end before the reply); the reply, the signals
+    /// received meanwhile and the stream.
+    async fn activation_call<B>(
+        &mut self,
+        method: &str,
+        body: &B,
+        action: &str,
+    ) -> Result<(Message, Vec<Message>, MessageStream)>
+    where
+        B: Serialize + zbus::DynamicType,
+    {
         let mut signals = self.state_signals().await?;
         let conn = self.cache().connection().clone();
         let mut early = Vec::new();
         let reply = {
-            let body = (path(profile_path)?, path(device_path)?, path("/")?);
-            let call = conn.call_method(
-                Some(SERVICE),
-                NM_PATH,
-                Some(iface::NM),
-                "ActivateConnection",
-                &body,
-            );
+            let call = conn.call_method(Some(SERVICE), NM_PATH, Some(iface::NM), method, body);
             let drain = async {
                 while let Some(Ok(m)) = signals.next().await {
                     early.push(m);
@@ -238,13 +284,7 @@ impl NmClient {
             self.cache_mut().drive(both).await?
         };
         let reply = reply.map_err(|e| remote(e, action))?;
-        let active: OwnedObjectPath = reply
-            .body()
-            .deserialize()
-            .map_err(|e| malformed(e, action))?;
-        let active = active.as_str().to_owned();
-        self.wait_active(&active, early, signals, false, timeout)
-            .await
+        Ok((reply, early, signals))
     }
 
     /// Deactivate the active connection of profile `profile` (id, UUID, profile path or active

@@ -388,6 +388,25 @@ fn device_and_global_switches_show_in_the_cache() {
         let (nm, conn) = sandbox();
         zbus::block_on(async {
             let mut client = client_with_devices(&conn).await;
+
+            // Add and activate in one call: the profile is in the cache, the kernel has it.
+            let settings = static_profile("both-at-once", "vb0");
+            let up = client
+                .add_and_activate(settings.map(), Some("vb0"), WAIT)
+                .await
+                .unwrap();
+            assert_eq!(up.outcome, Outcome::Activated, "{up:?}");
+            assert_eq!(up.device.as_deref(), Some("vb0"));
+            assert!(
+                client
+                    .connections()
+                    .iter()
+                    .any(|p| p.id() == "both-at-once")
+            );
+            let (addrs, _) = kernel_until(&nm, "vb0", |a, _| a.len() == 2);
+            assert_eq!(addrs, ["192.0.2.1/24", "2001:db8:1::1/64"]);
+            client.deactivate("both-at-once", WAIT).await.unwrap();
+
             let device = |c: &NmClient, prop: &str| {
                 c.device_by_name("vb0")
                     .and_then(|d| d.property(prop).and_then(|v| v.as_bool()))
