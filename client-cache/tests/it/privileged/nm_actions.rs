@@ -445,3 +445,54 @@ fn device_and_global_switches_show_in_the_cache() {
         });
     });
 }
+
+#[test_log::test]
+fn five_hundred_modifies_end_with_the_last_value() {
+    bounded(LIMIT, || {
+        let (nm, conn) = sandbox();
+        zbus::block_on(async {
+            let mut client = client_with_devices(&conn).await;
+            let settings = static_profile("many", "va0");
+            client
+                .add_profile(settings.map(), Persist::Disk, WAIT)
+                .await
+                .unwrap();
+            let mut profile = Settings::from_map(client.profile_settings("many").await.unwrap());
+            let started = Instant::now();
+            for i in 0..500u32 {
+                profile
+                    .set_text("ipv4.route-metric", &i.to_string())
+                    .unwrap();
+                client
+                    .update_profile("many", profile.map(), UpdateOptions::default(), WAIT)
+                    .await
+                    .unwrap();
+            }
+            let ours = started.elapsed();
+            let out = nm
+                .nmcli()
+                .args(["-g", "ipv4.route-metric", "connection", "show", "many"])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "499");
+            // nmcli, one process per change, for comparison (reported, never asserted).
+            let started = Instant::now();
+            for i in 0..50u32 {
+                let status = nm
+                    .nmcli()
+                    .args(["connection", "modify", "many", "ipv4.route-metric"])
+                    .arg(i.to_string())
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            }
+            let theirs = started.elapsed();
+            eprintln!(
+                "500 modifies through the library: {ours:?} ({:.0}/s); 50 nmcli connection modify \
+                 processes: {theirs:?} ({:.0}/s)",
+                500.0 / ours.as_secs_f64(),
+                50.0 / theirs.as_secs_f64()
+            );
+        });
+    });
+}
