@@ -124,7 +124,7 @@ impl NmClient {
     {
         let conn = self.cache().connection().clone();
         let call = conn.call_method(Some(SERVICE), path, Some(interface), method, body);
-        let res = self.cache_mut().drive(call).await?;
+        let res = self.cache_mut().drive(deadline(call)).await??;
         res.map_err(|e| remote(e, action))
     }
 
@@ -281,7 +281,7 @@ impl NmClient {
                     futures_util::future::Either::Right((never, _)) => match never {},
                 }
             };
-            self.cache_mut().drive(both).await?
+            self.cache_mut().drive(deadline(both)).await??
         };
         let reply = reply.map_err(|e| remote(e, action))?;
         Ok((reply, early, signals))
@@ -330,7 +330,7 @@ impl NmClient {
         let rule = rule.build()?;
         let conn = self.cache().connection().clone();
         let stream = MessageStream::for_match_rule(rule, &conn, NonZeroUsize::new(1024));
-        Ok(self.cache_mut().drive(stream).await??)
+        Ok(self.cache_mut().drive(deadline(stream)).await???)
     }
 
     async fn wait_active(
@@ -786,6 +786,21 @@ impl NmClient {
             .and_then(|o| o.prop(iface::NM, "Checkpoints").and_then(Value::as_strs))
             .map(|v| v.iter().map(|s| s.to_string()).collect())
             .unwrap_or_default()
+    }
+}
+
+/// How long NetworkManager gets to answer a call (libdbus's default, which nmcli has too).
+const CALL_DEADLINE: Duration = Duration::from_secs(25);
+
+/// `fut`, or [`Error::Timeout`] after [`CALL_DEADLINE`]: a daemon that never answers does not
+/// hang the caller.
+async fn deadline<F: std::future::Future>(fut: F) -> Result<F::Output> {
+    let timer = crate::cache::async_timer(CALL_DEADLINE);
+    futures_util::pin_mut!(fut);
+    futures_util::pin_mut!(timer);
+    match futures_util::future::select(fut, timer).await {
+        futures_util::future::Either::Left((out, _)) => Ok(out),
+        futures_util::future::Either::Right(_) => Err(Error::Timeout(CALL_DEADLINE)),
     }
 }
 
