@@ -240,14 +240,28 @@ impl NmClient {
         let reply = self
             .activation_call("AddAndActivateConnection", &body, action)
             .await?;
-        let (_profile, active): (OwnedObjectPath, OwnedObjectPath) =
-            reply
-                .0
-                .body()
-                .deserialize()
-                .map_err(|e| malformed(e, action))?;
-        self.wait_active(active.as_str(), reply.1, reply.2, false, timeout)
-            .await
+        let (profile, active): (OwnedObjectPath, OwnedObjectPath) = reply
+            .0
+            .body()
+            .deserialize()
+            .map_err(|e| malformed(e, action))?;
+        let started = std::time::Instant::now();
+        let activation = self
+            .wait_active(active.as_str(), reply.1, reply.2, false, timeout)
+            .await?;
+        // The new profile, with its settings, is in the cache too.
+        let left = timeout.saturating_sub(started.elapsed());
+        let held = self
+            .cache_mut()
+            .wait_until(
+                |c| c.object(&profile).is_some_and(|o| o.fetched().is_some()),
+                left,
+            )
+            .await?;
+        if !held {
+            return Err(Error::Timeout(timeout));
+        }
+        Ok(activation)
     }
 
     /// Call an activating method with the active connections' `StateChanged` signals
@@ -357,17 +371,18 @@ impl NmClient {
                         .object_any(active)
                         .and_then(|o| o.prop(iface::ACTIVE, "State").and_then(Value::as_u32))
                         .map(ActiveConnectionState::from);
-                    let terminal = matches!(last, Some((ActiveConnectionState::Deactivated, _)))
-                        || (!deactivating
-                            && matches!(last, Some((ActiveConnectionState::Activated, _))));
                     let gone = cache.object_any(active).is_none();
                     if deactivating {
                         // Done when NetworkManager has dropped the active connection.
                         return gone;
                     }
-                    (terminal && (gone || cached == last.map(|l| l.0)))
+                    // Activated: visible in the cache (its device, profile and IP configs
+                    // there too). Failed: deactivated as the signal says, or gone.
+                    let visible = cache.object(active).is_some();
+                    let failed = matches!(last, Some((ActiveConnectionState::Deactivated, _)));
+                    (cached == Some(ActiveConnectionState::Activated) && visible)
+                        || (failed && (gone || cached == Some(ActiveConnectionState::Deactivated)))
                         || (gone && removed(cache.queued_events(), active))
-                        || (!deactivating && cached == Some(ActiveConnectionState::Activated))
                 },
                 timeout,
             )
