@@ -7,6 +7,24 @@
 //! settings fetched, an active connection `activated` or gone, a property at its new value).
 //! Events stay queued for the caller. NetworkManager's refusals (`PermissionDenied`, polkit) are
 //! [`Error::NotAuthorized`]; its other errors are [`Error::Remote`] with its name and message.
+//!
+//! ```no_run
+//! # zbus::block_on(async {
+//! use std::time::Duration;
+//! use netmirror_client_cache::nm::{settings::Settings, NmClient, Outcome, Persist};
+//!
+//! let conn = zbus::Connection::system().await?;
+//! let mut nm = NmClient::new(&conn).await?;
+//! let mut profile = Settings::profile("ethernet", "lab")?;
+//! profile.set_words(&["ifname", "eth1", "ip4", "192.0.2.1/24", "autoconnect", "no"])?;
+//! nm.add_profile(profile.map(), Persist::Disk, Duration::from_secs(10)).await?;
+//! let up = nm.activate("lab", None, Duration::from_secs(30)).await?;
+//! if up.outcome != Outcome::Activated {
+//!     eprintln!("activation failed: {}", up.reason());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # });
+//! ```
 
 use std::{collections::HashMap, num::NonZeroUsize, time::Duration};
 
