@@ -396,6 +396,11 @@ impl Settings {
             }
         };
         setting.insert(wire_name.to_owned(), value);
+        // As nmcli: an IP setting without a method is `auto` (NetworkManager refuses it
+        // without one).
+        if matches!(spec.setting, "ipv4" | "ipv6") && !setting.contains_key("method") {
+            setting.insert("method".to_owned(), own(Variant::from("auto"))?);
+        }
         // nmcli: addresses without an explicit method mean `manual`.
         if let Kind::Addresses(family) = spec.kind {
             let idx = usize::from(family == 6);

@@ -395,6 +395,51 @@ fn bad_input_and_failed_activations_exit_1_with_one_line_and_change_nothing() {
         theirs.contains(&message),
         "nmcli: {theirs}\nours: {message}"
     );
+
+    // DHCP that nobody answers: `failed`, with the device's reason nmcli gives; exit 1.
+    ours(
+        &nm,
+        &[
+            "nm",
+            "connection",
+            "add",
+            "type",
+            "ethernet",
+            "ifname",
+            "va0",
+            "con-name",
+            "dhcp",
+            "autoconnect",
+            "no",
+            "ipv4.dhcp-timeout",
+            "3",
+            "ipv4.may-fail",
+            "no",
+            "ipv6.method",
+            "disabled",
+        ],
+    )
+    .ok();
+    let failed = ours(
+        &nm,
+        &["--json", "nm", "connection", "up", "dhcp", "-w", "30"],
+    );
+    assert_eq!(failed.code(), 1, "{failed:?}");
+    let json: serde_json::Value = serde_json::from_str(&failed.stdout).unwrap();
+    assert_eq!(json["result"], "failed", "{json}");
+    assert_eq!(json["device"], "va0");
+    let reason = "IP configuration could not be reserved (no available address, timeout, etc.)";
+    assert_eq!(json["device_state_reason"], reason);
+    assert_eq!(
+        failed.stderr,
+        format!("netmirror: Connection activation failed: {reason}\n")
+    );
+    let out = nm
+        .nmcli()
+        .args(["connection", "up", "dhcp"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains(reason));
 }
 
 #[test]
