@@ -163,6 +163,7 @@ pub const PROPERTIES: &[PropertySpec] = &[
     p("ipv6", "route-table", Kind::U32),
     p("ipv6", "routes", Kind::Routes(6)),
     p("loopback", "mtu", Kind::U32),
+    p("vlan", "flags", Kind::U32),
     p("vlan", "id", Kind::U32),
     p("vlan", "parent", Kind::Str),
 ];
@@ -263,6 +264,10 @@ impl Settings {
         s.set("connection", "id", Variant::from(id))?;
         s.set("connection", "uuid", Variant::from(new_uuid()?))?;
         s.map.entry(kind.to_owned()).or_default();
+        if kind == "vlan" {
+            // libnm's default (reorder-headers), which nmcli sends; the daemon's is 0.
+            s.set("vlan", "flags", Variant::from(1u32))?;
+        }
         Ok(s)
     }
 

@@ -571,3 +571,98 @@ fn a_refusal_by_networkmanager_reads_not_authorized() {
         BTreeSet::from(["disabled".to_owned()])
     );
 }
+
+/// Every setting nmcli shows for an inactive profile, without what differs between any two.
+fn all_fields(nm: &NetworkManagerDaemon, id: &str) -> BTreeSet<String> {
+    nmcli(nm, &["-t", "connection", "show", id])
+        .into_iter()
+        .filter(|line| {
+            ![
+                "connection.id:",
+                "connection.uuid:",
+                "connection.timestamp:",
+            ]
+            .iter()
+            .any(|skip| line.starts_with(skip))
+        })
+        .collect()
+}
+
+#[test]
+fn add_gives_the_profile_nmcli_gives_for_bridge_bond_vlan_and_port() {
+    let nm = NetworkManagerDaemon::start().expect("start NetworkManager");
+    let cases: &[&[&str]] = &[
+        &[
+            "type",
+            "bridge",
+            "ifname",
+            "br9",
+            "bridge.stp",
+            "no",
+            "bridge.priority",
+            "4096",
+            "autoconnect",
+            "no",
+        ],
+        &[
+            "type",
+            "bond",
+            "ifname",
+            "bond9",
+            "bond.options",
+            "mode=active-backup,miimon=100",
+            "ipv4.method",
+            "disabled",
+            "ipv6.method",
+            "ignore",
+        ],
+        &[
+            "type",
+            "vlan",
+            "ifname",
+            "vlan9",
+            "dev",
+            "bond9",
+            "id",
+            "9",
+            "ip4",
+            "198.51.100.1/24",
+            "ipv6.method",
+            "disabled",
+            "autoconnect",
+            "no",
+        ],
+        &[
+            "type",
+            "ethernet",
+            "ifname",
+            "port9",
+            "master",
+            "br9",
+            "slave-type",
+            "bridge",
+            "bridge-port.path-cost",
+            "50",
+            "802-3-ethernet.mac-address",
+            "02:00:00:00:00:09",
+            "ethernet.mtu",
+            "1400",
+        ],
+    ];
+    for (i, words) in cases.iter().enumerate() {
+        let ours_id = format!("ours-{i}");
+        let theirs_id = format!("theirs-{i}");
+        let mut args = vec!["nm", "connection", "add"];
+        args.extend_from_slice(words);
+        args.extend_from_slice(&["con-name", &ours_id]);
+        self::ours(&nm, &args).ok();
+        let mut args = vec!["connection", "add"];
+        args.extend_from_slice(words);
+        args.extend_from_slice(&["con-name", &theirs_id]);
+        let out = nm.nmcli().args(&args).output().unwrap();
+        assert!(out.status.success(), "nmcli {args:?}: {out:?}");
+        let fields = all_fields(&nm, &ours_id);
+        assert!(fields.len() > 20, "{fields:?}");
+        assert_eq!(fields, all_fields(&nm, &theirs_id), "{words:?}");
+    }
+}
