@@ -665,4 +665,34 @@ fn add_gives_the_profile_nmcli_gives_for_bridge_bond_vlan_and_port() {
         assert!(fields.len() > 20, "{fields:?}");
         assert_eq!(fields, all_fields(&nm, &theirs_id), "{words:?}");
     }
+
+    // modify, with `+` and `-` on lists: the same change as nmcli's.
+    let change = [
+        "+ipv4.addresses",
+        "192.0.2.5/24",
+        "-ipv4.addresses",
+        "198.51.100.1/24",
+        "ipv4.gateway",
+        "192.0.2.254",
+        "+ipv4.dns",
+        "192.0.2.53",
+        "ipv4.dns-search",
+        "example.test",
+        "ipv6.method",
+        "manual",
+        "ipv6.addresses",
+        "2001:db8::9/64",
+        "ipv6.addr-gen-mode",
+        "eui64",
+    ];
+    let mut args = vec!["nm", "connection", "modify", "ours-2"];
+    args.extend_from_slice(&change);
+    self::ours(&nm, &args).ok();
+    let mut args = vec!["connection", "modify", "theirs-2"];
+    args.extend_from_slice(&change);
+    let out = nm.nmcli().args(&args).output().unwrap();
+    assert!(out.status.success(), "nmcli {args:?}: {out:?}");
+    let fields = all_fields(&nm, "ours-2");
+    assert!(fields.contains("ipv4.addresses:192.0.2.5/24"), "{fields:?}");
+    assert_eq!(fields, all_fields(&nm, "theirs-2"));
 }
