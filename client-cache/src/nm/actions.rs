@@ -236,7 +236,7 @@ impl NmClient {
             .body()
             .deserialize()
             .map_err(|e| malformed(e, action))?;
-        self.wait_active(active.as_str(), reply.1, reply.2, false, timeout)
+        self.wait_active(active.as_str(), reply.1, reply.2, reply.3, false, timeout)
             .await
     }
 
@@ -265,7 +265,7 @@ impl NmClient {
             .map_err(|e| malformed(e, action))?;
         let started = std::time::Instant::now();
         let activation = self
-            .wait_active(active.as_str(), reply.1, reply.2, false, timeout)
+            .wait_active(active.as_str(), reply.1, reply.2, reply.3, false, timeout)
             .await?;
         // The new profile, with its settings, is in the cache too.
         let left = timeout.saturating_sub(started.elapsed());
@@ -290,11 +290,12 @@ impl NmClient {
         method: &str,
         body: &B,
         action: &str,
-    ) -> Result<(Message, Vec<Message>, MessageStream)>
+    ) -> Result<(Message, Vec<Message>, MessageStream, usize)>
     where
         B: Serialize + zbus::DynamicType,
     {
         let mut signals = self.state_signals().await?;
+        let mark = self.cache().queued_events().count();
         let conn = self.cache().connection().clone();
         let mut early = Vec::new();
         let reply = {
@@ -316,7 +317,7 @@ impl NmClient {
             self.cache_mut().drive(deadline(both)).await??
         };
         let reply = reply.map_err(|e| remote(e, action))?;
-        Ok((reply, early, signals))
+        Ok((reply, early, signals, mark))
     }
 
     /// Deactivate the active connection of profile `profile` (id, UUID, profile path or active
@@ -337,6 +338,7 @@ impl NmClient {
                 name: profile.to_owned(),
             })?;
         let signals = self.state_signals().await?;
+        let mark = self.cache().queued_events().count();
         self.call(
             NM_PATH,
             iface::NM,
@@ -345,7 +347,7 @@ impl NmClient {
             &format!("deactivate {profile:?}"),
         )
         .await?;
-        self.wait_active(&active, Vec::new(), signals, true, timeout)
+        self.wait_active(&active, Vec::new(), signals, mark, true, timeout)
             .await
     }
 
@@ -370,6 +372,7 @@ impl NmClient {
         active: &str,
         early: Vec<Message>,
         mut signals: MessageStream,
+        mark: usize,
         deactivating: bool,
         timeout: Duration,
     ) -> Result<Activation> {
@@ -426,11 +429,29 @@ impl NmClient {
             }
         };
         let device_reason = device.as_ref().and_then(|(path, _)| {
-            let o = self.cache().object_any(path)?;
-            match o.prop(iface::DEVICE, "StateReason")? {
-                Value::Struct(fields) => fields.get(1)?.as_u32().map(DeviceStateReason::from),
-                _ => None,
+            // The reason the device gave when it failed, from the property changes queued
+            // since the call (it moves on to `disconnected`, reason none, right after);
+            // otherwise its reason now.
+            let failed = self
+                .cache()
+                .queued_events()
+                .skip(mark)
+                .filter_map(|e| match e {
+                    Event::PropertyChanged {
+                        path: p,
+                        property,
+                        new,
+                        ..
+                    } if **p == **path && &**property == "StateReason" => device_state_reason(new),
+                    _ => None,
+                })
+                .filter(|(state, _)| *state == DEVICE_STATE_FAILED)
+                .last();
+            if let Some((_, reason)) = failed {
+                return Some(reason);
             }
+            let o = self.cache().object_any(path)?;
+            device_state_reason(o.prop(iface::DEVICE, "StateReason")?).map(|(_, reason)| reason)
         });
         let outcome = match state {
             ActiveConnectionState::Activated if !deactivating => Outcome::Activated,
@@ -819,6 +840,20 @@ impl NmClient {
             .and_then(|o| o.prop(iface::NM, "Checkpoints").and_then(Value::as_strs))
             .map(|v| v.iter().map(|s| s.to_string()).collect())
             .unwrap_or_default()
+    }
+}
+
+/// `NM_DEVICE_STATE_FAILED`.
+const DEVICE_STATE_FAILED: u32 = 120;
+
+/// A device's `StateReason` `(state, reason)`.
+fn device_state_reason(value: &Value) -> Option<(u32, DeviceStateReason)> {
+    match value {
+        Value::Struct(fields) => Some((
+            fields.first()?.as_u32()?,
+            DeviceStateReason::from(fields.get(1)?.as_u32()?),
+        )),
+        _ => None,
     }
 }
 
