@@ -379,6 +379,7 @@ pub(crate) enum NmAction {
         alias = "dev",
         after_help = "Example:\n  netmirror nm device eth0"
     )]
+    #[command(args_conflicts_with_subcommands = true)]
     Device {
         /// An interface name.
         iface: Option<String>,
@@ -386,6 +387,9 @@ pub(crate) enum NmAction {
         /// namespace of `--netns`), each marked where NetworkManager's IP4/IP6 differ.
         #[arg(long, requires = "iface")]
         kernel: bool,
+        /// A change: `connect|disconnect|reapply DEV`, `set DEV managed yes|no`.
+        #[command(subcommand)]
+        edit: Option<crate::nm_actions::DeviceEdit>,
     },
     /// Connection profiles, like `nmcli connection`; one in detail with ID or UUID.
     #[command(
@@ -393,14 +397,39 @@ pub(crate) enum NmAction {
         alias = "con",
         after_help = "Example:\n  netmirror nm connection"
     )]
+    #[command(args_conflicts_with_subcommands = true)]
     Connection {
         /// A profile's id (name) or UUID.
         #[arg(value_name = "ID|UUID")]
         id: Option<String>,
+        /// A change: `up|down|add|modify|delete|reload`.
+        #[command(subcommand)]
+        edit: Option<crate::nm_actions::ConnectionEdit>,
     },
     /// Active connections, like `nmcli connection show --active`.
     #[command(alias = "a", after_help = "Example:\n  netmirror nm active")]
     Active,
+    /// Turn networking on or off, like `nmcli networking on|off`.
+    #[command(after_help = "Example:\n  netmirror nm networking off")]
+    Networking {
+        /// `on` or `off`.
+        state: crate::nm_actions::OnOff,
+    },
+    /// Switch a radio on or off, like `nmcli radio wifi|wwan on|off`.
+    #[command(after_help = "Example:\n  netmirror nm radio wifi off")]
+    Radio {
+        /// `wifi` or `wwan`.
+        radio: crate::nm_actions::RadioName,
+        /// `on` or `off`.
+        state: crate::nm_actions::OnOff,
+    },
+    /// Checkpoints: create one, roll back to it, or destroy it.
+    #[command(after_help = "Example:\n  netmirror nm checkpoint create --timeout 60 eth0")]
+    Checkpoint {
+        /// What to do.
+        #[command(subcommand)]
+        action: crate::nm_actions::CheckpointAction,
+    },
     /// Changes to devices, profiles and active connections as they happen.
     #[command(alias = "m", after_help = "Example:\n  netmirror --json nm monitor")]
     Monitor,

@@ -13,6 +13,7 @@ mod kernel;
 mod monitor;
 mod nexthop;
 mod nm;
+mod nm_actions;
 mod objects;
 mod overview;
 mod pipe;

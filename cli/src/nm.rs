@@ -92,6 +92,9 @@ pub(crate) fn run(
     kernel: &KernelArgs,
     args: &NmArgs,
 ) -> anyhow::Result<()> {
+    if let Some(done) = crate::nm_actions::run(printer, bus, args) {
+        return done;
+    }
     zbus::block_on(async {
         let conn = bus::connect(bus).await?;
         match &args.action {
@@ -106,6 +109,7 @@ pub(crate) fn run(
             Some(NmAction::Device {
                 iface: Some(iface),
                 kernel: with_kernel,
+                ..
             }) => {
                 // Everything is loaded, not only the device (`NmClient::device_by_iface`):
                 // nmcli's sections follow the device's references (active connection,
@@ -120,11 +124,11 @@ pub(crate) fn run(
                 }
                 printer.props(&props)
             }
-            Some(NmAction::Connection { id: None }) => {
+            Some(NmAction::Connection { id: None, .. }) => {
                 let nm = load(&conn, bus, timeout).await?;
                 printer.table(&connection_table(&nm))
             }
-            Some(NmAction::Connection { id: Some(id) }) => {
+            Some(NmAction::Connection { id: Some(id), .. }) => {
                 let nm = load(&conn, bus, timeout).await?;
                 let profile = nm
                     .connections()
@@ -138,6 +142,9 @@ pub(crate) fn run(
                 printer.table(&active_table(&nm.active_connections()))
             }
             Some(NmAction::Monitor) => monitor(printer, &conn, bus, timeout).await,
+            Some(
+                NmAction::Networking { .. } | NmAction::Radio { .. } | NmAction::Checkpoint { .. },
+            ) => Err(anyhow::anyhow!("a changing command reached the views")),
         }
     })
 }

@@ -340,6 +340,57 @@ impl ObjectCache {
             .flatten()
     }
 
+    /// Handle messages until `fut` (typically a method call on [`Self::connection`]) completes,
+    /// then every message already received: what the service sent before its reply is in the
+    /// cache when this returns. Events stay queued. The cache's stream must be polled while a
+    /// call on its connection waits (the connection's reader stops when a stream is full), which
+    /// is what this does.
+    pub async fn drive<F: std::future::Future>(&mut self, fut: F) -> Result<F::Output> {
+        futures_util::pin_mut!(fut);
+        let out = loop {
+            if self.closed {
+                return Err(Error::Closed);
+            }
+            if let Some(out) = self.step_or(fut.as_mut()).await? {
+                break out;
+            }
+        };
+        while !self.closed {
+            if self.step_or(std::future::ready(())).await?.is_some() {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Handle messages until `pred` holds for the cache (checked now and after each batch) or
+    /// `timeout` passes; whether it holds. Events stay queued.
+    pub async fn wait_until(
+        &mut self,
+        mut pred: impl FnMut(&Self) -> bool,
+        timeout: Duration,
+    ) -> Result<bool> {
+        let timer = async_timer(timeout);
+        futures_util::pin_mut!(timer);
+        loop {
+            if pred(self) {
+                return Ok(true);
+            }
+            if self.closed {
+                return Err(Error::Closed);
+            }
+            if self.step_or(timer.as_mut()).await?.is_some() {
+                return Ok(pred(self));
+            }
+        }
+    }
+
+    /// The events queued and not yet taken, oldest first (their number is
+    /// [`queued_events`](Self::queued_events)).
+    pub fn pending_events(&self) -> impl Iterator<Item = &Event> {
+        self.core.queued_iter()
+    }
+
     /// Handle messages until the current (re)load is complete (events stay queued). Fails
     /// with [`Error::Call`] when a call the load needs fails (times out included).
     pub async fn load(&mut self) -> Result<()> {
@@ -566,4 +617,10 @@ impl<'a> ObjectRef<'a> {
             .ids()
             .filter_map(move |id| cache.get(id))
     }
+}
+
+/// A timer on async-io's reactor (one thread for the whole process, whatever the executor):
+/// no thread per timer.
+pub(crate) async fn async_timer(timeout: Duration) {
+    async_io::Timer::after(timeout).await;
 }

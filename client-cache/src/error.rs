@@ -27,6 +27,28 @@ pub enum Error {
     /// The connection closed while the cache was waiting for it.
     #[error("the D-Bus connection closed")]
     Closed,
+    /// A wait gave up after its timeout.
+    #[error("timed out after {0:?}")]
+    Timeout(std::time::Duration),
+    /// The service (NetworkManager's permission checks, or polkit) refused the caller.
+    #[error("not authorized to {action}: {message}")]
+    NotAuthorized {
+        /// What the caller tried, in words (`activate profile "x"`).
+        action: String,
+        /// The service's message.
+        message: String,
+    },
+    /// A setting given by the caller is wrong; nothing was sent.
+    #[error("{0}")]
+    InvalidSetting(String),
+    /// The caller named something the cache does not hold.
+    #[error("{kind} {name:?} not found")]
+    NotFound {
+        /// What kind of thing (`profile`, `device`, `active connection`).
+        kind: &'static str,
+        /// The name the caller gave.
+        name: String,
+    },
     /// The private thread of the blocking facade went away.
     #[error("the cache thread stopped")]
     ThreadGone,

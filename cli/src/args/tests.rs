@@ -154,7 +154,7 @@ fn bus() {
         panic!("not nm")
     };
     assert!(
-        matches!(nm.action, Some(NmAction::Device { iface: Some(ref iface), kernel: false }) if iface == "eth0")
+        matches!(nm.action, Some(NmAction::Device { iface: Some(ref iface), kernel: false, .. }) if iface == "eth0")
     );
     let cli = parse("nm device eth0 --kernel").unwrap();
     let Some(Command::Nm(nm)) = cli.command else {
@@ -203,4 +203,49 @@ fn completions_are_listed_and_the_man_page_is_not() {
     assert!(!help.contains("\n  man "), "{help}");
     assert!(parse("completions bash").is_ok());
     assert!(parse("man").is_ok());
+}
+
+#[test]
+fn nm_changes_are_subcommands_and_views_keep_their_words() {
+    use crate::nm_actions::{ConnectionEdit, DeviceEdit};
+    let nm = |line: &str| match parse(line).unwrap().command {
+        Some(Command::Nm(nm)) => nm.action,
+        other => panic!("not nm: {other:?}"),
+    };
+    let Some(NmAction::Connection {
+        edit: Some(ConnectionEdit::Up { id, rest, wait }),
+        ..
+    }) = nm("nm connection up s1 ifname va0 -w 5")
+    else {
+        panic!("not up");
+    };
+    assert_eq!(
+        (id.as_str(), rest.as_slice(), wait.seconds),
+        ("s1", &["ifname".to_owned(), "va0".to_owned()][..], 5)
+    );
+    assert!(matches!(
+        nm("nm connection s1"),
+        Some(NmAction::Connection { id: Some(ref id), edit: None }) if id == "s1"
+    ));
+    let Some(NmAction::Connection {
+        edit: Some(ConnectionEdit::Modify { words, .. }),
+        ..
+    }) = nm("nm con modify s1 -ipv4.addresses 192.0.2.1/24")
+    else {
+        panic!("not modify");
+    };
+    assert_eq!(words, ["-ipv4.addresses", "192.0.2.1/24"]);
+    assert!(matches!(
+        nm("nm device set vb0 managed no"),
+        Some(NmAction::Device {
+            edit: Some(DeviceEdit::Set { .. }),
+            ..
+        })
+    ));
+    assert!(matches!(
+        nm("nm networking off"),
+        Some(NmAction::Networking { .. })
+    ));
+    assert!(parse("nm radio bluetooth on").is_err());
+    assert!(parse("nm connection up").is_err());
 }

@@ -70,6 +70,11 @@ impl Core {
         });
     }
 
+    /// The events queued and not yet taken, oldest first.
+    pub(crate) fn queued_iter(&self) -> impl Iterator<Item = &Event> {
+        self.events.iter()
+    }
+
     /// How many events wait for the consumer.
     pub(crate) fn queued(&self) -> usize {
         self.events.len()

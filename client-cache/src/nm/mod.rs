@@ -19,13 +19,17 @@ use crate::{
     CacheBuilder, Event, FetchSpec, Lookup, ObjectCache, ObjectRef, Registry, Result, Value,
 };
 
+mod actions;
+pub mod settings;
 mod views;
 
+pub use actions::*;
 pub use netmirror_dbus_meta::nm::{
     ActivationStateFlags, ActiveConnectionState, ActiveConnectionStateReason, ConnectivityState,
     DeviceCapabilities, DeviceInterfaceFlags, DeviceState, DeviceStateReason, DeviceType, Metered,
     RadioFlags, State,
 };
+pub use settings::Settings as ProfileSettings;
 pub use views::*;
 
 /// The service name.

@@ -27,7 +27,9 @@ const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(60);
 const HIDDEN_HOST_PATHS: &[&str] = &["/run", "/var/lib/NetworkManager", "/etc/NetworkManager"];
 
 /// Runs in the sandbox's fresh network and mount namespaces, and keeps them alive: mounts a
-/// sysfs of the new network namespace and tmpfs over the host's state, brings `lo` up, says
+/// sysfs of the new network namespace (`$1` is its mount option: `ro` when the daemon is to
+/// manage devices, see [`NetworkManagerBuilder::manage_devices`]) and tmpfs over the host's
+/// state, brings `lo` up, says
 /// `ready`, then waits for its stdin to close (the fixture dropped, or the test process died).
 /// `$0` is the sandbox dir, so its path (and the marker in it) shows in the command line.
 /// `$1` is the sysfs mount's options: `ro` makes the daemon manage the links itself (without

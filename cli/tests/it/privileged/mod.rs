@@ -9,6 +9,7 @@ mod kernel;
 mod monitor;
 mod nexthop;
 mod nm;
+mod nm_actions;
 mod nm_views;
 mod objects;
 mod reliability;

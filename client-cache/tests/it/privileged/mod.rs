@@ -2,5 +2,6 @@
 
 mod fixtures;
 mod introspect_conformance;
+mod nm_actions;
 mod nm_cache;
 mod nm_names;
