@@ -37,7 +37,12 @@ type Error = Box<dyn std::error::Error>;
 
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         ["serve"] => serve(),
         ["managed", address] => managed(address),
         _ => Err("usage: soak_service serve | soak_service managed ADDRESS".into()),
