@@ -53,7 +53,7 @@ fn node(name: &str) -> Result<Ifaces, Error> {
     let mut props = Props::new();
     props.insert(
         "Name".into(),
-        OwnedVariant::try_from(zbus::zvariant::Value::from(name))?,
+        OwnedVariant::try_from(zbus::Variant::from(name))?,
     );
     let mut ifaces = Ifaces::new();
     ifaces.insert(NODE.into(), props);
@@ -126,7 +126,7 @@ type Managed = HashMap<OwnedObjectPath, BTreeMap<String, HashMap<String, OwnedVa
 
 fn managed(address: &str) -> Result<(), Error> {
     let objects: Managed = zbus::block_on(async {
-        let conn = zbus::connection::Builder::address(address)?.build().await?;
+        let conn = zbus::connection::Builder::address(address).build().await?;
         let reply = conn
             .call_method(
                 Some(SERVICE),
