@@ -226,29 +226,48 @@ impl HostileService {
         prefix: &str,
         count: usize,
     ) -> io::Result<()> {
+        self.churn_property_name_batches(path, iface, prefix, count, 1)
+    }
+
+    /// As [`churn_property_names`](Self::churn_property_names), `batch` names per signal:
+    /// each `PropertiesChanged` announces the next `batch` new names and invalidates the
+    /// previous signal's, as fast as the bus takes them. The table ends as it began.
+    pub fn churn_property_name_batches(
+        &self,
+        path: &str,
+        iface: &str,
+        prefix: &str,
+        count: usize,
+        batch: usize,
+    ) -> io::Result<()> {
+        let batch = batch.max(1);
         on_thread(|| {
             zbus::block_on(async {
-                let mut previous: Option<String> = None;
-                for i in 0..=count {
+                let mut previous: Vec<String> = Vec::new();
+                let mut next = 0;
+                loop {
                     let mut props: HashMap<String, OwnedVariant> = HashMap::new();
-                    let name = format!("{prefix}{i}");
-                    if i < count {
-                        props.insert(name.clone(), OwnedVariant::from(i as u32));
+                    let end = (next + batch).min(count);
+                    for i in next..end {
+                        props.insert(format!("{prefix}{i}"), OwnedVariant::from(i as u32));
                     }
-                    let invalidated: Vec<String> = previous.take().into_iter().collect();
+                    next = end;
+                    if props.is_empty() && previous.is_empty() {
+                        return Ok(());
+                    }
+                    let invalidated = std::mem::take(&mut previous);
                     self.conn
                         .emit_signal(
                             None::<&str>,
                             path,
                             PROPS,
                             "PropertiesChanged",
-                            &(iface, props, invalidated),
+                            &(iface, &props, invalidated),
                         )
                         .await
                         .map_err(|e| io_err("emit", e))?;
-                    previous = Some(name);
+                    previous = props.into_keys().collect();
                 }
-                Ok(())
             })
         })
     }
