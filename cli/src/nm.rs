@@ -1373,8 +1373,17 @@ async fn monitor(
         )?;
     }
     tracing::debug!(n_objects = state.known.len(), "monitor ready");
+    let interrupt = crate::signals::Interrupt::install()?;
     let mut out = Pipe::start(printer)?;
-    while let Some(event) = nm.next_event().await {
+    loop {
+        let event = match crate::signals::next_or_signal(nm.next_event(), &interrupt).await {
+            crate::signals::Next::Event(event) => event,
+            crate::signals::Next::Closed => break,
+            crate::signals::Next::Interrupted(signal) => {
+                crate::signals::print_stopped(printer, signal)?;
+                break;
+            }
+        };
         match event {
             NmEvent::DeviceAdded(path)
             | NmEvent::ProfileAdded(path)

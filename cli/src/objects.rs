@@ -70,11 +70,10 @@ pub(crate) fn run(
             Ok(None) => {}
             // Introspection is not proof (a service may not describe what it serves): ask at
             // `/` anyway, and say there is none only when the service says so too.
-            Err(NoManager::Nowhere(text)) => {
-                tracing::info!(%service, "no ObjectManager in the introspection data; trying /");
+            Err(NoManager::Nowhere(text) | NoManager::NotAt(text)) => {
+                tracing::info!(%service, "no ObjectManager in the introspection data; asking anyway");
                 none_found = Some(text);
             }
-            Err(NoManager::NotAt(text)) => return Err(anyhow::anyhow!(text)),
         }
         let progress = crate::progress::Progress::start("loading objects");
         let mut cache =
@@ -89,7 +88,8 @@ pub(crate) fn run(
                                 || name.ends_with(".UnknownObject")
                         }) =>
                     {
-                        anyhow::anyhow!("{text}")
+                        let name = call.error_name().unwrap_or_default();
+                        anyhow::anyhow!("{text} (it answered {} with {name})", call.method)
                     }
                     _ => bus::explain(err, bus, &service),
                 })?;
@@ -117,8 +117,17 @@ pub(crate) fn run(
                 .as_deref()
                 .is_none_or(|wanted| wanted == interface)
         };
+        let interrupt = crate::signals::Interrupt::install()?;
         let mut out = Pipe::start(printer)?;
-        while let Some(event) = cache.next_event().await {
+        loop {
+            let event = match crate::signals::next_or_signal(cache.next_event(), &interrupt).await {
+                crate::signals::Next::Event(event) => event,
+                crate::signals::Next::Closed => break,
+                crate::signals::Next::Interrupted(signal) => {
+                    crate::signals::print_stopped(printer, signal)?;
+                    break;
+                }
+            };
             match event {
                 Event::Added { path } => {
                     if let Some(object) = cache.object(&path) {
@@ -407,11 +416,12 @@ async fn find_manager(
     )))
 }
 
-/// Why [`find_manager`] found no ObjectManager, with the sentence for the user.
+/// Why [`find_manager`] found no ObjectManager in the introspection data, with the sentence
+/// for the user should the service confirm it (a `GetManagedObjects` it does not know).
 enum NoManager {
-    /// Not at the path given.
+    /// Not at the path given (which is then asked all the same).
     NotAt(String),
-    /// Nowhere its introspection data shows.
+    /// Nowhere its introspection data shows (`/` is then asked all the same).
     Nowhere(String),
 }
 

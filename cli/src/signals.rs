@@ -85,3 +85,48 @@ impl Signal {
         }
     }
 }
+
+/// What a D-Bus monitor waits for: its next event, or a signal.
+pub(crate) enum Next<E> {
+    /// The next event.
+    Event(E),
+    /// The event stream ended (the connection closed).
+    Closed,
+    /// SIGINT or SIGTERM came first.
+    Interrupted(Signal),
+}
+
+/// Waits for `next` (a cache's next event) or a signal, whichever comes first: the flag is
+/// looked at every 100 ms on async-io's timer. A monitor ends cleanly on the signal (the event
+/// future, dropped then, loses nothing the monitor would still print).
+pub(crate) async fn next_or_signal<E>(
+    next: impl std::future::Future<Output = Option<E>>,
+    interrupt: &Interrupt,
+) -> Next<E> {
+    let watch = async {
+        loop {
+            if let Some(signal) = interrupt.received() {
+                return signal;
+            }
+            async_io::Timer::after(std::time::Duration::from_millis(100)).await;
+        }
+    };
+    let next = std::pin::pin!(next);
+    let watch = std::pin::pin!(watch);
+    match futures_util::future::select(next, watch).await {
+        futures_util::future::Either::Left((Some(event), _)) => Next::Event(event),
+        futures_util::future::Either::Left((None, _)) => Next::Closed,
+        futures_util::future::Either::Right((signal, _)) => Next::Interrupted(signal),
+    }
+}
+
+/// The monitors' last line when a signal stops them (`[MONITOR] stopped by SIGINT`).
+pub(crate) fn print_stopped(
+    printer: &mut crate::render::Printer,
+    signal: Signal,
+) -> anyhow::Result<()> {
+    printer.status(
+        &serde_json::json!({"object": "monitor", "event": "stopped", "signal": signal.name()}),
+        &format!("[MONITOR] stopped by {}", signal.name()),
+    )
+}

@@ -348,3 +348,89 @@ fn nm_monitor_whose_output_stalls_reports_the_overrun_and_loses_nothing() {
     assert!(overruns >= 1, "an overrun line");
     assert_eq!(overruns, resynced, "each overrun ends with a resynced line");
 }
+
+/// Starts `netmirror --bus ADDRESS ARGS...` as a monitor, waits for it to be ready, sends it
+/// `signal` (`INT` or `TERM`) and returns its exit status and its last line of output.
+fn signalled_monitor(
+    bus: &PrivateBus,
+    args: &[&str],
+    signal: &str,
+) -> (std::process::ExitStatus, String) {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+
+    let mut all = vec!["--bus", bus.address()];
+    all.extend_from_slice(args);
+    let mut command = netmirror(&all);
+    command
+        .env("RUST_LOG", "netmirror=debug")
+        .env_remove("NETMIRROR_FATAL_WARNINGS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn the monitor");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, log) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    loop {
+        let line = log
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the monitor got ready");
+        if line.contains("monitor ready") {
+            break;
+        }
+    }
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the monitor did not end on SIG{signal}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut stdout)
+        .expect("read stdout");
+    let last = stdout.lines().last().unwrap_or_default().to_owned();
+    (status, last)
+}
+
+/// Issue 15: the D-Bus monitors, like the kernel's, end on SIGINT/SIGTERM with a last line
+/// and status 0 (they used to die of the signal).
+#[test]
+fn d_bus_monitors_end_on_signals_with_a_last_line() {
+    let bus = PrivateBus::start().expect("bus");
+    let _service = hostile(&bus);
+    let (status, last) = signalled_monitor(
+        &bus,
+        &["objects", "monitor", "--service", SERVICE, "--manager", "/"],
+        "INT",
+    );
+    assert_eq!(status.code(), Some(0), "{status:?} {last:?}");
+    assert_eq!(last, "[MONITOR] stopped by SIGINT");
+
+    let _nm = fake_nm(&bus, v(true));
+    let (status, last) = signalled_monitor(&bus, &["--json", "nm", "monitor"], "TERM");
+    assert_eq!(status.code(), Some(0), "{status:?} {last:?}");
+    let value: serde_json::Value = serde_json::from_str(&last).expect("JSON");
+    assert_eq!(
+        value,
+        serde_json::json!({"object": "monitor", "event": "stopped", "signal": "SIGTERM"})
+    );
+}
