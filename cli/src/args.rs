@@ -424,7 +424,7 @@ pub(crate) enum NmAction {
         state: crate::nm_actions::OnOff,
     },
     /// Checkpoints: create one, roll back to it, or destroy it.
-    #[command(after_help = "Example:\n  netmirror nm checkpoint create --timeout 60 eth0")]
+    #[command(after_help = "Example:\n  netmirror nm checkpoint create --rollback-after 60 eth0")]
     Checkpoint {
         /// What to do.
         #[command(subcommand)]

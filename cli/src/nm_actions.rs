@@ -165,9 +165,10 @@ pub(crate) enum DeviceEdit {
 pub(crate) enum CheckpointAction {
     /// Create a checkpoint of the devices (all when none is named); prints its path.
     Create {
-        /// Roll back by itself after this many seconds (0: never).
-        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
-        timeout: u32,
+        /// Roll back by itself after this many seconds (0: never). (Not `--timeout`, which
+        /// is every D-Bus call's deadline.)
+        #[arg(long = "rollback-after", value_name = "SECONDS", default_value_t = 0)]
+        rollback_after: u32,
         /// Interface names.
         devices: Vec<String>,
     },
@@ -339,9 +340,10 @@ fn plan(args: &NmArgs) -> anyhow::Result<Plan> {
             *state == OnOff::On,
         ),
         Some(NmAction::Checkpoint { action }) => match action {
-            CheckpointAction::Create { timeout, devices } => {
-                Plan::CheckpointCreate(devices.clone(), *timeout)
-            }
+            CheckpointAction::Create {
+                rollback_after,
+                devices,
+            } => Plan::CheckpointCreate(devices.clone(), *rollback_after),
             CheckpointAction::Rollback { path } => Plan::CheckpointRollback(path.clone()),
             CheckpointAction::Destroy { path } => Plan::CheckpointDestroy(path.clone()),
         },

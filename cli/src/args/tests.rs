@@ -249,3 +249,12 @@ fn nm_changes_are_subcommands_and_views_keep_their_words() {
     assert!(parse("nm radio bluetooth on").is_err());
     assert!(parse("nm connection up").is_err());
 }
+
+#[test]
+fn the_global_timeout_and_a_checkpoints_rollback_do_not_collide() {
+    // Both were `timeout` (a Duration and a u32): clap panicked on reading the arguments.
+    let cli = parse("--timeout 5 nm checkpoint create --rollback-after 60 eth0").unwrap();
+    assert_eq!(cli.bus.timeout(), std::time::Duration::from_secs(5));
+    let cli = parse("nm checkpoint create").unwrap();
+    assert_eq!(cli.bus.timeout(), std::time::Duration::from_secs(25));
+}
