@@ -102,6 +102,11 @@ pub enum Position<Id> {
 }
 
 /// What [`DedupIndex::insert`] or [`DedupIndex::replace`] did.
+///
+/// The netmirror crates share one vocabulary for changes: the variants `Added`, `Replaced {
+/// old, new }` (and here `Unchanged`; in netmirror-platform, `Removed`), and the accessors
+/// [`old`](Self::old) (the object before, if any) and [`new`](Self::new) (the object now). An
+/// insert always leaves an object in the index, so `new` here is never absent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Change<T> {
@@ -147,6 +152,16 @@ impl<T> Change<T> {
             Change::Added(obj) | Change::Unchanged(obj) => obj,
             Change::Replaced { new, .. } => new,
         }
+    }
+
+    /// The object the index holds now (the same as [`obj`](Self::obj)): the name pairs with
+    /// [`old`](Self::old), as in netmirror-platform's `Change`.
+    #[allow(
+        clippy::new_ret_no_self,
+        reason = "the accessor of the `new` field, not a constructor"
+    )]
+    pub fn new(&self) -> &Arc<T> {
+        self.obj()
     }
 }
 

@@ -60,7 +60,7 @@ fn resync_reports_old_new_and_removed() {
     }
     let replaced: Vec<_> = changes
         .iter()
-        .filter_map(|c| c.old().map(|old| (old.addr, c.obj().flags)))
+        .filter_map(|c| c.old().map(|old| (old.addr, c.new().flags)))
         .collect();
     assert_eq!(replaced, [(4, 1)]);
     assert_eq!(
