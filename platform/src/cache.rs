@@ -156,6 +156,7 @@ pub struct PollStatus {
 
 /// Counters for diagnostics and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Messages applied from the event socket.
     pub n_messages: u64,
