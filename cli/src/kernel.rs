@@ -416,6 +416,8 @@ fn attr_json(value: &AttrValue) -> Value {
         AttrValue::List(items) => items.clone().into(),
         AttrValue::Flag => true.into(),
         AttrValue::Raw(bytes) => names::hex(bytes).into(),
+        // A kind of value this CLI does not know yet: as the library prints it.
+        other => other.to_string().into(),
     }
 }
 

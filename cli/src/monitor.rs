@@ -112,7 +112,7 @@ pub(crate) fn run(
                         }
                         _ => None,
                     };
-                    if let Some(link) = change.new_obj() {
+                    if let Some(link) = change.new() {
                         names.insert(link.ifindex(), link.name());
                     }
                     if wanted(MonitorObject::Link) {
@@ -144,7 +144,7 @@ pub(crate) fn run(
                 }
                 Event::Address(change) => {
                     let in_family = change
-                        .new_obj()
+                        .new()
                         .or(change.old())
                         .is_none_or(|addr| family.is_none_or(|family| addr.family() == family));
                     if wanted(MonitorObject::Addr) && in_family {
@@ -155,7 +155,7 @@ pub(crate) fn run(
                 }
                 Event::Route(change) => {
                     let in_family = change
-                        .new_obj()
+                        .new()
                         .or(change.old())
                         .is_none_or(|route| family.is_none_or(|family| route.family() == family));
                     if wanted(MonitorObject::Route) && in_family {
@@ -166,7 +166,7 @@ pub(crate) fn run(
                 }
                 Event::Rule(change) => {
                     let in_family = change
-                        .new_obj()
+                        .new()
                         .or(change.old())
                         .is_none_or(|rule| family.is_none_or(|family| rule.family() == family));
                     if wanted(MonitorObject::Rule) && in_family {
@@ -180,7 +180,7 @@ pub(crate) fn run(
                     }
                 }
                 Event::Nexthop(change) => {
-                    let in_family = change.new_obj().or(change.old()).is_none_or(|nh| {
+                    let in_family = change.new().or(change.old()).is_none_or(|nh| {
                         family.is_none_or(|family| nh.family().is_none_or(|f| f == family))
                     });
                     if wanted(MonitorObject::Nexthop) && in_family {
@@ -236,7 +236,7 @@ fn print_change<T>(
         kind,
         fields,
         old: change.old().map(|old| row(old)),
-        new: change.new_obj().map(|new| row(new)),
+        new: change.new().map(|new| row(new)),
     })
 }
 

@@ -102,6 +102,11 @@ pub enum Position<Id> {
 }
 
 /// What [`DedupIndex::insert`] or [`DedupIndex::replace`] did.
+///
+/// The netmirror crates share one vocabulary for changes: the variants `Added`, `Replaced {
+/// old, new }` (and here `Unchanged`; in netmirror-platform, `Removed`), and the accessors
+/// [`old`](Self::old) (the object before, if any) and [`new`](Self::new) (the object now). An
+/// insert always leaves an object in the index, so `new` here is never absent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Change<T> {
@@ -147,6 +152,16 @@ impl<T> Change<T> {
             Change::Added(obj) | Change::Unchanged(obj) => obj,
             Change::Replaced { new, .. } => new,
         }
+    }
+
+    /// The object the index holds now (the same as [`obj`](Self::obj)): the name pairs with
+    /// [`old`](Self::old), as in netmirror-platform's `Change`.
+    #[allow(
+        clippy::new_ret_no_self,
+        reason = "the accessor of the `new` field, not a constructor"
+    )]
+    pub fn new(&self) -> &Arc<T> {
+        self.obj()
     }
 }
 
@@ -235,7 +250,10 @@ where
     T::Id: Borrow<Q>,
     Q: Eq + ?Sized,
 {
-    matches!(objs.get(slot as usize), Some(Some(obj)) if obj.id().borrow() == id)
+    matches!(objs.get(slot as usize), Some(Some(obj)) if match obj.id_ref() {
+        Some(held) => held.borrow() == id,
+        None => obj.id().borrow() == id,
+    })
 }
 
 #[inline]
@@ -380,7 +398,11 @@ impl<T: Object> DedupIndex<T> {
 
     /// The held object equal to `obj`, if any: the interned copy.
     pub fn find_equal(&self, obj: &T) -> Option<&Arc<T>> {
-        self.get(&obj.id()).filter(|held| ***held == *obj)
+        match obj.id_ref() {
+            Some(id) => self.get(id),
+            None => self.get(&obj.id()),
+        }
+        .filter(|held| ***held == *obj)
     }
 
     /// Returns the held object equal to `obj` if there is one, else `obj` itself. Nothing is
@@ -461,15 +483,22 @@ impl<T: Object> DedupIndex<T> {
             }
             _ => None,
         };
-        let id = obj.id();
-        let hash = self.hasher.hash_one(&id);
+        let owned_id;
+        let id = match obj.id_ref() {
+            Some(id) => id,
+            None => {
+                owned_id = obj.id();
+                &owned_id
+            }
+        };
+        let hash = self.hasher.hash_one(id);
         if self.ids.room() == 0 {
             self.grow_ids();
         }
         let objs = &self.objs;
         match self
             .ids
-            .find_or_free(hash, |slot| slot_has_id(objs, slot, &id))
+            .find_or_free(hash, |slot| slot_has_id(objs, slot, id))
         {
             Probe::Found(_, slot) => Ok(self.update(slot, obj, &placement, anchor)),
             Probe::Vacant(pos) => {
@@ -606,7 +635,11 @@ impl<T: Object> DedupIndex<T> {
     /// entry has that id; then nothing is added.
     pub fn replace(&mut self, obj: impl Into<Arc<T>>) -> Result<Change<T>> {
         let obj: Arc<T> = obj.into();
-        let slot = self.find_slot(&obj.id()).ok_or(Error::NotFound)?;
+        let slot = match obj.id_ref() {
+            Some(id) => self.find_slot(id),
+            None => self.find_slot(&obj.id()),
+        }
+        .ok_or(Error::NotFound)?;
         Ok(self.update(slot, obj, &Placement::Append, None))
     }
 

@@ -64,7 +64,7 @@
 //! // Inserting an equal route again keeps the shared object that is already held.
 //! let again = routes.insert(route(2, 2, 100), Placement::Append)?;
 //! assert!(matches!(again, Change::Unchanged(_)));
-//! assert!(std::sync::Arc::ptr_eq(again.obj(), change.obj()));
+//! assert!(std::sync::Arc::ptr_eq(again.new(), change.new()));
 //!
 //! // Events for interface 2 were lost: mark its routes, re-add what a fresh dump returns,
 //! // and sweep what the dump did not return.

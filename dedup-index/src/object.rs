@@ -14,12 +14,49 @@ use std::marker::PhantomData;
 ///
 /// Contract: `a == b` must imply `a.id() == b.id()`, and `id()` must be a pure function of the
 /// object. Breaking it is a logic error: the index stays memory-safe but may answer wrongly.
+///
+/// An object that holds its id as a field (a `String` name, say) can also lend it with
+/// [`id_ref`](Self::id_ref), so that inserts and lookups need not build (allocate) a new id:
+///
+/// ```
+/// use netmirror_dedup_index::{DedupIndex, Object, Placement};
+///
+/// #[derive(PartialEq, Eq)]
+/// struct Device {
+///     name: String,
+///     mtu: u32,
+/// }
+///
+/// impl Object for Device {
+///     type Id = String;
+///     fn id(&self) -> String {
+///         self.name.clone()
+///     }
+///     fn id_ref(&self) -> Option<&String> {
+///         Some(&self.name)
+///     }
+/// }
+///
+/// let mut devices = DedupIndex::new();
+/// devices.insert(Device { name: "eth0".into(), mtu: 1500 }, Placement::Append)?;
+/// assert_eq!(devices.get("eth0").map(|device| device.mtu), Some(1500));
+/// # Ok::<(), netmirror_dedup_index::Error>(())
+/// ```
 pub trait Object: Eq {
     /// The identity of an entry. Usually a small `Copy` struct built from a few fields.
     type Id: Hash + Eq;
 
     /// Returns the identity of this object.
     fn id(&self) -> Self::Id;
+
+    /// The identity of this object by reference, when the object holds it: then the index
+    /// compares and hashes it in place instead of calling [`id`](Self::id), which builds a
+    /// new one. `None` (the default) means "call `id`".
+    ///
+    /// Contract: when it returns `Some(id)`, `id` equals what [`id`](Self::id) returns.
+    fn id_ref(&self) -> Option<&Self::Id> {
+        None
+    }
 }
 
 /// One way of grouping the objects of a [`DedupIndex`](crate::DedupIndex) into ordered lists.

@@ -56,6 +56,7 @@ pub enum Item {
 
 /// One item the kernel refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Failure {
     /// The item's position in the batch (0-based).
     pub index: usize,
@@ -67,6 +68,7 @@ pub struct Failure {
 
 /// What a batch did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Report {
     /// Items the kernel acknowledged.
     pub n_ok: usize,

@@ -61,6 +61,10 @@ const POLL_BUDGET: usize = 64;
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// A change of one object: what it was and what it is.
+///
+/// The vocabulary is netmirror-dedup-index's: the variants `Added`, `Removed` and `Replaced {
+/// old, new }`, the accessors [`old`](Self::old) (the object before, `None` when added) and
+/// [`new`](Self::new) (the object now, `None` when removed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Change<T> {
@@ -87,11 +91,21 @@ impl<T> Change<T> {
     }
 
     /// The object after the change, if it still exists.
-    pub fn new_obj(&self) -> Option<&Arc<T>> {
+    #[allow(
+        clippy::new_ret_no_self,
+        reason = "the accessor of the `new` field, not a constructor"
+    )]
+    pub fn new(&self) -> Option<&Arc<T>> {
         match self {
             Change::Removed(_) => None,
             Change::Added(new) | Change::Replaced { new, .. } => Some(new),
         }
+    }
+
+    /// The object after the change, if it still exists.
+    #[deprecated(note = "renamed to `new`, the name dedup-index uses too")]
+    pub fn new_obj(&self) -> Option<&Arc<T>> {
+        self.new()
     }
 
     fn from_dedup(change: dedup::Change<T>) -> Option<Self> {
@@ -142,6 +156,7 @@ pub struct PollStatus {
 
 /// Counters for diagnostics and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Messages applied from the event socket.
     pub n_messages: u64,
@@ -292,7 +307,7 @@ enum Kind {
 ///     cache.poll(Some(Duration::from_secs(1)), &mut events)?;
 ///     for event in events.drain(..) {
 ///         if let Event::Route(change) = event {
-///             println!("{:?} -> {:?}", change.old(), change.new_obj());
+///             println!("{:?} -> {:?}", change.old(), change.new());
 ///         }
 ///     }
 /// }

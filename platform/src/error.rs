@@ -60,6 +60,7 @@ pub enum Error {
 
 /// An error the kernel returned in an `NLMSG_ERROR` message, with its extended ack.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct KernelError {
     /// The positive errno value (e.g. 17 for EEXIST).
     pub errno: i32,

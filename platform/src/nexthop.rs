@@ -54,6 +54,7 @@ pub struct GroupMember {
 
 /// The parameters of a resilient group (`NHA_RES_GROUP`), as the kernel reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub struct Resilient {
     /// Number of buckets.
     pub buckets: Option<u16>,

@@ -119,6 +119,7 @@ pub(crate) enum Chunk<'a, T> {
 
 /// What a dump with retries did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DumpReport {
     /// How many attempts were interrupted (`NLM_F_DUMP_INTR`) and thrown away.
     pub n_interrupted: u32,

@@ -32,6 +32,7 @@ pub enum FilterSide {
 
 /// The answer to a query.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Answer<T> {
     /// The objects, in the kernel's order.
     pub items: Vec<T>,

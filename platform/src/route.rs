@@ -163,6 +163,7 @@ pub struct Encap {
 
 /// A decoded attribute value (of an encapsulation, a link's kind data, ...).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum AttrValue {
     /// An unsigned number.
     Uint(u64),

@@ -25,6 +25,7 @@ const MIN_READ: usize = 32 * 1024;
 /// [`Cache::rcvbuf`]: crate::Cache::rcvbuf
 /// [`Platform::rcvbuf`]: crate::Platform::rcvbuf
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RcvbufOutcome {
     /// The size asked for.
     pub requested: usize,

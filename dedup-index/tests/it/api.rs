@@ -60,7 +60,7 @@ fn resync_reports_old_new_and_removed() {
     }
     let replaced: Vec<_> = changes
         .iter()
-        .filter_map(|c| c.old().map(|old| (old.addr, c.obj().flags)))
+        .filter_map(|c| c.old().map(|old| (old.addr, c.new().flags)))
         .collect();
     assert_eq!(replaced, [(4, 1)]);
     assert_eq!(
@@ -151,4 +151,53 @@ fn collect_and_extend_insert_in_order_and_replace_by_id() {
         .collect();
     assert_eq!(seen, [("a".into(), 3), ("b".into(), 5), ("c".into(), 4)]);
     assert_eq!(index.len(), 3);
+}
+
+/// A device named by a `String` it holds: it lends its id, and counts the ids it had to build.
+#[derive(Debug, PartialEq, Eq)]
+struct Device {
+    name: String,
+    mtu: u32,
+}
+
+static IDS_BUILT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl Object for Device {
+    type Id = String;
+
+    fn id(&self) -> String {
+        IDS_BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.name.clone()
+    }
+
+    fn id_ref(&self) -> Option<&String> {
+        Some(&self.name)
+    }
+}
+
+#[test]
+fn lent_ids_are_not_built_by_inserts_lookups_or_replaces() {
+    let device = |i: u32, mtu| Device {
+        name: format!("eth{i}"),
+        mtu,
+    };
+    let mut devices = DedupIndex::new();
+    // Enough entries for the id table to grow several times and for probes to meet others.
+    for i in 0..1000 {
+        devices.insert(device(i, 1500), Placement::Append).unwrap();
+    }
+    let change = devices.insert(device(7, 9000), Placement::Append).unwrap();
+    assert_eq!(change.old().map(|old| old.mtu), Some(1500));
+    assert!(matches!(
+        devices.insert(device(7, 9000), Placement::Append).unwrap(),
+        Change::Unchanged(_)
+    ));
+    let change = devices.replace(device(8, 1280)).unwrap();
+    assert_eq!(change.new().mtu, 1280);
+    assert!(devices.find_equal(&device(8, 1280)).is_some());
+    assert_eq!(devices.get("eth999").map(|d| d.mtu), Some(1500));
+    assert_eq!(devices.get("eth7").map(|d| d.mtu), Some(9000));
+    assert!(!devices.contains("eth1000"));
+    assert_eq!(devices.len(), 1000);
+    assert_eq!(IDS_BUILT.load(std::sync::atomic::Ordering::Relaxed), 0);
 }

@@ -3,7 +3,7 @@
 
 use std::net::Ipv4Addr;
 
-use netmirror_dedup_index::{DedupIndex, IndexType, Object};
+use netmirror_dedup_index::{DedupIndex, IndexType, Object, Placement};
 
 /// A user's own object type in a dedup index: a neighbour entry keyed by its address.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,4 +46,21 @@ pub fn neighbours_per_interface(neighbours: Vec<Neighbour>, ifindexes: &[u32]) -
                 .map_or(0, |list| list.iter().count())
         })
         .collect()
+}
+
+/// The interface moves among the given sightings, in order: a neighbour seen again on another
+/// interface yields `(address, old ifindex, new ifindex)`, through the change's `old()` and
+/// `new()`.
+pub fn moves(sightings: Vec<Neighbour>) -> Vec<(Ipv4Addr, u32, u32)> {
+    let mut index: DedupIndex<Neighbour> = DedupIndex::new();
+    let mut moves = Vec::new();
+    for neighbour in sightings {
+        let Ok(change) = index.insert(neighbour, Placement::Append) else {
+            continue;
+        };
+        if let Some(old) = change.old() {
+            moves.push((old.address, old.ifindex, change.new().ifindex));
+        }
+    }
+    moves
 }

@@ -104,7 +104,7 @@ fn events_carry_old_and_new_objects() {
             .filter(|change| {
                 change
                     .old()
-                    .or(change.new_obj())
+                    .or(change.new())
                     .is_some_and(|route| route.table() == netmirror_platform::Table(100))
             })
             .map(|change| match change {

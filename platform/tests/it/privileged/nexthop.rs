@@ -69,7 +69,7 @@ impl Replay {
                             "event for a route the monitor did not know: {change:?}"
                         );
                     }
-                    if let Some(new) = change.new_obj() {
+                    if let Some(new) = change.new() {
                         self.routes.insert(new.id(), route_line(new));
                     }
                     if let Change::Replaced { old, new } = change {
@@ -83,7 +83,7 @@ impl Replay {
                             "event for a nexthop the monitor did not know: {change:?}"
                         );
                     }
-                    if let Some(new) = change.new_obj() {
+                    if let Some(new) = change.new() {
                         self.nexthops.insert(new.id(), nexthop_line(new));
                     }
                 }
