@@ -1372,8 +1372,8 @@ async fn monitor(
             &format!("[NM] NetworkManager is not running on the {bus}; waiting for it"),
         )?;
     }
-    tracing::debug!(n_objects = state.known.len(), "monitor ready");
     let interrupt = crate::signals::Interrupt::install()?;
+    tracing::debug!(n_objects = state.known.len(), "monitor ready");
     let mut out = Pipe::start(printer)?;
     loop {
         let event = match crate::signals::next_or_signal(nm.next_event(), &interrupt).await {
@@ -1504,7 +1504,7 @@ async fn monitor(
         }
         out.send(nm.cache_mut()).await?;
     }
-    out.finish()
+    out.finish().await
 }
 
 fn print(

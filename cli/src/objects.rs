@@ -110,6 +110,7 @@ pub(crate) fn run(
         }
         // The initial load's additions are the state, not changes: drop them.
         let n_initial = cache.take_events().len();
+        let interrupt = crate::signals::Interrupt::install()?;
         tracing::debug!(n_objects = cache.len(), n_initial, "monitor ready");
         let wanted = |interface: &str| {
             target
@@ -117,7 +118,6 @@ pub(crate) fn run(
                 .as_deref()
                 .is_none_or(|wanted| wanted == interface)
         };
-        let interrupt = crate::signals::Interrupt::install()?;
         let mut out = Pipe::start(printer)?;
         loop {
             let event = match crate::signals::next_or_signal(cache.next_event(), &interrupt).await {
@@ -210,7 +210,7 @@ pub(crate) fn run(
             }
             out.send(&mut cache).await?;
         }
-        out.finish()
+        out.finish().await
     })
 }
 

@@ -94,20 +94,28 @@ impl Pipe {
         };
         if room.is_err() || tx.start_send(chunk).is_err() {
             // The writer stopped: its error (a closed stdout) says why.
-            return self.finish();
+            return self.finish().await;
         }
         Ok(())
     }
 
     /// Waits until everything printed is written; the writer's error, if any.
-    pub(crate) fn finish(&mut self) -> anyhow::Result<()> {
+    pub(crate) async fn finish(&mut self) -> anyhow::Result<()> {
         let rest = self.buffer.take();
+        // Awaited, not blocked on: this runs inside the monitor's own `block_on`.
         if let Some(mut tx) = self.chunks.take()
             && !rest.is_empty()
         {
-            let _ = zbus::block_on(std::future::poll_fn(|cx| tx.poll_ready(cx)))
+            let _ = std::future::poll_fn(|cx| tx.poll_ready(cx))
+                .await
                 .map(|()| tx.start_send(rest));
         }
+        self.join()
+    }
+
+    /// Closes the channel and waits for the writer thread; its error, if any.
+    fn join(&mut self) -> anyhow::Result<()> {
+        drop(self.chunks.take());
         match self.writer.take().map(thread::JoinHandle::join) {
             Some(Ok(Err(err))) => Err(err.into()),
             Some(Err(_)) => Err(anyhow::anyhow!("the stdout writer panicked")),
@@ -117,8 +125,16 @@ impl Pipe {
 }
 
 impl Drop for Pipe {
+    /// On an early return (an error): hands over what is buffered if there is room, without
+    /// waiting (no executor here), and waits for the writer.
     fn drop(&mut self) {
-        let _ = self.finish();
+        let rest = self.buffer.take();
+        if let Some(tx) = self.chunks.as_mut()
+            && !rest.is_empty()
+        {
+            let _ = tx.try_send(rest);
+        }
+        let _ = self.join();
     }
 }
 

@@ -408,6 +408,12 @@ fn signalled_monitor(
         .read_to_string(&mut stdout)
         .expect("read stdout");
     let last = stdout.lines().last().unwrap_or_default().to_owned();
+    if !status.success() {
+        // What it said before it died, for the assertion's message.
+        std::thread::sleep(Duration::from_millis(200));
+        let said: Vec<String> = log.try_iter().collect();
+        return (status, format!("{last} / stderr: {said:#?}"));
+    }
     (status, last)
 }
 
