@@ -1,5 +1,6 @@
-//! The examples a user copies, checked by `cargo xtask ci`: built always, and as root run as a
-//! user runs them, the kernel ones in a throwaway network namespace.
+//! The examples a user copies, checked by `cargo xtask ci`: dedup-index's runs always, the
+//! platform's are built always and, as root, run as a user runs them, in a throwaway network
+//! namespace.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -28,8 +29,26 @@ pub(crate) fn run(mut cargo: Command, target_dir: &Path, privileged: bool) -> an
         "netmirror-platform/tokio",
         "--locked",
     ]))?;
+    // dedup-index's example needs nothing: it runs everywhere, and must say what it says.
+    let mut routes = cargo_again(&cargo);
+    routes.args([
+        "run",
+        "--quiet",
+        "--package",
+        "netmirror-dedup-index",
+        "--example",
+        "routes",
+        "--locked",
+    ]);
+    let out = cmd::read(&mut routes).context("example `routes` of netmirror-dedup-index")?;
+    if !out.contains("2 routes on interface 2") {
+        bail!("example `routes` of netmirror-dedup-index printed:\n{out}");
+    }
+    eprintln!("xtask: example `routes` of netmirror-dedup-index ran");
     if !privileged {
-        eprintln!("xtask: examples built, not run: they need root for a network namespace");
+        eprintln!(
+            "xtask: the kernel examples were built, not run: they need root for a network namespace"
+        );
         return Ok(());
     }
     for example in WATCHERS {
@@ -37,6 +56,21 @@ pub(crate) fn run(mut cargo: Command, target_dir: &Path, privileged: bool) -> an
             .with_context(|| format!("example `{example}`"))?;
     }
     Ok(())
+}
+
+/// A new command with `cargo`'s program and environment (CI's target folder and flags).
+fn cargo_again(cargo: &Command) -> Command {
+    let mut again = Command::new(cargo.get_program());
+    for (key, value) in cargo.get_envs() {
+        match value {
+            Some(value) => again.env(key, value),
+            None => again.env_remove(key),
+        };
+    }
+    if let Some(dir) = cargo.get_current_dir() {
+        again.current_dir(dir);
+    }
+    again
 }
 
 /// A network namespace named as the test fixtures name theirs (`nmx-<pid>-...`, so a
