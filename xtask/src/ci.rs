@@ -126,7 +126,11 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         ]))
     })?;
     step("manual page and completions", || {
-        crate::assets(root, &[root.join("target/ci/assets").display().to_string()])
+        crate::assets(
+            root,
+            &[root.join("target/ci/assets").display().to_string()],
+            cargo,
+        )
     })?;
     step("publish --dry-run", || {
         // Every published crate packaged and built from its package alone, in dependency

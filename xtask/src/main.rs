@@ -48,7 +48,7 @@ fn main() -> anyhow::Result<()> {
         "tidy" => tidy::run(&root),
         "setup" => system::ensure_packages().and_then(|()| system::ensure_cargo_fuzz()),
         "bench" => bench::run(&root, rest),
-        "man" => assets(&root, rest),
+        "man" => assets(&root, rest, cmd::cargo),
         "soak" => soak::run(rest),
         "examples" => {
             let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -68,7 +68,13 @@ fn main() -> anyhow::Result<()> {
 
 /// `cargo xtask man [DIR]`: the manual page and completion scripts, rendered by the CLI itself
 /// (`netmirror man`, `netmirror completions SHELL`) so they always match its arguments.
-fn assets(root: &std::path::Path, args: &[String]) -> anyhow::Result<()> {
+/// `cargo` makes the cargo command to run the CLI with (CI's, with its own target folder, or the
+/// plain one).
+fn assets(
+    root: &std::path::Path,
+    args: &[String],
+    cargo: impl Fn() -> std::process::Command,
+) -> anyhow::Result<()> {
     let dir = match args {
         [] => root.join("target/assets"),
         [dir] => PathBuf::from(dir),
@@ -76,7 +82,7 @@ fn assets(root: &std::path::Path, args: &[String]) -> anyhow::Result<()> {
     };
     std::fs::create_dir_all(&dir)?;
     let netmirror = |args: &[&str]| {
-        let mut cargo = cmd::cargo();
+        let mut cargo = cargo();
         cargo.args(["run", "--quiet", "--locked", "--package", "netmirror", "--"]);
         cargo.args(args);
         cmd::read(&mut cargo)
