@@ -10,6 +10,7 @@ use futures_util::{FutureExt, StreamExt};
 use zbus::{Connection, MessageStream};
 
 use crate::{
+    Value,
     core::{Config, Core, DEFAULT_MAX_EVENTS, DEFAULT_TIMEOUT, FetchSpec, Lookup, Scope},
     debug::{DebugConfig, Diagnostics},
     error::{Error, Result},
@@ -17,7 +18,6 @@ use crate::{
     meta::Registry,
     object::Object,
     store::ObjId,
-    value::Value,
 };
 
 /// At most this many already-queued messages are handled as one batch.

@@ -120,8 +120,6 @@ pub mod meta;
 pub mod nm;
 mod object;
 mod store;
-mod value;
-mod wire;
 
 pub use blocking::{BlockingCache, EVENT_CHANNEL};
 pub use cache::{CacheBuilder, ObjectCache, ObjectRef};
@@ -130,8 +128,8 @@ pub use debug::{DebugConfig, Diagnostics, Warning, WarningKind};
 pub use error::{CallError, CallFailure, Error, Result};
 pub use event::Event;
 pub use meta::{InterfaceDecl, PropertyDecl, Registry};
+pub use netmirror_dbus_meta::{Array, Dict, Value};
 pub use object::{Interface, Object};
-pub use value::{Array, Dict, Value};
 
 // Documented by its own inner docs: an outer doc comment here would make rustdoc resolve
 // their links from the crate root and fail.
