@@ -121,7 +121,7 @@ pub mod nm;
 mod object;
 mod store;
 
-pub use blocking::{BlockingCache, EVENT_CHANNEL};
+pub use blocking::{BlockingBuilder, BlockingCache, EVENT_CHANNEL};
 pub use cache::{CacheBuilder, ObjectCache, ObjectRef};
 pub use core::{FetchSpec, Lookup, Scope};
 pub use debug::{DebugConfig, Diagnostics, Warning, WarningKind};

@@ -165,6 +165,8 @@ impl NetworkManagerDaemon {
 
     fn start_with(builder: NetworkManagerBuilder) -> io::Result<Self> {
         let started = Instant::now();
+        // As for `PrivateBus`: tests honour the debug and fatal-mode variables.
+        crate::DebugConfig::set_process_default(crate::DebugConfig::from_env());
         let dir = tempfile::Builder::new()
             .prefix(&format!("{MARKER}-nm-"))
             .tempdir()?;
