@@ -89,9 +89,12 @@
 //!
 //! # Debugging
 //!
-//! `NETMIRROR_CLIENT_DEBUG=trace,warning,error` logs (through `tracing`) every handled message,
-//! protocol warnings and protocol errors; with `NETMIRROR_FATAL_WARNINGS=1` every protocol
-//! warning panics (see [`debug`]). [`CacheBuilder::debug`] overrides both for one cache.
+//! [`DebugConfig`] says how loudly protocol problems are logged (through `tracing`) and whether
+//! each one panics (fatal mode). The library reads no environment variable by itself: a program
+//! that wants `NETMIRROR_CLIENT_DEBUG=trace,warning,error` and `NETMIRROR_FATAL_WARNINGS=1` to
+//! work opts in once with
+//! `DebugConfig::set_process_default(DebugConfig::from_env())` (the `netmirror` CLI and the
+//! [`testing`] fixtures do), or per cache with [`CacheBuilder::debug`] (see [`debug`]).
 //!
 //! # Features
 //!

@@ -3,7 +3,7 @@
 //!
 //! A [`Value`] is 24 bytes. Common arrays (`ay`, `as`, `ao`, `au`) have flat variants so that a
 //! device's list of paths is one allocation, not one per element. A value converts to and from
-//! a zbus [`OwnedVariant`] and serializes as that variant would.
+//! a zbus [`OwnedVariant`](struct@OwnedVariant) and serializes as that variant would.
 
 use std::fmt;
 
@@ -431,7 +431,7 @@ impl Type for Value {
     const SIGNATURE: &'static Signature = &Signature::Variant;
 }
 
-/// Serializes the value as a D-Bus variant, exactly as the equal [`OwnedVariant`] would be:
+/// Serializes the value as a D-Bus variant, exactly as the equal [`OwnedVariant`](struct@OwnedVariant) would be:
 /// its signature, then its contents. In a D-Bus body that is a `v` (so a `Value` can be sent
 /// as is, e.g. in an `a{sv}`); in a self-describing format such as JSON it is
 /// `{"signature": "u", "value": 100}`, so no type information is lost. [`Value::Unset`] and
