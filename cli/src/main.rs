@@ -44,6 +44,11 @@ fn main() -> ExitCode {
         }
     };
     init_tracing(cli.verbose);
+    // The client cache reads no environment by itself: the CLI opts every cache it builds in
+    // to `NETMIRROR_CLIENT_DEBUG` and `NETMIRROR_FATAL_WARNINGS`.
+    netmirror_client_cache::DebugConfig::set_process_default(
+        netmirror_client_cache::DebugConfig::from_env(),
+    );
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => failure::report(&err),
@@ -52,7 +57,8 @@ fn main() -> ExitCode {
 
 /// Installs the log subscriber on stderr: `RUST_LOG` when set, else a level from `-v`.
 ///
-/// `NETMIRROR_CLIENT_DEBUG` is read by the client cache itself; what it enables is let through.
+/// `NETMIRROR_CLIENT_DEBUG` (applied to the client caches in `main`): what it enables is let
+/// through.
 fn init_tracing(verbose: u8) {
     let level = match verbose {
         0 => "warn",

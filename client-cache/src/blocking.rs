@@ -36,14 +36,49 @@ pub struct BlockingCache {
     thread: Option<thread::JoinHandle<()>>,
 }
 
-impl BlockingCache {
-    /// Connect to the bus at `address` (a D-Bus address such as `unix:path=/run/dbus/...`), build
-    /// the cache and wait until it is loaded.
-    pub fn connect(address: &str, builder: CacheBuilder) -> Result<Self> {
-        let address = address.to_owned();
+/// Where a [`BlockingBuilder`] gets its connection.
+enum Target {
+    Address(String),
+    Connection(zbus::Connection),
+}
+
+/// How to build a [`BlockingCache`] (from [`BlockingCache::builder`]): the cache's
+/// [`CacheBuilder`], the size of the event channel, and then an address
+/// ([`BlockingBuilder::connect`]) or a connection ([`BlockingBuilder::build`]).
+#[derive(Debug)]
+pub struct BlockingBuilder {
+    cache: CacheBuilder,
+    channel: usize,
+}
+
+impl BlockingBuilder {
+    /// How many events may wait in the channel between the cache's thread and the caller
+    /// ([`EVENT_CHANNEL`] by default, at least 1). When it is full the thread keeps reading
+    /// the bus and the cache's own queue takes the events; past that queue the caller gets
+    /// [`Event::Overrun`] and a resync once it catches up, never a silent gap.
+    pub fn event_channel(mut self, events: usize) -> Self {
+        self.channel = events.max(1);
+        self
+    }
+
+    /// Connect to the bus at `address` (a D-Bus address such as `unix:path=/run/dbus/...`),
+    /// build the cache and wait until it is loaded.
+    pub fn connect(self, address: &str) -> Result<BlockingCache> {
+        self.start(Target::Address(address.to_owned()))
+    }
+
+    /// Build the cache on `conn` (a connection the program already has, to a bus or a peer)
+    /// and wait until it is loaded. The cache reads every message of `conn` (see
+    /// [`ObjectCache`]); the connection stays usable by its other users.
+    pub fn build(self, conn: &zbus::Connection) -> Result<BlockingCache> {
+        self.start(Target::Connection(conn.clone()))
+    }
+
+    fn start(self, target: Target) -> Result<BlockingCache> {
+        let builder = self.cache;
         let (ready_tx, ready_rx) = mpsc::channel::<Result<()>>();
         let (query_tx, query_rx) = futures_channel::mpsc::unbounded::<Query>();
-        let (event_tx, event_rx) = mpsc::sync_channel(EVENT_CHANNEL);
+        let (event_tx, event_rx) = mpsc::sync_channel(self.channel);
         let stalled = Arc::new(AtomicBool::new(false));
         let thread_stalled = stalled.clone();
         let thread = thread::Builder::new()
@@ -51,9 +86,14 @@ impl BlockingCache {
             .spawn(move || {
                 zbus::block_on(async move {
                     let setup = async {
-                        let conn = zbus::connection::Builder::address(address.as_str())
-                            .build()
-                            .await?;
+                        let conn = match target {
+                            Target::Address(address) => {
+                                zbus::connection::Builder::address(address.as_str())
+                                    .build()
+                                    .await?
+                            }
+                            Target::Connection(conn) => conn,
+                        };
                         builder.build_loaded(&conn).await
                     };
                     match setup.await {
@@ -69,12 +109,30 @@ impl BlockingCache {
             })
             .map_err(|_| Error::ThreadGone)?;
         ready_rx.recv().map_err(|_| Error::ThreadGone)??;
-        Ok(Self {
+        Ok(BlockingCache {
             queries: query_tx,
             events: event_rx,
             stalled,
             thread: Some(thread),
         })
+    }
+}
+
+impl BlockingCache {
+    /// A builder of a blocking cache described by `cache`: then
+    /// [`BlockingBuilder::connect`] to an address or [`BlockingBuilder::build`] on a
+    /// connection.
+    pub fn builder(cache: CacheBuilder) -> BlockingBuilder {
+        BlockingBuilder {
+            cache,
+            channel: EVENT_CHANNEL,
+        }
+    }
+
+    /// Connect to the bus at `address` (a D-Bus address such as `unix:path=/run/dbus/...`), build
+    /// the cache and wait until it is loaded: `BlockingCache::builder(builder).connect(address)`.
+    pub fn connect(address: &str, builder: CacheBuilder) -> Result<Self> {
+        Self::builder(builder).connect(address)
     }
 
     /// Run `f` on the cache (on its thread, between batches) and return its result.

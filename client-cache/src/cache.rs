@@ -10,6 +10,7 @@ use futures_util::{FutureExt, StreamExt};
 use zbus::{Connection, MessageStream};
 
 use crate::{
+    Value,
     core::{Config, Core, DEFAULT_MAX_EVENTS, DEFAULT_TIMEOUT, FetchSpec, Lookup, Scope},
     debug::{DebugConfig, Diagnostics},
     error::{Error, Result},
@@ -17,7 +18,6 @@ use crate::{
     meta::Registry,
     object::Object,
     store::ObjId,
-    value::Value,
 };
 
 /// At most this many already-queued messages are handled as one batch.
@@ -40,7 +40,7 @@ impl CacheBuilder {
                 registry: Registry::generic(),
                 fetches: Vec::new(),
                 scope: Scope::All,
-                debug: DebugConfig::from_env(),
+                debug: DebugConfig::process_default(),
                 timeout: DEFAULT_TIMEOUT,
                 max_events: DEFAULT_MAX_EVENTS,
             },
@@ -77,8 +77,10 @@ impl CacheBuilder {
         self
     }
 
-    /// Override `NETMIRROR_CLIENT_DEBUG` / `NETMIRROR_FATAL_WARNINGS` for this cache (for
-    /// example [`DebugConfig::tolerant`] where faults are injected on purpose).
+    /// How this cache reports protocol problems, instead of [`DebugConfig::process_default`]
+    /// (for example [`DebugConfig::from_env`] to honour `NETMIRROR_CLIENT_DEBUG` and
+    /// `NETMIRROR_FATAL_WARNINGS`, or [`DebugConfig::tolerant`] where faults are injected on
+    /// purpose).
     pub fn debug(mut self, debug: DebugConfig) -> Self {
         self.cfg.debug = debug;
         self

@@ -37,15 +37,15 @@ mod resync;
 use resync::Shadow;
 
 use crate::{
+    Value,
     debug::{DebugConfig, Diagnostics, Reporter, WarningKind},
     error::{CallError, CallFailure},
     event::Event,
     meta::Registry,
     object::{Fetch, Interface},
     store::{ObjId, Store},
-    value::Value,
-    wire::{Reader, WireResult},
 };
+use netmirror_dbus_meta::wire::{Reader, WireResult};
 
 const BUS: &str = "org.freedesktop.DBus";
 const BUS_PATH: &str = "/org/freedesktop/DBus";

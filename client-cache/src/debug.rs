@@ -4,8 +4,17 @@
 //! dangling reference, a malformed message ...) are always counted and kept in
 //! [`Diagnostics`]; how loudly they are logged depends on the flags, and in fatal mode each one
 //! panics so that CI catches server and client bugs alike.
+//!
+//! The library never reads those variables by itself: a program depending on it does not panic
+//! because its user set one. A program (the `netmirror` CLI) or a test suite opts in with
+//! [`DebugConfig::from_env`], per cache ([`crate::CacheBuilder::debug`]) or for every cache
+//! built afterwards ([`DebugConfig::set_process_default`]; the `testing` fixtures do that).
 
 use std::fmt;
+use std::sync::{Mutex, PoisonError};
+
+/// What [`DebugConfig::process_default`] returns; `None` until a program sets it.
+static PROCESS_DEFAULT: Mutex<Option<DebugConfig>> = Mutex::new(None);
 
 /// Name of the variable holding a comma list of `trace`, `warning`, `error`.
 pub const DEBUG_ENV: &str = "NETMIRROR_CLIENT_DEBUG";
@@ -28,7 +37,8 @@ pub struct DebugConfig {
 }
 
 impl DebugConfig {
-    /// The configuration the environment asks for.
+    /// The configuration the environment asks for (`NETMIRROR_CLIENT_DEBUG`,
+    /// `NETMIRROR_FATAL_WARNINGS=1`). Only what calls this reads them.
     pub fn from_env() -> Self {
         let mut config = Self::parse(std::env::var(DEBUG_ENV).ok().as_deref().unwrap_or(""));
         config.fatal = std::env::var(FATAL_ENV).is_ok_and(|v| v.trim() == "1");
@@ -53,6 +63,26 @@ impl DebugConfig {
             }
         }
         config
+    }
+
+    /// The configuration [`crate::CacheBuilder::new`] starts from: the one installed with
+    /// [`DebugConfig::set_process_default`], or [`DebugConfig::default`] (count, log quietly,
+    /// never panic) when none was.
+    pub fn process_default() -> Self {
+        PROCESS_DEFAULT
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_default()
+    }
+
+    /// Make `config` what every cache built from now on in this process starts from (a
+    /// builder's [`crate::CacheBuilder::debug`] still overrides it). A program that wants the
+    /// environment variables to work calls `DebugConfig::set_process_default(DebugConfig::from_env())`
+    /// once at start.
+    pub fn set_process_default(config: Self) {
+        *PROCESS_DEFAULT
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(config);
     }
 
     /// A configuration that never panics and logs quietly: for callers (and tests) that inject

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::{error::CallError, object::Object, value::Value};
+use crate::{Value, error::CallError, object::Object};
 
 /// One change of the cache, delivered once the cache is consistent.
 ///

@@ -89,9 +89,12 @@
 //!
 //! # Debugging
 //!
-//! `NETMIRROR_CLIENT_DEBUG=trace,warning,error` logs (through `tracing`) every handled message,
-//! protocol warnings and protocol errors; with `NETMIRROR_FATAL_WARNINGS=1` every protocol
-//! warning panics (see [`debug`]). [`CacheBuilder::debug`] overrides both for one cache.
+//! [`DebugConfig`] says how loudly protocol problems are logged (through `tracing`) and whether
+//! each one panics (fatal mode). The library reads no environment variable by itself: a program
+//! that wants `NETMIRROR_CLIENT_DEBUG=trace,warning,error` and `NETMIRROR_FATAL_WARNINGS=1` to
+//! work opts in once with
+//! `DebugConfig::set_process_default(DebugConfig::from_env())` (the `netmirror` CLI and the
+//! [`testing`] fixtures do), or per cache with [`CacheBuilder::debug`] (see [`debug`]).
 //!
 //! # Features
 //!
@@ -120,18 +123,16 @@ pub mod meta;
 pub mod nm;
 mod object;
 mod store;
-mod value;
-mod wire;
 
-pub use blocking::{BlockingCache, EVENT_CHANNEL};
+pub use blocking::{BlockingBuilder, BlockingCache, EVENT_CHANNEL};
 pub use cache::{CacheBuilder, ObjectCache, ObjectRef};
 pub use core::{FetchSpec, Lookup, Scope};
 pub use debug::{DebugConfig, Diagnostics, Warning, WarningKind};
 pub use error::{CallError, CallFailure, Error, Result};
 pub use event::Event;
 pub use meta::{InterfaceDecl, PropertyDecl, Registry};
+pub use netmirror_dbus_meta::{Array, Dict, Value};
 pub use object::{Interface, Object};
-pub use value::{Array, Dict, Value};
 
 // Documented by its own inner docs: an outer doc comment here would make rustdoc resolve
 // their links from the crate root and fail.

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::{meta::InterfaceDecl, value::Value};
+use crate::meta::InterfaceDecl;
+use netmirror_dbus_meta::Value;
 
 /// One interface of an object, with its properties.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,7 @@
 //! Lookups and decoding: interface by name in the NetworkManager registry, property by name,
 //! checking and decoding single values, and decoding a `GetManagedObjects`-sized reply straight
-//! from wire data into typed values (compared with zbus's own owned-variant tree; the bench ids
-//! keep their zvariant-era names so that figures stay comparable).
+//! from wire data with the decoder ([`Reader`], compared with zbus's own owned-variant tree; the
+//! bench ids keep their earlier names so that figures stay comparable).
 //!
 //! With `NETMIRROR_BENCH_QUICK=1` (set by `cargo xtask bench --quick`) the large reply has 100
 //! objects instead of NetworkManager's 1066, to keep a quick run short.
@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use netmirror_dbus_meta::{ManagedObjectsSeed, PropertiesSeed, nm};
+use netmirror_dbus_meta::{Reader, nm};
 use zbus::wire::LE;
 use zbus::wire::serialized::{Context, Data};
 use zbus::{ObjectPath, OwnedObjectPath, OwnedVariant};
@@ -164,24 +164,23 @@ fn managed_objects(c: &mut Criterion) {
     // hint: the index after the previous property).
     let props = zbus::wire::to_bytes(Context::new(LE, 0), &device_props(1)).expect("serializable");
     c.bench_function("decode_properties/device", |b| {
-        b.iter(|| {
-            black_box(props.deserialize_with_seed(PropertiesSeed::new(Some(&nm::device::IFACE))))
-        })
+        b.iter(|| black_box(Reader::new(props.bytes(), true).value(b"a{sv}")))
     });
     let sorted: BTreeMap<_, _> = device_props(1).into_iter().collect();
     let props = zbus::wire::to_bytes(Context::new(LE, 0), &sorted).expect("serializable");
     c.bench_function("decode_properties/device_sorted", |b| {
-        b.iter(|| {
-            black_box(props.deserialize_with_seed(PropertiesSeed::new(Some(&nm::device::IFACE))))
-        })
+        b.iter(|| black_box(Reader::new(props.bytes(), true).value(b"a{sv}")))
     });
 }
 
 fn decode_typed(data: &Data<'_, '_>) -> usize {
-    let (objects, _) = data
-        .deserialize_with_seed(ManagedObjectsSeed::new(&nm::REGISTRY))
+    let objects = Reader::new(data.bytes(), true)
+        .value(b"a{oa{sa{sv}}}")
         .expect("decodes");
-    objects.len()
+    match objects {
+        netmirror_dbus_meta::Value::Dict(dict) => dict.entries.len(),
+        _ => 0,
+    }
 }
 
 type Objects = HashMap<OwnedObjectPath, HashMap<String, HashMap<String, OwnedVariant>>>;

@@ -25,6 +25,9 @@ pub enum Error {
     /// A signature string that is not one complete D-Bus type.
     #[error("invalid D-Bus signature `{0}`")]
     InvalidSignature(String),
+    /// The decoder found wire data that does not hold what its signature says.
+    #[error("malformed D-Bus data: {0}")]
+    Wire(String),
 }
 
 /// Result alias for this crate.

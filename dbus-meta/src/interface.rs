@@ -4,7 +4,6 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use crate::de::PropertySeed;
 use crate::error::Result;
 use crate::kind::{DeclaredType, Kind};
 use crate::value::Value;
@@ -126,13 +125,20 @@ impl Property {
     /// A value of another signature is rejected as a whole with [`crate::Error::TypeMismatch`],
     /// which names the property, the declared and the actual signature.
     pub fn decode(&'static self, value: &zbus::Variant<'_>) -> Result<Value> {
-        Value::from_variant_checked(self.kind, self.signature, self.interface, self.name, value)
-    }
-
-    /// A serde seed that decodes this property's variant (`v`) straight from wire data, e.g.
-    /// inside a `GetManagedObjects` reply or a `PropertiesChanged` signal.
-    pub const fn seed(&'static self) -> PropertySeed {
-        PropertySeed::new(self)
+        let mut value = value;
+        while let zbus::Variant::Variant(inner) = value {
+            value = inner;
+        }
+        let actual = value.value_signature();
+        if !crate::signature::matches(actual, self.signature) {
+            return Err(crate::Error::TypeMismatch {
+                interface: self.interface,
+                property: self.name,
+                expected: self.signature,
+                actual: actual.to_string(),
+            });
+        }
+        Value::from_variant(value)
     }
 }
 

@@ -4,14 +4,13 @@
 //! stored in a [`Value`]) and gives typed, borrowed access to a stored value.
 
 use std::marker::PhantomData;
-use std::sync::Arc;
 
-use zbus::{ObjectPath, OwnedObjectPath, OwnedVariant, Signature, Type};
+use zbus::{OwnedObjectPath, Signature, Type};
 
-use crate::value::{SettingsDict, Value, VarDict};
+use crate::value::{Array, Dict, Value};
 
-/// How a property's value is stored: one variant per value shape NetworkManager uses, plus
-/// [`Kind::Other`] for every other signature (kept as an owned zbus variant).
+/// The shape of a property's values: one kind per value shape NetworkManager uses, plus
+/// [`Kind::Other`] for every other signature. Values of every kind are held as a [`Value`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Kind {
@@ -55,7 +54,7 @@ pub enum Kind {
     VarDictArray,
     /// `a{sa{sv}}`
     SettingsDict,
-    /// Any other signature, kept as an owned zbus variant.
+    /// Any other signature.
     Other,
 }
 
@@ -121,8 +120,8 @@ impl Kind {
 /// A Rust type that a declaration may name for a property.
 ///
 /// The type's zbus [`Type::SIGNATURE`] must equal the declared D-Bus signature (the
-/// declaration macro checks it at compile time), and [`DeclaredType::KIND`] says how its
-/// values are stored. [`DeclaredType::view`] borrows a stored [`Value`] as this type's view.
+/// declaration macro checks it at compile time), and [`DeclaredType::KIND`] says the shape of
+/// its values. [`DeclaredType::view`] borrows a decoded [`Value`] as this type's view.
 ///
 /// Implemented for the scalars, `String`, [`OwnedObjectPath`], `Vec`s of those, `Vec<u8>`,
 /// `Vec<Vec<u8>>`, `Vec<Vec<u32>>`, [`VarDict`], `Vec<VarDict>`, [`SettingsDict`], and
@@ -130,25 +129,26 @@ impl Kind {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no value kind: a property cannot be declared with it",
     label = "not a `DeclaredType`",
-    note = "declare it as `Opaque<{Self}>` to keep its values as owned zbus variants, still checked"
+    note = "declare it as `Opaque<{Self}>` to keep its values as they are, still checked"
 )]
 pub trait DeclaredType: Type {
-    /// How values of this type are stored.
+    /// The shape of values of this type.
     const KIND: Kind;
-    /// The borrowed view of a stored value.
+    /// The borrowed view of a decoded value.
     type View<'a>;
-    /// Borrows `value` as this type's view; `None` if `value` is of another kind.
+    /// Borrows `value` as this type's view; `None` if `value` has another type (including
+    /// [`Value::Unset`], a property the service has not sent).
     fn view(value: &Value) -> Option<Self::View<'_>>;
 }
 
 macro_rules! declared_copy {
-    ($($ty:ty => $kind:ident),* $(,)?) => {$(
+    ($($ty:ty => $kind:ident / $variant:ident),* $(,)?) => {$(
         impl DeclaredType for $ty {
             const KIND: Kind = Kind::$kind;
             type View<'a> = $ty;
             fn view(value: &Value) -> Option<$ty> {
                 match value {
-                    Value::$kind(it) => Some(*it),
+                    Value::$variant(it) => Some(*it),
                     _ => None,
                 }
             }
@@ -157,18 +157,18 @@ macro_rules! declared_copy {
 }
 
 declared_copy!(
-    bool => Bool, u8 => Byte, i16 => I16, u16 => U16, i32 => I32, u32 => U32, i64 => I64,
-    u64 => U64, f64 => F64,
+    bool => Bool / Bool, u8 => Byte / U8, i16 => I16 / I16, u16 => U16 / U16,
+    i32 => I32 / I32, u32 => U32 / U32, i64 => I64 / I64, u64 => U64 / U64, f64 => F64 / F64,
 );
 
 macro_rules! declared_ref {
-    ($($ty:ty => $kind:ident: $view:ty),* $(,)?) => {$(
+    ($($ty:ty => $kind:ident / $variant:ident: $view:ty),* $(,)?) => {$(
         impl DeclaredType for $ty {
             const KIND: Kind = Kind::$kind;
             type View<'a> = &'a $view;
             fn view(value: &Value) -> Option<&$view> {
                 match value {
-                    Value::$kind(it) => Some(it),
+                    Value::$variant(it) => Some(it),
                     _ => None,
                 }
             }
@@ -177,31 +177,82 @@ macro_rules! declared_ref {
 }
 
 declared_ref!(
-    String => Str: str,
-    Vec<String> => StrArray: [Arc<str>],
-    Vec<OwnedObjectPath> => ObjectPathArray: [OwnedObjectPath],
-    Vec<u8> => Bytes: [u8],
-    Vec<Vec<u8>> => ByteArrays: [Box<[u8]>],
-    Vec<u32> => U32Array: [u32],
-    Vec<Vec<u32>> => U32Arrays: [Box<[u32]>],
-    VarDict => VarDict: VarDict,
-    Vec<VarDict> => VarDictArray: [VarDict],
-    SettingsDict => SettingsDict: SettingsDict,
+    String => Str / Str: str,
+    OwnedObjectPath => ObjectPath / Path: str,
+    Vec<String> => StrArray / Strs: [Box<str>],
+    Vec<OwnedObjectPath> => ObjectPathArray / Paths: [Box<str>],
+    Vec<u8> => Bytes / Bytes: [u8],
+    Vec<u32> => U32Array / U32s: [u32],
 );
 
-impl DeclaredType for OwnedObjectPath {
-    const KIND: Kind = Kind::ObjectPath;
-    type View<'a> = &'a ObjectPath<'static>;
-    fn view(value: &Value) -> Option<&ObjectPath<'static>> {
-        match value {
-            Value::ObjectPath(it) => Some(it),
-            _ => None,
+/// Arrays held as a [`Value::Array`] whose element signature is `$elem`.
+macro_rules! declared_array {
+    ($($ty:ty => $kind:ident: $elem:literal),* $(,)?) => {$(
+        impl DeclaredType for $ty {
+            const KIND: Kind = Kind::$kind;
+            type View<'a> = &'a Array;
+            fn view(value: &Value) -> Option<&Array> {
+                match value {
+                    Value::Array(it) if &*it.element == $elem => Some(it),
+                    _ => None,
+                }
+            }
         }
-    }
+    )*};
 }
 
-/// Declares a property of any zbus wire type `T` whose values are kept as an owned zbus
-/// variant ([`Kind::Other`]), e.g. `Opaque<(u32, u32)>` for NetworkManager's `StateReason`.
+declared_array!(
+    Vec<Vec<u8>> => ByteArrays: "ay",
+    Vec<Vec<u32>> => U32Arrays: "au",
+    Vec<VarDict> => VarDictArray: "a{sv}",
+);
+
+/// Dictionaries held as a [`Value::Dict`] with key and value signatures `$key`, `$value`.
+macro_rules! declared_dict {
+    ($($ty:ty => $kind:ident: $key:literal, $value:literal),* $(,)?) => {$(
+        impl DeclaredType for $ty {
+            const KIND: Kind = Kind::$kind;
+            type View<'a> = &'a Dict;
+            fn view(value: &Value) -> Option<&Dict> {
+                match value {
+                    Value::Dict(it) if &*it.key == $key && &*it.value == $value => Some(it),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+declared_dict!(
+    VarDict => VarDict: "s", "v",
+    SettingsDict => SettingsDict: "s", "a{sv}",
+);
+
+/// The type a declaration names for an `a{sv}` property (a dictionary of variants, such as a
+/// device's `Ip4Config` data). It has no values of its own: a decoded one is a [`Value::Dict`]
+/// (see [`Value::get`] to look a key up).
+#[derive(Debug)]
+pub enum VarDict {}
+
+impl Type for VarDict {
+    const SIGNATURE: &'static Signature =
+        &Signature::static_dict(&Signature::Str, &Signature::Variant);
+}
+
+/// The type a declaration names for an `a{sa{sv}}` property (NetworkManager's connection
+/// settings). It has no values of its own: a decoded one is a [`Value::Dict`] of
+/// [`Value::Dict`]s.
+#[derive(Debug)]
+pub enum SettingsDict {}
+
+impl Type for SettingsDict {
+    const SIGNATURE: &'static Signature =
+        &Signature::static_dict(&Signature::Str, <VarDict as Type>::SIGNATURE);
+}
+
+/// Declares a property of any zbus wire type `T` whose values are kept as the [`Value`] the
+/// decoder gives for `T`'s signature ([`Kind::Other`]), e.g. `Opaque<(u32, u32)>` for
+/// NetworkManager's `StateReason`, a [`Value::Struct`].
 ///
 /// The declaration is still checked: `T`'s signature must equal the declared one.
 pub struct Opaque<T: ?Sized>(PhantomData<fn() -> Box<T>>);
@@ -212,11 +263,10 @@ impl<T: Type + ?Sized> Type for Opaque<T> {
 
 impl<T: Type + ?Sized> DeclaredType for Opaque<T> {
     const KIND: Kind = Kind::Other;
-    type View<'a> = &'a OwnedVariant;
-    fn view(value: &Value) -> Option<&OwnedVariant> {
-        match value {
-            Value::Other(it) => Some(it),
-            _ => None,
-        }
+    type View<'a> = &'a Value;
+    fn view(value: &Value) -> Option<&Value> {
+        let matches =
+            !value.is_unset() && crate::signature::matches(T::SIGNATURE, &value.signature());
+        matches.then_some(value)
     }
 }

@@ -3,7 +3,6 @@
 
 #[doc(hidden)]
 pub mod check;
-mod de;
 mod error;
 mod interface;
 mod kind;
@@ -11,21 +10,20 @@ mod macros;
 pub mod nm;
 pub mod signature;
 mod typed;
-mod value;
+pub mod value;
+pub mod wire;
 
 #[cfg(test)]
 mod tests;
 
-pub use de::{
-    ErrorInfo, GenericSeed, InterfaceEntry, InterfacesSeed, ManagedObjectsSeed, PropertiesSeed,
-    PropertyEntry, PropertySeed,
-};
 pub use error::{Error, Result};
 pub use interface::{
     Decoded, Interface, Lookup, Method, Property, PropertyFlags, PropertyKey, Registry, Signal,
 };
 pub use kind::{DeclaredType, Kind, Opaque};
-pub use value::{SettingsDict, Value, VarDict};
+pub use kind::{SettingsDict, VarDict};
+pub use value::{Array, Dict, Value};
+pub use wire::Reader;
 
 /// Re-exported so that declarations and users agree on one zbus version (its wire types).
 pub use zbus;

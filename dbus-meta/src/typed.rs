@@ -241,19 +241,17 @@ macro_rules! flags_traits {
 pub(crate) use {enum_traits, flags_traits};
 
 /// A device's `StateReason` (`(uu)`): its state and the reason it is in it, kept as the
-/// structure zbus decoded ([`Kind::Other`](crate::Kind::Other)) and read typed.
+/// structure the decoder read ([`Kind::Other`](crate::Kind::Other), a
+/// [`Value::Struct`](crate::Value::Struct)) and read typed.
 impl crate::DeclaredType for (crate::nm::DeviceState, crate::nm::DeviceStateReason) {
     const KIND: crate::Kind = crate::Kind::Other;
     type View<'a> = (crate::nm::DeviceState, crate::nm::DeviceStateReason);
     fn view(value: &crate::Value) -> Option<Self::View<'_>> {
-        let crate::Value::Other(value) = value else {
+        let crate::Value::Struct(fields) = value else {
             return None;
         };
-        let zbus::Variant::Structure(fields) = &***value else {
-            return None;
-        };
-        match fields.fields() {
-            [zbus::Variant::U32(state), zbus::Variant::U32(reason)] => {
+        match &**fields {
+            [crate::Value::U32(state), crate::Value::U32(reason)] => {
                 Some(((*state).into(), (*reason).into()))
             }
             _ => None,
@@ -270,7 +268,7 @@ impl crate::DeclaredType for Vec<crate::nm::Capability> {
     type View<'a> = std::iter::Map<std::slice::Iter<'a, u32>, fn(&u32) -> crate::nm::Capability>;
     fn view(value: &crate::Value) -> Option<Self::View<'_>> {
         match value {
-            crate::Value::U32Array(items) => {
+            crate::Value::U32s(items) => {
                 let typed: fn(&u32) -> crate::nm::Capability = |it| (*it).into();
                 Some(items.iter().map(typed))
             }

@@ -1,27 +1,31 @@
-//! The typed value a property holds once decoded: a compact enum with one variant per
-//! [`Kind`], heap payloads behind `Arc` so that cloning a value (e.g. for an old/new change
-//! event) never copies its contents.
+//! Owned, compact D-Bus values: the one value type of the workspace, what the decoder
+//! ([`crate::wire::Reader`]) produces and what a client cache stores for each property.
+//!
+//! A [`Value`] is 24 bytes. Common arrays (`ay`, `as`, `ao`, `au`) have flat variants so that a
+//! device's list of paths is one allocation, not one per element. A value converts to and from
+//! a zbus [`OwnedVariant`](struct@OwnedVariant) and serializes as that variant would.
 
-use std::sync::Arc;
+use std::fmt;
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
-use zbus::{OwnedObjectPath, OwnedVariant, Signature, Type};
+use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, SerializeStruct, Serializer};
+use zbus::OwnedVariant;
+use zbus::wire::serialized::{Context, Data};
+use zbus::wire::{Endian, Signature, Type};
 
 use crate::error::{Error, Result};
-use crate::kind::Kind;
-use crate::signature;
+use crate::wire::Reader;
 
-/// A decoded property value.
-///
-/// Each variant matches one [`Kind`]; [`Value::Other`] holds any other signature as an owned
-/// zbus variant (generic mode and rare shapes such as NetworkManager's `a(ayuay)`).
-#[derive(Clone, Debug, PartialEq)]
+/// An owned D-Bus value.
+#[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub enum Value {
+    /// A declared property the service has not sent (yet): the property's default.
+    #[default]
+    Unset,
     /// `b`
     Bool(bool),
     /// `y`
-    Byte(u8),
+    U8(u8),
     /// `n`
     I16(i16),
     /// `q`
@@ -37,211 +41,334 @@ pub enum Value {
     /// `d`
     F64(f64),
     /// `s`
-    Str(Arc<str>),
+    Str(Box<str>),
     /// `o`
-    ObjectPath(OwnedObjectPath),
-    /// `as`
-    StrArray(Arc<[Arc<str>]>),
-    /// `ao`
-    ObjectPathArray(Arc<[OwnedObjectPath]>),
+    Path(Box<str>),
+    /// `g`
+    Signature(Box<str>),
+    /// `h` (the index into the message's file descriptors; the cache does not keep fds)
+    Fd(u32),
     /// `ay`
-    Bytes(Arc<[u8]>),
-    /// `aay`
-    ByteArrays(Arc<[Box<[u8]>]>),
+    Bytes(Box<[u8]>),
+    /// `as`
+    Strs(Box<[Box<str>]>),
+    /// `ao`
+    Paths(Box<[Box<str>]>),
     /// `au`
-    U32Array(Arc<[u32]>),
-    /// `aau`
-    U32Arrays(Arc<[Box<[u32]>]>),
-    /// `a{sv}`
-    VarDict(Arc<VarDict>),
-    /// `aa{sv}`
-    VarDictArray(Arc<[VarDict]>),
-    /// `a{sa{sv}}`
-    SettingsDict(Arc<SettingsDict>),
-    /// Any other signature.
-    Other(Arc<OwnedVariant>),
+    U32s(Box<[u32]>),
+    /// Any other array.
+    Array(Box<Array>),
+    /// `a{..}`
+    Dict(Box<Dict>),
+    /// `(..)`
+    Struct(Box<[Value]>),
+    /// `v`
+    Variant(Box<Value>),
+    /// An `av` whose every element is a `y` variant, kept as one byte per element (the same
+    /// value as an [`Array`] of [`Value::Variant`]s of [`Value::U8`], without a boxed variant
+    /// per byte). Never empty: an empty `av` is an empty [`Value::Array`].
+    VariantBytes(Box<[u8]>),
+}
+
+/// An array other than `ay`, `as`, `ao`, `au`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Array {
+    /// The element signature.
+    pub element: Box<str>,
+    /// The elements.
+    pub items: Vec<Value>,
+}
+
+/// A dictionary (`a{kv}`), in wire order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dict {
+    /// Signature of the keys.
+    pub key: Box<str>,
+    /// Signature of the values.
+    pub value: Box<str>,
+    /// The entries, in the order the service sent them.
+    pub entries: Vec<(Value, Value)>,
 }
 
 impl Value {
-    /// The kind of this value.
-    pub fn kind(&self) -> Kind {
-        match self {
-            Value::Bool(_) => Kind::Bool,
-            Value::Byte(_) => Kind::Byte,
-            Value::I16(_) => Kind::I16,
-            Value::U16(_) => Kind::U16,
-            Value::I32(_) => Kind::I32,
-            Value::U32(_) => Kind::U32,
-            Value::I64(_) => Kind::I64,
-            Value::U64(_) => Kind::U64,
-            Value::F64(_) => Kind::F64,
-            Value::Str(_) => Kind::Str,
-            Value::ObjectPath(_) => Kind::ObjectPath,
-            Value::StrArray(_) => Kind::StrArray,
-            Value::ObjectPathArray(_) => Kind::ObjectPathArray,
-            Value::Bytes(_) => Kind::Bytes,
-            Value::ByteArrays(_) => Kind::ByteArrays,
-            Value::U32Array(_) => Kind::U32Array,
-            Value::U32Arrays(_) => Kind::U32Arrays,
-            Value::VarDict(_) => Kind::VarDict,
-            Value::VarDictArray(_) => Kind::VarDictArray,
-            Value::SettingsDict(_) => Kind::SettingsDict,
-            Value::Other(_) => Kind::Other,
-        }
-    }
-
-    /// The string of an `s` value.
+    /// The value as a string (`s`, `o` or `g`).
     pub fn as_str(&self) -> Option<&str> {
         match self {
-            Value::Str(it) => Some(it),
+            Self::Str(s) | Self::Path(s) | Self::Signature(s) => Some(s),
             _ => None,
         }
     }
 
-    /// The number of an unsigned or signed integer value of any width, widened to `i128`.
-    pub fn as_integer(&self) -> Option<i128> {
-        Some(match *self {
-            Value::Byte(it) => it.into(),
-            Value::I16(it) => it.into(),
-            Value::U16(it) => it.into(),
-            Value::I32(it) => it.into(),
-            Value::U32(it) => it.into(),
-            Value::I64(it) => it.into(),
-            Value::U64(it) => it.into(),
-            _ => return None,
+    /// The value as an unsigned integer (`y`, `q`, `u`, `t`).
+    pub fn as_u64(&self) -> Option<u64> {
+        match *self {
+            Self::U8(v) => Some(v.into()),
+            Self::U16(v) => Some(v.into()),
+            Self::U32(v) => Some(v.into()),
+            Self::U64(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The value as a `u32` (`y`, `q`, `u`).
+    pub fn as_u32(&self) -> Option<u32> {
+        self.as_u64().and_then(|v| u32::try_from(v).ok())
+    }
+
+    /// The value as a signed integer (`n`, `i`, `x`).
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Self::I16(v) => Some(v.into()),
+            Self::I32(v) => Some(v.into()),
+            Self::I64(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The value as a boolean.
+    pub fn as_bool(&self) -> Option<bool> {
+        match *self {
+            Self::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The value as a list of strings (`as` or `ao`).
+    pub fn as_strs(&self) -> Option<&[Box<str>]> {
+        match self {
+            Self::Strs(v) | Self::Paths(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The value as bytes (`ay`).
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Self::Bytes(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The value of a variant, or the value itself.
+    pub fn unwrap_variant(&self) -> &Self {
+        match self {
+            Self::Variant(v) => v.unwrap_variant(),
+            other => other,
+        }
+    }
+
+    /// Look `key` up in an `a{s..}` dictionary (through a variant if needed).
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        match self.unwrap_variant() {
+            Self::Dict(d) => d
+                .entries
+                .iter()
+                .find(|(k, _)| k.as_str() == Some(key))
+                .map(|(_, v)| v.unwrap_variant()),
+            _ => None,
+        }
+    }
+
+    /// The bytes this value holds on the heap (its own 24 bytes not included; allocator
+    /// overhead not included either): what caching it costs beyond its slot.
+    pub fn heap_size(&self) -> usize {
+        const SLOT: usize = std::mem::size_of::<Value>();
+        const BOXED_STR: usize = std::mem::size_of::<Box<str>>();
+        match self {
+            Self::Unset
+            | Self::Bool(_)
+            | Self::U8(_)
+            | Self::I16(_)
+            | Self::U16(_)
+            | Self::I32(_)
+            | Self::U32(_)
+            | Self::I64(_)
+            | Self::U64(_)
+            | Self::F64(_)
+            | Self::Fd(_) => 0,
+            Self::Str(s) | Self::Path(s) | Self::Signature(s) => s.len(),
+            Self::Bytes(b) | Self::VariantBytes(b) => b.len(),
+            Self::Strs(v) | Self::Paths(v) => {
+                v.len() * BOXED_STR + v.iter().map(|s| s.len()).sum::<usize>()
+            }
+            Self::U32s(v) => v.len() * 4,
+            Self::Array(a) => {
+                std::mem::size_of::<Array>()
+                    + a.element.len()
+                    + a.items.capacity() * SLOT
+                    + a.items.iter().map(Value::heap_size).sum::<usize>()
+            }
+            Self::Dict(d) => {
+                std::mem::size_of::<Dict>()
+                    + d.key.len()
+                    + d.value.len()
+                    + d.entries.capacity() * 2 * SLOT
+                    + d.entries
+                        .iter()
+                        .map(|(k, v)| k.heap_size() + v.heap_size())
+                        .sum::<usize>()
+            }
+            Self::Struct(fields) => {
+                fields.len() * SLOT + fields.iter().map(Value::heap_size).sum::<usize>()
+            }
+            Self::Variant(v) => SLOT + v.heap_size(),
+        }
+    }
+
+    /// The kind of value this is ([`Kind::Other`](crate::Kind::Other) for the shapes without
+    /// a kind of their own, and for [`Value::Unset`]).
+    pub fn kind(&self) -> crate::Kind {
+        crate::Kind::from_signature(&self.signature())
+    }
+
+    /// Whether this is [`Value::Unset`].
+    pub fn is_unset(&self) -> bool {
+        matches!(self, Self::Unset)
+    }
+
+    /// The D-Bus signature of this value (empty for [`Value::Unset`]).
+    pub fn signature(&self) -> String {
+        let mut s = String::new();
+        self.write_signature(&mut s);
+        s
+    }
+
+    fn write_signature(&self, s: &mut String) {
+        let code = match self {
+            Self::Unset => "",
+            Self::Bool(_) => "b",
+            Self::U8(_) => "y",
+            Self::I16(_) => "n",
+            Self::U16(_) => "q",
+            Self::I32(_) => "i",
+            Self::U32(_) => "u",
+            Self::I64(_) => "x",
+            Self::U64(_) => "t",
+            Self::F64(_) => "d",
+            Self::Str(_) => "s",
+            Self::Path(_) => "o",
+            Self::Signature(_) => "g",
+            Self::Fd(_) => "h",
+            Self::Bytes(_) => "ay",
+            Self::Strs(_) => "as",
+            Self::Paths(_) => "ao",
+            Self::U32s(_) => "au",
+            Self::Variant(_) => "v",
+            Self::VariantBytes(_) => "av",
+            Self::Array(a) => {
+                s.push('a');
+                s.push_str(&a.element);
+                return;
+            }
+            Self::Dict(d) => {
+                s.push_str("a{");
+                s.push_str(&d.key);
+                s.push_str(&d.value);
+                s.push('}');
+                return;
+            }
+            Self::Struct(fields) => {
+                s.push('(');
+                for f in fields.iter() {
+                    f.write_signature(s);
+                }
+                s.push(')');
+                return;
+            }
+        };
+        s.push_str(code);
+    }
+}
+
+impl fmt::Display for Value {
+    /// A compact, nmcli-like rendering: lists joined by `,`, dictionaries as `k=v`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn list<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T]) -> fmt::Result {
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(",")?;
+                }
+                write!(f, "{item}")?;
+            }
+            Ok(())
+        }
+        match self {
+            Self::Unset => Ok(()),
+            Self::Bool(v) => write!(f, "{}", if *v { "yes" } else { "no" }),
+            Self::U8(v) => write!(f, "{v}"),
+            Self::I16(v) => write!(f, "{v}"),
+            Self::U16(v) => write!(f, "{v}"),
+            Self::I32(v) => write!(f, "{v}"),
+            Self::U32(v) => write!(f, "{v}"),
+            Self::I64(v) => write!(f, "{v}"),
+            Self::U64(v) => write!(f, "{v}"),
+            Self::F64(v) => write!(f, "{v}"),
+            Self::Str(v) | Self::Path(v) | Self::Signature(v) => f.write_str(v),
+            Self::Fd(v) => write!(f, "fd#{v}"),
+            Self::Bytes(v) => {
+                for b in v.iter() {
+                    write!(f, "{b:02x}")?;
+                }
+                Ok(())
+            }
+            Self::Strs(v) | Self::Paths(v) => list(f, v),
+            Self::U32s(v) => list(f, v),
+            Self::VariantBytes(v) => list(f, v),
+            Self::Array(a) => list(f, &a.items),
+            Self::Dict(d) => {
+                for (i, (k, v)) in d.entries.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{k}={v}")?;
+                }
+                Ok(())
+            }
+            Self::Struct(v) => {
+                f.write_str("(")?;
+                list(f, v)?;
+                f.write_str(")")
+            }
+            Self::Variant(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// The little-endian context values are converted through.
+fn context() -> Context {
+    Context::new(Endian::Little, 0)
+}
+
+impl Value {
+    /// Decodes `value` in generic mode: its own signature picks the variant. The variant is
+    /// written to wire bytes and read back with the one decoder ([`Reader`]), so a value that
+    /// came through zbus and one read from a body are equal.
+    pub fn from_variant(value: &zbus::Variant<'_>) -> Result<Value> {
+        let data = zbus::wire::to_bytes(context(), value)?;
+        let decoded = Reader::new(data.bytes(), true)
+            .value(b"v")
+            .map_err(|e| Error::Wire(e.to_string()))?;
+        // The outer variant is the one `to_bytes` wrote around the value; nested ones stay.
+        Ok(match decoded {
+            Value::Variant(inner) => *inner,
+            other => other,
         })
     }
 
-    /// The flag of a `b` value.
-    pub fn as_bool(&self) -> Option<bool> {
-        match self {
-            Value::Bool(it) => Some(*it),
-            _ => None,
-        }
-    }
-
-    /// The path of an `o` value; `None` also for `"/"`, which means "no object".
-    pub fn as_object_path(&self) -> Option<&OwnedObjectPath> {
-        match self {
-            Value::ObjectPath(it) if it.as_str() != "/" => Some(it),
-            _ => None,
-        }
-    }
-
-    /// The paths of an `ao` value.
-    pub fn as_object_paths(&self) -> Option<&[OwnedObjectPath]> {
-        match self {
-            Value::ObjectPathArray(it) => Some(it),
-            _ => None,
-        }
-    }
-
-    /// The D-Bus signature of this value, as text.
-    pub fn signature(&self) -> String {
-        match self.kind().signature() {
-            Some(sig) => sig.to_owned(),
-            None => match self {
-                Value::Other(value) => value.value_signature().to_string(),
-                _ => String::new(),
-            },
-        }
-    }
-
-    /// Decodes `value` in generic mode: its own signature picks the kind.
-    ///
-    /// This is how objects of services nobody declared are held. It fails only for values
-    /// that cannot be owned (file descriptors that cannot be duplicated).
-    pub fn from_variant(value: &zbus::Variant<'_>) -> Result<Value> {
-        let value = unwrap_variant(value);
-        let sig = value.value_signature();
-        let kind = kind_of(sig);
-        match convert(kind, value) {
-            Some(decoded) => Ok(decoded),
-            None => other(value),
-        }
-    }
-
-    /// Decodes `value` as `kind` after checking that its signature is `expected`.
-    ///
-    /// `interface` and `property` only name the property in the error.
-    pub(crate) fn from_variant_checked(
-        kind: Kind,
-        expected: &'static str,
-        interface: &'static str,
-        property: &'static str,
-        value: &zbus::Variant<'_>,
-    ) -> Result<Value> {
-        let value = unwrap_variant(value);
-        let sig = value.value_signature();
-        if !signature::matches(sig, expected) {
-            return Err(Error::TypeMismatch {
-                interface,
-                property,
-                expected,
-                actual: sig.to_string(),
-            });
-        }
-        match convert(kind, value) {
-            Some(decoded) => Ok(decoded),
-            None if kind == Kind::Other => other(value),
-            // The signature matched, so the shape matches the kind; this is unreachable for
-            // well-formed zbus variants but is still reported instead of panicking.
-            None => Err(Error::TypeMismatch {
-                interface,
-                property,
-                expected,
-                actual: sig.to_string(),
-            }),
-        }
-    }
-
-    /// Converts this value back into an owned zbus variant (e.g. to send it).
+    /// Converts this value into an owned zbus variant (e.g. to send it). Fails for
+    /// [`Value::Unset`] and [`Value::Fd`] (the cache keeps no file descriptors).
     pub fn to_variant(&self) -> Result<OwnedVariant> {
-        let value = match self {
-            Value::Bool(it) => zbus::Variant::from(*it),
-            Value::Byte(it) => zbus::Variant::from(*it),
-            Value::I16(it) => zbus::Variant::from(*it),
-            Value::U16(it) => zbus::Variant::from(*it),
-            Value::I32(it) => zbus::Variant::from(*it),
-            Value::U32(it) => zbus::Variant::from(*it),
-            Value::I64(it) => zbus::Variant::from(*it),
-            Value::U64(it) => zbus::Variant::from(*it),
-            Value::F64(it) => zbus::Variant::from(*it),
-            Value::Str(it) => zbus::Variant::from(&**it),
-            Value::ObjectPath(it) => zbus::Variant::from(it.as_ref()),
-            Value::StrArray(it) => zbus::Variant::from(it.iter().map(|s| &**s).collect::<Vec<_>>()),
-            Value::ObjectPathArray(it) => {
-                zbus::Variant::from(it.iter().map(|p| p.as_ref()).collect::<Vec<_>>())
-            }
-            Value::Bytes(it) => zbus::Variant::from(it.to_vec()),
-            Value::ByteArrays(it) => {
-                zbus::Variant::from(it.iter().map(|b| b.to_vec()).collect::<Vec<_>>())
-            }
-            Value::U32Array(it) => zbus::Variant::from(it.to_vec()),
-            Value::U32Arrays(it) => {
-                zbus::Variant::from(it.iter().map(|b| b.to_vec()).collect::<Vec<_>>())
-            }
-            Value::VarDict(it) => zbus::Variant::from(it.to_dict()?),
-            Value::VarDictArray(it) => {
-                let mut array = zbus::Array::new(&VAR_DICT_SIGNATURE);
-                for dict in it.iter() {
-                    array.append(zbus::Variant::from(dict.to_dict()?))?;
-                }
-                zbus::Variant::from(array)
-            }
-            Value::SettingsDict(it) => {
-                let mut outer = zbus::Dict::new(&Signature::Str, &VAR_DICT_SIGNATURE);
-                for (name, dict) in it.iter() {
-                    outer.append(
-                        zbus::Variant::from(name),
-                        zbus::Variant::from(dict.to_dict()?),
-                    )?;
-                }
-                zbus::Variant::from(outer)
-            }
-            Value::Other(it) => return Ok(it.try_clone()?),
-        };
-        Ok(value.try_into_owned()?)
+        let data: Data<'static, 'static> =
+            zbus::wire::to_bytes_for_signature(context(), Signature::Variant, self)?;
+        let (variant, _) = data.deserialize::<zbus::Variant<'_>>()?;
+        Ok(variant.try_into_owned()?)
+    }
+
+    /// The signature of this value as a zbus [`Signature`].
+    fn zbus_signature(&self) -> std::result::Result<Signature, String> {
+        let text = self.signature();
+        text.parse::<Signature>()
+            .map_err(|e| format!("no valid signature for this value ({text:?}): {e}"))
     }
 }
 
@@ -304,54 +431,33 @@ impl Type for Value {
     const SIGNATURE: &'static Signature = &Signature::Variant;
 }
 
-/// Serializes the value as a D-Bus variant, exactly as the equal
-/// [`OwnedVariant`](struct@OwnedVariant) would be: its signature, then its contents. In a D-Bus
-/// body that is a `v` (so a `Value` can be sent as is, e.g. in an `a{sv}`); in a
-/// self-describing format such as JSON it is
-/// `{"signature": "u", "value": 100}`, so no type information is lost.
+/// Serializes the value as a D-Bus variant, exactly as the equal [`OwnedVariant`](struct@OwnedVariant) would be:
+/// its signature, then its contents. In a D-Bus body that is a `v` (so a `Value` can be sent
+/// as is, e.g. in an `a{sv}`); in a self-describing format such as JSON it is
+/// `{"signature": "u", "value": 100}`, so no type information is lost. [`Value::Unset`] and
+/// [`Value::Fd`] cannot be serialized.
 impl Serialize for Value {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-
-        let signature = match self {
-            // An owned variant already serializes as a variant.
-            Value::Other(it) => return it.serialize(serializer),
-            Value::Bool(_) => <bool as Type>::SIGNATURE,
-            Value::Byte(_) => <u8 as Type>::SIGNATURE,
-            Value::I16(_) => <i16 as Type>::SIGNATURE,
-            Value::U16(_) => <u16 as Type>::SIGNATURE,
-            Value::I32(_) => <i32 as Type>::SIGNATURE,
-            Value::U32(_) => <u32 as Type>::SIGNATURE,
-            Value::I64(_) => <i64 as Type>::SIGNATURE,
-            Value::U64(_) => <u64 as Type>::SIGNATURE,
-            Value::F64(_) => <f64 as Type>::SIGNATURE,
-            Value::Str(_) => <String as Type>::SIGNATURE,
-            Value::ObjectPath(_) => <OwnedObjectPath as Type>::SIGNATURE,
-            Value::StrArray(_) => <Vec<String> as Type>::SIGNATURE,
-            Value::ObjectPathArray(_) => <Vec<OwnedObjectPath> as Type>::SIGNATURE,
-            Value::Bytes(_) => <Vec<u8> as Type>::SIGNATURE,
-            Value::ByteArrays(_) => <Vec<Vec<u8>> as Type>::SIGNATURE,
-            Value::U32Array(_) => <Vec<u32> as Type>::SIGNATURE,
-            Value::U32Arrays(_) => <Vec<Vec<u32>> as Type>::SIGNATURE,
-            Value::VarDict(_) => <VarDict as Type>::SIGNATURE,
-            Value::VarDictArray(_) => <Vec<VarDict> as Type>::SIGNATURE,
-            Value::SettingsDict(_) => <SettingsDict as Type>::SIGNATURE,
-        };
+        let signature = self.zbus_signature().map_err(S::Error::custom)?;
         let mut variant = serializer.serialize_struct("Variant", 2)?;
-        variant.serialize_field("signature", signature)?;
+        variant.serialize_field("signature", &signature)?;
         variant.serialize_field("value", &Contents(self))?;
         variant.end()
     }
 }
 
-/// The contents of a typed (non-[`Value::Other`]) value, without the variant around them.
+/// The contents of a value, without the variant around them.
 struct Contents<'a>(&'a Value);
 
 impl Serialize for Contents<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         match self.0 {
+            Value::Unset => Err(S::Error::custom("an unset property has no value to send")),
+            Value::Fd(_) => Err(S::Error::custom(
+                "a file descriptor is not kept, only its index: it cannot be sent",
+            )),
             Value::Bool(it) => serializer.serialize_bool(*it),
-            Value::Byte(it) => serializer.serialize_u8(*it),
+            Value::U8(it) => serializer.serialize_u8(*it),
             Value::I16(it) => serializer.serialize_i16(*it),
             Value::U16(it) => serializer.serialize_u16(*it),
             Value::I32(it) => serializer.serialize_i32(*it),
@@ -360,319 +466,54 @@ impl Serialize for Contents<'_> {
             Value::U64(it) => serializer.serialize_u64(*it),
             Value::F64(it) => serializer.serialize_f64(*it),
             Value::Str(it) => serializer.serialize_str(it),
-            Value::ObjectPath(it) => it.serialize(serializer),
-            Value::StrArray(it) => serializer.collect_seq(it.iter().map(|s| &**s)),
-            Value::ObjectPathArray(it) => serializer.collect_seq(it.iter()),
+            Value::Path(it) => match zbus::ObjectPath::try_from(&**it) {
+                Ok(path) => path.serialize(serializer),
+                Err(e) => Err(S::Error::custom(e)),
+            },
+            Value::Signature(it) => match it.parse::<Signature>() {
+                Ok(sig) => sig.serialize(serializer),
+                Err(e) => Err(S::Error::custom(e)),
+            },
             Value::Bytes(it) => serializer.collect_seq(it.iter()),
-            Value::ByteArrays(it) => serializer.collect_seq(it.iter()),
-            Value::U32Array(it) => serializer.collect_seq(it.iter()),
-            Value::U32Arrays(it) => serializer.collect_seq(it.iter()),
-            Value::VarDict(it) => it.serialize(serializer),
-            Value::VarDictArray(it) => serializer.collect_seq(it.iter()),
-            Value::SettingsDict(it) => it.serialize(serializer),
-            Value::Other(it) => it.serialize(serializer),
+            Value::Strs(it) => serializer.collect_seq(it.iter().map(|s| &**s)),
+            Value::Paths(it) => {
+                let mut seq = serializer.serialize_seq(Some(it.len()))?;
+                for path in it.iter() {
+                    seq.serialize_element(&Contents(&Value::Path(path.clone())))?;
+                }
+                seq.end()
+            }
+            Value::U32s(it) => serializer.collect_seq(it.iter()),
+            Value::VariantBytes(it) => {
+                let mut seq = serializer.serialize_seq(Some(it.len()))?;
+                for byte in it.iter() {
+                    seq.serialize_element(&Value::U8(*byte))?;
+                }
+                seq.end()
+            }
+            Value::Array(a) => {
+                let mut seq = serializer.serialize_seq(Some(a.items.len()))?;
+                for item in &a.items {
+                    seq.serialize_element(&Contents(item))?;
+                }
+                seq.end()
+            }
+            Value::Dict(d) => {
+                let mut map = serializer.serialize_map(Some(d.entries.len()))?;
+                for (k, v) in &d.entries {
+                    map.serialize_entry(&Contents(k), &Contents(v))?;
+                }
+                map.end()
+            }
+            Value::Struct(fields) => {
+                use serde::ser::SerializeTuple;
+                let mut tuple = serializer.serialize_tuple(fields.len())?;
+                for field in fields.iter() {
+                    tuple.serialize_element(&Contents(field))?;
+                }
+                tuple.end()
+            }
+            Value::Variant(inner) => inner.serialize(serializer),
         }
     }
-}
-
-const VAR_DICT_SIGNATURE: Signature = Signature::static_dict(&Signature::Str, &Signature::Variant);
-
-/// Entries sorted by key for lookup by binary search; if a key repeats, the first entry wins.
-#[derive(Debug, PartialEq)]
-struct SortedEntries<V> {
-    entries: Box<[(Box<str>, V)]>,
-}
-
-impl<V> SortedEntries<V> {
-    fn new(mut entries: Vec<(Box<str>, V)>) -> SortedEntries<V> {
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        entries.dedup_by(|later, earlier| later.0 == earlier.0);
-        SortedEntries {
-            entries: entries.into_boxed_slice(),
-        }
-    }
-
-    fn get(&self, key: &str) -> Option<&V> {
-        let idx = self
-            .entries
-            .binary_search_by(|(k, _)| (**k).cmp(key))
-            .ok()?;
-        Some(&self.entries[idx].1)
-    }
-
-    fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &V)> {
-        self.entries.iter().map(|(k, v)| (&**k, v))
-    }
-
-    fn len(&self) -> usize {
-        self.entries.len()
-    }
-}
-
-impl<V> Default for SortedEntries<V> {
-    fn default() -> SortedEntries<V> {
-        SortedEntries {
-            entries: Box::default(),
-        }
-    }
-}
-
-/// A `a{sv}` dictionary: entries sorted by key for lookup, values as owned zbus variants.
-#[derive(Debug, PartialEq, Default)]
-pub struct VarDict {
-    entries: SortedEntries<OwnedVariant>,
-}
-
-impl VarDict {
-    /// Builds a dictionary from its entries; if a key repeats, the first entry wins.
-    pub fn new(entries: Vec<(Box<str>, OwnedVariant)>) -> VarDict {
-        VarDict {
-            entries: SortedEntries::new(entries),
-        }
-    }
-
-    /// The value of `key`.
-    pub fn get(&self, key: &str) -> Option<&OwnedVariant> {
-        self.entries.get(key)
-    }
-
-    /// The entries, sorted by key.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &OwnedVariant)> {
-        self.entries.iter()
-    }
-
-    /// The number of entries.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether there are no entries.
-    pub fn is_empty(&self) -> bool {
-        self.entries.len() == 0
-    }
-
-    /// A copy as a zbus dictionary.
-    pub fn to_dict(&self) -> Result<zbus::Dict<'static, 'static>> {
-        let mut dict = zbus::Dict::new(&Signature::Str, &Signature::Variant);
-        for (key, value) in self.iter() {
-            let inner = zbus::Variant::from(value.try_clone()?);
-            dict.append(
-                zbus::Variant::from(key.to_owned()),
-                zbus::Variant::Variant(Box::new(inner)),
-            )?;
-        }
-        Ok(dict)
-    }
-}
-
-impl Type for VarDict {
-    const SIGNATURE: &'static Signature = &VAR_DICT_SIGNATURE;
-}
-
-impl Serialize for VarDict {
-    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.entries.len()))?;
-        for (key, value) in self.iter() {
-            map.serialize_entry(key, value)?;
-        }
-        map.end()
-    }
-}
-
-/// A `a{sa{sv}}` dictionary (NetworkManager's connection settings): setting names sorted for
-/// lookup, each with its [`VarDict`].
-#[derive(Debug, PartialEq, Default)]
-pub struct SettingsDict {
-    entries: SortedEntries<VarDict>,
-}
-
-impl SettingsDict {
-    /// Builds a dictionary from its entries; if a name repeats, the first entry wins.
-    pub fn new(entries: Vec<(Box<str>, VarDict)>) -> SettingsDict {
-        SettingsDict {
-            entries: SortedEntries::new(entries),
-        }
-    }
-
-    /// The setting called `name`.
-    pub fn get(&self, name: &str) -> Option<&VarDict> {
-        self.entries.get(name)
-    }
-
-    /// The settings, sorted by name.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &VarDict)> {
-        self.entries.iter()
-    }
-
-    /// The number of settings.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether there are no settings.
-    pub fn is_empty(&self) -> bool {
-        self.entries.len() == 0
-    }
-}
-
-impl Type for SettingsDict {
-    const SIGNATURE: &'static Signature =
-        &Signature::static_dict(&Signature::Str, <VarDict as Type>::SIGNATURE);
-}
-
-impl Serialize for SettingsDict {
-    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.entries.len()))?;
-        for (key, value) in self.iter() {
-            map.serialize_entry(key, value)?;
-        }
-        map.end()
-    }
-}
-
-/// Strips variant wrappers (`v` inside `v`) so that a value read with `Get` and one found in a
-/// dictionary compare alike.
-fn unwrap_variant<'a, 'v>(mut value: &'a zbus::Variant<'v>) -> &'a zbus::Variant<'v> {
-    while let zbus::Variant::Variant(inner) = value {
-        value = inner;
-    }
-    value
-}
-
-/// The kind for a parsed signature (see [`Kind::from_signature`]), without allocating.
-pub(crate) fn kind_of(sig: &Signature) -> Kind {
-    const KINDS: [Kind; 20] = [
-        Kind::Bool,
-        Kind::Byte,
-        Kind::I16,
-        Kind::U16,
-        Kind::I32,
-        Kind::U32,
-        Kind::I64,
-        Kind::U64,
-        Kind::F64,
-        Kind::Str,
-        Kind::ObjectPath,
-        Kind::StrArray,
-        Kind::ObjectPathArray,
-        Kind::Bytes,
-        Kind::ByteArrays,
-        Kind::U32Array,
-        Kind::U32Arrays,
-        Kind::VarDict,
-        Kind::VarDictArray,
-        Kind::SettingsDict,
-    ];
-    for kind in KINDS {
-        if let Some(text) = kind.signature()
-            && signature::matches(sig, text)
-        {
-            return kind;
-        }
-    }
-    Kind::Other
-}
-
-fn other(value: &zbus::Variant<'_>) -> Result<Value> {
-    Ok(Value::Other(Arc::new(value.try_to_owned()?)))
-}
-
-fn str_of(value: &zbus::Variant<'_>) -> Option<Arc<str>> {
-    match value {
-        zbus::Variant::Str(s) => Some(Arc::from(s.as_str())),
-        _ => None,
-    }
-}
-
-fn path_of(value: &zbus::Variant<'_>) -> Option<OwnedObjectPath> {
-    match value {
-        zbus::Variant::ObjectPath(p) => Some(OwnedObjectPath::from(p.to_owned())),
-        _ => None,
-    }
-}
-
-fn array_of<'a, 'v>(value: &'a zbus::Variant<'v>) -> Option<&'a [zbus::Variant<'v>]> {
-    match value {
-        zbus::Variant::Array(a) => Some(a.inner()),
-        _ => None,
-    }
-}
-
-fn collect<T, C: FromIterator<T>>(
-    items: &[zbus::Variant<'_>],
-    f: impl Fn(&zbus::Variant<'_>) -> Option<T>,
-) -> Option<C> {
-    items.iter().map(f).collect()
-}
-
-fn bytes_of(value: &zbus::Variant<'_>) -> Option<Box<[u8]>> {
-    collect(array_of(value)?, |v| match v {
-        zbus::Variant::U8(b) => Some(*b),
-        _ => None,
-    })
-}
-
-fn u32s_of(value: &zbus::Variant<'_>) -> Option<Box<[u32]>> {
-    collect(array_of(value)?, |v| match v {
-        zbus::Variant::U32(n) => Some(*n),
-        _ => None,
-    })
-}
-
-fn var_dict_of(value: &zbus::Variant<'_>) -> Option<VarDict> {
-    let zbus::Variant::Dict(dict) = value else {
-        return None;
-    };
-    let mut entries = Vec::new();
-    for (key, value) in dict.iter() {
-        let zbus::Variant::Str(key) = key else {
-            return None;
-        };
-        let owned = unwrap_variant(value).try_to_owned().ok()?;
-        entries.push((Box::from(key.as_str()), owned));
-    }
-    Some(VarDict::new(entries))
-}
-
-fn settings_dict_of(value: &zbus::Variant<'_>) -> Option<SettingsDict> {
-    let zbus::Variant::Dict(dict) = value else {
-        return None;
-    };
-    let mut entries = Vec::new();
-    for (key, value) in dict.iter() {
-        let zbus::Variant::Str(key) = key else {
-            return None;
-        };
-        entries.push((Box::from(key.as_str()), var_dict_of(value)?));
-    }
-    Some(SettingsDict::new(entries))
-}
-
-/// Converts a zbus variant whose signature is known to fit `kind`; `None` for
-/// [`Kind::Other`] or a value that does not have the shape.
-fn convert(kind: Kind, value: &zbus::Variant<'_>) -> Option<Value> {
-    use zbus::Variant as Z;
-    Some(match (kind, value) {
-        (Kind::Bool, Z::Bool(it)) => Value::Bool(*it),
-        (Kind::Byte, Z::U8(it)) => Value::Byte(*it),
-        (Kind::I16, Z::I16(it)) => Value::I16(*it),
-        (Kind::U16, Z::U16(it)) => Value::U16(*it),
-        (Kind::I32, Z::I32(it)) => Value::I32(*it),
-        (Kind::U32, Z::U32(it)) => Value::U32(*it),
-        (Kind::I64, Z::I64(it)) => Value::I64(*it),
-        (Kind::U64, Z::U64(it)) => Value::U64(*it),
-        (Kind::F64, Z::F64(it)) => Value::F64(*it),
-        (Kind::Str, _) => Value::Str(str_of(value)?),
-        (Kind::ObjectPath, _) => Value::ObjectPath(path_of(value)?),
-        (Kind::StrArray, _) => Value::StrArray(collect(array_of(value)?, str_of)?),
-        (Kind::ObjectPathArray, _) => Value::ObjectPathArray(collect(array_of(value)?, path_of)?),
-        (Kind::Bytes, _) => Value::Bytes(Arc::from(bytes_of(value)?)),
-        (Kind::ByteArrays, _) => Value::ByteArrays(collect(array_of(value)?, bytes_of)?),
-        (Kind::U32Array, _) => Value::U32Array(Arc::from(u32s_of(value)?)),
-        (Kind::U32Arrays, _) => Value::U32Arrays(collect(array_of(value)?, u32s_of)?),
-        (Kind::VarDict, _) => Value::VarDict(Arc::new(var_dict_of(value)?)),
-        (Kind::VarDictArray, _) => Value::VarDictArray(collect(array_of(value)?, var_dict_of)?),
-        (Kind::SettingsDict, _) => Value::SettingsDict(Arc::new(settings_dict_of(value)?)),
-        _ => return None,
-    })
 }

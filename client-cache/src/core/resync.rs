@@ -7,7 +7,7 @@ use std::sync::Arc;
 use hashbrown::HashMap;
 
 use super::{Core, Owner};
-use crate::{error::CallError, event::Event, object::Object, store::ObjId, value::Value};
+use crate::{Value, error::CallError, event::Event, object::Object, store::ObjId};
 
 /// The consumer's view of the cache, kept from the moment its event queue filled up: the
 /// visible objects and the owner as its queued events leave them.

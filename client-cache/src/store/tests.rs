@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use super::*;
 use crate::{
+    Value,
     meta::InterfaceDecl,
     object::{Interface, Object},
-    value::Value,
 };
 
 fn decl() -> Arc<InterfaceDecl> {

@@ -69,6 +69,11 @@ impl PrivateBusBuilder {
 
 impl PrivateBus {
     /// Starts a `dbus-daemon` and returns once it listens.
+    ///
+    /// Like every fixture of this module, it also makes
+    /// [`DebugConfig::from_env`](crate::DebugConfig::from_env) the process default
+    /// ([`DebugConfig::set_process_default`](crate::DebugConfig::set_process_default)), so the
+    /// caches a test builds honour `NETMIRROR_CLIENT_DEBUG` and `NETMIRROR_FATAL_WARNINGS`.
     pub fn start() -> io::Result<Self> {
         Self::start_with(&PrivateBusBuilder::default())
     }
@@ -79,6 +84,9 @@ impl PrivateBus {
     }
 
     fn start_with(options: &PrivateBusBuilder) -> io::Result<Self> {
+        // Tests run as CI asks: `NETMIRROR_CLIENT_DEBUG` and `NETMIRROR_FATAL_WARNINGS` apply
+        // to the caches they build (the library alone does not read them).
+        crate::DebugConfig::set_process_default(crate::DebugConfig::from_env());
         let dir = tempfile::Builder::new()
             .prefix(&format!("{MARKER}-bus-"))
             .tempdir()?;

@@ -179,6 +179,8 @@ impl NetworkManagerDaemon {
 
     fn start_with(builder: NetworkManagerBuilder) -> io::Result<Self> {
         let started = Instant::now();
+        // As for `PrivateBus`: tests honour the debug and fatal-mode variables.
+        crate::DebugConfig::set_process_default(crate::DebugConfig::from_env());
         let dir = tempfile::Builder::new()
             .prefix(&format!("{MARKER}-nm-"))
             .tempdir()?;
@@ -363,35 +365,42 @@ impl NetworkManagerDaemon {
     /// loads its profiles and makes a device for each, all on its main loop: a call answered
     /// there means that work is done, and a client sees the whole, settled state.
     fn wait_until_serving(&self, started: Instant) -> io::Result<()> {
-        let remaining = self
-            .start_timeout
-            .saturating_sub(started.elapsed())
-            .max(Duration::from_secs(1));
-        let output = self
-            .bus
-            .command("busctl")
-            .arg("--system")
-            .arg(format!("--timeout={}", remaining.as_secs().max(1)))
-            .args([
-                "get-property",
-                NM_BUS_NAME,
-                "/org/freedesktop/NetworkManager",
-                "org.freedesktop.NetworkManager",
-                "Version",
-            ])
-            .stdin(Stdio::null())
-            .output()?;
-        if !output.status.success() {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "NetworkManager took its name but did not answer within {:?}: {}",
-                    self.start_timeout,
-                    String::from_utf8_lossy(&output.stderr).trim()
-                ),
-            ));
+        // NetworkManager may own its name a moment before it exports its manager object: the
+        // call then fails at once with "Object does not exist"; ask again until the deadline.
+        loop {
+            let remaining = self
+                .start_timeout
+                .saturating_sub(started.elapsed())
+                .max(Duration::from_secs(1));
+            let output = self
+                .bus
+                .command("busctl")
+                .arg("--system")
+                .arg(format!("--timeout={}", remaining.as_secs().max(1)))
+                .args([
+                    "get-property",
+                    NM_BUS_NAME,
+                    "/org/freedesktop/NetworkManager",
+                    "org.freedesktop.NetworkManager",
+                    "Version",
+                ])
+                .stdin(Stdio::null())
+                .output()?;
+            if output.status.success() {
+                return Ok(());
+            }
+            if started.elapsed() >= self.start_timeout {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "NetworkManager took its name but did not answer within {:?}: {}",
+                        self.start_timeout,
+                        String::from_utf8_lossy(&output.stderr).trim()
+                    ),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
-        Ok(())
     }
 }
 

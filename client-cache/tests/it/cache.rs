@@ -518,6 +518,41 @@ fn the_blocking_facade_runs_the_cache_on_its_own_thread() {
 }
 
 #[test_log::test]
+fn a_blocking_cache_builds_on_a_connection_the_program_has() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let mock = Mock::start(bus.address(), objects(&[("/a", node("a", None, &[]))]));
+        let conn = zbus::block_on(connect(&bus));
+        let cache = BlockingCache::builder(builder())
+            .event_channel(1)
+            .build(&conn)
+            .unwrap();
+        assert_eq!(cache.with(|c| c.len()).unwrap(), 1);
+        while cache.recv_event(Duration::from_millis(200)).is_some() {}
+        // More changes than the one-event channel holds: each arrives, in order.
+        for name in ["b", "c", "d"] {
+            mock.add(&format!("/{name}"), node(name, None, &[]));
+        }
+        let mut seen = Vec::new();
+        while seen.len() < 3 {
+            let ev = cache.recv_event(WAIT).expect("an event");
+            seen.push(ev);
+        }
+        assert_eq!(kinds(&seen), ["added /b", "added /c", "added /d"]);
+        // The program's connection is still its own to use.
+        let reply = zbus::block_on(conn.call_method(
+            Some("org.freedesktop.DBus"),
+            "/org/freedesktop/DBus",
+            Some("org.freedesktop.DBus"),
+            "GetId",
+            &(),
+        ))
+        .expect("the connection still works");
+        assert!(!reply.body().deserialize::<String>().unwrap().is_empty());
+    });
+}
+
+#[test_log::test]
 fn a_service_without_an_object_manager_fails_the_load_with_the_error_reply() {
     bounded(LIMIT, || {
         let bus = PrivateBus::start().unwrap();

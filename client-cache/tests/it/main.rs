@@ -2,6 +2,7 @@
 //! need root live under `privileged` (feature `privileged`).
 
 mod cache;
+mod env_opt_in;
 mod hostile;
 mod mock;
 mod private_bus;

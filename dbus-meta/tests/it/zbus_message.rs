@@ -1,10 +1,10 @@
 //! Interoperability with zbus 6: values read from a real `zbus::Message` decode with the
 //! declarations, both through a `Variant` the body deserialized into and straight from the
-//! body's wire data with the seeds.
+//! body's wire data with the decoder ([`Reader`]).
 
 use std::collections::HashMap;
 
-use netmirror_dbus_meta::{Error, PropertiesSeed, PropertyEntry, Value, nm};
+use netmirror_dbus_meta::{Error, Lookup, Reader, Value, nm};
 use zbus::{Message, OwnedVariant, Variant};
 
 const DEVICE_PATH: &str = "/org/freedesktop/NetworkManager/Devices/1";
@@ -84,30 +84,31 @@ fn a_message_body_decodes_straight_from_its_wire_data() {
         .expect("serializable body");
     let body = reply.body();
     assert_eq!(body.signature().to_string(), "a{sv}");
-    let (entries, _) = body
-        .data()
-        .deserialize_with_seed(PropertiesSeed::new(Some(&nm::device::IFACE)))
-        .expect("well-formed body");
-    assert_eq!(entries.len(), 3);
+    // The one decoder reads the body in place, each value checked against its declaration.
+    let mut reader = Reader::for_body(body.data());
+    let end = reader.array(8).expect("an array");
     let mut seen = 0;
-    for entry in entries {
-        match entry {
-            PropertyEntry::Declared { index, value } if index == nm::device::STATE.index() => {
-                assert_eq!(value, Ok(Value::U32(30)));
-                seen += 1;
+    while reader.more(end, 8).expect("well-formed") {
+        let name = reader.str().expect("a name");
+        let declared = match nm::REGISTRY.lookup(nm::device::IFACE_NAME, name) {
+            Lookup::Declared { property, .. } => Some(property.signature().as_bytes()),
+            _ => None,
+        };
+        let value = reader.variant_expect(declared).expect("well-formed");
+        match name {
+            "State" => assert_eq!(value, Ok(Value::U32(30))),
+            "Mtu" => assert_eq!(value, Err("s".to_owned()), "a wrong type is reported"),
+            "SomethingNewer" => {
+                assert!(declared.is_none());
+                assert_eq!(value, Ok(Value::U8(7)));
             }
-            PropertyEntry::Declared { index, value } if index == nm::device::MTU.index() => {
-                let err = value.expect_err("wrong type");
-                assert_eq!(err.actual_signature(), Some("s"));
-                seen += 1;
-            }
-            PropertyEntry::Unknown { name, value } => {
-                assert_eq!(&*name, "SomethingNewer");
-                assert_eq!(value, Ok(Value::Byte(7)));
-                seen += 1;
-            }
-            other => panic!("unexpected entry {other:?}"),
+            other => panic!("unexpected entry {other}"),
         }
+        seen += 1;
     }
     assert_eq!(seen, 3);
+    assert_eq!(
+        nm::device::STATE.get(&Value::U32(30)),
+        Some(nm::DeviceState::Disconnected)
+    );
 }

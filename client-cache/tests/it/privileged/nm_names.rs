@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use netmirror_client_cache::testing::{NM_BUS_NAME, NetworkManagerDaemon, Profile};
 use netmirror_dbus_meta::nm::{self, ActivationStateFlags};
-use netmirror_dbus_meta::{Interface, PropertiesSeed, PropertyEntry, Value};
+use netmirror_dbus_meta::{Interface, Reader, Value};
 
 use crate::support::bounded;
 
@@ -30,16 +30,19 @@ async fn get_all(
         )
         .await
         .expect("GetAll");
-    let (entries, _) = reply
-        .body()
-        .data()
-        .deserialize_with_seed(PropertiesSeed::new(Some(iface)))
-        .expect("a well-formed a{sv}");
+    let body = reply.body();
+    let mut reader = Reader::for_body(body.data());
+    let end = reader.array(8).expect("an a{sv}");
     let mut out = BTreeMap::new();
-    for entry in entries {
-        if let PropertyEntry::Declared { index, value } = entry {
-            let name = iface.properties()[index].name();
-            out.insert(name, value.unwrap_or_else(|err| panic!("{name}: {err}")));
+    while reader.more(end, 8).expect("a well-formed a{sv}") {
+        let name = reader.str().expect("a property name");
+        let declared = iface.property(name);
+        let value = reader
+            .variant_expect(declared.map(|p| p.signature().as_bytes()))
+            .expect("a well-formed variant");
+        if let Some(property) = declared {
+            let value = value.unwrap_or_else(|actual| panic!("{name}: sent as `{actual}`"));
+            out.insert(property.name(), value);
         }
     }
     out
@@ -65,7 +68,7 @@ async fn ours(address: &str) -> (Vec<String>, String) {
         .to_vec();
     let mut lines = Vec::new();
     for path in devices {
-        let device = get_all(&conn, path.as_str(), &nm::device::IFACE).await;
+        let device = get_all(&conn, &path, &nm::device::IFACE).await;
         let get = |name: &str| &device[name];
         let iface = nm::device::INTERFACE
             .get(get(nm::device::INTERFACE.name()))
@@ -79,7 +82,7 @@ async fn ours(address: &str) -> (Vec<String>, String) {
         // nmcli names the states of an externally activated device apart.
         let active = nm::device::ACTIVE_CONNECTION
             .get(get(nm::device::ACTIVE_CONNECTION.name()))
-            .filter(|path| path.as_str() != "/")
+            .filter(|path| *path != "/")
             .map(|path| path.to_string());
         let mut external = false;
         if let Some(active) = active {

@@ -1,6 +1,8 @@
-//! A bounds-checked reader of D-Bus message bodies that decodes straight into [`Value`]s.
+//! The decoder: a bounds-checked reader of D-Bus message bodies that decodes straight into
+//! [`Value`]s. It is the workspace's one decoder: `netmirror-client-cache` reads every reply and
+//! signal with it, and [`Value::from_variant`] goes through it too.
 //!
-//! The cache reads `a{oa{sa{sv}}}` (GetManagedObjects), `a{sa{sv}}` (properties, settings) and
+//! A client cache reads `a{oa{sa{sv}}}` (GetManagedObjects), `a{sa{sv}}` (properties, settings) and
 //! variants on its own instead of going through serde and an owned value tree per property:
 //! a variant's signature is compared as bytes with the declared one, and the value is decoded
 //! once, into its final storage. Every read is checked; a malformed body is an error, never a
@@ -10,7 +12,7 @@ use crate::value::{Array, Dict, Value};
 
 /// Decoding failed: the body does not hold what its signature says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct WireError(pub(crate) String);
+pub struct WireError(String);
 
 impl std::fmt::Display for WireError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -18,7 +20,10 @@ impl std::fmt::Display for WireError {
     }
 }
 
-pub(crate) type WireResult<T> = Result<T, WireError>;
+impl std::error::Error for WireError {}
+
+/// What a [`Reader`] returns.
+pub type WireResult<T> = Result<T, WireError>;
 
 fn err<T>(what: &str) -> WireResult<T> {
     Err(WireError(what.to_owned()))
@@ -27,14 +32,16 @@ fn err<T>(what: &str) -> WireResult<T> {
 const MAX_DEPTH: u32 = 64;
 
 /// A cursor over a body. Positions are relative to the body's start, which D-Bus aligns to 8.
-pub(crate) struct Reader<'a> {
+#[derive(Clone)]
+pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
     little: bool,
 }
 
 impl<'a> Reader<'a> {
-    pub(crate) fn new(buf: &'a [u8], little: bool) -> Self {
+    /// A reader of `buf`, a body in little (`true`) or big endian.
+    pub fn new(buf: &'a [u8], little: bool) -> Self {
         Self {
             buf,
             pos: 0,
@@ -43,7 +50,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The reader of a zbus message's body.
-    pub(crate) fn for_body(body: &'a zbus::wire::serialized::Data<'static, 'static>) -> Self {
+    pub fn for_body(body: &'a zbus::wire::serialized::Data<'static, 'static>) -> Self {
         let little = matches!(body.context().endian(), zbus::wire::Endian::Little);
         Self::new(body.bytes(), little)
     }
@@ -53,7 +60,9 @@ impl<'a> Reader<'a> {
         self.pos
     }
 
-    pub(crate) fn align(&mut self, n: usize) -> WireResult<()> {
+    /// Skip the padding to the next multiple of `n`.
+    #[inline]
+    pub fn align(&mut self, n: usize) -> WireResult<()> {
         let aligned = self.pos.div_ceil(n) * n;
         if aligned > self.buf.len() {
             return err("padding past the end of the body");
@@ -62,6 +71,7 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> WireResult<&'a [u8]> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
         match end {
@@ -85,20 +95,30 @@ impl<'a> Reader<'a> {
         Ok(a)
     }
 
-    pub(crate) fn u8(&mut self) -> WireResult<u8> {
+    /// A `y`.
+    #[inline]
+    pub fn u8(&mut self) -> WireResult<u8> {
         Ok(self.take(1)?[0])
     }
-    pub(crate) fn u16(&mut self) -> WireResult<u16> {
+    /// A `q` (or the bits of an `n`).
+    #[inline]
+    pub fn u16(&mut self) -> WireResult<u16> {
         self.fixed::<2>().map(u16::from_le_bytes)
     }
-    pub(crate) fn u32(&mut self) -> WireResult<u32> {
+    /// A `u` (or the bits of an `i`).
+    #[inline]
+    pub fn u32(&mut self) -> WireResult<u32> {
         self.fixed::<4>().map(u32::from_le_bytes)
     }
-    pub(crate) fn u64(&mut self) -> WireResult<u64> {
+    /// A `t` (or the bits of an `x` or a `d`).
+    #[inline]
+    pub fn u64(&mut self) -> WireResult<u64> {
         self.fixed::<8>().map(u64::from_le_bytes)
     }
 
-    pub(crate) fn bool(&mut self) -> WireResult<bool> {
+    /// A `b`.
+    #[inline]
+    pub fn bool(&mut self) -> WireResult<bool> {
         match self.u32()? {
             0 => Ok(false),
             1 => Ok(true),
@@ -107,7 +127,8 @@ impl<'a> Reader<'a> {
     }
 
     /// A string or object path.
-    pub(crate) fn str(&mut self) -> WireResult<&'a str> {
+    #[inline]
+    pub fn str(&mut self) -> WireResult<&'a str> {
         let len = self.u32()? as usize;
         let bytes = self.take(len)?;
         if self.take(1)? != [0] {
@@ -117,7 +138,8 @@ impl<'a> Reader<'a> {
     }
 
     /// A signature's bytes.
-    pub(crate) fn sig(&mut self) -> WireResult<&'a [u8]> {
+    #[inline]
+    pub fn sig(&mut self) -> WireResult<&'a [u8]> {
         let len = self.u8()? as usize;
         let bytes = self.take(len)?;
         if self.take(1)? != [0] {
@@ -127,7 +149,8 @@ impl<'a> Reader<'a> {
     }
 
     /// Start an array whose elements align to `elem_align`: returns the end position.
-    pub(crate) fn array(&mut self, elem_align: usize) -> WireResult<usize> {
+    #[inline]
+    pub fn array(&mut self, elem_align: usize) -> WireResult<usize> {
         let len = self.u32()? as usize;
         if len > 1 << 26 {
             return err("array longer than 64 MiB");
@@ -141,7 +164,8 @@ impl<'a> Reader<'a> {
     }
 
     /// Whether the array ending at `end` has more elements; aligns to `align` first.
-    pub(crate) fn more(&mut self, end: usize, align: usize) -> WireResult<bool> {
+    #[inline]
+    pub fn more(&mut self, end: usize, align: usize) -> WireResult<bool> {
         if self.pos >= end {
             if self.pos > end {
                 return err("array element overruns its array");
@@ -153,16 +177,13 @@ impl<'a> Reader<'a> {
     }
 
     /// Read one value of the single complete type `sig`.
-    pub(crate) fn value(&mut self, sig: &[u8]) -> WireResult<Value> {
+    pub fn value(&mut self, sig: &[u8]) -> WireResult<Value> {
         self.value_at(sig, 0)
     }
 
     /// Read a variant whose content must have signature `expected` (or any, if `None`).
     /// Returns `Ok(Err(actual))` when the types differ (the value is skipped).
-    pub(crate) fn variant_expect(
-        &mut self,
-        expected: Option<&[u8]>,
-    ) -> WireResult<Result<Value, String>> {
+    pub fn variant_expect(&mut self, expected: Option<&[u8]>) -> WireResult<Result<Value, String>> {
         let sig = self.sig()?;
         if single_type_len(sig)? != sig.len() {
             return err("variant signature is not one complete type");
@@ -311,7 +332,7 @@ impl<'a> Reader<'a> {
 }
 
 /// The alignment of the first type in `sig`.
-pub(crate) fn alignment(sig: &[u8]) -> usize {
+pub fn alignment(sig: &[u8]) -> usize {
     match sig.first() {
         Some(b'n' | b'q') => 2,
         Some(b'b' | b'i' | b'u' | b'h' | b's' | b'o' | b'a') => 4,
@@ -321,7 +342,7 @@ pub(crate) fn alignment(sig: &[u8]) -> usize {
 }
 
 /// The length of the first single complete type in `sig`.
-pub(crate) fn single_type_len(sig: &[u8]) -> WireResult<usize> {
+pub fn single_type_len(sig: &[u8]) -> WireResult<usize> {
     fn go(sig: &[u8], depth: u32) -> WireResult<usize> {
         if depth > MAX_DEPTH {
             return err("signature nested too deep");
