@@ -156,60 +156,34 @@ const RULE_ACTIONS: &[(u8, &str)] = &[
     (8, "prohibit"),
 ];
 
-/// Routing table names: iproute2's built-in ones plus those of `rt_tables` files.
-///
-/// A later definition of a number renames it, and a name defined twice means the later
-/// number, as when iproute2 reads the same files in the same order.
+/// `(number, name)` definitions as iproute2 keeps them for `rt_tables` and `rt_protos`, in
+/// the order they were defined and searched from the end, so a later definition of a number
+/// renames it and a name defined twice means the later number.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RouteTables {
-    /// `(id, name)` in the order they were defined; searched from the end.
+struct NameFile {
+    /// `rt_tables` or `rt_protos`: the file (and `.d` folder) the definitions come from.
+    base: &'static str,
     entries: Vec<(u32, String)>,
 }
 
-impl Default for RouteTables {
-    fn default() -> Self {
-        Self::builtin()
-    }
-}
-
-impl RouteTables {
-    /// Only the names iproute2 knows without files: `unspec`, `default`, `main`, `local`.
-    pub fn builtin() -> Self {
-        RouteTables {
-            entries: TABLES
-                .iter()
-                .map(|&(id, name)| (id, name.to_owned()))
-                .collect(),
-        }
+impl NameFile {
+    fn builtin(base: &'static str, names: impl Iterator<Item = (u32, &'static str)>) -> Self {
+        let entries = names.map(|(id, name)| (id, name.to_owned())).collect();
+        NameFile { base, entries }
     }
 
-    /// The built-in names plus the system's files: see [`RouteTables::load_from`] with
-    /// [`CONFIG_DIRS`].
-    pub fn load() -> Self {
-        let dirs: Vec<&Path> = CONFIG_DIRS.iter().map(Path::new).collect();
-        Self::builtin().load_from(&dirs)
-    }
-
-    /// Adds the names of the `rt_tables` files under `dirs` (most important first), as
-    /// iproute2 reads them: the first `rt_tables` that exists, then every
-    /// `rt_tables.d/*.conf` of every directory, the least important directory's first and
-    /// each directory's files in name order.
-    ///
-    /// A file that cannot be read is skipped with a warning (a missing one silently); a line
-    /// that is not `NUMBER NAME` is skipped with a warning.
-    pub fn load_from(mut self, dirs: &[&Path]) -> Self {
-        load_name_files(&mut self.entries, "rt_tables", dirs);
+    fn load_from(mut self, dirs: &[&Path]) -> Self {
+        load_name_files(&mut self.entries, self.base, dirs);
         self
     }
 
-    /// Adds the names of one `rt_tables` text (`NUMBER NAME` lines, `#` comments).
-    pub fn with_text(mut self, text: &str) -> Self {
+    fn with_text(mut self, text: &str) -> Self {
         add_name_text(&mut self.entries, text, Path::new("-"));
         self
     }
 
-    /// A table's name, or its number when it has none.
-    pub fn name(&self, id: u32) -> Cow<'_, str> {
+    /// The name of `id`, or its number when it has none.
+    fn name(&self, id: u32) -> Cow<'_, str> {
         self.entries
             .iter()
             .rev()
@@ -220,14 +194,72 @@ impl RouteTables {
             )
     }
 
-    /// A table from its name or number (decimal or `0x` hex).
-    pub fn id(&self, text: &str) -> Option<u32> {
+    /// The number of a name no greater than `max`, or a number written out (decimal or
+    /// `0x` hex).
+    fn id(&self, text: &str, max: u32) -> Option<u32> {
         self.entries
             .iter()
             .rev()
-            .find(|(_, name)| name == text)
+            .find(|(number, name)| name == text && *number <= max)
             .map(|(id, _)| *id)
-            .or_else(|| parse_u32(text))
+            .or_else(|| parse_u32(text).filter(|id| *id <= max))
+    }
+}
+
+/// The system's configuration directories as paths, most important first.
+fn config_dirs() -> Vec<&'static Path> {
+    CONFIG_DIRS.iter().map(Path::new).collect()
+}
+
+/// Routing table names: iproute2's built-in ones plus those of `rt_tables` files.
+///
+/// A later definition of a number renames it, and a name defined twice means the later
+/// number, as when iproute2 reads the same files in the same order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteTables(NameFile);
+
+impl Default for RouteTables {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
+impl RouteTables {
+    /// Only the names iproute2 knows without files: `unspec`, `default`, `main`, `local`.
+    pub fn builtin() -> Self {
+        RouteTables(NameFile::builtin("rt_tables", TABLES.iter().copied()))
+    }
+
+    /// The built-in names plus the system's files: see [`RouteTables::load_from`] with
+    /// [`CONFIG_DIRS`].
+    pub fn load() -> Self {
+        Self::builtin().load_from(&config_dirs())
+    }
+
+    /// Adds the names of the `rt_tables` files under `dirs` (most important first), as
+    /// iproute2 reads them: the first `rt_tables` that exists, then every
+    /// `rt_tables.d/*.conf` of every directory, the least important directory's first and
+    /// each directory's files in name order.
+    ///
+    /// A file that cannot be read is skipped with a warning (a missing one silently); a line
+    /// that is not `NUMBER NAME` is skipped with a warning.
+    pub fn load_from(self, dirs: &[&Path]) -> Self {
+        RouteTables(self.0.load_from(dirs))
+    }
+
+    /// Adds the names of one `rt_tables` text (`NUMBER NAME` lines, `#` comments).
+    pub fn with_text(self, text: &str) -> Self {
+        RouteTables(self.0.with_text(text))
+    }
+
+    /// A table's name, or its number when it has none.
+    pub fn name(&self, id: u32) -> Cow<'_, str> {
+        self.0.name(id)
+    }
+
+    /// A table from its name or number (decimal or `0x` hex).
+    pub fn id(&self, text: &str) -> Option<u32> {
+        self.0.id(text, u32::MAX)
     }
 }
 
@@ -280,10 +312,7 @@ fn add_name_text(entries: &mut Vec<(u32, String)>, text: &str, path: &Path) {
 /// Route protocol names: iproute2's built-in ones plus those of `rt_protos` and
 /// `rt_protos.d/*.conf`, read as [`RouteTables`] reads `rt_tables`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RouteProtocols {
-    /// `(id, name)` in the order they were defined; searched from the end.
-    entries: Vec<(u32, String)>,
-}
+pub struct RouteProtocols(NameFile);
 
 impl Default for RouteProtocols {
     fn default() -> Self {
@@ -294,53 +323,36 @@ impl Default for RouteProtocols {
 impl RouteProtocols {
     /// Only the names iproute2 6.1 knows without files.
     pub fn builtin() -> Self {
-        RouteProtocols {
-            entries: PROTOCOLS
-                .iter()
-                .map(|&(id, name)| (u32::from(id), name.to_owned()))
-                .collect(),
-        }
+        let names = PROTOCOLS.iter().map(|&(id, name)| (u32::from(id), name));
+        RouteProtocols(NameFile::builtin("rt_protos", names))
     }
 
     /// The built-in names plus the system's files under [`CONFIG_DIRS`].
     pub fn load() -> Self {
-        let dirs: Vec<&Path> = CONFIG_DIRS.iter().map(Path::new).collect();
-        Self::builtin().load_from(&dirs)
+        Self::builtin().load_from(&config_dirs())
     }
 
     /// Adds the names of the `rt_protos` files under `dirs` (most important first): the
     /// first `rt_protos` that exists, then every `rt_protos.d/*.conf`.
-    pub fn load_from(mut self, dirs: &[&Path]) -> Self {
-        load_name_files(&mut self.entries, "rt_protos", dirs);
-        self
+    pub fn load_from(self, dirs: &[&Path]) -> Self {
+        RouteProtocols(self.0.load_from(dirs))
     }
 
     /// Adds the names of one `rt_protos` text.
-    pub fn with_text(mut self, text: &str) -> Self {
-        add_name_text(&mut self.entries, text, Path::new("-"));
-        self
+    pub fn with_text(self, text: &str) -> Self {
+        RouteProtocols(self.0.with_text(text))
     }
 
     /// A protocol's name, or its number when it has none.
     pub fn name(&self, id: u8) -> Cow<'_, str> {
-        self.entries
-            .iter()
-            .rev()
-            .find(|(number, _)| *number == u32::from(id))
-            .map_or_else(
-                || Cow::Owned(id.to_string()),
-                |(_, name)| Cow::Borrowed(name.as_str()),
-            )
+        self.0.name(u32::from(id))
     }
 
     /// A protocol from its name or number.
     pub fn id(&self, text: &str) -> Option<u8> {
-        self.entries
-            .iter()
-            .rev()
-            .find(|(number, name)| name == text && *number <= 255)
-            .map(|(id, _)| *id as u8)
-            .or_else(|| parse_u32(text).and_then(|id| u8::try_from(id).ok()))
+        self.0
+            .id(text, u32::from(u8::MAX))
+            .and_then(|id| u8::try_from(id).ok())
     }
 }
 
