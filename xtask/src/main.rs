@@ -7,6 +7,7 @@
 mod bench;
 mod ci;
 mod cmd;
+mod dbus_examples;
 mod examples;
 mod soak;
 mod system;
