@@ -15,6 +15,7 @@
 //! `- PATH INTERFACE`, or what happened to the service. It runs until interrupted, or until it
 //! printed `--events N` changes, or for `--seconds S`.
 
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use netmirror_client_cache::{Event, ObjectCache};
@@ -72,6 +73,9 @@ fn main() {
 }
 
 async fn run() -> Result<(), Error> {
+    // Written with `writeln!`, so a closed stdout (`| head`) ends the program with an error
+    // message instead of a panic.
+    let mut out = std::io::stdout().lock();
     let args = parse_args()?;
     let conn = if args.session {
         zbus::Connection::session().await?
@@ -84,19 +88,19 @@ async fn run() -> Result<(), Error> {
         .build_loaded(&conn)
         .await?;
     if cache.owner().is_none() {
-        println!("{} is not on the bus (waiting for it)", args.service);
+        writeln!(out, "{} is not on the bus (waiting for it)", args.service)?;
     }
     for object in cache.objects() {
-        println!("object {}", object.path());
+        writeln!(out, "object {}", object.path())?;
         for interface in object.object().interfaces() {
             for (property, value) in interface.properties() {
-                println!("  {}.{property} = {value}", interface.name());
+                writeln!(out, "  {}.{property} = {value}", interface.name())?;
             }
         }
     }
     // The load's own events (every object added, then `Loaded`) are what was just printed.
     cache.take_events();
-    println!("watching");
+    writeln!(out, "watching")?;
     let mut printed = 0;
     while args.events.is_none_or(|n| printed < n) {
         let event = match args.until {
@@ -117,24 +121,24 @@ async fn run() -> Result<(), Error> {
                 .ok_or("the connection to the bus closed")?,
         };
         match event {
-            Event::Added { path } => println!("+ {path}"),
-            Event::Removed { path, .. } => println!("- {path}"),
+            Event::Added { path } => writeln!(out, "+ {path}")?,
+            Event::Removed { path, .. } => writeln!(out, "- {path}")?,
             Event::PropertyChanged {
                 path,
                 interface,
                 property,
                 old,
                 new,
-            } => println!("~ {path} {interface}.{property}: {old} -> {new}"),
-            Event::InterfaceAdded { path, interface } => println!("+ {path} {interface}"),
-            Event::InterfaceRemoved { path, interface } => println!("- {path} {interface}"),
-            Event::OwnerChanged { owner: None } => println!("{} left the bus", args.service),
+            } => writeln!(out, "~ {path} {interface}.{property}: {old} -> {new}")?,
+            Event::InterfaceAdded { path, interface } => writeln!(out, "+ {path} {interface}")?,
+            Event::InterfaceRemoved { path, interface } => writeln!(out, "- {path} {interface}")?,
+            Event::OwnerChanged { owner: None } => writeln!(out, "{} left the bus", args.service)?,
             Event::OwnerChanged { owner: Some(owner) } => {
-                println!("{} is now {owner}", args.service);
+                writeln!(out, "{} is now {owner}", args.service)?;
             }
-            Event::LoadFailed(error) => println!("loading failed: {error}"),
+            Event::LoadFailed(error) => writeln!(out, "loading failed: {error}")?,
             // The consumer fell behind: what follows up to `Resynced` catches it up.
-            Event::Overrun { missed } => println!("fell behind by {missed} events"),
+            Event::Overrun { missed } => writeln!(out, "fell behind by {missed} events")?,
             // Loaded, Resynced, Reconciled, Refetched: nothing to show here.
             _ => continue,
         }

@@ -11,6 +11,7 @@
 //! change (`+ PATH`, `- PATH`, `~ PATH INTERFACE.PROPERTY = NEW`), until it printed
 //! `--events N` changes, or for `--seconds S` (60 by default).
 
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use netmirror_client_cache::{BlockingCache, Event, ObjectCache};
@@ -73,6 +74,9 @@ fn main() {
 }
 
 fn run() -> Result<(), Error> {
+    // Written with `writeln!`, so a closed stdout (`| head`) ends the program with an error
+    // message instead of a panic.
+    let mut out = std::io::stdout().lock();
     let args = parse_args()?;
     // Returns once the cache is loaded. When the program reads slower than the service
     // changes, 64 events wait in the channel and the cache's own queue takes more; past both,
@@ -98,9 +102,9 @@ fn run() -> Result<(), Error> {
             })
             .collect::<Vec<_>>()
     })?;
-    println!("{} objects", objects.len());
+    writeln!(out, "{} objects", objects.len())?;
     for (path, interfaces) in objects {
-        println!("object {path} ({})", interfaces.join(", "));
+        writeln!(out, "object {path} ({})", interfaces.join(", "))?;
     }
     // The load's own events (each object added, then `Loaded`) describe what is printed above.
     while let Some(event) = cache.recv_event(Duration::from_millis(500)) {
@@ -108,7 +112,7 @@ fn run() -> Result<(), Error> {
             break;
         }
     }
-    println!("watching");
+    writeln!(out, "watching")?;
 
     let until = Instant::now() + Duration::from_secs(args.seconds);
     let mut printed = 0;
@@ -121,22 +125,23 @@ fn run() -> Result<(), Error> {
             continue;
         };
         match event {
-            Event::Added { path } => println!("+ {path}"),
-            Event::Removed { path, .. } => println!("- {path}"),
+            Event::Added { path } => writeln!(out, "+ {path}")?,
+            Event::Removed { path, .. } => writeln!(out, "- {path}")?,
             Event::PropertyChanged {
                 path,
                 interface,
                 property,
                 new,
                 ..
-            } => println!("~ {path} {interface}.{property} = {new}"),
-            Event::Overrun { missed } => println!("fell behind by {missed} events"),
+            } => writeln!(out, "~ {path} {interface}.{property} = {new}")?,
+            Event::Overrun { missed } => writeln!(out, "fell behind by {missed} events")?,
             Event::OwnerChanged { owner } => {
-                println!(
+                writeln!(
+                    out,
                     "{} owner: {}",
                     args.service,
                     owner.as_deref().unwrap_or("none")
-                );
+                )?;
             }
             _ => continue,
         }

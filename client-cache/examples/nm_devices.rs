@@ -12,6 +12,7 @@
 //! It runs until interrupted, or until it printed `--events N` changes, or for `--seconds S`.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -54,28 +55,32 @@ async fn main() {
 }
 
 async fn run() -> Result<(), Error> {
+    // Written with `writeln!`, so a closed stdout (`| head`) ends the program with an error
+    // message instead of a panic.
+    let mut out = std::io::stdout().lock();
     let bounds = parse_args()?;
     let conn = zbus::Connection::system().await?;
     let mut nm = NmClient::new(&conn).await?;
     if !nm.is_running() {
-        println!("NetworkManager is not running (waiting for it)");
+        writeln!(out, "NetworkManager is not running (waiting for it)")?;
     }
     // Events name devices by path: keep each one's interface name, to print it when it goes.
     let mut names: HashMap<Arc<str>, String> = HashMap::new();
     for device in nm.devices() {
-        println!(
+        writeln!(
+            out,
             "device {} {} {}",
             device.interface(),
             device.type_name(),
             // The typed state (`device.state()`, a `DeviceState`) as nmcli words it, with
             // `(externally)` where NetworkManager only follows someone else's configuration.
             device.state_text()
-        );
+        )?;
         names.insert(device.object().path_arc(), device.interface().to_owned());
     }
     // The load's own events (each object added, then `Loaded`) describe what is printed above.
     nm.cache_mut().take_events();
-    println!("watching");
+    writeln!(out, "watching")?;
     let mut printed = 0;
     while bounds.events.is_none_or(|n| printed < n) {
         let event = match bounds.until {
@@ -110,11 +115,11 @@ async fn run() -> Result<(), Error> {
                 let Some(device) = nm.devices().into_iter().find(|d| d.path() == &*path) else {
                     continue;
                 };
-                println!("added {} {}", device.interface(), device.state());
+                writeln!(out, "added {} {}", device.interface(), device.state())?;
                 names.insert(path, device.interface().to_owned());
             }
             NmEvent::DeviceRemoved(path) => {
-                println!("removed {}", name(&path, &names));
+                writeln!(out, "removed {}", name(&path, &names))?;
                 names.remove(&path);
             }
             NmEvent::DeviceStateChanged {
@@ -122,9 +127,9 @@ async fn run() -> Result<(), Error> {
                 old,
                 new,
                 reason,
-            } => println!("{}: {old} -> {new} ({reason})", name(&path, &names)),
-            NmEvent::OwnerChanged(None) => println!("NetworkManager left the bus"),
-            NmEvent::OwnerChanged(Some(_)) => println!("NetworkManager is back"),
+            } => writeln!(out, "{}: {old} -> {new} ({reason})", name(&path, &names))?,
+            NmEvent::OwnerChanged(None) => writeln!(out, "NetworkManager left the bus")?,
+            NmEvent::OwnerChanged(Some(_)) => writeln!(out, "NetworkManager is back")?,
             // Profiles, active connections and other properties: not this example's topic.
             _ => continue,
         }

@@ -19,7 +19,8 @@ const WATCHERS: &[&str] = &["watch_routes", "watch_routes_tokio"];
 const ROUTE: &str = "198.51.100.0/24";
 
 /// Builds every example with the features they need (`cargo` is CI's cargo, with its target
-/// folder `target_dir`); runs the kernel ones when `privileged`.
+/// folder `target_dir`); runs dedup-index's and client-cache's, and the kernel and
+/// NetworkManager ones when `privileged`.
 pub(crate) fn run(mut cargo: Command, target_dir: &Path, privileged: bool) -> anyhow::Result<()> {
     cmd::run(cargo.args([
         "build",
