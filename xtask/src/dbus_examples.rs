@@ -365,7 +365,8 @@ fn network_manager(examples: &Path, ci_bus: &PathBuf) -> anyhow::Result<()> {
     let changed = changes
         .iter()
         .position(|line| line.starts_with(&format!("{VETH}: ")) && line.contains(" -> "));
-    if !changed.is_some_and(|changed| added.is_some_and(|added| added < changed)) {
+    let in_order = matches!((added, changed), (Some(added), Some(changed)) if added < changed);
+    if !in_order {
         bail!("nm_devices did not print a state change of {VETH} after its addition: {changes:?}");
     }
     eprintln!("xtask: example `nm_devices` ran");
