@@ -122,6 +122,37 @@ impl BlockingCache {
     /// A builder of a blocking cache described by `cache`: then
     /// [`BlockingBuilder::connect`] to an address or [`BlockingBuilder::build`] on a
     /// connection.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use netmirror_client_cache::{BlockingCache, Event, ObjectCache};
+    /// # #[cfg(feature = "testing")]
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use netmirror_client_cache::testing::PrivateBus;
+    /// # let bus = PrivateBus::start()?;
+    /// # let _service = zbus::block_on(
+    /// #     zbus::connection::Builder::address(bus.address())
+    /// #         .serve_at("/", zbus::fdo::ObjectManager)
+    /// #         .name("org.example.Lights")
+    /// #         .build(),
+    /// # )?;
+    /// # let address = bus.address();
+    /// // `address` is a D-Bus address, such as `unix:path=/run/dbus/system_bus_socket`.
+    /// let cache = BlockingCache::builder(ObjectCache::builder("org.example.Lights"))
+    ///     // At most 16 events wait for this thread; past them and the cache's own queue,
+    ///     // it gets `Event::Overrun`, then the changes that catch it up.
+    ///     .event_channel(16)
+    ///     .connect(address)?;
+    /// let objects = cache.with(|cache| cache.len())?;
+    /// assert_eq!(objects, 0);
+    /// // The load's events, then whatever the service changes.
+    /// assert_eq!(cache.recv_event(Duration::from_secs(5)), Some(Event::Loaded));
+    /// # Ok(())
+    /// # }
+    /// # #[cfg(not(feature = "testing"))]
+    /// # fn main() {}
+    /// ```
     pub fn builder(cache: CacheBuilder) -> BlockingBuilder {
         BlockingBuilder {
             cache,

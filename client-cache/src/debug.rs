@@ -79,6 +79,18 @@ impl DebugConfig {
     /// builder's [`crate::CacheBuilder::debug`] still overrides it). A program that wants the
     /// environment variables to work calls `DebugConfig::set_process_default(DebugConfig::from_env())`
     /// once at start.
+    ///
+    /// ```
+    /// use netmirror_client_cache::{DebugConfig, ObjectCache};
+    ///
+    /// // In `main`, before any cache is built: `NETMIRROR_CLIENT_DEBUG=warning,error` and
+    /// // `NETMIRROR_FATAL_WARNINGS=1` now work for this program's caches.
+    /// DebugConfig::set_process_default(DebugConfig::from_env());
+    /// assert_eq!(DebugConfig::process_default(), DebugConfig::from_env());
+    /// // A cache that injects faults on purpose keeps its own setting.
+    /// let quiet = ObjectCache::builder("org.example.Lights").debug(DebugConfig::tolerant());
+    /// # drop(quiet);
+    /// ```
     pub fn set_process_default(config: Self) {
         *PROCESS_DEFAULT
             .lock()

@@ -132,6 +132,14 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             cargo,
         )
     })?;
+    step("debian package", || {
+        crate::deb::run(
+            root,
+            &ci_target_dir(),
+            &root.join("target/ci/assets"),
+            &crate_version(root)?,
+        )
+    })?;
     step("publish --dry-run", || {
         // Every published crate packaged and built from its package alone, in dependency
         // order; the unpublished siblings come from cargo's local overlay of the packages.
@@ -191,7 +199,7 @@ fn outside_crate(root: &Path, privileged: bool) -> anyhow::Result<()> {
 }
 
 /// The workspace's version (every published crate has it).
-fn crate_version(root: &Path) -> anyhow::Result<String> {
+pub(crate) fn crate_version(root: &Path) -> anyhow::Result<String> {
     let manifest = std::fs::read_to_string(root.join("Cargo.toml"))?;
     manifest
         .lines()

@@ -1,6 +1,7 @@
 //! The examples a user copies, checked by `cargo xtask ci`: dedup-index's runs always, the
 //! platform's are built always and, as root, run as a user runs them, in a throwaway network
-//! namespace.
+//! namespace; client-cache's run against a private bus (see [`crate::dbus_examples`]), its
+//! NetworkManager one only as root.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -18,7 +19,8 @@ const WATCHERS: &[&str] = &["watch_routes", "watch_routes_tokio"];
 const ROUTE: &str = "198.51.100.0/24";
 
 /// Builds every example with the features they need (`cargo` is CI's cargo, with its target
-/// folder `target_dir`); runs the kernel ones when `privileged`.
+/// folder `target_dir`); runs dedup-index's and client-cache's, and the kernel and
+/// NetworkManager ones when `privileged`.
 pub(crate) fn run(mut cargo: Command, target_dir: &Path, privileged: bool) -> anyhow::Result<()> {
     cmd::run(cargo.args([
         "build",
@@ -27,6 +29,13 @@ pub(crate) fn run(mut cargo: Command, target_dir: &Path, privileged: bool) -> an
         "--examples",
         "--features",
         "netmirror-platform/tokio",
+        "--locked",
+    ]))?;
+    cmd::run(cargo_again(&cargo).args([
+        "build",
+        "--package",
+        "netmirror-client-cache",
+        "--examples",
         "--locked",
     ]))?;
     // dedup-index's example needs nothing: it runs everywhere, and must say what it says.
@@ -45,6 +54,7 @@ pub(crate) fn run(mut cargo: Command, target_dir: &Path, privileged: bool) -> an
         bail!("example `routes` of netmirror-dedup-index printed:\n{out}");
     }
     eprintln!("xtask: example `routes` of netmirror-dedup-index ran");
+    crate::dbus_examples::run(&target_dir.join("debug/examples"), privileged)?;
     if !privileged {
         eprintln!(
             "xtask: the kernel examples were built, not run: they need root for a network namespace"

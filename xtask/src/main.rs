@@ -7,6 +7,8 @@
 mod bench;
 mod ci;
 mod cmd;
+mod dbus_examples;
+mod deb;
 mod examples;
 mod soak;
 mod system;
@@ -25,10 +27,14 @@ commands:
   setup                  install (as root) or name (otherwise) the system packages tests need,
                          and install cargo-fuzz when missing
   bench [--quick] [ARGS] criterion benches of every crate, then the side-by-side comparisons
-  examples               build the examples; as root run the kernel ones in a throwaway
-                         network namespace (a step of `ci`)
+  examples               build the examples, run dedup-index's and client-cache's (against a
+                         private bus); as root the kernel ones in a throwaway network namespace
+                         and the NetworkManager one (a step of `ci`)
   man [DIR]              write the manual page (`netmirror.1`) and the shell completions into
                          DIR (default target/assets), as the Debian package ships them
+  deb                    build the Debian package from cli/Cargo.toml's cargo-deb metadata with
+                         dpkg-deb (debug CLI) and check it with `dpkg-deb --info`/`--contents`
+                         (a step of `ci`)
   soak [--minutes N] [--dev]
                          (root, not in CI) N minutes (default 30) of kernel churn with
                          `netmirror monitor` running: its RSS over time, its final state
@@ -49,6 +55,14 @@ fn main() -> anyhow::Result<()> {
         "setup" => system::ensure_packages().and_then(|()| system::ensure_cargo_fuzz()),
         "bench" => bench::run(&root, rest),
         "man" => assets(&root, rest, cmd::cargo),
+        "deb" => {
+            // The debug CLI (built by `man`'s run of it), its assets, then the package.
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| root.join("target"), PathBuf::from);
+            let assets_dir = target.join("assets");
+            assets(&root, &[assets_dir.display().to_string()], cmd::cargo)?;
+            deb::run(&root, &target, &assets_dir, &ci::crate_version(&root)?)
+        }
         "soak" => soak::run(rest),
         "examples" => {
             let target = std::env::var_os("CARGO_TARGET_DIR")

@@ -16,6 +16,8 @@ const PACKAGES: &[(&str, &str)] = &[
     ("dnsmasq-base", "/usr/sbin/dnsmasq"),
     // A third-party ObjectManager service whose manager is not at `/` (`objects` tests).
     ("udisks2", "/usr/libexec/udisks2/udisksd"),
+    // `dpkg-shlibdeps`, for the Debian package's dependencies (CI's `debian package` step).
+    ("dpkg-dev", "/usr/bin/dpkg-shlibdeps"),
 ];
 
 /// What `cargo xtask bench` needs beyond the tests' packages: valgrind counts instructions

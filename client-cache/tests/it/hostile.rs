@@ -538,6 +538,90 @@ fn a_stalled_consumer_gets_an_overrun_and_a_resync_never_a_gap() {
     });
 }
 
+/// `BlockingCache::builder` with a small channel and a small queue: a consumer that does not
+/// read while the service makes 3,000 changes is told `Overrun`, then the changes that bring it
+/// to the service's state, then `Resynced`; its model, built from events alone, equals
+/// `GetManagedObjects`. The documented behaviour of a bounded channel: nothing lost silently.
+#[test_log::test]
+fn a_blocking_cache_with_a_small_channel_overruns_and_resyncs_never_a_gap() {
+    bounded(Duration::from_secs(120), || {
+        let bus = PrivateBus::start().unwrap();
+        let service = start(&bus);
+        let conn = zbus::block_on(connect(&bus));
+        let cache = netmirror_client_cache::BlockingCache::builder(
+            builder()
+                .timeout(Duration::from_secs(25))
+                .max_queued_events(50),
+        )
+        .event_channel(4)
+        .build(&conn)
+        .expect("load");
+        let mut model = std::collections::BTreeSet::new();
+        let (mut overruns, mut resynced, mut after_overrun) = (0, 0, 0);
+        let mut in_resync = false;
+        let mut apply = |ev: Event, model: &mut std::collections::BTreeSet<String>| {
+            if in_resync {
+                after_overrun += 1;
+            }
+            match ev {
+                Event::Added { path } => assert!(model.insert(path.to_string()), "added twice"),
+                Event::Removed { path, .. } => assert!(model.remove(&*path), "removed unknown"),
+                Event::Overrun { missed } => {
+                    assert!(missed > 0);
+                    overruns += 1;
+                    in_resync = true;
+                }
+                Event::Resynced { .. } => {
+                    resynced += 1;
+                    in_resync = false;
+                }
+                _ => {}
+            }
+        };
+        while let Some(ev) = cache.recv_event(Duration::from_millis(200)) {
+            apply(ev, &mut model);
+        }
+        assert_eq!(model, ["/a".to_owned()].into());
+        // 3,000 changes while the consumer does not read: far more than 4 + 50 events.
+        service.flood_added("/n", 2_000, &node("n")).unwrap();
+        let gone: Vec<String> = (0..2_000)
+            .filter(|i| i % 2 == 0)
+            .map(|i| format!("/n/{i}"))
+            .collect();
+        service.flood_removed(&gone).unwrap();
+        // The cache's thread kept reading meanwhile: it holds the service's state.
+        let truth = managed_paths(&bus);
+        assert_eq!(truth.len(), 1_001);
+        let cached = || -> std::collections::BTreeSet<String> {
+            cache
+                .with(|c| c.objects().map(|o| o.path().to_owned()).collect())
+                .expect("query")
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while cached() != truth {
+            assert!(Instant::now() < deadline, "the cache never caught up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Now read everything.
+        while let Some(ev) = cache.recv_event(Duration::from_secs(2)) {
+            apply(ev, &mut model);
+        }
+        assert!(
+            model == truth,
+            "the consumer's model differs from GetManagedObjects: {} vs {}",
+            model.len(),
+            truth.len()
+        );
+        assert!(overruns >= 1, "the consumer was told it fell behind");
+        assert_eq!(overruns, resynced, "each overrun ends with Resynced");
+        assert!(after_overrun > 0, "the resync brought the changes");
+        assert_eq!(
+            cache.with(|c| c.diagnostics().overruns).expect("query"),
+            overruns
+        );
+    });
+}
+
 #[test_log::test]
 fn messages_the_bus_dropped_are_found_by_a_reconcile() {
     bounded(Duration::from_secs(400), || {

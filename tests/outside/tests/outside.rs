@@ -52,5 +52,124 @@ fn platform_routes_are_built_and_identified_without_a_socket() {
     assert_eq!(route.table(), Table(100));
     assert_eq!(route.table().to_string(), "100");
     assert_eq!(Table::MAIN.to_string(), "main");
-    assert_eq!(route.id(), route.clone().with_protocol(Protocol::STATIC).id());
+    assert_eq!(
+        route.id(),
+        route.clone().with_protocol(Protocol::STATIC).id()
+    );
+}
+
+/// One light of the user's own service, served with zbus.
+struct Light {
+    brightness: u32,
+}
+
+#[zbus::interface(name = "org.example.Light")]
+impl Light {
+    #[zbus(property)]
+    fn brightness(&self) -> u32 {
+        self.brightness
+    }
+
+    #[zbus(property)]
+    fn on(&self) -> bool {
+        self.brightness > 0
+    }
+}
+
+#[test]
+fn client_cache_and_dbus_meta_follow_a_users_own_service() {
+    use std::time::Duration;
+
+    use netmirror_client_cache::{Event, Value, testing::PrivateBus};
+    use netmirror_dbus_meta::Error;
+    use netmirror_outside_user::lights::{self, MANAGER, SERVICE};
+
+    let kitchen = format!("{MANAGER}/kitchen");
+    // The private bus of client-cache's `testing` fixtures: a dbus-daemon of this test's own.
+    let bus = PrivateBus::start().expect("dbus-daemon");
+    zbus::block_on(async {
+        let service = zbus::connection::Builder::address(bus.address())
+            .serve_at(kitchen.as_str(), Light { brightness: 80 })
+            .serve_at(MANAGER, zbus::fdo::ObjectManager)
+            .name(SERVICE)
+            .build()
+            .await
+            .expect("the service");
+        let conn = zbus::connection::Builder::address(bus.address())
+            .build()
+            .await
+            .expect("a client connection");
+
+        // Loaded: the object and its declared, typed property.
+        let mut cache = lights::cache().build_loaded(&conn).await.expect("load");
+        let loaded = cache.take_events();
+        assert_eq!(
+            loaded,
+            [
+                Event::Added {
+                    path: kitchen.as_str().into()
+                },
+                Event::Loaded
+            ]
+        );
+        assert_eq!(lights::cached_brightness(&cache, &kitchen), Some(80));
+        let object = cache.object(&kitchen).expect("cached");
+        assert!(
+            object
+                .object()
+                .interface("org.example.Light")
+                .unwrap()
+                .is_declared()
+        );
+        assert_eq!(
+            object.prop("org.example.Light", "On"),
+            Some(&Value::Bool(true))
+        );
+
+        // A property read from a zbus::Message, decoded with the dbus-meta declaration; a
+        // value of another type is refused, naming both signatures.
+        assert_eq!(
+            lights::ask_brightness(&conn, &kitchen, "Brightness")
+                .await
+                .expect("Brightness"),
+            80
+        );
+        let err = lights::ask_brightness(&conn, &kitchen, "On")
+            .await
+            .expect_err("On is a boolean, not Brightness's u32");
+        let err = err.downcast::<Error>().expect("a dbus-meta error");
+        assert!(
+            matches!(*err, Error::TypeMismatch { property: "Brightness", expected: "u", ref actual, .. } if actual == "b"),
+            "{err}"
+        );
+
+        // A change: the service dims the light; the cache says so, with both values.
+        let light = service
+            .object_server()
+            .interface::<_, Light>(kitchen.as_str())
+            .await
+            .expect("served");
+        light.get_mut().await.brightness = 30;
+        light
+            .get()
+            .await
+            .brightness_changed(light.signal_emitter())
+            .await
+            .expect("PropertiesChanged sent");
+        let event = cache
+            .next_event_timeout(Duration::from_secs(10))
+            .await
+            .expect("a change within 10 s");
+        assert_eq!(
+            event,
+            Event::PropertyChanged {
+                path: kitchen.as_str().into(),
+                interface: "org.example.Light".into(),
+                property: "Brightness".into(),
+                old: Value::U32(80),
+                new: Value::U32(30),
+            }
+        );
+        assert_eq!(lights::cached_brightness(&cache, &kitchen), Some(30));
+    });
 }
