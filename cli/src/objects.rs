@@ -236,9 +236,10 @@ pub(crate) fn run(
 /// Ends the recording asked for with `--record`, saying why it is incomplete if it is.
 fn finish_recording(cache: &mut ObjectCache, file: Option<&std::path::Path>) -> anyhow::Result<()> {
     match (cache.finish_recording(), file) {
-        (Err(err), Some(file)) => {
-            Err(anyhow::anyhow!("cannot record to {}: {err}", file.display()))
-        }
+        (Err(err), Some(file)) => Err(anyhow::anyhow!(
+            "cannot record to {}: {err}",
+            file.display()
+        )),
         _ => Ok(()),
     }
 }

@@ -28,10 +28,10 @@
 //! step. Recorded replies are given the replayed calls' serials.
 //!
 //! One thing a replay cannot reproduce: zbus gives a message rebuilt from its bytes no receive
-//! position, and a load of one object ([`Scope::Path`](crate::Scope::Path), or a
-//! [`Lookup`](crate::Lookup)) compares the positions of its `GetAll` replies with those of
-//! signals that arrived meanwhile. A replay meeting such a signal stops with
-//! [`ReplayError::Unsupported`] rather than guess; complete loads (the default) replay exactly.
+//! position, and a load of one object ([`Scope::Path`], or a [`Lookup`]) compares the positions
+//! of its `GetAll` replies with those of signals that arrived meanwhile. A replay meeting such a
+//! signal stops with [`ReplayError::Unsupported`] rather than guess; complete loads (the
+//! default) replay exactly.
 #![allow(unsafe_code)]
 
 use std::{
@@ -606,7 +606,11 @@ impl Replay {
                             describe(&ours)
                         )));
                     }
-                    if ours.header().member().is_some_and(|m| m.as_str() == "GetAll") {
+                    if ours
+                        .header()
+                        .member()
+                        .is_some_and(|m| m.as_str() == "GetAll")
+                    {
                         get_all_open.push(n);
                     }
                     serials.push(ours.primary_header().serial_num().get());

@@ -60,7 +60,11 @@ fn a_recorded_listing_replays_to_the_same_rows_without_the_bus() {
         file,
     ]))
     .json();
-    assert_eq!(live.as_array().map(Vec::len), Some(5 * 4), "3 properties, 1 empty");
+    assert_eq!(
+        live.as_array().map(Vec::len),
+        Some(5 * 4),
+        "3 properties, 1 empty"
+    );
     // The service gone: the recording alone.
     drop(service);
     let replayed = run(netmirror(&["--json", "objects", "--replay", file])).json();
@@ -98,7 +102,10 @@ fn a_recorded_networkmanager_activation_lists_its_objects() {
         .and_then(|r| r["path"].as_str())
         .expect("vb0");
     assert_eq!(value(vb0, "State"), Some(Value::from(30)));
-    assert!(rows.iter().all(|r| r["interface"] == "org.freedesktop.NetworkManager.Device"));
+    assert!(
+        rows.iter()
+            .all(|r| r["interface"] == "org.freedesktop.NetworkManager.Device")
+    );
 }
 
 #[test]
@@ -114,7 +121,14 @@ fn a_cut_recording_is_a_one_line_error() {
     let _ = std::fs::remove_file(&file);
     let line = out.fails(1);
     assert!(line.contains("recording truncated at byte"), "{line}");
-    let out = run(netmirror(&["objects", "--replay", "/nonexistent/recording"]));
+    let out = run(netmirror(&[
+        "objects",
+        "--replay",
+        "/nonexistent/recording",
+    ]));
     let line = out.fails(1);
-    assert!(line.contains("cannot read recording /nonexistent/recording"), "{line}");
+    assert!(
+        line.contains("cannot read recording /nonexistent/recording"),
+        "{line}"
+    );
 }

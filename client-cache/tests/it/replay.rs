@@ -10,10 +10,10 @@ use std::{
 };
 
 use netmirror_client_cache::{
-    Event, Object, ObjectCache, Value,
+    DebugConfig, Error, Event, Object, ObjectCache, Value,
     nm::NmClient,
     replay::{Replay, ReplayError, Replayed},
-    testing::PrivateBus,
+    testing::{Answer, HostileService, PrivateBus},
 };
 use zbus::{
     OwnedObjectPath, OwnedVariant,
@@ -133,6 +133,7 @@ pub(crate) fn fetched_replayed(replayed: &Replayed) -> BTreeMap<String, String> 
         .collect()
 }
 
+#[cfg(feature = "privileged")]
 pub(crate) fn fetched_cache(cache: &ObjectCache) -> BTreeMap<String, String> {
     cache
         .objects()
@@ -227,7 +228,10 @@ fn a_recorded_activation_replays_the_device_state_sequence() {
         .filter(|o| o.get(ACTIVE, "Id").and_then(Value::as_str) == Some("static-va0"))
         .collect();
     assert_eq!(active.len(), 1);
-    assert_eq!(active[0].get(ACTIVE, "State").and_then(Value::as_u32), Some(2));
+    assert_eq!(
+        active[0].get(ACTIVE, "State").and_then(Value::as_u32),
+        Some(2)
+    );
     assert_eq!(replayed.diagnostics().warnings, 0);
 }
 
@@ -331,18 +335,23 @@ fn a_corrupt_or_cut_recording_is_refused_with_a_clear_error() {
         matches!(err, ReplayError::Corrupt { offset, .. } if offset == first),
         "{err}"
     );
-    assert!(err.to_string().contains("unknown record kind 0x5a"), "{err}");
+    assert!(
+        err.to_string().contains("unknown record kind 0x5a"),
+        "{err}"
+    );
 }
 
 /// NetworkManager's configuration, whose warnings (a flipped byte makes plenty) do not panic.
 fn tolerant() -> netmirror_client_cache::CacheBuilder {
-    NmClient::builder().debug(netmirror_client_cache::DebugConfig::tolerant())
+    NmClient::builder().debug(DebugConfig::tolerant())
 }
 
 /// Where the header of a recording ends: where its first record (`S`, the start) is.
 fn header_len(bytes: &[u8]) -> usize {
     (0..bytes.len())
-        .find(|&at| bytes[at] == b'S' && bytes[at + 1..at + 5] == [0, 0, 0, 0] && bytes[at + 5] == b'O')
+        .find(|&at| {
+            bytes[at] == b'S' && bytes[at + 1..at + 5] == [0, 0, 0, 0] && bytes[at + 5] == b'O'
+        })
         .expect("a start record followed by a call")
 }
 
@@ -357,7 +366,9 @@ fn a_replay_with_another_configuration_or_a_changed_call_is_refused() {
         "{err}"
     );
     // Another ObjectManager path.
-    let err = replay.run(NmClient::builder().manager_path("/")).unwrap_err();
+    let err = replay
+        .run(NmClient::builder().manager_path("/"))
+        .unwrap_err();
     assert!(matches!(err, ReplayError::Config(_)), "{err}");
     // The recorded GetManagedObjects call made for another path: the replay's call differs.
     let from = b"GetManagedObjects";
@@ -400,12 +411,12 @@ fn recording_changes_nothing_and_the_replay_equals_the_live_cache() {
             let mut recorded = builder().record_to(&file).build_loaded(&c1).await.unwrap();
             let mut plain = builder().build_loaded(&c2).await.unwrap();
             let mut live = (recorded.take_events(), plain.take_events());
-            // Changes, an object that references one not there yet, a removal.
+            // Changes, and objects that reference others.
             let mut props = Props::new();
             props.insert("Count".into(), v(7u32));
             service.change("/a", NODE, props);
+            service.add("/d", node("d", None, &["/a", "/b"]));
             service.add("/c", node("c", Some("/d"), &[]));
-            service.add("/d", node("d", None, &["/a", "/c"]));
             service.add("/e", node("e", None, &[]));
             let mut props = Props::new();
             props.insert("Name".into(), v("renamed"));
@@ -432,7 +443,11 @@ fn recording_changes_nothing_and_the_replay_equals_the_live_cache() {
                 v.sort();
                 v
             };
-            assert_eq!(sorted(&live.0), sorted(&live.1), "recording changed the events");
+            assert_eq!(
+                sorted(&live.0),
+                sorted(&live.1),
+                "recording changed the events"
+            );
             assert_eq!(flat_cache(&recorded), flat_cache(&plain));
             assert!(live.0.contains(&Event::Reconciled { differences: 0 }));
 
@@ -445,5 +460,92 @@ fn recording_changes_nothing_and_the_replay_equals_the_live_cache() {
             assert_eq!(replayed.unsent_calls(), 0);
         });
         drop(service);
+    });
+}
+
+/// A load whose `GetManagedObjects` is never answered times out; the replay times out the same
+/// call and fails the same way.
+#[test_log::test]
+fn a_recorded_timeout_replays_as_the_same_failure() {
+    bounded(LIMIT, || {
+        const HOSTILE: &str = "org.example.Hostile";
+        let bus = PrivateBus::start().unwrap();
+        let service = HostileService::start(bus.address(), HOSTILE, "/").unwrap();
+        service.answer("GetManagedObjects", Answer::Never);
+        let file = bus.dir().join("timeout.nmrec");
+        let builder = || {
+            ObjectCache::builder(HOSTILE)
+                .timeout(Duration::from_millis(300))
+                .debug(DebugConfig::tolerant())
+        };
+        let live = zbus::block_on(async {
+            let conn = zbus::connection::Builder::address(bus.address())
+                .build()
+                .await
+                .unwrap();
+            builder().record_to(&file).build_loaded(&conn).await
+        });
+        let Err(Error::Call(live)) = live else {
+            panic!("the load did not fail: {live:?}");
+        };
+        assert!(live.to_string().contains("timed out"), "{live}");
+        let replayed = Replay::open(&file).unwrap().run(builder()).unwrap();
+        let failures: Vec<String> = replayed
+            .pending_events()
+            .filter_map(|e| match e {
+                Event::LoadFailed(error) => Some(error.to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(failures, [live.to_string()]);
+        assert!(!replayed.is_loaded());
+        assert_eq!(replayed.len(), 0);
+    });
+}
+
+/// A load of one object (Introspect, then one GetAll per interface), then a change: the replay
+/// equals the live cache.
+#[test_log::test]
+fn a_recorded_load_of_one_object_replays() {
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let file = bus.dir().join("path.nmrec");
+        let mut objects = BTreeMap::new();
+        objects.insert("/a".to_owned(), node("a", None, &[]));
+        objects.insert("/b".to_owned(), node("b", None, &[]));
+        let service = Mock::start(bus.address(), objects);
+        let builder = || {
+            ObjectCache::builder(SERVICE)
+                .registry(mock::registry())
+                .only_path("/b")
+        };
+        zbus::block_on(async {
+            let conn = zbus::connection::Builder::address(bus.address())
+                .build()
+                .await
+                .unwrap();
+            let mut cache = builder()
+                .record_to(&file)
+                .build_loaded(&conn)
+                .await
+                .unwrap();
+            let mut events = cache.take_events();
+            let mut props = Props::new();
+            props.insert("Count".into(), v(9u32));
+            service.change("/b", NODE, props);
+            while let Some(ev) = cache.next_event_timeout(QUIET).await {
+                events.push(ev);
+            }
+            cache.finish_recording().unwrap();
+            assert_eq!(cache.len(), 1);
+            assert!(
+                events
+                    .iter()
+                    .any(|e| matches!(e, Event::PropertyChanged { .. }))
+            );
+            let replayed = Replay::open(&file).unwrap().run(builder()).unwrap();
+            assert_eq!(replayed.events(), &events[..]);
+            assert_eq!(flat_replayed(&replayed), flat_cache(&cache));
+        });
     });
 }

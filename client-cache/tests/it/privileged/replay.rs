@@ -54,7 +54,11 @@ async fn write_managed(address: &str, path: &Path) {
         .await
         .expect("GetManagedObjects");
     let body = reply.body();
-    assert_eq!(body.data().context().endian(), LE, "stored as little-endian");
+    assert_eq!(
+        body.data().context().endian(),
+        LE,
+        "stored as little-endian"
+    );
     std::fs::write(path, body.data().bytes()).expect("write the reply");
 }
 
@@ -92,10 +96,17 @@ fn record(
         .and_then(|r| r.run(NmClient::builder()))
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(replayed.events(), &events[..], "{name}: events");
-    assert_eq!(flat_replayed(&replayed), flat_cache(&cache), "{name}: objects");
+    assert_eq!(
+        flat_replayed(&replayed),
+        flat_cache(&cache),
+        "{name}: objects"
+    );
     assert_eq!(fetched_replayed(&replayed), fetched_cache(&cache), "{name}");
     assert_eq!(replayed.owner(), cache.owner());
-    assert_eq!(replayed.diagnostics().messages, cache.diagnostics().messages);
+    assert_eq!(
+        replayed.diagnostics().messages,
+        cache.diagnostics().messages
+    );
     eprintln!(
         "{name}: {} bytes, {} events, {} objects",
         std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0),
@@ -127,7 +138,11 @@ fn recordings_of_a_load_an_activation_and_a_restart_replay_to_the_live_cache() {
             .profile(Profile::bridge("rec-bridge", "rbr0"))
             .start()
             .unwrap();
-        run(&nm, "ip", &["link", "add", "va0", "type", "veth", "peer", "name", "vb0"]);
+        run(
+            &nm,
+            "ip",
+            &["link", "add", "va0", "type", "veth", "peer", "name", "vb0"],
+        );
         run(&nm, "ip", &["link", "set", "vb0", "up"]);
         run(
             &nm,
