@@ -343,6 +343,9 @@ impl ObjectCache {
             r.commit();
         }
         self.core.commit();
+        if let Some(r) = &mut self.recorder {
+            r.prune(&self.core);
+        }
     }
 
     /// The next queued event: every event handed out passes here (a recording notes when).

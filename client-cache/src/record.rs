@@ -70,6 +70,9 @@ pub(crate) const EXPIRE: u8 = b'E';
 pub(crate) const RECONCILE: u8 = b'R';
 pub(crate) const POP: u8 = b'P';
 
+/// The calls kept are pruned when there are at least this many.
+const MIN_PRUNE: usize = 1024;
+
 /// A fingerprint of the interface declarations and their number: a replay with other
 /// declarations would decode differently.
 pub(crate) fn registry_fingerprint(registry: &Registry) -> (u64, u32) {
@@ -167,6 +170,8 @@ pub(crate) struct Recorder {
     open: Vec<(u32, u32)>,
     /// `pop`s not written yet (consecutive ones make one record).
     pops: u32,
+    /// Forget the calls answered once this many are kept.
+    prune_at: usize,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -191,6 +196,7 @@ impl Recorder {
             next_call: 0,
             open: Vec::new(),
             pops: 0,
+            prune_at: MIN_PRUNE,
         })
     }
 
@@ -264,6 +270,20 @@ impl Recorder {
             self.open.push((serial, n));
             self.write(CALL, &[msg.data().bytes()]);
         }
+    }
+
+    /// After a batch: once many calls are kept, forget those the core no longer waits for (a
+    /// later reply to one is nothing to it, and is recorded as answering no call), so that a
+    /// long recording keeps only the calls on their way. Amortised O(1) per call.
+    pub(crate) fn prune(&mut self, core: &Core) {
+        if self.open.len() < self.prune_at {
+            return;
+        }
+        self.open
+            .retain(|&(serial, _)| core.deadline_of(serial).is_some());
+        self.calls
+            .retain(|&serial, _| core.deadline_of(serial).is_some());
+        self.prune_at = (self.open.len() * 2).max(MIN_PRUNE);
     }
 
     /// Before the core times calls out: forget the calls that cannot time out any more.

@@ -549,3 +549,51 @@ fn a_recorded_load_of_one_object_replays() {
         });
     });
 }
+
+/// A long recording (over a thousand calls, so the recorder forgets the answered ones as it
+/// goes) replays to the same events.
+#[test_log::test]
+fn a_long_recording_of_many_calls_replays() {
+    bounded(Duration::from_secs(180), || {
+        let bus = PrivateBus::start().unwrap();
+        let file = bus.dir().join("long.nmrec");
+        let mut objects = BTreeMap::new();
+        objects.insert("/a".to_owned(), node("a", None, &[]));
+        let _service = Mock::start(bus.address(), objects);
+        let builder = || ObjectCache::builder(SERVICE).registry(mock::registry());
+        zbus::block_on(async {
+            let conn = zbus::connection::Builder::address(bus.address())
+                .build()
+                .await
+                .unwrap();
+            let mut cache = builder()
+                .record_to(&file)
+                .build_loaded(&conn)
+                .await
+                .unwrap();
+            let mut events = cache.take_events();
+            for _ in 0..1100 {
+                assert!(cache.reconcile());
+                loop {
+                    let ev = cache.next_event().await.expect("open");
+                    let done = matches!(ev, Event::Reconciled { .. });
+                    events.push(ev);
+                    if done {
+                        break;
+                    }
+                }
+            }
+            cache.finish_recording().unwrap();
+            let replayed = Replay::open(&file).unwrap().run(builder()).unwrap();
+            assert_eq!(replayed.events(), &events[..]);
+            assert_eq!(
+                replayed
+                    .events()
+                    .iter()
+                    .filter(|e| **e == Event::Reconciled { differences: 0 })
+                    .count(),
+                1100
+            );
+        });
+    });
+}
