@@ -460,6 +460,12 @@ pub(crate) struct ObjectsTarget {
     /// itself).
     #[arg(long, short = 'm', value_name = "OBJECT_PATH")]
     pub(crate) manager: Option<String>,
+    /// Record the cache's conversation with the service to FILE (replay it with --replay).
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub(crate) record: Option<std::path::PathBuf>,
+    /// List the objects of a recording made with --record, replayed without a bus.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["service", "path", "manager"])]
+    pub(crate) replay: Option<std::path::PathBuf>,
 }
 
 /// What `objects` does besides listing.

@@ -34,6 +34,15 @@ pub(crate) fn run(
         Some(ObjectsAction::Monitor { target }) => (merge(&args.target, target), true),
         None => (args.target.clone(), false),
     };
+    if let Some(file) = &target.replay {
+        if monitor {
+            return Err(usage_error(
+                "`objects monitor` does not replay: `objects --replay FILE` lists a recording's objects",
+            )
+            .into());
+        }
+        return replay(printer, file, target.interface.as_deref());
+    }
     let Some(service) = target.service.clone() else {
         return Err(usage_error("`objects` needs --service NAME").into());
     };
@@ -51,6 +60,9 @@ pub(crate) fn run(
     }
     if monitor {
         builder = builder.max_queued_events(pipe::MAX_QUEUED_EVENTS);
+    }
+    if let Some(file) = &target.record {
+        builder = builder.record_to(file);
     }
     let builder = bus::prepare(builder, timeout)?;
     zbus::block_on(async {
@@ -104,8 +116,14 @@ pub(crate) fn run(
         if !monitor {
             let mut table = Table::new(OBJECT_FIELDS);
             for object in cache.objects() {
-                push_rows(&mut table, object, target.interface.as_deref());
+                push_rows(
+                    &mut table,
+                    object.path(),
+                    object.object(),
+                    target.interface.as_deref(),
+                );
             }
+            finish_recording(&mut cache, target.record.as_deref())?;
             return printer.table(&table);
         }
         // The initial load's additions are the state, not changes: drop them.
@@ -210,8 +228,58 @@ pub(crate) fn run(
             }
             out.send(&mut cache).await?;
         }
-        out.finish().await
+        out.finish().await?;
+        finish_recording(&mut cache, target.record.as_deref())
     })
+}
+
+/// Ends the recording asked for with `--record`, saying why it is incomplete if it is.
+fn finish_recording(cache: &mut ObjectCache, file: Option<&std::path::Path>) -> anyhow::Result<()> {
+    match (cache.finish_recording(), file) {
+        (Err(err), Some(file)) => Err(anyhow::anyhow!(
+            "cannot record to {}: {err}",
+            file.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `objects --replay FILE`: the objects the recorded cache held at the end of the recording,
+/// from a replay of it without a bus, with the declarations it was recorded with (none, or
+/// NetworkManager's).
+fn replay(
+    printer: &mut Printer,
+    file: &std::path::Path,
+    interface: Option<&str>,
+) -> anyhow::Result<()> {
+    use netmirror_client_cache::replay::Replay;
+    let replay = Replay::open(file)?;
+    let builder = replay.builder();
+    let builder = if replay.config().service == nmc::SERVICE {
+        builder.registry(Registry::network_manager())
+    } else {
+        builder
+    };
+    let replayed = match replay.run(builder.clone()) {
+        // Recorded generically (`objects` declares NetworkManager's interfaces only for it).
+        Err(client::replay::ReplayError::Config(_)) if replay.config().registry.1 == 0 => {
+            replay.run(builder.registry(Registry::generic()))?
+        }
+        other => other?,
+    };
+    tracing::info!(
+        service = %replay.config().service,
+        objects = replayed.len(),
+        events = replayed.events().len(),
+        "replayed"
+    );
+    let mut objects: Vec<_> = replayed.objects().collect();
+    objects.sort_by(|a, b| a.0.cmp(b.0));
+    let mut table = Table::new(OBJECT_FIELDS);
+    for (path, object) in objects {
+        push_rows(&mut table, path, object, interface);
+    }
+    printer.table(&table)
 }
 
 /// `objects monitor`'s own options, or else those given before `monitor`.
@@ -221,6 +289,8 @@ fn merge(outer: &ObjectsTarget, inner: &ObjectsTarget) -> ObjectsTarget {
         path: inner.path.clone().or_else(|| outer.path.clone()),
         interface: inner.interface.clone().or_else(|| outer.interface.clone()),
         manager: inner.manager.clone().or_else(|| outer.manager.clone()),
+        record: inner.record.clone().or_else(|| outer.record.clone()),
+        replay: inner.replay.clone().or_else(|| outer.replay.clone()),
     }
 }
 
@@ -235,8 +305,13 @@ fn interfaces_of<'a>(
 }
 
 /// One row per property of `object` (of `interface` only, when given).
-fn push_rows(table: &mut Table, object: ObjectRef<'_>, interface: Option<&str>) {
-    for iface in object.object().interfaces() {
+fn push_rows(
+    table: &mut Table,
+    path: &str,
+    object: &netmirror_client_cache::Object,
+    interface: Option<&str>,
+) {
+    for iface in object.interfaces() {
         if interface.is_some_and(|wanted| wanted != iface.name()) {
             continue;
         }
@@ -244,7 +319,7 @@ fn push_rows(table: &mut Table, object: ObjectRef<'_>, interface: Option<&str>) 
         for (property, value) in iface.properties() {
             any = true;
             table.push(property_row(
-                object.path(),
+                path,
                 iface.name(),
                 property,
                 value,
@@ -255,7 +330,7 @@ fn push_rows(table: &mut Table, object: ObjectRef<'_>, interface: Option<&str>) 
             // An interface without properties (NetworkManager's AgentManager, a loopback
             // device's `Device.Loopback`) is still part of the object: one row without one.
             table.push(vec![
-                object.path().to_owned().into(),
+                path.to_owned().into(),
                 iface.name().to_owned().into(),
                 Cell::Null,
                 Cell::Null,

@@ -17,6 +17,7 @@ use crate::{
     event::Event,
     meta::Registry,
     object::Object,
+    record::Recorder,
     store::ObjId,
 };
 
@@ -26,7 +27,8 @@ const MAX_BATCH: usize = 4096;
 /// How to build an [`ObjectCache`].
 #[derive(Debug, Clone)]
 pub struct CacheBuilder {
-    cfg: Config,
+    pub(crate) cfg: Config,
+    record: Option<std::path::PathBuf>,
 }
 
 impl CacheBuilder {
@@ -44,6 +46,7 @@ impl CacheBuilder {
                 timeout: DEFAULT_TIMEOUT,
                 max_events: DEFAULT_MAX_EVENTS,
             },
+            record: None,
         }
     }
 
@@ -104,6 +107,16 @@ impl CacheBuilder {
         self
     }
 
+    /// Record the cache's conversation to `path` (created, or truncated): every message it
+    /// handles, every call it sends, and what its driver does (batches, timeouts, events
+    /// taken), in the format described in the [`replay`](crate::replay) module, which replays
+    /// it without a bus. Recording does not change what the cache does; a write that fails
+    /// stops it (see [`ObjectCache::finish_recording`]).
+    pub fn record_to(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.record = Some(path.into());
+        self
+    }
+
     /// Check every name and path the cache will send (the service's bus name, the manager's
     /// path, the object or lookup asked for): [`Error::InvalidName`] for the first invalid one.
     /// [`CacheBuilder::build`] checks them before it sends anything.
@@ -148,13 +161,26 @@ impl CacheBuilder {
         // Replies of a whole pipelined load queue up here; let them, rather than stalling the
         // connection's reader.
         stream.set_max_queued(NonZeroUsize::new(1 << 16).unwrap_or(NonZeroUsize::MIN));
+        let mut recorder = match &self.record {
+            Some(path) => Some(Recorder::create(path, &self.cfg, conn.is_bus()).map_err(
+                |source| Error::Recording {
+                    path: path.clone(),
+                    source,
+                },
+            )?),
+            None => None,
+        };
         let mut core = Core::new(self.cfg, conn.is_bus());
+        if let Some(r) = &mut recorder {
+            r.start();
+        }
         core.start();
         let mut cache = ObjectCache {
             conn: conn.clone(),
             stream,
             core,
             closed: false,
+            recorder,
         };
         cache.flush().await?;
         Ok(cache)
@@ -188,6 +214,7 @@ pub struct ObjectCache {
     stream: MessageStream,
     core: Core,
     closed: bool,
+    recorder: Option<Recorder>,
 }
 
 impl std::fmt::Debug for ObjectCache {
@@ -208,6 +235,9 @@ impl ObjectCache {
     async fn flush(&mut self) -> Result<()> {
         if !self.core.out.is_empty() {
             let out = std::mem::take(&mut self.core.out);
+            if let Some(r) = &mut self.recorder {
+                r.calls(&out);
+            }
             self.conn.send_all(&out).await?;
         }
         Ok(())
@@ -256,8 +286,14 @@ impl ObjectCache {
                 futures_util::future::Either::Right(((), _)),
                 _,
             )) => {
+                if let Some(r) = &mut self.recorder {
+                    r.before_expire(&self.core);
+                }
                 self.core.expire(Instant::now());
-                self.core.commit();
+                if let Some(r) = &mut self.recorder {
+                    r.after_expire(&self.core);
+                }
+                self.commit();
                 self.flush().await?;
                 return Ok(None);
             }
@@ -274,22 +310,61 @@ impl ObjectCache {
                 return Err(Error::Closed);
             }
         };
+        if let Some(r) = &mut self.recorder {
+            r.begin_batch();
+        }
         self.core.begin_batch();
-        let mut flush_now = self.core.handle(&first);
+        let mut flush_now = self.handle(&first);
         drop(first);
         let mut n = 1;
         while !flush_now && n < MAX_BATCH {
             match self.stream.next().now_or_never() {
                 Some(Some(Ok(m))) => {
-                    flush_now = self.core.handle(&m);
+                    flush_now = self.handle(&m);
                     n += 1;
                 }
                 _ => break,
             }
         }
-        self.core.commit();
+        self.commit();
         self.flush().await?;
         Ok(None)
+    }
+
+    fn handle(&mut self, msg: &zbus::Message) -> bool {
+        if let Some(r) = &mut self.recorder {
+            r.message(msg);
+        }
+        self.core.handle(msg)
+    }
+
+    fn commit(&mut self) {
+        if let Some(r) = &mut self.recorder {
+            r.commit();
+        }
+        self.core.commit();
+        if let Some(r) = &mut self.recorder {
+            r.prune(&self.core);
+        }
+    }
+
+    /// The next queued event: every event handed out passes here (a recording notes when).
+    fn pop_event(&mut self) -> Option<Event> {
+        if let Some(r) = &mut self.recorder {
+            r.pop();
+        }
+        self.core.pop_event()
+    }
+
+    /// Ends the recording asked for with [`CacheBuilder::record_to`]: writes what is buffered,
+    /// and returns the first error met while recording, if any (recording stopped there; the
+    /// file is then incomplete, and a replay says so). Without a recording, does nothing. The
+    /// cache goes on without recording.
+    pub fn finish_recording(&mut self) -> std::io::Result<()> {
+        match self.recorder.take() {
+            Some(mut r) => r.finish(),
+            None => Ok(()),
+        }
     }
 
     /// The next event, or the output of `interrupt` if it completes while the cache waits for
@@ -300,7 +375,7 @@ impl ObjectCache {
     ) -> std::result::Result<Option<Event>, F::Output> {
         futures_util::pin_mut!(interrupt);
         loop {
-            if let Some(ev) = self.core.pop_event() {
+            if let Some(ev) = self.pop_event() {
                 return Ok(Some(ev));
             }
             if self.closed {
@@ -320,7 +395,7 @@ impl ObjectCache {
     /// The next event, handling messages as needed. Returns `None` once the connection closed.
     pub async fn next_event(&mut self) -> Option<Event> {
         loop {
-            if let Some(ev) = self.core.pop_event() {
+            if let Some(ev) = self.pop_event() {
                 return Some(ev);
             }
             if self.closed {
@@ -412,7 +487,7 @@ impl ObjectCache {
 
     /// Take all queued events.
     pub fn take_events(&mut self) -> Vec<Event> {
-        std::iter::from_fn(|| self.core.pop_event()).collect()
+        std::iter::from_fn(|| self.pop_event()).collect()
     }
 
     /// Handle messages (applying them to the cache and queueing their events, see
@@ -438,7 +513,7 @@ impl ObjectCache {
 
     /// The next queued event (or the resync after an overrun), without handling messages.
     pub(crate) fn pop_ready(&mut self) -> Option<Event> {
-        self.core.pop_event()
+        self.pop_event()
     }
 
     /// Whether the connection closed.
@@ -456,7 +531,11 @@ impl ObjectCache {
     /// periodic check. The cache also does it by itself when a signal names an object it does
     /// not know. Only for a complete load ([`Scope::All`]); returns whether one started.
     pub fn reconcile(&mut self) -> bool {
-        self.core.reconcile()
+        let started = self.core.reconcile();
+        if let Some(r) = &mut self.recorder {
+            r.reconcile(started);
+        }
+        started
     }
 
     /// How many events wait in the queue.

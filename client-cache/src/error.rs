@@ -49,6 +49,15 @@ pub enum Error {
         /// The name the caller gave.
         name: String,
     },
+    /// The file to record to ([`CacheBuilder::record_to`](crate::CacheBuilder::record_to))
+    /// cannot be created or written.
+    #[error("cannot record to {}: {source}", path.display())]
+    Recording {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The private thread of the blocking facade went away.
     #[error("the cache thread stopped")]
     ThreadGone,

@@ -122,6 +122,8 @@ mod event;
 pub mod meta;
 pub mod nm;
 mod object;
+mod record;
+pub mod replay;
 mod store;
 
 pub use blocking::{BlockingBuilder, BlockingCache, EVENT_CHANNEL};

@@ -3,6 +3,7 @@
 //! private bus with a sandboxed NetworkManager) live in `privileged`.
 
 mod dbus;
+mod replay;
 mod support;
 mod usage;
 

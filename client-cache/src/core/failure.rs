@@ -84,6 +84,18 @@ impl Core {
         None
     }
 
+    /// The deadline of call `serial` while it waits for its reply (the recorder notes which
+    /// calls a timeout ended, and the replayer times out the same ones).
+    pub(crate) fn deadline_of(&self, serial: u32) -> Option<Instant> {
+        if !self.pending.contains_key(&serial) {
+            return None;
+        }
+        self.deadlines
+            .iter()
+            .find(|(_, s)| *s == serial)
+            .map(|(at, _)| *at)
+    }
+
     /// Time out every call whose deadline is `now` or earlier.
     pub(crate) fn expire(&mut self, now: Instant) {
         while let Some(&(at, serial)) = self.deadlines.front() {

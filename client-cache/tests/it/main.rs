@@ -8,4 +8,5 @@ mod mock;
 mod private_bus;
 #[cfg(feature = "privileged")]
 mod privileged;
+mod replay;
 mod support;

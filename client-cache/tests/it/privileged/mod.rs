@@ -5,3 +5,4 @@ mod introspect_conformance;
 mod nm_actions;
 mod nm_cache;
 mod nm_names;
+mod replay;
