@@ -179,23 +179,28 @@ fn enabled(on: bool) -> Cell {
     Cell::from(if on { "enabled" } else { "disabled" })
 }
 
-fn text(value: &str) -> Cell {
-    if value.is_empty() {
-        Cell::Null
-    } else {
-        Cell::from(value.to_owned())
+/// A text the daemon sent; `--` when it sent none or an empty one, as nmcli shows both.
+fn text(value: Option<&str>) -> Cell {
+    match value {
+        Some(value) if !value.is_empty() => Cell::from(value.to_owned()),
+        _ => Cell::Null,
     }
+}
+
+/// A value the daemon sent; `--` when it sent none.
+fn opt<T: Into<Cell>>(value: Option<T>) -> Cell {
+    value.map_or(Cell::Null, Into::into)
+}
+
+/// A typed value by the name nmcli gives it; `--` when the daemon sent none.
+fn named<T: std::fmt::Display>(value: Option<T>) -> Cell {
+    value.map_or(Cell::Null, |value| value.to_string().into())
 }
 
 /// WIFI-HW or WWAN-HW as nmcli shows it: `missing` when the daemon says the radio does not
 /// exist (`RadioFlags`, NetworkManager 1.38 and later), else whether rfkill lets it on.
-fn radio_hw(
-    has_flags: bool,
-    flags: RadioFlags,
-    radio: RadioFlags,
-    hw_enabled: Option<bool>,
-) -> Cell {
-    if has_flags && !flags.contains(radio) {
+fn radio_hw(flags: Option<RadioFlags>, radio: RadioFlags, hw_enabled: Option<bool>) -> Cell {
+    if flags.is_some_and(|flags| !flags.contains(radio)) {
         Cell::from("missing")
     } else {
         hw_enabled.map_or(Cell::Null, enabled)
@@ -206,36 +211,28 @@ fn radio_hw(
 pub(crate) fn general_table(nm: &NmClient) -> Table {
     let mut table = Table::new(GENERAL_FIELDS);
     if let Some(manager) = nm.manager() {
-        let has_flags = manager
-            .property("RadioFlags")
-            .is_some_and(|v| !v.is_unset());
-        let flags = manager.radio_flags();
         // A flag the daemon did not send, or sent with the wrong type (rejected, with a
         // warning), is shown as missing, not as "disabled".
-        let flag = |name: &str| manager.property(name).and_then(|value| value.as_bool());
-        let startup = flag("Startup").map_or(Cell::Null, Cell::Bool);
-        let flag_cell = |name: &str| flag(name).map_or(Cell::Null, enabled);
+        let flag_cell = |on: Option<bool>| on.map_or(Cell::Null, enabled);
         table.push(vec![
-            manager.state().to_string().into(),
-            manager.connectivity().to_string().into(),
+            named(manager.state()),
+            named(manager.connectivity()),
             radio_hw(
-                has_flags,
-                flags,
+                manager.radio_flags(),
                 RadioFlags::WLAN_AVAILABLE,
-                flag("WirelessHardwareEnabled"),
+                manager.wireless_hardware_enabled(),
             ),
-            flag_cell("WirelessEnabled"),
+            flag_cell(manager.wireless_enabled()),
             radio_hw(
-                has_flags,
-                flags,
+                manager.radio_flags(),
                 RadioFlags::WWAN_AVAILABLE,
-                flag("WwanHardwareEnabled"),
+                manager.wwan_hardware_enabled(),
             ),
-            flag_cell("WwanEnabled"),
-            flag_cell("NetworkingEnabled"),
+            flag_cell(manager.wwan_enabled()),
+            flag_cell(manager.networking_enabled()),
             text(manager.version()),
-            startup,
-            manager.metered().to_string().into(),
+            opt(manager.startup()),
+            named(manager.metered()),
         ]);
     }
     table
@@ -246,17 +243,19 @@ fn device_row(device: &Device<'_>) -> Vec<Cell> {
     let active = device.active_connection();
     vec![
         text(device.interface()),
-        device.type_name().into(),
-        device.state_text().into(),
-        active.map_or(Cell::Null, |active| text(active.id())),
-        device.ifindex().map_or(Cell::Null, |i| Cell::Int(i.into())),
+        opt(device.type_name()),
+        opt(device.state_text()),
+        text(active.and_then(|active| active.id())),
+        // NetworkManager's D-Bus API has no interface index (libnm reads it from the
+        // kernel's netlink, which is not on the bus): `--`, not a made-up 0.
+        Cell::Null,
         text(device.hw_address()),
-        device.mtu().into(),
+        opt(device.mtu()),
         text(device.driver()),
-        device.managed().into(),
-        device.autoconnect().into(),
-        device.real().into(),
-        active.map_or(Cell::Null, |active| text(active.uuid())),
+        opt(device.managed()),
+        opt(device.autoconnect()),
+        opt(device.real()),
+        text(active.and_then(|active| active.uuid())),
         device.path().to_owned().into(),
         active.map_or(Cell::Null, |active| active.path().to_owned().into()),
     ]
@@ -274,13 +273,19 @@ pub(crate) fn device_table(devices: &[Device<'_>]) -> Table {
 }
 
 /// `yes`/`no` as nmcli's properties show a flag.
-fn yes_no(on: bool) -> Cell {
-    Cell::from(if on { "yes" } else { "no" })
+fn yes_no(on: Option<bool>) -> Cell {
+    match on {
+        Some(on) => Cell::from(if on { "yes" } else { "no" }),
+        None => Cell::Null,
+    }
 }
 
 /// `N (name)`, as nmcli shows a state, reason or connectivity in `device show`.
-fn numbered(number: u32, name: impl std::fmt::Display) -> Cell {
-    format!("{number} ({name})").into()
+fn numbered<T: Copy + Into<u32> + std::fmt::Display>(value: Option<T>) -> Cell {
+    match value {
+        Some(value) => format!("{} ({value})", value.into()).into(),
+        None => Cell::Null,
+    }
 }
 
 /// `SECTION.FIELD[1]`, `[2]`... for each item (nothing when there is none).
@@ -324,11 +329,11 @@ struct IpSection<'a> {
     name: &'static str,
     ipv6: bool,
     addresses: Vec<String>,
-    gateway: &'a str,
+    gateway: Option<&'a str>,
     routes: Vec<nmc::IpRoute>,
     dns: Vec<String>,
-    domains: &'a [Box<str>],
-    searches: &'a [Box<str>],
+    domains: Option<&'a [Box<str>]>,
+    searches: Option<&'a [Box<str>]>,
     wins: Vec<String>,
 }
 
@@ -347,13 +352,16 @@ fn ip_section(props: &mut Vec<Prop>, ip: IpSection<'_>) {
     indexed(
         props,
         &format!("{section}.DOMAIN"),
-        ip.domains.iter().map(|d| d.to_string()),
+        ip.domains.unwrap_or_default().iter().map(|d| d.to_string()),
         true,
     );
     indexed(
         props,
         &format!("{section}.SEARCHES"),
-        ip.searches.iter().map(|d| d.to_string()),
+        ip.searches
+            .unwrap_or_default()
+            .iter()
+            .map(|d| d.to_string()),
         true,
     );
     indexed(props, &format!("{section}.WINS"), ip.wins, true);
@@ -386,7 +394,7 @@ fn ip_sections(
         );
     }
     if let Some(dhcp4) = dhcp4 {
-        dhcp_section(props, "DHCP4", dhcp4.property("Options"), dhcp_common);
+        dhcp_section(props, "DHCP4", dhcp4.options(), dhcp_common);
     }
     if let Some(ip6) = ip6 {
         ip_section(
@@ -405,7 +413,7 @@ fn ip_sections(
         );
     }
     if let Some(dhcp6) = dhcp6 {
-        dhcp_section(props, "DHCP6", dhcp6.property("Options"), dhcp_common);
+        dhcp_section(props, "DHCP6", dhcp6.options(), dhcp_common);
     }
 }
 
@@ -413,11 +421,11 @@ fn ip_sections(
 fn dhcp_section(
     props: &mut Vec<Prop>,
     section: &str,
-    options: Option<&netmirror_client_cache::Value>,
+    options: Option<&netmirror_client_cache::Dict>,
     common: bool,
 ) {
-    let mut options: Vec<(String, String)> = match options.map(|v| v.unwrap_variant()) {
-        Some(netmirror_client_cache::Value::Dict(dict)) => dict
+    let mut options: Vec<(String, String)> = match options {
+        Some(dict) => dict
             .entries
             .iter()
             .filter_map(|(k, v)| {
@@ -429,7 +437,7 @@ fn dhcp_section(
                 Some((k.as_str()?.to_owned(), value))
             })
             .collect(),
-        _ => Vec::new(),
+        None => Vec::new(),
     };
     options.sort();
     indexed(
@@ -440,48 +448,67 @@ fn dhcp_section(
     );
 }
 
+/// Whether libnm, in this process's place, finds no vendor and no product for interface
+/// `iface` (nmcli's `GENERAL.VENDOR`, `GENERAL.PRODUCT`: not on the bus; libnm reads them
+/// from udev's database for the interface of that name in the client's own namespace). A
+/// virtual interface (no `device` link in sysfs: veth, bridge, bond, vlan, lo) has no
+/// hardware database entry, and a name this namespace does not have (a daemon in another
+/// namespace) has no udev device at all: nmcli shows `--` for both. A hardware device's
+/// vendor and product are left out: libnm shortens udev's strings by rules
+/// (`nm_utils_fixup_vendor_string`) that netmirror does not reproduce.
+fn has_no_udev_vendor(iface: &str) -> bool {
+    if iface.is_empty() || iface.contains('/') || iface == "." || iface == ".." {
+        return false;
+    }
+    let dir = std::path::Path::new("/sys/class/net").join(iface);
+    !dir.exists() || !dir.join("device").exists()
+}
+
 /// `nm device IFACE`: one device, as `nmcli device show` names its properties, in its order:
 /// the common ones by default, every section with `--fields all`.
 fn device_properties(device: &Device<'_>) -> Vec<Prop> {
     let active = device.active_connection();
-    let (_, reason) = device.state_reason();
+    let reason = device.state_reason().map(|(_, reason)| reason);
     let caps = device.capabilities();
     let flags = device.interface_flags();
     let mut props = vec![
         Prop::common("GENERAL.DEVICE", text(device.interface())),
-        Prop::common("GENERAL.TYPE", device.type_name().into()),
+        Prop::common("GENERAL.TYPE", opt(device.type_name())),
         Prop::extra("GENERAL.NM-TYPE", Cell::opt_text(device.nm_type())),
         Prop::extra("GENERAL.DBUS-PATH", device.path().to_owned().into()),
+    ];
+    if device.interface().is_some_and(has_no_udev_vendor) {
+        props.push(Prop::extra("GENERAL.VENDOR", Cell::Null));
+        props.push(Prop::extra("GENERAL.PRODUCT", Cell::Null));
+    }
+    props.extend([
         Prop::extra("GENERAL.DRIVER", text(device.driver())),
         Prop::extra("GENERAL.DRIVER-VERSION", text(device.driver_version())),
         Prop::extra("GENERAL.FIRMWARE-VERSION", text(device.firmware_version())),
         Prop::common("GENERAL.HWADDR", text(device.hw_address())),
-        Prop::common("GENERAL.MTU", device.mtu().into()),
+        Prop::common("GENERAL.MTU", opt(device.mtu())),
         Prop::common(
             "GENERAL.STATE",
-            numbered(device.state().to_u32(), device.state_text()),
+            match (device.state(), device.state_text()) {
+                (Some(state), Some(name)) => format!("{} ({name})", state.to_u32()).into(),
+                _ => Cell::Null,
+            },
         ),
-        Prop::extra("GENERAL.REASON", numbered(reason.to_u32(), reason)),
+        Prop::extra("GENERAL.REASON", numbered(reason)),
         Prop::extra(
             "GENERAL.IP4-CONNECTIVITY",
-            numbered(
-                device.ip4_connectivity().to_u32(),
-                device.ip4_connectivity(),
-            ),
+            numbered(device.ip4_connectivity()),
         ),
         Prop::extra(
             "GENERAL.IP6-CONNECTIVITY",
-            numbered(
-                device.ip6_connectivity().to_u32(),
-                device.ip6_connectivity(),
-            ),
+            numbered(device.ip6_connectivity()),
         ),
         Prop::extra("GENERAL.UDI", text(device.udi())),
         Prop::extra("GENERAL.PATH", text(device.path_())),
         Prop::extra("GENERAL.IP-IFACE", text(device.ip_interface())),
         Prop::extra(
             "GENERAL.IS-SOFTWARE",
-            yes_no(caps.contains(DeviceCapabilities::IS_SOFTWARE)),
+            yes_no(caps.map(|caps| caps.contains(DeviceCapabilities::IS_SOFTWARE))),
         ),
         Prop::extra("GENERAL.NM-MANAGED", yes_no(device.managed())),
         Prop::extra("GENERAL.AUTOCONNECT", yes_no(device.autoconnect())),
@@ -496,20 +523,20 @@ fn device_properties(device: &Device<'_>) -> Vec<Prop> {
         Prop::extra("GENERAL.PHYS-PORT-ID", text(device.physical_port_id())),
         Prop::common(
             "GENERAL.CONNECTION",
-            active.map_or(Cell::Null, |active| text(active.id())),
+            text(active.and_then(|active| active.id())),
         ),
         Prop::extra(
             "GENERAL.CON-UUID",
-            active.map_or(Cell::Null, |active| text(active.uuid())),
+            text(active.and_then(|active| active.uuid())),
         ),
         Prop::common(
             "GENERAL.CON-PATH",
             active.map_or(Cell::Null, |active| active.path().to_owned().into()),
         ),
-        Prop::extra("GENERAL.METERED", device.metered().to_string().into()),
+        Prop::extra("GENERAL.METERED", named(device.metered())),
         Prop::extra(
             "CAPABILITIES.CARRIER-DETECT",
-            yes_no(caps.contains(DeviceCapabilities::CARRIER_DETECT)),
+            yes_no(caps.map(|caps| caps.contains(DeviceCapabilities::CARRIER_DETECT))),
         ),
         Prop::extra(
             "CAPABILITIES.SPEED",
@@ -520,29 +547,29 @@ fn device_properties(device: &Device<'_>) -> Vec<Prop> {
         ),
         Prop::extra(
             "CAPABILITIES.IS-SOFTWARE",
-            yes_no(caps.contains(DeviceCapabilities::IS_SOFTWARE)),
+            yes_no(caps.map(|caps| caps.contains(DeviceCapabilities::IS_SOFTWARE))),
         ),
         Prop::extra(
             "CAPABILITIES.SRIOV",
-            yes_no(caps.contains(DeviceCapabilities::SRIOV)),
+            yes_no(caps.map(|caps| caps.contains(DeviceCapabilities::SRIOV))),
         ),
         Prop::extra(
             "INTERFACE-FLAGS.UP",
-            yes_no(flags.contains(DeviceInterfaceFlags::UP)),
+            yes_no(flags.map(|flags| flags.contains(DeviceInterfaceFlags::UP))),
         ),
         Prop::extra(
             "INTERFACE-FLAGS.LOWER-UP",
-            yes_no(flags.contains(DeviceInterfaceFlags::LOWER_UP)),
+            yes_no(flags.map(|flags| flags.contains(DeviceInterfaceFlags::LOWER_UP))),
         ),
         Prop::extra(
             "INTERFACE-FLAGS.CARRIER",
-            yes_no(flags.contains(DeviceInterfaceFlags::CARRIER)),
+            yes_no(flags.map(|flags| flags.contains(DeviceInterfaceFlags::CARRIER))),
         ),
         Prop::extra(
             "INTERFACE-FLAGS.PROMISC",
-            yes_no(flags.contains(DeviceInterfaceFlags::PROMISC)),
+            yes_no(flags.map(|flags| flags.contains(DeviceInterfaceFlags::PROMISC))),
         ),
-    ];
+    ]);
     if let Some(carrier) = device.carrier() {
         props.push(Prop::common(
             "WIRED-PROPERTIES.CARRIER",
@@ -588,8 +615,10 @@ fn kernel_section(kernel: &KernelArgs, device: &Device<'_>) -> anyhow::Result<Ve
     let platform = crate::kernel::open(kernel)?;
     let names = crate::kernel::LinkNames::load(&platform)?;
     let ifname = match device.ip_interface() {
-        "" => device.interface(),
-        ip => ip,
+        Some(ip) if !ip.is_empty() => ip,
+        _ => device.interface().ok_or_else(|| {
+            anyhow::anyhow!("{}: NetworkManager sent no interface name", device.path())
+        })?,
     };
     let ifindex = names.index(ifname)?;
     let addresses = platform
@@ -717,7 +746,7 @@ fn active_devices(nm: &NmClient) -> HashMap<String, Vec<String>> {
                     active
                         .devices()
                         .iter()
-                        .map(|device| device.interface().to_owned()),
+                        .filter_map(|device| device.interface().map(str::to_owned)),
                 );
         }
     }
@@ -732,10 +761,10 @@ fn active_devices(nm: &NmClient) -> HashMap<String, Vec<String>> {
 
 /// A profile type as nmcli shows it: its short name for people (`ethernet`), the setting's
 /// name in terse output and JSON (`802-3-ethernet`), as `nmcli -t` writes it.
-fn type_cell(setting: &str) -> Cell {
-    if setting.is_empty() {
+fn type_cell(setting: Option<&str>) -> Cell {
+    let Some(setting) = setting.filter(|s| !s.is_empty()) else {
         return Cell::Null;
-    }
+    };
     Cell::Modal {
         text: nmc::type_alias(setting).to_owned(),
         terse: setting.to_owned(),
@@ -747,9 +776,9 @@ fn type_cell(setting: &str) -> Cell {
 fn profile_row(profile: &Profile<'_>, devices: &HashMap<String, Vec<String>>) -> Vec<Cell> {
     let on = devices.get(profile.path());
     vec![
-        text(profile.id()),
-        text(profile.uuid()),
-        type_cell(profile.connection_type()),
+        text(Some(profile.id())),
+        text(Some(profile.uuid())),
+        type_cell(Some(profile.connection_type())),
         on.map_or(Cell::Null, |names| Cell::List(names.clone())),
         text(profile.interface_name()),
         on.is_some().into(),
@@ -979,27 +1008,76 @@ fn setting_cell(
     })
 }
 
-/// `nm connection ID`: every setting the daemon returned, named `setting.key` as nmcli does
-/// and shown as nmcli shows it; then, for an active profile, its active connection's
+/// nmcli's text for a property the daemon left out (its default, from the generated table).
+fn default_cell((text, terse): (&'static str, &'static str)) -> Cell {
+    if terse.is_empty() && text == "--" {
+        Cell::Null
+    } else if text == terse {
+        Cell::from(text)
+    } else {
+        Cell::Modal {
+            text: text.to_owned(),
+            terse: terse.to_owned(),
+            json: serde_json::Value::String(terse.to_owned()),
+        }
+    }
+}
+
+/// The properties of one setting of a profile, in nmcli's order: each property nmcli shows,
+/// the daemon's value where it sent one, nmcli's default (from [`nm_defaults`]) where it
+/// left it out; then any property the daemon sent that the table does not know.
+fn setting_props(props: &mut Vec<Prop>, setting: &str, values: &netmirror_client_cache::Value) {
+    let sent = |key: &str| values.get(key).map(|value| value.unwrap_variant());
+    let known = crate::nm_defaults::SETTINGS
+        .iter()
+        .find(|(name, _)| *name == setting)
+        .map_or(&[][..], |(_, keys)| *keys);
+    for (key, default) in known {
+        let cell = match sent(key) {
+            Some(value) => setting_cell(setting, key, value, values),
+            None => default.map(default_cell),
+        };
+        if let Some(cell) = cell {
+            props.push(Prop::common(format!("{setting}.{key}"), cell));
+        }
+    }
+    if let netmirror_client_cache::Value::Dict(dict) = values {
+        for (key, value) in &dict.entries {
+            let Some(key) = key.as_str() else { continue };
+            if known.iter().any(|(name, _)| *name == key) {
+                continue;
+            }
+            if let Some(cell) = setting_cell(setting, key, value.unwrap_variant(), values) {
+                props.push(Prop::common(format!("{setting}.{key}"), cell));
+            }
+        }
+    }
+}
+
+/// `nm connection ID`: every setting of the profile, named `setting.key` and shown as nmcli
+/// shows it, the settings and their properties in nmcli's order, with nmcli's defaults for
+/// the properties the daemon left out; then, for an active profile, its active connection's
 /// GENERAL, IP4, DHCP4, IP6 and DHCP6 sections.
 fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
     let mut props = Vec::new();
     if let Some(netmirror_client_cache::Value::Dict(settings)) =
         profile.settings().map(|value| value.unwrap_variant())
     {
-        for (setting, values) in &settings.entries {
-            let Some(setting) = setting.as_str() else {
-                continue;
-            };
-            let values = values.unwrap_variant();
-            if let netmirror_client_cache::Value::Dict(dict) = values {
-                for (key, value) in &dict.entries {
-                    let Some(key) = key.as_str() else { continue };
-                    if let Some(cell) = setting_cell(setting, key, value.unwrap_variant(), values) {
-                        props.push(Prop::common(format!("{setting}.{key}"), cell));
-                    }
-                }
-            }
+        let rank = |setting: &str| {
+            crate::nm_defaults::SETTINGS
+                .iter()
+                .position(|(name, _)| *name == setting)
+                .unwrap_or(usize::MAX)
+        };
+        let mut settings: Vec<(&str, &netmirror_client_cache::Value)> = settings
+            .entries
+            .iter()
+            .filter_map(|(setting, values)| Some((setting.as_str()?, values.unwrap_variant())))
+            .collect();
+        // A stable sort: settings the table does not know keep the daemon's order, last.
+        settings.sort_by_key(|(setting, _)| rank(setting));
+        for (setting, values) in settings {
+            setting_props(&mut props, setting, values);
         }
     }
     props.push(Prop::extra("DBUS-PATH", profile.path().to_owned().into()));
@@ -1011,32 +1089,31 @@ fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
         let devices: Vec<String> = active
             .devices()
             .iter()
-            .map(|d| d.interface().to_owned())
+            .filter_map(|d| d.interface().map(str::to_owned))
             .collect();
         let ip_ifaces: Vec<String> = active
             .devices()
             .iter()
-            .map(|d| match d.ip_interface() {
-                "" => d.interface().to_owned(),
-                ip => ip.to_owned(),
+            .filter_map(|d| match d.ip_interface() {
+                Some(ip) if !ip.is_empty() => Some(ip.to_owned()),
+                _ => d.interface().map(str::to_owned),
             })
             .collect();
-        let path_or_null =
-            |value: Option<&netmirror_client_cache::Value>| match value.and_then(|v| v.as_str()) {
-                None | Some("/") => Cell::Null,
-                Some(path) => path.to_owned().into(),
-            };
+        let path_or_null = |value: Option<&str>| match value {
+            None | Some("/") => Cell::Null,
+            Some(path) => path.to_owned().into(),
+        };
         props.extend([
             Prop::common("GENERAL.NAME", text(active.id())),
             Prop::common("GENERAL.UUID", text(active.uuid())),
-            Prop::common("GENERAL.DEVICES", text(&devices.join(","))),
-            Prop::common("GENERAL.IP-IFACE", text(&ip_ifaces.join(","))),
-            Prop::common("GENERAL.STATE", active.state().to_string().into()),
+            Prop::common("GENERAL.DEVICES", text(Some(&devices.join(",")))),
+            Prop::common("GENERAL.IP-IFACE", text(Some(&ip_ifaces.join(",")))),
+            Prop::common("GENERAL.STATE", named(active.state())),
             Prop::common("GENERAL.DEFAULT", yes_no(active.default4())),
             Prop::common("GENERAL.DEFAULT6", yes_no(active.default6())),
             Prop::common(
                 "GENERAL.SPEC-OBJECT",
-                path_or_null(active.property("SpecificObject")),
+                path_or_null(active.specific_object()),
             ),
             Prop::common("GENERAL.VPN", yes_no(active.vpn())),
             Prop::common("GENERAL.DBUS-PATH", active.path().to_owned().into()),
@@ -1051,13 +1128,12 @@ fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
                 text(
                     profile
                         .setting("connection", "zone")
-                        .and_then(|v| v.as_str())
-                        .unwrap_or(""),
+                        .and_then(|v| v.as_str()),
                 ),
             ),
             Prop::common(
                 "GENERAL.MASTER-PATH",
-                path_or_null(active.property("Controller")),
+                path_or_null(active.controller_path()),
             ),
         ]);
         ip_sections(
@@ -1077,7 +1153,7 @@ fn active_row(active: &ActiveConnection<'_>) -> Vec<Cell> {
     let devices: Vec<String> = active
         .devices()
         .iter()
-        .map(|device| device.interface().to_owned())
+        .filter_map(|device| device.interface().map(str::to_owned))
         .collect();
     vec![
         text(active.id()),
@@ -1088,10 +1164,10 @@ fn active_row(active: &ActiveConnection<'_>) -> Vec<Cell> {
         } else {
             Cell::List(devices)
         },
-        active.state().to_string().into(),
-        active.default4().into(),
-        active.default6().into(),
-        active.vpn().into(),
+        named(active.state()),
+        opt(active.default4()),
+        opt(active.default6()),
+        opt(active.vpn()),
         active.path().to_owned().into(),
         active
             .connection()
@@ -1104,7 +1180,7 @@ pub(crate) fn active_table(actives: &[ActiveConnection<'_>]) -> Table {
     let mut actives = actives.to_vec();
     actives.sort_by(|a, b| {
         nmc::cmp_active(Some(*b), Some(*a))
-            .then_with(|| a.id().cmp(b.id()))
+            .then_with(|| a.id().cmp(&b.id()))
             .then_with(|| a.path().cmp(b.path()))
     });
     let mut table = Table::new(ACTIVE_FIELDS);
@@ -1190,7 +1266,7 @@ fn enum_cell(name: impl std::fmt::Display, number: u32) -> Cell {
 fn state_text(device: &Device<'_>, state: nmc::DeviceState) -> String {
     let external = device.active_connection().is_some_and(|ac| {
         ac.state_flags()
-            .contains(nmc::ActivationStateFlags::EXTERNAL)
+            .is_some_and(|flags| flags.contains(nmc::ActivationStateFlags::EXTERNAL))
     });
     match state.name_external() {
         Some(name) if external => name.to_owned(),
@@ -1218,14 +1294,15 @@ fn describe(
     let cache = nm.cache();
     let object = cache.object(path)?;
     if object.object().has_interface(nmc::iface::DEVICE) {
-        let device = Device(object);
-        let (state, reason) = states
-            .get(path)
-            .copied()
-            .unwrap_or_else(|| device.state_reason());
+        let device = Device::new(object)?;
         let mut row = device_row(&device);
-        row[DEVICE_STATE] = enum_cell(state_text(&device, state), state.to_u32());
-        row.push(enum_cell(reason, reason.to_u32()));
+        match states.get(path).copied().or_else(|| device.state_reason()) {
+            Some((state, reason)) => {
+                row[DEVICE_STATE] = enum_cell(state_text(&device, state), state.to_u32());
+                row.push(enum_cell(reason, reason.to_u32()));
+            }
+            None => row.push(Cell::Null),
+        }
         return Some(Known {
             object: "device",
             fields: MONITOR_DEVICE_FIELDS,
@@ -1233,7 +1310,7 @@ fn describe(
         });
     }
     if object.object().has_interface(nmc::iface::CONNECTION) {
-        let profile = Profile(object);
+        let profile = Profile::new(object)?;
         if !nm.is_visible(&profile) {
             return None;
         }
@@ -1244,9 +1321,11 @@ fn describe(
         });
     }
     if object.object().has_interface(nmc::iface::ACTIVE) {
-        let active = ActiveConnection(object);
+        let active = ActiveConnection::new(object)?;
         let mut row = active_row(&active);
-        row[4] = enum_cell(active.state(), active.state().to_u32());
+        if let Some(state) = active.state() {
+            row[4] = enum_cell(state, state.to_u32());
+        }
         return Some(Known {
             object: "active",
             fields: ACTIVE_FIELDS,
@@ -1269,7 +1348,7 @@ impl Monitor {
         self.states = nm
             .all_devices()
             .iter()
-            .map(|device| (device.path().to_owned(), device.state_reason()))
+            .filter_map(|device| Some((device.path().to_owned(), device.state_reason()?)))
             .collect();
         let devices = active_devices(nm);
         let paths: Vec<String> = nm
@@ -1388,10 +1467,13 @@ async fn monitor(
             NmEvent::DeviceAdded(path)
             | NmEvent::ProfileAdded(path)
             | NmEvent::ActiveAdded(path) => {
-                if let Some(device) = nm.cache().object(&path).map(Device)
-                    && device.object().object().has_interface(nmc::iface::DEVICE)
+                if let Some(reason) = nm
+                    .cache()
+                    .object(&path)
+                    .and_then(Device::new)
+                    .and_then(|device| device.state_reason())
                 {
-                    state.states.insert(path.to_string(), device.state_reason());
+                    state.states.insert(path.to_string(), reason);
                 }
                 if let Some(entry) = describe(&nm, &path, &active_devices(&nm), &state.states) {
                     print(

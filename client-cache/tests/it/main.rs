@@ -9,3 +9,4 @@ mod private_bus;
 #[cfg(feature = "privileged")]
 mod privileged;
 mod support;
+mod ui;
