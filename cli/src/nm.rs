@@ -115,9 +115,20 @@ pub(crate) fn run(
                 // nmcli's sections follow the device's references (active connection,
                 // profile, IP and DHCP configurations, available profiles).
                 let nm = load(&conn, bus, timeout).await?;
+                // Realized devices only, as nmcli: a bond or VLAN profile gives the daemon an
+                // unrealized placeholder device (in `AllDevices`), which `nmcli device show`
+                // does not find either.
                 let device = nm
-                    .device_by_name(iface)
-                    .ok_or_else(|| anyhow::anyhow!("device '{iface}' not found"))?;
+                    .devices()
+                    .into_iter()
+                    .find(|device| device.interface() == Some(iface.as_str()))
+                    .ok_or_else(|| match nm.device_by_name(iface) {
+                        Some(_) => anyhow::anyhow!(
+                            "device '{iface}' not found (NetworkManager has it only as an \
+                             unrealized placeholder for a profile, not in the kernel)"
+                        ),
+                        None => anyhow::anyhow!("device '{iface}' not found"),
+                    })?;
                 let mut props = device_properties(&device);
                 if *with_kernel {
                     props.extend(kernel_section(kernel, &device)?);
@@ -274,10 +285,7 @@ pub(crate) fn device_table(devices: &[Device<'_>]) -> Table {
 
 /// `yes`/`no` as nmcli's properties show a flag.
 fn yes_no(on: Option<bool>) -> Cell {
-    match on {
-        Some(on) => Cell::from(if on { "yes" } else { "no" }),
-        None => Cell::Null,
-    }
+    on.map_or(Cell::Null, Cell::Bool)
 }
 
 /// `N (name)`, as nmcli shows a state, reason or connectivity in `device show`.
@@ -296,10 +304,10 @@ fn indexed(
     common: bool,
 ) {
     for (idx, item) in items.into_iter().enumerate() {
-        props.push(Prop {
-            name: format!("{name}[{}]", idx + 1),
-            cell: item.into(),
-            common,
+        props.push(if common {
+            Prop::common(format!("{name}[{}]", idx + 1), item.into())
+        } else {
+            Prop::extra(format!("{name}[{}]", idx + 1), item.into())
         });
     }
 }
@@ -584,6 +592,15 @@ fn device_properties(device: &Device<'_>) -> Vec<Prop> {
         device.ip6_config(),
         device.dhcp6_config(),
     );
+    if device.device_type() == Some(nmc::DeviceType::Bridge) {
+        // nmcli joins the ports' interface names with spaces; none is an empty text.
+        let ports: Vec<&str> = device
+            .ports()
+            .iter()
+            .filter_map(|port| port.interface())
+            .collect();
+        props.push(Prop::extra("BRIDGE.SLAVES", text(Some(&ports.join(" ")))));
+    }
     let available = device.available_connections();
     props.push(Prop::extra(
         "CONNECTIONS.AVAILABLE-CONNECTION-PATHS",
@@ -1012,44 +1029,57 @@ fn setting_cell(
 fn default_cell((text, terse): (&'static str, &'static str)) -> Cell {
     if terse.is_empty() && text == "--" {
         Cell::Null
-    } else if text == terse {
-        Cell::from(text)
     } else {
+        // JSON as the daemon's own values of the same kinds: flags and numbers as numbers,
+        // `yes`/`no` as booleans, the rest as text.
+        let json = if let Ok(number) = terse.parse::<i64>() {
+            serde_json::Value::from(number)
+        } else if let Some(Ok(number)) = terse
+            .strip_prefix("0x")
+            .map(|hex| u64::from_str_radix(hex, 16))
+        {
+            serde_json::Value::from(number)
+        } else if terse == "yes" || terse == "no" {
+            serde_json::Value::Bool(terse == "yes")
+        } else {
+            serde_json::Value::String(terse.to_owned())
+        };
         Cell::Modal {
             text: text.to_owned(),
             terse: terse.to_owned(),
-            json: serde_json::Value::String(terse.to_owned()),
+            json,
         }
     }
 }
 
 /// The properties of one setting of a profile, in nmcli's order: each property nmcli shows,
-/// the daemon's value where it sent one, nmcli's default (from [`nm_defaults`]) where it
-/// left it out; then any property the daemon sent that the table does not know.
+/// the daemon's value where it sent one, nmcli's default (from [`crate::nm_defaults`]) where
+/// it left it out. nmcli shows no other property of a setting it knows (the daemon also sends
+/// D-Bus-only and deprecated forms, such as `bridge.interface-name`); of a setting the table
+/// does not know, every property the daemon sent is shown.
 fn setting_props(props: &mut Vec<Prop>, setting: &str, values: &netmirror_client_cache::Value) {
     let sent = |key: &str| values.get(key).map(|value| value.unwrap_variant());
-    let known = crate::nm_defaults::SETTINGS
+    let Some((_, known)) = crate::nm_defaults::SETTINGS
         .iter()
         .find(|(name, _)| *name == setting)
-        .map_or(&[][..], |(_, keys)| *keys);
-    for (key, default) in known {
+    else {
+        if let netmirror_client_cache::Value::Dict(dict) = values {
+            for (key, value) in &dict.entries {
+                let Some(key) = key.as_str() else { continue };
+                if let Some(cell) = setting_cell(setting, key, value.unwrap_variant(), values) {
+                    props.push(Prop::common(format!("{setting}.{key}"), cell).in_group("profile"));
+                }
+            }
+        }
+        return;
+    };
+    for (key, default) in *known {
         let cell = match sent(key) {
             Some(value) => setting_cell(setting, key, value, values),
             None => default.map(default_cell),
         };
         if let Some(cell) = cell {
-            props.push(Prop::common(format!("{setting}.{key}"), cell));
-        }
-    }
-    if let netmirror_client_cache::Value::Dict(dict) = values {
-        for (key, value) in &dict.entries {
-            let Some(key) = key.as_str() else { continue };
-            if known.iter().any(|(name, _)| *name == key) {
-                continue;
-            }
-            if let Some(cell) = setting_cell(setting, key, value.unwrap_variant(), values) {
-                props.push(Prop::common(format!("{setting}.{key}"), cell));
-            }
+            props.push(Prop::common(format!("{setting}.{key}"), cell).in_group("profile"));
         }
     }
 }
@@ -1080,7 +1110,8 @@ fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
             setting_props(&mut props, setting, values);
         }
     }
-    props.push(Prop::extra("DBUS-PATH", profile.path().to_owned().into()));
+    props.push(Prop::extra("DBUS-PATH", profile.path().to_owned().into()).not_in_all());
+    let settings_end = props.len();
     let active = nm
         .active_connections()
         .into_iter()
@@ -1144,6 +1175,11 @@ fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
             active.ip6_config(),
             active.dhcp6_config(),
         );
+    }
+    // The active connection's sections: nmcli's `active` group, not part of `-f all`.
+    for prop in &mut props[settings_end..] {
+        prop.group = Some("active");
+        prop.in_all = false;
     }
     props
 }

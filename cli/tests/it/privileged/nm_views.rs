@@ -1,7 +1,8 @@
 //! `nm general|device|connection|active` and `nm monitor` against a real NetworkManager that
-//! manages veth devices: a static IPv4+IPv6 profile with a route and DNS, and a DHCP profile
-//! served by `dnsmasq` in a peer namespace. Every field is compared with `nmcli -t` on the
-//! same bus; the device state sequence of `nm monitor --json` with the `PropertiesChanged`
+//! manages veth devices: a static IPv4+IPv6 profile with a route and DNS, a DHCP profile
+//! served by `dnsmasq` in a peer namespace, a bridge with a veth port, and bond and VLAN
+//! profiles whose devices stay unrealized. Every field is compared with `nmcli` on the same
+//! bus; the device state sequence of `nm monitor --json` with the `PropertiesChanged`
 //! sequence that a second connection (`busctl monitor`) records.
 
 use std::collections::BTreeMap;
@@ -16,9 +17,13 @@ use crate::support::{Monitor, Run, netmirror, run};
 /// How long an event or an activation may take.
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Fields nmcli has that netmirror does not show, each for a reason:
-/// `GENERAL.VENDOR` and `GENERAL.PRODUCT` come from udev's database, which is not on the bus.
-const NOT_SHOWN: &[&str] = &["GENERAL.VENDOR", "GENERAL.PRODUCT"];
+/// Fields nmcli has that netmirror does not show: none for these devices. (`GENERAL.VENDOR`
+/// and `GENERAL.PRODUCT` are not on the bus: libnm reads them from udev in nmcli's own
+/// process. netmirror shows them, as `--`, where libnm finds none: a virtual interface, or a
+/// name the client's namespace does not have, as here where the daemon has a namespace of
+/// its own. A hardware device's are left out, since libnm shortens udev's strings by rules
+/// netmirror does not reproduce; no hardware device is in this sandbox.)
+const NOT_SHOWN: &[&str] = &[];
 
 /// A process killed on drop (the peer namespace's holder, dnsmasq).
 struct Killed(Child);
@@ -32,7 +37,9 @@ impl Drop for Killed {
 
 /// NetworkManager with veth0 (peer veth1 beside it) and veth2 (peer veth3 in a namespace of
 /// its own with dnsmasq serving DHCP on 198.18.0.0/24); the profile `static` activated on
-/// veth0 and `dhcp` on veth2.
+/// veth0 and `dhcp` on veth2, the bridge `bridge` (br0, 203.0.113.1/24) with veth1 as its
+/// port (`bridge-port`); `bond` (bond0) and `vlan` (vlan7 on bond0) not activated, so their
+/// devices are the daemon's unrealized placeholders.
 struct Lab {
     nm: NetworkManagerDaemon,
     _dnsmasq: Killed,
@@ -115,6 +122,7 @@ fn lab() -> Lab {
         .expect("dnsmasq"),
     );
     wait_for(&nm, "veth0");
+    wait_for(&nm, "veth1");
     wait_for(&nm, "veth2");
     ok(nm.nmcli().args([
         "connection",
@@ -164,12 +172,77 @@ fn lab() -> Lab {
         "ipv6.method",
         "disabled",
     ]));
-    ok(nm
-        .nmcli()
-        .args(["--wait", "60", "connection", "up", "static"]));
-    ok(nm
-        .nmcli()
-        .args(["--wait", "60", "connection", "up", "dhcp"]));
+    for args in [
+        &[
+            "type",
+            "bridge",
+            "ifname",
+            "br0",
+            "con-name",
+            "bridge",
+            "autoconnect",
+            "no",
+            "bridge.stp",
+            "no",
+            "ipv4.method",
+            "manual",
+            "ipv4.addresses",
+            "203.0.113.1/24",
+            "ipv6.method",
+            "disabled",
+        ][..],
+        &[
+            "type",
+            "ethernet",
+            "ifname",
+            "veth1",
+            "con-name",
+            "bridge-port",
+            "autoconnect",
+            "no",
+            "master",
+            "br0",
+            "slave-type",
+            "bridge",
+        ],
+        &[
+            "type",
+            "bond",
+            "ifname",
+            "bond0",
+            "con-name",
+            "bond",
+            "autoconnect",
+            "no",
+            "ipv4.method",
+            "disabled",
+            "ipv6.method",
+            "disabled",
+        ],
+        &[
+            "type",
+            "vlan",
+            "ifname",
+            "vlan7",
+            "dev",
+            "bond0",
+            "id",
+            "7",
+            "con-name",
+            "vlan",
+            "autoconnect",
+            "no",
+            "ipv4.method",
+            "disabled",
+            "ipv6.method",
+            "disabled",
+        ],
+    ] {
+        ok(nm.nmcli().arg("connection").arg("add").args(args));
+    }
+    for id in ["static", "dhcp", "bridge", "bridge-port"] {
+        ok(nm.nmcli().args(["--wait", "60", "connection", "up", id]));
+    }
     Lab {
         nm,
         _dnsmasq: dnsmasq,
@@ -293,6 +366,29 @@ fn device_show_equals_nmcli_field_by_field() {
     let lo = device_matches(nm, "lo");
     assert_eq!(lo["GENERAL.STATE"], "100 (connected (externally))");
     device_matches(nm, "veth1");
+    // A bridge: its BRIDGE section (with `-f all`), its port's name.
+    let br0 = device_matches(nm, "br0");
+    assert_eq!(br0["BRIDGE.SLAVES"], "veth1");
+    assert_eq!(br0["IP4.ADDRESS[1]"], "203.0.113.1/24");
+    // Virtual devices: libnm finds no vendor or product, and nmcli shows `--`.
+    assert_eq!(br0["GENERAL.VENDOR"], "");
+    assert_eq!(veth0["GENERAL.PRODUCT"], "");
+    // Bond and VLAN profiles give the daemon unrealized devices (in AllDevices): nmcli
+    // device show does not find them, and neither does netmirror, saying why.
+    for iface in ["bond0", "vlan7"] {
+        let theirs = nm
+            .nmcli()
+            .args(["device", "show", iface])
+            .output()
+            .expect("run nmcli");
+        assert!(!theirs.status.success(), "nmcli found {iface}");
+        let mine = ours(nm, &["nm", "device", iface]);
+        let err = mine.fails(1);
+        assert!(
+            err.contains(&format!("device '{iface}' not found")) && err.contains("unrealized"),
+            "{err}"
+        );
+    }
 
     // `-f` keeps the order asked.
     let asked = "GENERAL.STATE,GENERAL.DEVICE,IP4.ADDRESS";
@@ -355,43 +451,96 @@ fn lists_and_general_equal_nmcli_in_nmcli_order() {
     }
 }
 
+/// People's `NAME:   value` lines as `(NAME, value)`, the padding (nmcli's column 40,
+/// netmirror's the longest name's) left out.
+fn padded_fields(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(|line| {
+            let (name, value) = line.split_once(':').expect("NAME: value");
+            (name.to_owned(), value.trim_start().to_owned())
+        })
+        .collect()
+}
+
+/// `nm connection ID` equals `nmcli connection show ID` line for line, in nmcli's order:
+/// every setting with nmcli's defaults for what the daemon leaves out (from the generated
+/// table), then the active connection's sections; terse and for people, with `-f` groups and
+/// names, and as JSON (every name, booleans and numbers typed).
+///
+/// The one difference left: `-f active,connection.id` is printed in the order asked, where
+/// nmcli prints a profile's settings before its active sections whatever the order asked.
 #[test]
 fn connection_show_equals_nmcli_field_by_field() {
     let lab = lab();
     let nm = &lab.nm;
-    for id in ["static", "dhcp"] {
-        let theirs: BTreeMap<String, String> =
-            fields(&nmcli(nm, &["-t", "connection", "show", id]))
-                .into_iter()
-                .collect();
+    for id in ["static", "dhcp", "bridge", "bridge-port"] {
+        let theirs = fields(&nmcli(nm, &["-t", "connection", "show", id]));
         let mine = fields(ours(nm, &["-t", "nm", "connection", id]).ok());
-        assert!(mine.len() > 30, "{mine:?}");
-        for (name, value) in &mine {
-            if name == "DBUS-PATH" {
-                continue;
-            }
+        assert!(theirs.len() > 60, "{id}: {theirs:?}");
+        for (idx, (name, value)) in theirs.iter().enumerate() {
             assert_eq!(
-                theirs.get(name),
-                Some(value),
-                "{id} {name}: ours {value:?}, nmcli {:?}",
-                theirs.get(name)
+                mine.get(idx),
+                Some(&(name.clone(), value.clone())),
+                "{id}: line {} differs",
+                idx + 1
             );
         }
-        let mine: BTreeMap<String, String> = mine.into_iter().collect();
-        // The active connection's sections are there.
-        for name in ["GENERAL.STATE", "GENERAL.DEVICES", "IP4.ADDRESS[1]"] {
-            assert!(mine.contains_key(name), "{id}: no {name}");
+        assert_eq!(mine.len(), theirs.len(), "{id}: {mine:?}");
+        // For people: the same lines, nmcli's texts (`0 (default)`, `--`, routes in braces).
+        let theirs = padded_fields(&nmcli(nm, &["connection", "show", id]));
+        let mine = padded_fields(ours(nm, &["nm", "connection", id]).ok());
+        assert_eq!(mine, theirs, "{id}: for people");
+        for fields_asked in [
+            "all",
+            "profile",
+            "active",
+            "ipv4,GENERAL",
+            "connection.id,ipv6",
+        ] {
+            let theirs = fields(&nmcli(
+                nm,
+                &["-t", "-f", fields_asked, "connection", "show", id],
+            ));
+            let mine = fields(ours(nm, &["-t", "-f", fields_asked, "nm", "connection", id]).ok());
+            assert_eq!(mine, theirs, "{id}: -f {fields_asked}");
         }
-        if id == "static" {
-            assert_eq!(mine["ipv4.addresses"], "192.0.2.1/24");
-            assert_eq!(mine["ipv4.dns"], "192.0.2.53");
-            assert_eq!(mine["ipv4.routes"], "198.51.100.0/24 192.0.2.254 50");
-            assert_eq!(mine["ipv6.addresses"], "2001:db8::1/64");
-            assert_eq!(mine["connection.metered"], "yes");
-        } else {
-            assert!(mine.contains_key("DHCP4.OPTION[1]"), "{mine:?}");
+        let json = ours(nm, &["--json", "nm", "connection", id]).json();
+        let object = json.as_object().expect("object");
+        let theirs = fields(&nmcli(nm, &["-t", "connection", "show", id]));
+        for (name, value) in &theirs {
+            let mine = object
+                .get(name)
+                .unwrap_or_else(|| panic!("{id}: no {name} in {json}"));
+            match value.as_str() {
+                "" => assert!(mine.is_null() || mine == "" || mine == &Value::Array(vec![])),
+                // A flag is a boolean; an enumeration nmcli names `yes`/`no`
+                // (`connection.metered`) keeps its D-Bus number.
+                "yes" | "no" => assert!(
+                    *mine == Value::Bool(value == "yes") || mine.is_u64(),
+                    "{id} {name}: {mine}"
+                ),
+                _ => {}
+            }
         }
     }
+    let static_ = fields(ours(nm, &["-t", "nm", "connection", "static"]).ok());
+    let static_: BTreeMap<String, String> = static_.into_iter().collect();
+    // What the issue saw wrong, spelled out.
+    assert_eq!(static_["ipv4.addresses"], "192.0.2.1/24");
+    assert_eq!(static_["ipv4.dns"], "192.0.2.53");
+    assert_eq!(static_["ipv4.routes"], "198.51.100.0/24 192.0.2.254 50");
+    assert_eq!(static_["ipv6.addresses"], "2001:db8::1/64");
+    assert_eq!(static_["connection.metered"], "yes");
+    // Defaults the daemon does not send.
+    assert_eq!(static_["connection.autoconnect-priority"], "0");
+    assert_eq!(static_["ipv6.addr-gen-mode"], "default");
+    let dhcp = ours(
+        nm,
+        &["-f", "ipv4.dhcp-timeout,DHCP4", "nm", "connection", "dhcp"],
+    )
+    .ok()
+    .to_owned();
+    assert!(dhcp.contains("DHCP4.OPTION[1]"), "{dhcp}");
     let human = ours(nm, &["nm", "connection", "static"]).ok().to_owned();
     assert!(
         human.contains("{ ip = 198.51.100.0/24, nh = 192.0.2.254, mt = 50 }"),
