@@ -625,7 +625,8 @@ fn device_properties(device: &Device<'_>) -> Vec<Prop> {
 }
 
 /// `nm device IFACE --kernel`: the kernel's addresses and routes on the interface (by its
-/// name; routes of the local table left out, as NetworkManager leaves them out), each marked
+/// name; routes with a next hop on it, multipath ones too; the kernel's own local and
+/// broadcast routes left out, as NetworkManager leaves them out), each marked
 /// `(not in NM)` where NetworkManager's IP4/IP6 configuration lacks it, then what
 /// NetworkManager has that the kernel lacks, marked `(not in kernel)`.
 fn kernel_section(kernel: &KernelArgs, device: &Device<'_>) -> anyhow::Result<Vec<Prop>> {
@@ -644,32 +645,49 @@ fn kernel_section(kernel: &KernelArgs, device: &Device<'_>) -> anyhow::Result<Ve
         .execute()
         .map_err(|err| crate::kernel::explain(err, "dump addresses"))?
         .items;
-    let routes = platform
+    // Every route with a way out through the interface: its own or one of its next hops (a
+    // multipath route has no interface of its own).
+    let routes: Vec<_> = platform
         .routes()
-        .dev(ifindex)
         .execute()
         .map_err(|err| crate::kernel::explain(err, "dump routes"))?
-        .items;
+        .items
+        .into_iter()
+        .filter(|route| route.ifindexes().any(|i| i == ifindex))
+        .collect();
     let mut nm_addresses: Vec<String> = Vec::new();
-    let mut nm_routes: Vec<(String, Option<String>, Option<u32>)> = Vec::new();
+    // (destination, next hop, metric, table): NetworkManager's `table` attribute, else main.
+    type RouteKey = (String, Option<String>, Option<u32>, u32);
+    let mut nm_routes: Vec<RouteKey> = Vec::new();
+    let table_of = |r: &nmc::IpRoute| {
+        r.attributes
+            .iter()
+            .find(|(name, _)| name == "table")
+            .and_then(|(_, value)| value.as_u32())
+            .unwrap_or(netmirror_platform::Table::MAIN.get())
+    };
     let none4 = "0.0.0.0";
     if let Some(ip4) = device.ip4_config() {
         nm_addresses.extend(ip4.addresses());
         nm_routes.extend(ip4.routes().into_iter().map(|r| {
+            let table = table_of(&r);
             (
                 format!("{}/{}", r.dest, r.prefix),
                 r.next_hop.filter(|nh| nh != none4),
                 r.metric,
+                table,
             )
         }));
     }
     if let Some(ip6) = device.ip6_config() {
         nm_addresses.extend(ip6.addresses());
         nm_routes.extend(ip6.routes().into_iter().map(|r| {
+            let table = table_of(&r);
             (
                 format!("{}/{}", r.dest, r.prefix),
                 r.next_hop.filter(|nh| nh != "::"),
                 r.metric,
+                table,
             )
         }));
     }
@@ -695,24 +713,41 @@ fn kernel_section(kernel: &KernelArgs, device: &Device<'_>) -> anyhow::Result<Ve
     let mut kernel_routes = Vec::new();
     let mut n_route = 0;
     for route in &routes {
-        if route.table() == netmirror_platform::Table::LOCAL {
+        // The kernel's own local and broadcast routes, which NetworkManager leaves out; a
+        // unicast route someone put in the local table is kept, as NetworkManager keeps it.
+        if route.table() == netmirror_platform::Table::LOCAL
+            && route.kind() != netmirror_platform::RouteType::UNICAST
+        {
             continue;
         }
         n_route += 1;
         let dst = format!("{}/{}", route.dst(), route.dst_len());
         let gateway = route.gateway().map(|g| g.to_string());
         let metric = route.priority();
+        let table = route.table().get();
         let none = if route.dst().is_ipv6() { "::" } else { none4 };
-        let mut text = format!(
-            "dst = {dst}, nh = {}, mt = {metric}",
-            gateway.as_deref().unwrap_or(none)
-        );
-        if route.table() != netmirror_platform::Table::MAIN {
-            text.push_str(&format!(", table={}", route.table()));
-        }
-        let known = nm_routes
+        // A multipath route: each hop's next hop (NetworkManager 1.42 keeps only one).
+        let hops: Vec<String> = route
+            .multipath()
             .iter()
-            .any(|(d, nh, mt)| *d == dst && *nh == gateway && mt.is_none_or(|mt| mt == metric));
+            .map(|hop| {
+                hop.gateway
+                    .map_or_else(|| none.to_owned(), |g| g.to_string())
+            })
+            .collect();
+        let nh = if hops.is_empty() {
+            gateway.clone().unwrap_or_else(|| none.to_owned())
+        } else {
+            hops.join(" + ")
+        };
+        let mut text = format!("dst = {dst}, nh = {nh}, mt = {metric}");
+        if route.table() != netmirror_platform::Table::MAIN {
+            text.push_str(&format!(", table={table}"));
+        }
+        let known = hops.is_empty()
+            && nm_routes.iter().any(|(d, nh, mt, t)| {
+                *d == dst && *nh == gateway && mt.is_none_or(|mt| mt == metric) && *t == table
+            });
         if !known {
             text.push_str(" (not in NM)");
         }
@@ -720,7 +755,10 @@ fn kernel_section(kernel: &KernelArgs, device: &Device<'_>) -> anyhow::Result<Ve
             format!("KERNEL.ROUTE[{n_route}]"),
             text.into(),
         ));
-        kernel_routes.push((dst, gateway, metric));
+        // A multipath route stands for none of NetworkManager's single-hop routes.
+        if hops.is_empty() {
+            kernel_routes.push((dst, gateway, metric, table));
+        }
     }
     let mut n_missing = 0;
     for address in &nm_addresses {
@@ -732,10 +770,10 @@ fn kernel_section(kernel: &KernelArgs, device: &Device<'_>) -> anyhow::Result<Ve
             ));
         }
     }
-    for (dst, nh, mt) in &nm_routes {
+    for (dst, nh, mt, table) in &nm_routes {
         let present = kernel_routes
             .iter()
-            .any(|(d, g, m)| d == dst && g == nh && mt.is_none_or(|mt| mt == *m));
+            .any(|(d, g, m, t)| d == dst && g == nh && mt.is_none_or(|mt| mt == *m) && t == table);
         if !present {
             n_missing += 1;
             props.push(Prop::common(

@@ -810,6 +810,73 @@ fn device_kernel_shows_the_kernel_next_to_networkmanager() {
         !kernel.iter().any(|(_, v)| v.contains("(not in")),
         "{kernel:?}"
     );
+
+    // A real disagreement: a multipath route made behind NetworkManager's back. The kernel
+    // has two hops; NetworkManager's IP4 configuration (1.42) keeps one route through the
+    // first. Both sides are marked.
+    ok(nm.netns_command("ip").args([
+        "route",
+        "add",
+        "10.12.0.0/16",
+        "nexthop",
+        "via",
+        "192.0.2.2",
+        "dev",
+        "veth0",
+        "nexthop",
+        "via",
+        "192.0.2.3",
+        "dev",
+        "veth0",
+    ]));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let nm_routes = loop {
+        let routes: Vec<String> = fields(&nmcli(
+            nm,
+            &["-t", "-f", "IP4.ROUTE", "device", "show", "veth0"],
+        ))
+        .into_iter()
+        .map(|(_, route)| route)
+        .filter(|route| route.starts_with("dst = 10.12.0.0/16,"))
+        .collect();
+        if !routes.is_empty() || Instant::now() > deadline {
+            break routes;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let kernel = fields(
+        ours(
+            nm,
+            &[
+                "--netns", netns, "-t", "-f", "KERNEL", "nm", "device", "veth0", "--kernel",
+            ],
+        )
+        .ok(),
+    );
+    assert!(
+        kernel
+            .iter()
+            .any(|(name, v)| name.starts_with("KERNEL.ROUTE")
+                && v == "dst = 10.12.0.0/16, nh = 192.0.2.2 + 192.0.2.3, mt = 0 (not in NM)"),
+        "{kernel:?}"
+    );
+    // Each single-hop route NetworkManager shows for it is not in the kernel.
+    for route in &nm_routes {
+        let hop = route
+            .split(", ")
+            .find_map(|part| part.strip_prefix("nh = "))
+            .expect("nh");
+        let wanted = format!("route 10.12.0.0/16 via {hop} (not in kernel)");
+        assert!(
+            kernel
+                .iter()
+                .any(|(name, v)| name.starts_with("KERNEL.MISSING") && *v == wanted),
+            "{wanted}: {kernel:?}"
+        );
+    }
+    // Everything else still agrees.
+    let marked = kernel.iter().filter(|(_, v)| v.contains("(not in")).count();
+    assert_eq!(marked, 1 + nm_routes.len(), "{kernel:?}");
     // --netns is for --kernel only.
     ours(nm, &["--netns", netns, "nm", "device"]).fails(2);
 }
