@@ -562,10 +562,30 @@ impl BusRecorder {
             "type='signal',interface='org.freedesktop.DBus.Properties',\
              member='PropertiesChanged',path='{path}'"
         );
-        let mut child = nm
-            .bus()
-            .command("busctl")
-            .args(["--system", "monitor", "--json=short", "--match", &rule])
+        BusRecorder::with_rules(nm, &[&rule])
+    }
+
+    /// Every device's `PropertiesChanged` and every `InterfacesAdded`, whatever the path (a
+    /// restarted daemon may number its devices anew).
+    fn start_all(nm: &NetworkManagerDaemon) -> BusRecorder {
+        BusRecorder::with_rules(
+            nm,
+            &[
+                "type='signal',interface='org.freedesktop.DBus.Properties',\
+                 member='PropertiesChanged'",
+                "type='signal',interface='org.freedesktop.DBus.ObjectManager',\
+                 member='InterfacesAdded'",
+            ],
+        )
+    }
+
+    fn with_rules(nm: &NetworkManagerDaemon, rules: &[&str]) -> BusRecorder {
+        let mut command = nm.bus().command("busctl");
+        command.args(["--system", "monitor", "--json=short"]);
+        for rule in rules {
+            command.args(["--match", rule]);
+        }
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -588,6 +608,35 @@ impl BusRecorder {
             child: Killed(child),
             lines,
         }
+    }
+
+    /// The states of the device at `path` recorded so far, in order: the one it was exported
+    /// with (`InterfacesAdded`), then each `PropertiesChanged` of its `State`.
+    fn states_of(&self, path: &str) -> Vec<u64> {
+        let mut states = Vec::new();
+        for line in self.lines.try_iter() {
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            let data = &message["payload"]["data"];
+            let state = match message["member"].as_str() {
+                Some("InterfacesAdded") if data[0] == path => {
+                    &data[1]["org.freedesktop.NetworkManager.Device"]["State"]["data"]
+                }
+                Some("PropertiesChanged")
+                    if message["path"] == path
+                        && data[0] == "org.freedesktop.NetworkManager.Device" =>
+                {
+                    &data[1]["State"]["data"]
+                }
+                _ => continue,
+            };
+            if let Some(state) = state.as_u64() {
+                states.push(state);
+            }
+        }
+        let _ = &self.child;
+        states
     }
 
     /// The device states recorded so far, in order.
@@ -706,7 +755,9 @@ fn monitor_reports_every_device_state_in_bus_order() {
     drop(recorder);
 
     // The daemon restarts: it leaves, comes back, and veth0 is there again in the state
-    // nmcli reports.
+    // nmcli reports, each state it goes through after the monitor has loaded it reported in
+    // the bus's order (recorded across the restart by a second connection).
+    let recorder = BusRecorder::start_all(nm);
     lab.nm.stop().expect("stop NetworkManager");
     let vanished = monitor.expect_line(TIMEOUT, |line| line.contains("\"vanished\""));
     assert!(vanished.contains("networkmanager"), "{vanished}");
@@ -740,6 +791,70 @@ fn monitor_reports_every_device_state_in_bus_order() {
         theirs.trim().ends_with(&format!("({last})")),
         "nmcli {theirs:?}, ours {last:?}: {added} {later:?}"
     );
+    // Then veth0 comes back to life under the restarted daemon: its peer's link goes up
+    // (unavailable → disconnected) and `static` is activated again, through every state.
+    ok(lab
+        .nm
+        .netns_command("ip")
+        .args(["link", "set", "veth1", "up"]));
+    ok(lab
+        .nm
+        .nmcli()
+        .args(["--wait", "60", "connection", "up", "static"]));
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let line = monitor
+            .try_line(Duration::from_millis(200))
+            .unwrap_or_default();
+        let connected = serde_json::from_str::<Value>(&line).is_ok_and(|e| {
+            e["object"] == "device"
+                && e["new"]["device"] == "veth0"
+                && e["new"]["state"]["value"] == 100
+        });
+        later.push(line);
+        if connected {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "veth0 never connected: {later:?}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    later.extend(std::iter::from_fn(|| {
+        monitor.try_line(Duration::from_millis(500))
+    }));
+    // The whole sequence after the restart: the state the monitor loaded, then every change.
+    let path = nmcli(
+        &lab.nm,
+        &["-g", "GENERAL.DBUS-PATH", "device", "show", "veth0"],
+    )
+    .trim()
+    .to_owned();
+    let mut ours = vec![
+        added["new"]["state"]["value"]
+            .as_u64()
+            .expect("state number"),
+    ];
+    ours.extend(
+        later
+            .iter()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|e| e["object"] == "device" && e["event"] == "changed")
+            .filter(|e| e["new"]["device"] == "veth0")
+            .filter(|e| e["old"]["state"] != e["new"]["state"])
+            .map(|e| e["new"]["state"]["value"].as_u64().expect("state number")),
+    );
+    let bus = recorder.states_of(&path);
+    // The monitor loads the restarted daemon when it appears on the bus, possibly after its
+    // first changes: from the state it loaded on, its sequence is the bus's, nothing merged.
+    assert!(
+        bus.ends_with(&ours),
+        "after the restart: ours {ours:?}, the bus {bus:?} ({path})"
+    );
+    for state in [30, 40, 50, 70, 100] {
+        assert!(ours.contains(&state), "after the restart: ours {ours:?}");
+    }
 }
 
 #[test]
