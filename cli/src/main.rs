@@ -14,6 +14,7 @@ mod monitor;
 mod nexthop;
 mod nm;
 mod nm_actions;
+mod nm_defaults;
 mod objects;
 mod overview;
 mod pipe;

@@ -115,9 +115,20 @@ pub(crate) fn run(
                 // nmcli's sections follow the device's references (active connection,
                 // profile, IP and DHCP configurations, available profiles).
                 let nm = load(&conn, bus, timeout).await?;
+                // Realized devices only, as nmcli: a bond or VLAN profile gives the daemon an
+                // unrealized placeholder device (in `AllDevices`), which `nmcli device show`
+                // does not find either.
                 let device = nm
-                    .device_by_name(iface)
-                    .ok_or_else(|| anyhow::anyhow!("device '{iface}' not found"))?;
+                    .devices()
+                    .into_iter()
+                    .find(|device| device.interface() == Some(iface.as_str()))
+                    .ok_or_else(|| match nm.device_by_name(iface) {
+                        Some(_) => anyhow::anyhow!(
+                            "device '{iface}' not found (NetworkManager has it only as an \
+                             unrealized placeholder for a profile, not in the kernel)"
+                        ),
+                        None => anyhow::anyhow!("device '{iface}' not found"),
+                    })?;
                 let mut props = device_properties(&device);
                 if *with_kernel {
                     props.extend(kernel_section(kernel, &device)?);
@@ -179,23 +190,28 @@ fn enabled(on: bool) -> Cell {
     Cell::from(if on { "enabled" } else { "disabled" })
 }
 
-fn text(value: &str) -> Cell {
-    if value.is_empty() {
-        Cell::Null
-    } else {
-        Cell::from(value.to_owned())
+/// A text the daemon sent; `--` when it sent none or an empty one, as nmcli shows both.
+fn text(value: Option<&str>) -> Cell {
+    match value {
+        Some(value) if !value.is_empty() => Cell::from(value.to_owned()),
+        _ => Cell::Null,
     }
+}
+
+/// A value the daemon sent; `--` when it sent none.
+fn opt<T: Into<Cell>>(value: Option<T>) -> Cell {
+    value.map_or(Cell::Null, Into::into)
+}
+
+/// A typed value by the name nmcli gives it; `--` when the daemon sent none.
+fn named<T: std::fmt::Display>(value: Option<T>) -> Cell {
+    value.map_or(Cell::Null, |value| value.to_string().into())
 }
 
 /// WIFI-HW or WWAN-HW as nmcli shows it: `missing` when the daemon says the radio does not
 /// exist (`RadioFlags`, NetworkManager 1.38 and later), else whether rfkill lets it on.
-fn radio_hw(
-    has_flags: bool,
-    flags: RadioFlags,
-    radio: RadioFlags,
-    hw_enabled: Option<bool>,
-) -> Cell {
-    if has_flags && !flags.contains(radio) {
+fn radio_hw(flags: Option<RadioFlags>, radio: RadioFlags, hw_enabled: Option<bool>) -> Cell {
+    if flags.is_some_and(|flags| !flags.contains(radio)) {
         Cell::from("missing")
     } else {
         hw_enabled.map_or(Cell::Null, enabled)
@@ -206,36 +222,28 @@ fn radio_hw(
 pub(crate) fn general_table(nm: &NmClient) -> Table {
     let mut table = Table::new(GENERAL_FIELDS);
     if let Some(manager) = nm.manager() {
-        let has_flags = manager
-            .property("RadioFlags")
-            .is_some_and(|v| !v.is_unset());
-        let flags = manager.radio_flags();
         // A flag the daemon did not send, or sent with the wrong type (rejected, with a
         // warning), is shown as missing, not as "disabled".
-        let flag = |name: &str| manager.property(name).and_then(|value| value.as_bool());
-        let startup = flag("Startup").map_or(Cell::Null, Cell::Bool);
-        let flag_cell = |name: &str| flag(name).map_or(Cell::Null, enabled);
+        let flag_cell = |on: Option<bool>| on.map_or(Cell::Null, enabled);
         table.push(vec![
-            manager.state().to_string().into(),
-            manager.connectivity().to_string().into(),
+            named(manager.state()),
+            named(manager.connectivity()),
             radio_hw(
-                has_flags,
-                flags,
+                manager.radio_flags(),
                 RadioFlags::WLAN_AVAILABLE,
-                flag("WirelessHardwareEnabled"),
+                manager.wireless_hardware_enabled(),
             ),
-            flag_cell("WirelessEnabled"),
+            flag_cell(manager.wireless_enabled()),
             radio_hw(
-                has_flags,
-                flags,
+                manager.radio_flags(),
                 RadioFlags::WWAN_AVAILABLE,
-                flag("WwanHardwareEnabled"),
+                manager.wwan_hardware_enabled(),
             ),
-            flag_cell("WwanEnabled"),
-            flag_cell("NetworkingEnabled"),
+            flag_cell(manager.wwan_enabled()),
+            flag_cell(manager.networking_enabled()),
             text(manager.version()),
-            startup,
-            manager.metered().to_string().into(),
+            opt(manager.startup()),
+            named(manager.metered()),
         ]);
     }
     table
@@ -246,17 +254,19 @@ fn device_row(device: &Device<'_>) -> Vec<Cell> {
     let active = device.active_connection();
     vec![
         text(device.interface()),
-        device.type_name().into(),
-        device.state_text().into(),
-        active.map_or(Cell::Null, |active| text(active.id())),
-        device.ifindex().map_or(Cell::Null, |i| Cell::Int(i.into())),
+        opt(device.type_name()),
+        opt(device.state_text()),
+        text(active.and_then(|active| active.id())),
+        // NetworkManager's D-Bus API has no interface index (libnm reads it from the
+        // kernel's netlink, which is not on the bus): `--`, not a made-up 0.
+        Cell::Null,
         text(device.hw_address()),
-        device.mtu().into(),
+        opt(device.mtu()),
         text(device.driver()),
-        device.managed().into(),
-        device.autoconnect().into(),
-        device.real().into(),
-        active.map_or(Cell::Null, |active| text(active.uuid())),
+        opt(device.managed()),
+        opt(device.autoconnect()),
+        opt(device.real()),
+        text(active.and_then(|active| active.uuid())),
         device.path().to_owned().into(),
         active.map_or(Cell::Null, |active| active.path().to_owned().into()),
     ]
@@ -274,13 +284,16 @@ pub(crate) fn device_table(devices: &[Device<'_>]) -> Table {
 }
 
 /// `yes`/`no` as nmcli's properties show a flag.
-fn yes_no(on: bool) -> Cell {
-    Cell::from(if on { "yes" } else { "no" })
+fn yes_no(on: Option<bool>) -> Cell {
+    on.map_or(Cell::Null, Cell::Bool)
 }
 
 /// `N (name)`, as nmcli shows a state, reason or connectivity in `device show`.
-fn numbered(number: u32, name: impl std::fmt::Display) -> Cell {
-    format!("{number} ({name})").into()
+fn numbered<T: Copy + Into<u32> + std::fmt::Display>(value: Option<T>) -> Cell {
+    match value {
+        Some(value) => format!("{} ({value})", value.into()).into(),
+        None => Cell::Null,
+    }
 }
 
 /// `SECTION.FIELD[1]`, `[2]`... for each item (nothing when there is none).
@@ -291,10 +304,10 @@ fn indexed(
     common: bool,
 ) {
     for (idx, item) in items.into_iter().enumerate() {
-        props.push(Prop {
-            name: format!("{name}[{}]", idx + 1),
-            cell: item.into(),
-            common,
+        props.push(if common {
+            Prop::common(format!("{name}[{}]", idx + 1), item.into())
+        } else {
+            Prop::extra(format!("{name}[{}]", idx + 1), item.into())
         });
     }
 }
@@ -324,11 +337,11 @@ struct IpSection<'a> {
     name: &'static str,
     ipv6: bool,
     addresses: Vec<String>,
-    gateway: &'a str,
+    gateway: Option<&'a str>,
     routes: Vec<nmc::IpRoute>,
     dns: Vec<String>,
-    domains: &'a [Box<str>],
-    searches: &'a [Box<str>],
+    domains: Option<&'a [Box<str>]>,
+    searches: Option<&'a [Box<str>]>,
     wins: Vec<String>,
 }
 
@@ -347,13 +360,16 @@ fn ip_section(props: &mut Vec<Prop>, ip: IpSection<'_>) {
     indexed(
         props,
         &format!("{section}.DOMAIN"),
-        ip.domains.iter().map(|d| d.to_string()),
+        ip.domains.unwrap_or_default().iter().map(|d| d.to_string()),
         true,
     );
     indexed(
         props,
         &format!("{section}.SEARCHES"),
-        ip.searches.iter().map(|d| d.to_string()),
+        ip.searches
+            .unwrap_or_default()
+            .iter()
+            .map(|d| d.to_string()),
         true,
     );
     indexed(props, &format!("{section}.WINS"), ip.wins, true);
@@ -386,7 +402,7 @@ fn ip_sections(
         );
     }
     if let Some(dhcp4) = dhcp4 {
-        dhcp_section(props, "DHCP4", dhcp4.property("Options"), dhcp_common);
+        dhcp_section(props, "DHCP4", dhcp4.options(), dhcp_common);
     }
     if let Some(ip6) = ip6 {
         ip_section(
@@ -405,7 +421,7 @@ fn ip_sections(
         );
     }
     if let Some(dhcp6) = dhcp6 {
-        dhcp_section(props, "DHCP6", dhcp6.property("Options"), dhcp_common);
+        dhcp_section(props, "DHCP6", dhcp6.options(), dhcp_common);
     }
 }
 
@@ -413,11 +429,11 @@ fn ip_sections(
 fn dhcp_section(
     props: &mut Vec<Prop>,
     section: &str,
-    options: Option<&netmirror_client_cache::Value>,
+    options: Option<&netmirror_client_cache::Dict>,
     common: bool,
 ) {
-    let mut options: Vec<(String, String)> = match options.map(|v| v.unwrap_variant()) {
-        Some(netmirror_client_cache::Value::Dict(dict)) => dict
+    let mut options: Vec<(String, String)> = match options {
+        Some(dict) => dict
             .entries
             .iter()
             .filter_map(|(k, v)| {
@@ -429,7 +445,7 @@ fn dhcp_section(
                 Some((k.as_str()?.to_owned(), value))
             })
             .collect(),
-        _ => Vec::new(),
+        None => Vec::new(),
     };
     options.sort();
     indexed(
@@ -440,48 +456,67 @@ fn dhcp_section(
     );
 }
 
+/// Whether libnm, in this process's place, finds no vendor and no product for interface
+/// `iface` (nmcli's `GENERAL.VENDOR`, `GENERAL.PRODUCT`: not on the bus; libnm reads them
+/// from udev's database for the interface of that name in the client's own namespace). A
+/// virtual interface (no `device` link in sysfs: veth, bridge, bond, vlan, lo) has no
+/// hardware database entry, and a name this namespace does not have (a daemon in another
+/// namespace) has no udev device at all: nmcli shows `--` for both. A hardware device's
+/// vendor and product are left out: libnm shortens udev's strings by rules
+/// (`nm_utils_fixup_vendor_string`) that netmirror does not reproduce.
+fn has_no_udev_vendor(iface: &str) -> bool {
+    if iface.is_empty() || iface.contains('/') || iface == "." || iface == ".." {
+        return false;
+    }
+    let dir = std::path::Path::new("/sys/class/net").join(iface);
+    !dir.exists() || !dir.join("device").exists()
+}
+
 /// `nm device IFACE`: one device, as `nmcli device show` names its properties, in its order:
 /// the common ones by default, every section with `--fields all`.
 fn device_properties(device: &Device<'_>) -> Vec<Prop> {
     let active = device.active_connection();
-    let (_, reason) = device.state_reason();
+    let reason = device.state_reason().map(|(_, reason)| reason);
     let caps = device.capabilities();
     let flags = device.interface_flags();
     let mut props = vec![
         Prop::common("GENERAL.DEVICE", text(device.interface())),
-        Prop::common("GENERAL.TYPE", device.type_name().into()),
+        Prop::common("GENERAL.TYPE", opt(device.type_name())),
         Prop::extra("GENERAL.NM-TYPE", Cell::opt_text(device.nm_type())),
         Prop::extra("GENERAL.DBUS-PATH", device.path().to_owned().into()),
+    ];
+    if device.interface().is_some_and(has_no_udev_vendor) {
+        props.push(Prop::extra("GENERAL.VENDOR", Cell::Null));
+        props.push(Prop::extra("GENERAL.PRODUCT", Cell::Null));
+    }
+    props.extend([
         Prop::extra("GENERAL.DRIVER", text(device.driver())),
         Prop::extra("GENERAL.DRIVER-VERSION", text(device.driver_version())),
         Prop::extra("GENERAL.FIRMWARE-VERSION", text(device.firmware_version())),
         Prop::common("GENERAL.HWADDR", text(device.hw_address())),
-        Prop::common("GENERAL.MTU", device.mtu().into()),
+        Prop::common("GENERAL.MTU", opt(device.mtu())),
         Prop::common(
             "GENERAL.STATE",
-            numbered(device.state().to_u32(), device.state_text()),
+            match (device.state(), device.state_text()) {
+                (Some(state), Some(name)) => format!("{} ({name})", state.to_u32()).into(),
+                _ => Cell::Null,
+            },
         ),
-        Prop::extra("GENERAL.REASON", numbered(reason.to_u32(), reason)),
+        Prop::extra("GENERAL.REASON", numbered(reason)),
         Prop::extra(
             "GENERAL.IP4-CONNECTIVITY",
-            numbered(
-                device.ip4_connectivity().to_u32(),
-                device.ip4_connectivity(),
-            ),
+            numbered(device.ip4_connectivity()),
         ),
         Prop::extra(
             "GENERAL.IP6-CONNECTIVITY",
-            numbered(
-                device.ip6_connectivity().to_u32(),
-                device.ip6_connectivity(),
-            ),
+            numbered(device.ip6_connectivity()),
         ),
         Prop::extra("GENERAL.UDI", text(device.udi())),
         Prop::extra("GENERAL.PATH", text(device.path_())),
         Prop::extra("GENERAL.IP-IFACE", text(device.ip_interface())),
         Prop::extra(
             "GENERAL.IS-SOFTWARE",
-            yes_no(caps.contains(DeviceCapabilities::IS_SOFTWARE)),
+            yes_no(caps.map(|caps| caps.contains(DeviceCapabilities::IS_SOFTWARE))),
         ),
         Prop::extra("GENERAL.NM-MANAGED", yes_no(device.managed())),
         Prop::extra("GENERAL.AUTOCONNECT", yes_no(device.autoconnect())),
@@ -496,20 +531,20 @@ fn device_properties(device: &Device<'_>) -> Vec<Prop> {
         Prop::extra("GENERAL.PHYS-PORT-ID", text(device.physical_port_id())),
         Prop::common(
             "GENERAL.CONNECTION",
-            active.map_or(Cell::Null, |active| text(active.id())),
+            text(active.and_then(|active| active.id())),
         ),
         Prop::extra(
             "GENERAL.CON-UUID",
-            active.map_or(Cell::Null, |active| text(active.uuid())),
+            text(active.and_then(|active| active.uuid())),
         ),
         Prop::common(
             "GENERAL.CON-PATH",
             active.map_or(Cell::Null, |active| active.path().to_owned().into()),
         ),
-        Prop::extra("GENERAL.METERED", device.metered().to_string().into()),
+        Prop::extra("GENERAL.METERED", named(device.metered())),
         Prop::extra(
             "CAPABILITIES.CARRIER-DETECT",
-            yes_no(caps.contains(DeviceCapabilities::CARRIER_DETECT)),
+            yes_no(caps.map(|caps| caps.contains(DeviceCapabilities::CARRIER_DETECT))),
         ),
         Prop::extra(
             "CAPABILITIES.SPEED",
@@ -520,29 +555,29 @@ fn device_properties(device: &Device<'_>) -> Vec<Prop> {
         ),
         Prop::extra(
             "CAPABILITIES.IS-SOFTWARE",
-            yes_no(caps.contains(DeviceCapabilities::IS_SOFTWARE)),
+            yes_no(caps.map(|caps| caps.contains(DeviceCapabilities::IS_SOFTWARE))),
         ),
         Prop::extra(
             "CAPABILITIES.SRIOV",
-            yes_no(caps.contains(DeviceCapabilities::SRIOV)),
+            yes_no(caps.map(|caps| caps.contains(DeviceCapabilities::SRIOV))),
         ),
         Prop::extra(
             "INTERFACE-FLAGS.UP",
-            yes_no(flags.contains(DeviceInterfaceFlags::UP)),
+            yes_no(flags.map(|flags| flags.contains(DeviceInterfaceFlags::UP))),
         ),
         Prop::extra(
             "INTERFACE-FLAGS.LOWER-UP",
-            yes_no(flags.contains(DeviceInterfaceFlags::LOWER_UP)),
+            yes_no(flags.map(|flags| flags.contains(DeviceInterfaceFlags::LOWER_UP))),
         ),
         Prop::extra(
             "INTERFACE-FLAGS.CARRIER",
-            yes_no(flags.contains(DeviceInterfaceFlags::CARRIER)),
+            yes_no(flags.map(|flags| flags.contains(DeviceInterfaceFlags::CARRIER))),
         ),
         Prop::extra(
             "INTERFACE-FLAGS.PROMISC",
-            yes_no(flags.contains(DeviceInterfaceFlags::PROMISC)),
+            yes_no(flags.map(|flags| flags.contains(DeviceInterfaceFlags::PROMISC))),
         ),
-    ];
+    ]);
     if let Some(carrier) = device.carrier() {
         props.push(Prop::common(
             "WIRED-PROPERTIES.CARRIER",
@@ -557,6 +592,15 @@ fn device_properties(device: &Device<'_>) -> Vec<Prop> {
         device.ip6_config(),
         device.dhcp6_config(),
     );
+    if device.device_type() == Some(nmc::DeviceType::Bridge) {
+        // nmcli joins the ports' interface names with spaces; none is an empty text.
+        let ports: Vec<&str> = device
+            .ports()
+            .iter()
+            .filter_map(|port| port.interface())
+            .collect();
+        props.push(Prop::extra("BRIDGE.SLAVES", text(Some(&ports.join(" ")))));
+    }
     let available = device.available_connections();
     props.push(Prop::extra(
         "CONNECTIONS.AVAILABLE-CONNECTION-PATHS",
@@ -581,15 +625,18 @@ fn device_properties(device: &Device<'_>) -> Vec<Prop> {
 }
 
 /// `nm device IFACE --kernel`: the kernel's addresses and routes on the interface (by its
-/// name; routes of the local table left out, as NetworkManager leaves them out), each marked
+/// name; routes with a next hop on it, multipath ones too; the kernel's own local and
+/// broadcast routes left out, as NetworkManager leaves them out), each marked
 /// `(not in NM)` where NetworkManager's IP4/IP6 configuration lacks it, then what
 /// NetworkManager has that the kernel lacks, marked `(not in kernel)`.
 fn kernel_section(kernel: &KernelArgs, device: &Device<'_>) -> anyhow::Result<Vec<Prop>> {
     let platform = crate::kernel::open(kernel)?;
     let names = crate::kernel::LinkNames::load(&platform)?;
     let ifname = match device.ip_interface() {
-        "" => device.interface(),
-        ip => ip,
+        Some(ip) if !ip.is_empty() => ip,
+        _ => device.interface().ok_or_else(|| {
+            anyhow::anyhow!("{}: NetworkManager sent no interface name", device.path())
+        })?,
     };
     let ifindex = names.index(ifname)?;
     let addresses = platform
@@ -598,32 +645,49 @@ fn kernel_section(kernel: &KernelArgs, device: &Device<'_>) -> anyhow::Result<Ve
         .execute()
         .map_err(|err| crate::kernel::explain(err, "dump addresses"))?
         .items;
-    let routes = platform
+    // Every route with a way out through the interface: its own or one of its next hops (a
+    // multipath route has no interface of its own).
+    let routes: Vec<_> = platform
         .routes()
-        .dev(ifindex)
         .execute()
         .map_err(|err| crate::kernel::explain(err, "dump routes"))?
-        .items;
+        .items
+        .into_iter()
+        .filter(|route| route.ifindexes().any(|i| i == ifindex))
+        .collect();
     let mut nm_addresses: Vec<String> = Vec::new();
-    let mut nm_routes: Vec<(String, Option<String>, Option<u32>)> = Vec::new();
+    // (destination, next hop, metric, table): NetworkManager's `table` attribute, else main.
+    type RouteKey = (String, Option<String>, Option<u32>, u32);
+    let mut nm_routes: Vec<RouteKey> = Vec::new();
+    let table_of = |r: &nmc::IpRoute| {
+        r.attributes
+            .iter()
+            .find(|(name, _)| name == "table")
+            .and_then(|(_, value)| value.as_u32())
+            .unwrap_or(netmirror_platform::Table::MAIN.get())
+    };
     let none4 = "0.0.0.0";
     if let Some(ip4) = device.ip4_config() {
         nm_addresses.extend(ip4.addresses());
         nm_routes.extend(ip4.routes().into_iter().map(|r| {
+            let table = table_of(&r);
             (
                 format!("{}/{}", r.dest, r.prefix),
                 r.next_hop.filter(|nh| nh != none4),
                 r.metric,
+                table,
             )
         }));
     }
     if let Some(ip6) = device.ip6_config() {
         nm_addresses.extend(ip6.addresses());
         nm_routes.extend(ip6.routes().into_iter().map(|r| {
+            let table = table_of(&r);
             (
                 format!("{}/{}", r.dest, r.prefix),
                 r.next_hop.filter(|nh| nh != "::"),
                 r.metric,
+                table,
             )
         }));
     }
@@ -649,24 +713,41 @@ fn kernel_section(kernel: &KernelArgs, device: &Device<'_>) -> anyhow::Result<Ve
     let mut kernel_routes = Vec::new();
     let mut n_route = 0;
     for route in &routes {
-        if route.table() == netmirror_platform::Table::LOCAL {
+        // The kernel's own local and broadcast routes, which NetworkManager leaves out; a
+        // unicast route someone put in the local table is kept, as NetworkManager keeps it.
+        if route.table() == netmirror_platform::Table::LOCAL
+            && route.kind() != netmirror_platform::RouteType::UNICAST
+        {
             continue;
         }
         n_route += 1;
         let dst = format!("{}/{}", route.dst(), route.dst_len());
         let gateway = route.gateway().map(|g| g.to_string());
         let metric = route.priority();
+        let table = route.table().get();
         let none = if route.dst().is_ipv6() { "::" } else { none4 };
-        let mut text = format!(
-            "dst = {dst}, nh = {}, mt = {metric}",
-            gateway.as_deref().unwrap_or(none)
-        );
-        if route.table() != netmirror_platform::Table::MAIN {
-            text.push_str(&format!(", table={}", route.table()));
-        }
-        let known = nm_routes
+        // A multipath route: each hop's next hop (NetworkManager 1.42 keeps only one).
+        let hops: Vec<String> = route
+            .multipath()
             .iter()
-            .any(|(d, nh, mt)| *d == dst && *nh == gateway && mt.is_none_or(|mt| mt == metric));
+            .map(|hop| {
+                hop.gateway
+                    .map_or_else(|| none.to_owned(), |g| g.to_string())
+            })
+            .collect();
+        let nh = if hops.is_empty() {
+            gateway.clone().unwrap_or_else(|| none.to_owned())
+        } else {
+            hops.join(" + ")
+        };
+        let mut text = format!("dst = {dst}, nh = {nh}, mt = {metric}");
+        if route.table() != netmirror_platform::Table::MAIN {
+            text.push_str(&format!(", table={table}"));
+        }
+        let known = hops.is_empty()
+            && nm_routes.iter().any(|(d, nh, mt, t)| {
+                *d == dst && *nh == gateway && mt.is_none_or(|mt| mt == metric) && *t == table
+            });
         if !known {
             text.push_str(" (not in NM)");
         }
@@ -674,7 +755,10 @@ fn kernel_section(kernel: &KernelArgs, device: &Device<'_>) -> anyhow::Result<Ve
             format!("KERNEL.ROUTE[{n_route}]"),
             text.into(),
         ));
-        kernel_routes.push((dst, gateway, metric));
+        // A multipath route stands for none of NetworkManager's single-hop routes.
+        if hops.is_empty() {
+            kernel_routes.push((dst, gateway, metric, table));
+        }
     }
     let mut n_missing = 0;
     for address in &nm_addresses {
@@ -686,10 +770,10 @@ fn kernel_section(kernel: &KernelArgs, device: &Device<'_>) -> anyhow::Result<Ve
             ));
         }
     }
-    for (dst, nh, mt) in &nm_routes {
+    for (dst, nh, mt, table) in &nm_routes {
         let present = kernel_routes
             .iter()
-            .any(|(d, g, m)| d == dst && g == nh && mt.is_none_or(|mt| mt == *m));
+            .any(|(d, g, m, t)| d == dst && g == nh && mt.is_none_or(|mt| mt == *m) && t == table);
         if !present {
             n_missing += 1;
             props.push(Prop::common(
@@ -717,7 +801,7 @@ fn active_devices(nm: &NmClient) -> HashMap<String, Vec<String>> {
                     active
                         .devices()
                         .iter()
-                        .map(|device| device.interface().to_owned()),
+                        .filter_map(|device| device.interface().map(str::to_owned)),
                 );
         }
     }
@@ -732,10 +816,10 @@ fn active_devices(nm: &NmClient) -> HashMap<String, Vec<String>> {
 
 /// A profile type as nmcli shows it: its short name for people (`ethernet`), the setting's
 /// name in terse output and JSON (`802-3-ethernet`), as `nmcli -t` writes it.
-fn type_cell(setting: &str) -> Cell {
-    if setting.is_empty() {
+fn type_cell(setting: Option<&str>) -> Cell {
+    let Some(setting) = setting.filter(|s| !s.is_empty()) else {
         return Cell::Null;
-    }
+    };
     Cell::Modal {
         text: nmc::type_alias(setting).to_owned(),
         terse: setting.to_owned(),
@@ -747,9 +831,9 @@ fn type_cell(setting: &str) -> Cell {
 fn profile_row(profile: &Profile<'_>, devices: &HashMap<String, Vec<String>>) -> Vec<Cell> {
     let on = devices.get(profile.path());
     vec![
-        text(profile.id()),
-        text(profile.uuid()),
-        type_cell(profile.connection_type()),
+        text(Some(profile.id())),
+        text(Some(profile.uuid())),
+        type_cell(Some(profile.connection_type())),
         on.map_or(Cell::Null, |names| Cell::List(names.clone())),
         text(profile.interface_name()),
         on.is_some().into(),
@@ -979,30 +1063,93 @@ fn setting_cell(
     })
 }
 
-/// `nm connection ID`: every setting the daemon returned, named `setting.key` as nmcli does
-/// and shown as nmcli shows it; then, for an active profile, its active connection's
+/// nmcli's text for a property the daemon left out (its default, from the generated table).
+fn default_cell((text, terse): (&'static str, &'static str)) -> Cell {
+    if terse.is_empty() && text == "--" {
+        Cell::Null
+    } else {
+        // JSON as the daemon's own values of the same kinds: flags and numbers as numbers,
+        // `yes`/`no` as booleans, the rest as text.
+        let json = if let Ok(number) = terse.parse::<i64>() {
+            serde_json::Value::from(number)
+        } else if let Some(Ok(number)) = terse
+            .strip_prefix("0x")
+            .map(|hex| u64::from_str_radix(hex, 16))
+        {
+            serde_json::Value::from(number)
+        } else if terse == "yes" || terse == "no" {
+            serde_json::Value::Bool(terse == "yes")
+        } else {
+            serde_json::Value::String(terse.to_owned())
+        };
+        Cell::Modal {
+            text: text.to_owned(),
+            terse: terse.to_owned(),
+            json,
+        }
+    }
+}
+
+/// The properties of one setting of a profile, in nmcli's order: each property nmcli shows,
+/// the daemon's value where it sent one, nmcli's default (from [`crate::nm_defaults`]) where
+/// it left it out. nmcli shows no other property of a setting it knows (the daemon also sends
+/// D-Bus-only and deprecated forms, such as `bridge.interface-name`); of a setting the table
+/// does not know, every property the daemon sent is shown.
+fn setting_props(props: &mut Vec<Prop>, setting: &str, values: &netmirror_client_cache::Value) {
+    let sent = |key: &str| values.get(key).map(|value| value.unwrap_variant());
+    let Some((_, known)) = crate::nm_defaults::SETTINGS
+        .iter()
+        .find(|(name, _)| *name == setting)
+    else {
+        if let netmirror_client_cache::Value::Dict(dict) = values {
+            for (key, value) in &dict.entries {
+                let Some(key) = key.as_str() else { continue };
+                if let Some(cell) = setting_cell(setting, key, value.unwrap_variant(), values) {
+                    props.push(Prop::common(format!("{setting}.{key}"), cell).in_group("profile"));
+                }
+            }
+        }
+        return;
+    };
+    for (key, default) in *known {
+        let cell = match sent(key) {
+            Some(value) => setting_cell(setting, key, value, values),
+            None => default.map(default_cell),
+        };
+        if let Some(cell) = cell {
+            props.push(Prop::common(format!("{setting}.{key}"), cell).in_group("profile"));
+        }
+    }
+}
+
+/// `nm connection ID`: every setting of the profile, named `setting.key` and shown as nmcli
+/// shows it, the settings and their properties in nmcli's order, with nmcli's defaults for
+/// the properties the daemon left out; then, for an active profile, its active connection's
 /// GENERAL, IP4, DHCP4, IP6 and DHCP6 sections.
 fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
     let mut props = Vec::new();
     if let Some(netmirror_client_cache::Value::Dict(settings)) =
         profile.settings().map(|value| value.unwrap_variant())
     {
-        for (setting, values) in &settings.entries {
-            let Some(setting) = setting.as_str() else {
-                continue;
-            };
-            let values = values.unwrap_variant();
-            if let netmirror_client_cache::Value::Dict(dict) = values {
-                for (key, value) in &dict.entries {
-                    let Some(key) = key.as_str() else { continue };
-                    if let Some(cell) = setting_cell(setting, key, value.unwrap_variant(), values) {
-                        props.push(Prop::common(format!("{setting}.{key}"), cell));
-                    }
-                }
-            }
+        let rank = |setting: &str| {
+            crate::nm_defaults::SETTINGS
+                .iter()
+                .position(|(name, _)| *name == setting)
+                .unwrap_or(usize::MAX)
+        };
+        let mut settings: Vec<(&str, &netmirror_client_cache::Value)> = settings
+            .entries
+            .iter()
+            .filter_map(|(setting, values)| Some((setting.as_str()?, values.unwrap_variant())))
+            .collect();
+        // A stable sort: settings the table does not know keep the daemon's order, last.
+        settings.sort_by_key(|(setting, _)| rank(setting));
+        for (setting, values) in settings {
+            setting_props(&mut props, setting, values);
         }
     }
-    props.push(Prop::extra("DBUS-PATH", profile.path().to_owned().into()));
+    props.push(Prop::extra("DBUS-PATH", profile.path().to_owned().into()).not_in_all());
+    let settings_end = props.len();
     let active = nm
         .active_connections()
         .into_iter()
@@ -1011,32 +1158,31 @@ fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
         let devices: Vec<String> = active
             .devices()
             .iter()
-            .map(|d| d.interface().to_owned())
+            .filter_map(|d| d.interface().map(str::to_owned))
             .collect();
         let ip_ifaces: Vec<String> = active
             .devices()
             .iter()
-            .map(|d| match d.ip_interface() {
-                "" => d.interface().to_owned(),
-                ip => ip.to_owned(),
+            .filter_map(|d| match d.ip_interface() {
+                Some(ip) if !ip.is_empty() => Some(ip.to_owned()),
+                _ => d.interface().map(str::to_owned),
             })
             .collect();
-        let path_or_null =
-            |value: Option<&netmirror_client_cache::Value>| match value.and_then(|v| v.as_str()) {
-                None | Some("/") => Cell::Null,
-                Some(path) => path.to_owned().into(),
-            };
+        let path_or_null = |value: Option<&str>| match value {
+            None | Some("/") => Cell::Null,
+            Some(path) => path.to_owned().into(),
+        };
         props.extend([
             Prop::common("GENERAL.NAME", text(active.id())),
             Prop::common("GENERAL.UUID", text(active.uuid())),
-            Prop::common("GENERAL.DEVICES", text(&devices.join(","))),
-            Prop::common("GENERAL.IP-IFACE", text(&ip_ifaces.join(","))),
-            Prop::common("GENERAL.STATE", active.state().to_string().into()),
+            Prop::common("GENERAL.DEVICES", text(Some(&devices.join(",")))),
+            Prop::common("GENERAL.IP-IFACE", text(Some(&ip_ifaces.join(",")))),
+            Prop::common("GENERAL.STATE", named(active.state())),
             Prop::common("GENERAL.DEFAULT", yes_no(active.default4())),
             Prop::common("GENERAL.DEFAULT6", yes_no(active.default6())),
             Prop::common(
                 "GENERAL.SPEC-OBJECT",
-                path_or_null(active.property("SpecificObject")),
+                path_or_null(active.specific_object()),
             ),
             Prop::common("GENERAL.VPN", yes_no(active.vpn())),
             Prop::common("GENERAL.DBUS-PATH", active.path().to_owned().into()),
@@ -1051,13 +1197,12 @@ fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
                 text(
                     profile
                         .setting("connection", "zone")
-                        .and_then(|v| v.as_str())
-                        .unwrap_or(""),
+                        .and_then(|v| v.as_str()),
                 ),
             ),
             Prop::common(
                 "GENERAL.MASTER-PATH",
-                path_or_null(active.property("Controller")),
+                path_or_null(active.controller_path()),
             ),
         ]);
         ip_sections(
@@ -1069,6 +1214,11 @@ fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
             active.dhcp6_config(),
         );
     }
+    // The active connection's sections: nmcli's `active` group, not part of `-f all`.
+    for prop in &mut props[settings_end..] {
+        prop.group = Some("active");
+        prop.in_all = false;
+    }
     props
 }
 
@@ -1077,7 +1227,7 @@ fn active_row(active: &ActiveConnection<'_>) -> Vec<Cell> {
     let devices: Vec<String> = active
         .devices()
         .iter()
-        .map(|device| device.interface().to_owned())
+        .filter_map(|device| device.interface().map(str::to_owned))
         .collect();
     vec![
         text(active.id()),
@@ -1088,10 +1238,10 @@ fn active_row(active: &ActiveConnection<'_>) -> Vec<Cell> {
         } else {
             Cell::List(devices)
         },
-        active.state().to_string().into(),
-        active.default4().into(),
-        active.default6().into(),
-        active.vpn().into(),
+        named(active.state()),
+        opt(active.default4()),
+        opt(active.default6()),
+        opt(active.vpn()),
         active.path().to_owned().into(),
         active
             .connection()
@@ -1104,7 +1254,7 @@ pub(crate) fn active_table(actives: &[ActiveConnection<'_>]) -> Table {
     let mut actives = actives.to_vec();
     actives.sort_by(|a, b| {
         nmc::cmp_active(Some(*b), Some(*a))
-            .then_with(|| a.id().cmp(b.id()))
+            .then_with(|| a.id().cmp(&b.id()))
             .then_with(|| a.path().cmp(b.path()))
     });
     let mut table = Table::new(ACTIVE_FIELDS);
@@ -1190,7 +1340,7 @@ fn enum_cell(name: impl std::fmt::Display, number: u32) -> Cell {
 fn state_text(device: &Device<'_>, state: nmc::DeviceState) -> String {
     let external = device.active_connection().is_some_and(|ac| {
         ac.state_flags()
-            .contains(nmc::ActivationStateFlags::EXTERNAL)
+            .is_some_and(|flags| flags.contains(nmc::ActivationStateFlags::EXTERNAL))
     });
     match state.name_external() {
         Some(name) if external => name.to_owned(),
@@ -1218,14 +1368,15 @@ fn describe(
     let cache = nm.cache();
     let object = cache.object(path)?;
     if object.object().has_interface(nmc::iface::DEVICE) {
-        let device = Device(object);
-        let (state, reason) = states
-            .get(path)
-            .copied()
-            .unwrap_or_else(|| device.state_reason());
+        let device = Device::new(object)?;
         let mut row = device_row(&device);
-        row[DEVICE_STATE] = enum_cell(state_text(&device, state), state.to_u32());
-        row.push(enum_cell(reason, reason.to_u32()));
+        match states.get(path).copied().or_else(|| device.state_reason()) {
+            Some((state, reason)) => {
+                row[DEVICE_STATE] = enum_cell(state_text(&device, state), state.to_u32());
+                row.push(enum_cell(reason, reason.to_u32()));
+            }
+            None => row.push(Cell::Null),
+        }
         return Some(Known {
             object: "device",
             fields: MONITOR_DEVICE_FIELDS,
@@ -1233,7 +1384,7 @@ fn describe(
         });
     }
     if object.object().has_interface(nmc::iface::CONNECTION) {
-        let profile = Profile(object);
+        let profile = Profile::new(object)?;
         if !nm.is_visible(&profile) {
             return None;
         }
@@ -1244,9 +1395,11 @@ fn describe(
         });
     }
     if object.object().has_interface(nmc::iface::ACTIVE) {
-        let active = ActiveConnection(object);
+        let active = ActiveConnection::new(object)?;
         let mut row = active_row(&active);
-        row[4] = enum_cell(active.state(), active.state().to_u32());
+        if let Some(state) = active.state() {
+            row[4] = enum_cell(state, state.to_u32());
+        }
         return Some(Known {
             object: "active",
             fields: ACTIVE_FIELDS,
@@ -1269,7 +1422,7 @@ impl Monitor {
         self.states = nm
             .all_devices()
             .iter()
-            .map(|device| (device.path().to_owned(), device.state_reason()))
+            .filter_map(|device| Some((device.path().to_owned(), device.state_reason()?)))
             .collect();
         let devices = active_devices(nm);
         let paths: Vec<String> = nm
@@ -1388,10 +1541,13 @@ async fn monitor(
             NmEvent::DeviceAdded(path)
             | NmEvent::ProfileAdded(path)
             | NmEvent::ActiveAdded(path) => {
-                if let Some(device) = nm.cache().object(&path).map(Device)
-                    && device.object().object().has_interface(nmc::iface::DEVICE)
+                if let Some(reason) = nm
+                    .cache()
+                    .object(&path)
+                    .and_then(Device::new)
+                    .and_then(|device| device.state_reason())
                 {
-                    state.states.insert(path.to_string(), device.state_reason());
+                    state.states.insert(path.to_string(), reason);
                 }
                 if let Some(entry) = describe(&nm, &path, &active_devices(&nm), &state.states) {
                     print(

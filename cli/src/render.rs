@@ -35,6 +35,11 @@ pub(crate) struct Prop {
     pub(crate) cell: Cell,
     /// Whether it is shown without `--fields`.
     pub(crate) common: bool,
+    /// Whether `--fields all` shows it (nmcli's `connection show -f all` is the profile's
+    /// settings only, without the active connection's sections).
+    pub(crate) in_all: bool,
+    /// The group `--fields` may name to select it with others (`profile`, `active`).
+    pub(crate) group: Option<&'static str>,
 }
 
 impl Prop {
@@ -44,6 +49,8 @@ impl Prop {
             name: name.into(),
             cell,
             common: true,
+            in_all: true,
+            group: None,
         }
     }
 
@@ -53,6 +60,24 @@ impl Prop {
             name: name.into(),
             cell,
             common: false,
+            in_all: true,
+            group: None,
+        }
+    }
+
+    /// The line in group `group`, which `--fields` may name.
+    pub(crate) fn in_group(self, group: &'static str) -> Prop {
+        Prop {
+            group: Some(group),
+            ..self
+        }
+    }
+
+    /// The line left out of `--fields all` (shown by default or when asked).
+    pub(crate) fn not_in_all(self) -> Prop {
+        Prop {
+            in_all: false,
+            ..self
         }
     }
 }
@@ -585,10 +610,20 @@ impl Printer {
         let props: Vec<(&String, &Cell)> = match &self.selection {
             Selection::Names(names) => names
                 .iter()
-                .flat_map(|want| props.iter().filter(move |p| wanted(&p.name, want)))
+                .flat_map(|want| {
+                    props.iter().filter(move |p| {
+                        wanted(&p.name, want)
+                            || p.group
+                                .is_some_and(|group| group.eq_ignore_ascii_case(want))
+                    })
+                })
                 .map(|p| (&p.name, &p.cell))
                 .collect(),
-            Selection::All => props.iter().map(|p| (&p.name, &p.cell)).collect(),
+            Selection::All => props
+                .iter()
+                .filter(|p| p.in_all)
+                .map(|p| (&p.name, &p.cell))
+                .collect(),
             Selection::Default if self.mode == Mode::Json => {
                 props.iter().map(|p| (&p.name, &p.cell)).collect()
             }

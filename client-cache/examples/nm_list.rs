@@ -27,7 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .active_connections()
                     .into_iter()
                     .find(|a| a.connection().is_some_and(|p| p.path() == c.path()))
-                    .and_then(|a| a.devices().first().map(|d| d.interface().to_owned()))
+                    .and_then(|a| a.devices().first().and_then(|d| d.interface()))
                     .unwrap_or_default();
                 writeln!(
                     out,
@@ -43,14 +43,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for d in nm.devices() {
                 let con = d
                     .active_connection()
-                    .map(|a| a.id().to_owned())
+                    .and_then(|a| a.id())
                     .unwrap_or_default();
                 writeln!(
                     out,
                     "{}:{}:{}:{}",
-                    d.interface(),
-                    d.type_name(),
-                    d.state_text(),
+                    d.interface().unwrap_or_default(),
+                    d.type_name().unwrap_or_default(),
+                    d.state_text().unwrap_or_default(),
                     con
                 )?;
             }

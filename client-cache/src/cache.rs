@@ -7,7 +7,8 @@ use std::{
 };
 
 use futures_util::{FutureExt, StreamExt};
-use zbus::{Connection, MessageStream};
+use netmirror_dbus_meta::{DeclaredType, PropertyKey};
+use zbus::{Connection, MessageStream, OwnedObjectPath};
 
 use crate::{
     Value,
@@ -667,6 +668,27 @@ impl<'a> ObjectRef<'a> {
     /// Property `prop` of interface `iface`, with the lifetime of the cache.
     pub fn prop(&self, iface: &str, prop: &str) -> Option<&'a Value> {
         self.object.get(iface, prop)
+    }
+
+    /// A declared property by its generated key (`netmirror_dbus_meta::nm::device::STATE`),
+    /// typed as declared: `None` when the service has not sent it or sent another type.
+    pub fn get<T: DeclaredType + ?Sized>(&self, key: PropertyKey<T>) -> Option<T::View<'a>> {
+        T::view(self.prop(key.property().interface(), key.name())?)
+    }
+
+    /// The object referenced by the `o` property `key` (`None` for `/` or when missing).
+    pub fn target_of(&self, key: PropertyKey<OwnedObjectPath>) -> Option<ObjectRef<'a>> {
+        self.cache.object_any(self.get(key)?)
+    }
+
+    /// The objects referenced by the `ao` property `key`, in order, skipping missing ones.
+    pub fn targets_of(
+        &self,
+        key: PropertyKey<Vec<OwnedObjectPath>>,
+    ) -> impl Iterator<Item = ObjectRef<'a>> + 'a {
+        let cache = self.cache;
+        let paths: &'a [Box<str>] = self.get(key).unwrap_or(&[]);
+        paths.iter().filter_map(move |p| cache.object_any(p))
     }
 
     /// The object referenced by `o` property `iface.prop` (`None` for `/` or when missing).

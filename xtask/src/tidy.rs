@@ -1,6 +1,7 @@
 //! `cargo xtask tidy`: repository rules written as checks. Every `.rs` file opens with a `//!`
 //! line (or a crate's included README), the crate dependency graph follows the layering of
-//! DESIGN.md, and no dependency is declared that nothing uses.
+//! DESIGN.md, no dependency is declared that nothing uses, and the NetworkManager views name no
+//! property by a string (they read through dbus-meta's generated keys).
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +33,7 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     check_headers(root, &mut problems)?;
     check_layering(root, &mut problems)?;
     check_unused_dependencies(root, &mut problems)?;
+    check_nm_property_literals(root, &mut problems)?;
     if !problems.is_empty() {
         bail!(
             "tidy found {} problem(s):\n  {}",
@@ -252,6 +254,85 @@ fn mentions_crate(sources: &str, ident: &str) -> bool {
     })
 }
 
+/// The files that read NetworkManager's properties through dbus-meta's generated
+/// `PropertyKey` constants and must not name one by a string.
+const TYPED_NM_FILES: &[&str] = &[
+    "client-cache/src/nm/views.rs",
+    "client-cache/src/nm/mod.rs",
+    "cli/src/nm.rs",
+];
+
+/// The generated declarations the property names come from.
+const NM_DECLARATIONS: &str = "dbus-meta/src/nm.rs";
+
+/// Fails where a file of [`TYPED_NM_FILES`] quotes a declared NetworkManager property name
+/// (`"State"`, `"RadioFlags"`) outside a comment: such a read compiles even when misspelt.
+fn check_nm_property_literals(root: &Path, problems: &mut Vec<String>) -> anyhow::Result<()> {
+    let declarations = std::fs::read_to_string(root.join(NM_DECLARATIONS))?;
+    let names = declared_properties(&declarations);
+    if names.is_empty() {
+        problems.push(format!("{NM_DECLARATIONS}: no property declaration found"));
+        return Ok(());
+    }
+    for file in TYPED_NM_FILES {
+        let text = std::fs::read_to_string(root.join(file))?;
+        for (line, literal) in quoted_property_names(&text, &names) {
+            problems.push(format!(
+                "{file}:{line}: NetworkManager property \"{literal}\" named by a string; read it \
+                 through its generated key (netmirror_dbus_meta::nm::...)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The property names of the generated declarations: `CONST "Name": Type = "sig";` lines
+/// inside `properties { ... }` blocks.
+fn declared_properties(declarations: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut in_properties = false;
+    for line in declarations.lines() {
+        let line = line.trim();
+        if line == "properties {" {
+            in_properties = true;
+        } else if line == "}" {
+            in_properties = false;
+        } else if in_properties
+            && let Some((_, rest)) = line.split_once(" \"")
+            && let Some((name, _)) = rest.split_once("\":")
+        {
+            names.insert(name.to_owned());
+        }
+    }
+    names
+}
+
+/// `(line number, name)` for each string literal in `text`, outside `//` comments, that is
+/// exactly one of `names`.
+fn quoted_property_names(
+    text: &str,
+    names: &std::collections::BTreeSet<String>,
+) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (idx, line) in text.lines().enumerate() {
+        let code = match line.find("//") {
+            // A `//` inside a string (a URL) does not start a comment; NM's names have none.
+            Some(at) if line[..at].matches('"').count() % 2 == 0 => &line[..at],
+            _ => line,
+        };
+        let mut parts = code.split('"');
+        parts.next();
+        while let Some(literal) = parts.next() {
+            if names.contains(literal) {
+                found.push((idx + 1, literal.to_owned()));
+            }
+            // Skip the code between this literal and the next one.
+            parts.next();
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,5 +355,27 @@ mod tests {
         assert!(!mentions_crate("// zbus_names are nice", "zbus"));
         assert!(!mentions_crate("my_zbus::x()", "zbus"));
         assert!(!mentions_crate("the zbus crate", "zbus"));
+    }
+
+    #[test]
+    fn quoted_nm_property_names_are_found_outside_comments() {
+        let declarations = "crate::interface! {\n    pub mod device = \"x\" {\n        \
+                            properties {\n            STATE \"State\": DeviceState = \"u\";\n\
+                            \x20           MTU \"Mtu\": u32 = \"u\";\n        }\n        \
+                            methods {\n            DELETE \"Delete\"(\"\") -> \"\";\n\
+                            \x20       }\n    }\n}\n";
+        let names = declared_properties(declarations);
+        assert_eq!(
+            names.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["Mtu", "State"]
+        );
+        let code = "let a = x.prop(IFACE, \"State\");\n\
+                    // reads \"Mtu\" in a comment\n\
+                    let b = (\"STATE\", \"state\", \"Delete\");\n\
+                    let c = f(\"a\", \"Mtu\"); // \"State\"\n";
+        assert_eq!(
+            quoted_property_names(code, &names),
+            [(1, "State".to_owned()), (4, "Mtu".to_owned())]
+        );
     }
 }

@@ -183,7 +183,7 @@ impl NmClient {
     pub fn device_path(&self, ifname: &str) -> Result<String> {
         self.all_devices()
             .iter()
-            .find(|d| d.interface() == ifname || d.path() == ifname)
+            .find(|d| d.interface() == Some(ifname) || d.path() == ifname)
             .map(|d| d.path().to_owned())
             .ok_or_else(|| Error::NotFound {
                 kind: "device",

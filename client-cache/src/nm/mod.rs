@@ -132,8 +132,14 @@ impl NmClient {
             .registry(Registry::network_manager())
             .fetch(FetchSpec {
                 interface: iface::CONNECTION.into(),
-                method: "GetSettings".into(),
-                refresh: Some("Updated".into()),
+                method: netmirror_dbus_meta::nm::settings_connection::methods::GET_SETTINGS
+                    .name()
+                    .into(),
+                refresh: Some(
+                    netmirror_dbus_meta::nm::settings_connection::signals::UPDATED
+                        .name()
+                        .into(),
+                ),
             })
     }
 
@@ -162,9 +168,14 @@ impl NmClient {
         Lookup {
             path: NM_PATH.into(),
             interface: iface::NM.into(),
-            method: "GetDeviceByIpIface".into(),
+            method: netmirror_dbus_meta::nm::network_manager::methods::GET_DEVICE_BY_IP_IFACE
+                .name()
+                .into(),
             arg: ifname.into(),
-            fallback: (iface::DEVICE.into(), "Interface".into()),
+            fallback: (
+                iface::DEVICE.into(),
+                netmirror_dbus_meta::nm::device::INTERFACE.name().into(),
+            ),
         }
     }
 
@@ -214,7 +225,7 @@ impl NmClient {
         self.cache
             .objects_with(iface::DEVICE)
             .map(Device)
-            .find(|d| d.interface() == ifname)
+            .find(|d| d.interface() == Some(ifname))
     }
 
     /// Visible profiles, in the daemon's order (Settings' `Connections`), hidden ones left out.
@@ -305,7 +316,9 @@ impl NmClient {
                 property,
                 old,
                 new,
-            } if &*interface == iface::DEVICE && &*property == "StateReason" => {
+            } if &*interface == iface::DEVICE
+                && &*property == netmirror_dbus_meta::nm::device::STATE_REASON.name() =>
+            {
                 match (state_reason(Some(&old)), state_reason(Some(&new))) {
                     (Some((old_state, _)), Some((new_state, reason))) => {
                         NmEvent::DeviceStateChanged {

@@ -1,25 +1,38 @@
 //! Typed views of NetworkManager's objects: thin, `Copy` wrappers over [`ObjectRef`].
+//!
+//! Every property a view reads is named by the generated [`PropertyKey`] constant of
+//! [`netmirror_dbus_meta::nm`] (`device::STATE` is a `PropertyKey<DeviceState>`), never by a
+//! string: a misspelt key does not compile, and neither does an accessor declared with another
+//! Rust type than the metadata's. A property the daemon has not sent (or sent with another
+//! type, which the cache rejects with a warning) reads as `None`, never as a made-up `0`,
+//! `false` or `""`.
 
 use netmirror_dbus_meta::nm::{
-    ActivationStateFlags, ActiveConnectionState, ConnectivityState, DeviceCapabilities,
-    DeviceInterfaceFlags, DeviceState, DeviceStateReason, DeviceType, Metered, RadioFlags, State,
+    self as meta, ActivationStateFlags, ActiveConnectionState, ConnectivityState,
+    DeviceCapabilities, DeviceInterfaceFlags, DeviceState, DeviceStateReason, DeviceType, Metered,
+    RadioFlags, SettingsConnectionFlags, State, WifiMode,
 };
+use netmirror_dbus_meta::{DeclaredType, PropertyKey};
+use zbus::OwnedObjectPath;
 
 use crate::{ObjectRef, Value};
 
-use super::iface;
-
 macro_rules! view {
-    ($(#[$m:meta])* $name:ident = $iface:expr; {
-        $( $(#[$fm:meta])* $f:ident: $kind:ident = $prop:literal; )*
+    ($(#[$m:meta])* $name:ident = $module:ident; {
+        $( $(#[$fm:meta])* $f:ident: $ty:ty = $key:ident; )*
     }) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy)]
-        pub struct $name<'a>(pub ObjectRef<'a>);
+        pub struct $name<'a>(pub(crate) ObjectRef<'a>);
 
         impl<'a> $name<'a> {
             /// The interface this view reads.
-            pub const INTERFACE: &'static str = $iface;
+            pub const INTERFACE: &'static str = meta::$module::IFACE_NAME;
+
+            /// The view of `object`, if it has this view's interface.
+            pub fn new(object: ObjectRef<'a>) -> Option<$name<'a>> {
+                object.object().has_interface(Self::INTERFACE).then_some($name(object))
+            }
 
             /// The object's path.
             pub fn path(&self) -> &'a str {
@@ -31,155 +44,147 @@ macro_rules! view {
                 self.0
             }
 
-            /// Any property of this interface, by name.
-            pub fn property(&self, name: &str) -> Option<&'a Value> {
-                self.0.prop($iface, name)
+            /// A property of this interface by its generated key
+            /// (`netmirror_dbus_meta::nm::device::STATE`...), typed as declared; `None` when
+            /// the daemon has not sent it, or for a key of another interface.
+            pub fn get<T: DeclaredType + ?Sized>(&self, key: PropertyKey<T>) -> Option<T::View<'a>> {
+                if key.property().interface() != Self::INTERFACE {
+                    return None;
+                }
+                self.0.get(key)
+            }
+
+            /// A property of this interface as the cache holds it (generic tools: the value
+            /// exactly as decoded); `None` for a key of another interface.
+            pub fn raw<T: DeclaredType + ?Sized>(&self, key: PropertyKey<T>) -> Option<&'a Value> {
+                if key.property().interface() != Self::INTERFACE {
+                    return None;
+                }
+                self.0.prop(Self::INTERFACE, key.name()).filter(|v| !v.is_unset())
             }
 
             $(
                 $(#[$fm])*
-                pub fn $f(&self) -> view!(@ty $kind) {
-                    view!(@get $kind, self.0.prop($iface, $prop))
+                pub fn $f(&self) -> Option<<$ty as DeclaredType>::View<'a>> {
+                    // The declared type must be `$ty`: another one does not compile.
+                    const KEY: PropertyKey<$ty> = meta::$module::$key;
+                    self.0.get(KEY)
                 }
             )*
         }
     };
-    (@ty str) => { &'a str };
-    (@ty u32) => { u32 };
-    (@ty u64) => { u64 };
-    (@ty i32) => { i32 };
-    (@ty bool) => { bool };
-    (@ty strs) => { &'a [Box<str>] };
-    (@ty bytes) => { &'a [u8] };
-    (@ty DeviceState) => { DeviceState };
-    (@ty DeviceType) => { DeviceType };
-    (@ty State) => { State };
-    (@ty ConnectivityState) => { ConnectivityState };
-    (@ty Metered) => { Metered };
-    (@ty ActiveConnectionState) => { ActiveConnectionState };
-    (@ty RadioFlags) => { RadioFlags };
-    (@ty DeviceCapabilities) => { DeviceCapabilities };
-    (@ty DeviceInterfaceFlags) => { DeviceInterfaceFlags };
-    (@ty ActivationStateFlags) => { ActivationStateFlags };
-    (@get str, $v:expr) => { $v.and_then(Value::as_str).unwrap_or("") };
-    (@get u32, $v:expr) => { $v.and_then(Value::as_u32).unwrap_or(0) };
-    (@get u64, $v:expr) => { $v.and_then(Value::as_u64).unwrap_or(0) };
-    (@get i32, $v:expr) => { $v.and_then(Value::as_i64).and_then(|v| i32::try_from(v).ok()).unwrap_or(0) };
-    (@get bool, $v:expr) => { $v.and_then(Value::as_bool).unwrap_or(false) };
-    (@get strs, $v:expr) => { $v.and_then(Value::as_strs).unwrap_or(&[]) };
-    (@get bytes, $v:expr) => { $v.and_then(Value::as_bytes).unwrap_or(&[]) };
-    (@get RadioFlags, $v:expr) => { RadioFlags::from_bits($v.and_then(Value::as_u32).unwrap_or(0)) };
-    (@get DeviceCapabilities, $v:expr) => { DeviceCapabilities::from_bits($v.and_then(Value::as_u32).unwrap_or(0)) };
-    (@get DeviceInterfaceFlags, $v:expr) => { DeviceInterfaceFlags::from_bits($v.and_then(Value::as_u32).unwrap_or(0)) };
-    (@get ActivationStateFlags, $v:expr) => { ActivationStateFlags::from_bits($v.and_then(Value::as_u32).unwrap_or(0)) };
-    (@get $e:ident, $v:expr) => { $e::from_u32($v.and_then(Value::as_u32).unwrap_or(0)) };
 }
 
 view! {
     /// The NetworkManager object (`/org/freedesktop/NetworkManager`).
-    NetworkManager = iface::NM; {
+    NetworkManager = network_manager; {
         /// The daemon's version.
-        version: str = "Version";
+        version: String = VERSION;
         /// `NMState`.
-        state: State = "State";
+        state: State = STATE;
         /// Whether the daemon is still starting up.
-        startup: bool = "Startup";
+        startup: bool = STARTUP;
         /// Whether networking is enabled.
-        networking_enabled: bool = "NetworkingEnabled";
+        networking_enabled: bool = NETWORKING_ENABLED;
         /// Whether Wi-Fi is enabled.
-        wireless_enabled: bool = "WirelessEnabled";
+        wireless_enabled: bool = WIRELESS_ENABLED;
         /// `NMConnectivityState`.
-        connectivity: ConnectivityState = "Connectivity";
+        connectivity: ConnectivityState = CONNECTIVITY;
         /// `NMMetered`.
-        metered: Metered = "Metered";
-        /// Which radios exist (`NMRadioFlags`).
-        radio_flags: RadioFlags = "RadioFlags";
+        metered: Metered = METERED;
+        /// Which radios exist (`NMRadioFlags`, NetworkManager 1.38 and later).
+        radio_flags: RadioFlags = RADIO_FLAGS;
         /// Whether the Wi-Fi hardware is enabled (rfkill).
-        wireless_hardware_enabled: bool = "WirelessHardwareEnabled";
+        wireless_hardware_enabled: bool = WIRELESS_HARDWARE_ENABLED;
         /// Whether WWAN is enabled.
-        wwan_enabled: bool = "WwanEnabled";
+        wwan_enabled: bool = WWAN_ENABLED;
         /// Whether the WWAN hardware is enabled (rfkill).
-        wwan_hardware_enabled: bool = "WwanHardwareEnabled";
+        wwan_hardware_enabled: bool = WWAN_HARDWARE_ENABLED;
         /// Type of the primary connection.
-        primary_connection_type: str = "PrimaryConnectionType";
+        primary_connection_type: String = PRIMARY_CONNECTION_TYPE;
     }
 }
 
 impl<'a> NetworkManager<'a> {
     /// Realized devices.
     pub fn devices(&self) -> Vec<Device<'a>> {
-        self.0.targets(iface::NM, "Devices").map(Device).collect()
+        self.0
+            .targets_of(meta::network_manager::DEVICES)
+            .map(Device)
+            .collect()
     }
     /// All devices, realized or not.
     pub fn all_devices(&self) -> Vec<Device<'a>> {
         self.0
-            .targets(iface::NM, "AllDevices")
+            .targets_of(meta::network_manager::ALL_DEVICES)
             .map(Device)
             .collect()
     }
     /// Active connections.
     pub fn active_connections(&self) -> Vec<ActiveConnection<'a>> {
         self.0
-            .targets(iface::NM, "ActiveConnections")
+            .targets_of(meta::network_manager::ACTIVE_CONNECTIONS)
             .map(ActiveConnection)
             .collect()
     }
     /// The primary active connection.
     pub fn primary_connection(&self) -> Option<ActiveConnection<'a>> {
         self.0
-            .target(iface::NM, "PrimaryConnection")
+            .target_of(meta::network_manager::PRIMARY_CONNECTION)
             .map(ActiveConnection)
     }
 }
 
 view! {
     /// A device (`org.freedesktop.NetworkManager.Device`); type-specific interfaces are read
-    /// with [`Device::typed`].
-    Device = iface::DEVICE; {
+    /// with [`Device::typed`] and [`ObjectRef::get`].
+    Device = device; {
         /// Interface name.
-        interface: str = "Interface";
+        interface: String = INTERFACE;
         /// IP interface name, if different.
-        ip_interface: str = "IpInterface";
+        ip_interface: String = IP_INTERFACE;
         /// `NMDeviceType`.
-        device_type: DeviceType = "DeviceType";
+        device_type: DeviceType = DEVICE_TYPE;
         /// `NMDeviceState`.
-        state: DeviceState = "State";
+        state: DeviceState = STATE;
         /// `NMMetered`.
-        metered: Metered = "Metered";
+        metered: Metered = METERED;
         /// IPv4 connectivity.
-        ip4_connectivity: ConnectivityState = "Ip4Connectivity";
+        ip4_connectivity: ConnectivityState = IP4_CONNECTIVITY;
         /// IPv6 connectivity.
-        ip6_connectivity: ConnectivityState = "Ip6Connectivity";
+        ip6_connectivity: ConnectivityState = IP6_CONNECTIVITY;
         /// `NMDeviceCapabilities`.
-        capabilities: DeviceCapabilities = "Capabilities";
+        capabilities: DeviceCapabilities = CAPABILITIES;
         /// `NMDeviceInterfaceFlags`.
-        interface_flags: DeviceInterfaceFlags = "InterfaceFlags";
+        interface_flags: DeviceInterfaceFlags = INTERFACE_FLAGS;
         /// Driver version.
-        driver_version: str = "DriverVersion";
+        driver_version: String = DRIVER_VERSION;
         /// Firmware version.
-        firmware_version: str = "FirmwareVersion";
+        firmware_version: String = FIRMWARE_VERSION;
         /// Whether firmware is missing.
-        firmware_missing: bool = "FirmwareMissing";
+        firmware_missing: bool = FIRMWARE_MISSING;
         /// Whether NetworkManager's plugin for the device is missing.
-        nm_plugin_missing: bool = "NmPluginMissing";
+        nm_plugin_missing: bool = NM_PLUGIN_MISSING;
         /// Physical port id.
-        physical_port_id: str = "PhysicalPortId";
+        physical_port_id: String = PHYSICAL_PORT_ID;
         /// Driver.
-        driver: str = "Driver";
+        driver: String = DRIVER;
         /// Hardware address.
-        hw_address: str = "HwAddress";
+        hw_address: String = HW_ADDRESS;
         /// MTU.
-        mtu: u32 = "Mtu";
+        mtu: u32 = MTU;
         /// Whether the device is managed.
-        managed: bool = "Managed";
+        managed: bool = MANAGED;
         /// Whether the device may autoconnect.
-        autoconnect: bool = "Autoconnect";
+        autoconnect: bool = AUTOCONNECT;
         /// Whether the device exists in the kernel.
-        real: bool = "Real";
+        real: bool = REAL;
         /// udev path.
-        udi: str = "Udi";
-        /// Device path.
-        path_: str = "Path";
+        udi: String = UDI;
+        /// Device path (sysfs).
+        path_: String = PATH;
+        /// The state and the reason of its last change (`StateReason`).
+        state_reason_: (DeviceState, DeviceStateReason) = STATE_REASON;
     }
 }
 
@@ -187,63 +192,66 @@ impl<'a> Device<'a> {
     /// The active connection on this device.
     pub fn active_connection(&self) -> Option<ActiveConnection<'a>> {
         self.0
-            .target(iface::DEVICE, "ActiveConnection")
+            .target_of(meta::device::ACTIVE_CONNECTION)
             .map(ActiveConnection)
     }
     /// Profiles that could be activated on this device (hidden ones included, as in NMClient).
     pub fn available_connections(&self) -> Vec<Profile<'a>> {
         self.0
-            .targets(iface::DEVICE, "AvailableConnections")
+            .targets_of(meta::device::AVAILABLE_CONNECTIONS)
             .map(Profile)
             .collect()
     }
+    /// The ports of a controller (bridge, bond...), in the daemon's order.
+    pub fn ports(&self) -> Vec<Device<'a>> {
+        self.0.targets_of(meta::device::PORTS).map(Device).collect()
+    }
     /// IPv4 configuration.
     pub fn ip4_config(&self) -> Option<Ip4Config<'a>> {
-        self.0.target(iface::DEVICE, "Ip4Config").map(Ip4Config)
+        self.0.target_of(meta::device::IP4_CONFIG).map(Ip4Config)
     }
     /// IPv6 configuration.
     pub fn ip6_config(&self) -> Option<Ip6Config<'a>> {
-        self.0.target(iface::DEVICE, "Ip6Config").map(Ip6Config)
+        self.0.target_of(meta::device::IP6_CONFIG).map(Ip6Config)
     }
     /// DHCPv4 configuration.
     pub fn dhcp4_config(&self) -> Option<Dhcp4Config<'a>> {
-        self.0.target(iface::DEVICE, "Dhcp4Config").map(Dhcp4Config)
+        self.0
+            .target_of(meta::device::DHCP4_CONFIG)
+            .map(Dhcp4Config)
     }
     /// DHCPv6 configuration.
     pub fn dhcp6_config(&self) -> Option<Dhcp6Config<'a>> {
-        self.0.target(iface::DEVICE, "Dhcp6Config").map(Dhcp6Config)
+        self.0
+            .target_of(meta::device::DHCP6_CONFIG)
+            .map(Dhcp6Config)
     }
     /// The type-specific interface (e.g. `org.freedesktop.NetworkManager.Device.Vlan`), if any.
     pub fn typed(&self) -> Option<&'a crate::Interface> {
         self.0.object().interfaces().find(|i| {
             i.name()
                 .starts_with("org.freedesktop.NetworkManager.Device.")
-                && i.name() != "org.freedesktop.NetworkManager.Device.Statistics"
+                && i.name() != meta::device_statistics::IFACE_NAME
         })
     }
-    /// The kernel's interface index, when the daemon publishes it (`Ifindex`, NetworkManager
-    /// 1.48 and later); `None` otherwise, never a made-up 0.
-    pub fn ifindex(&self) -> Option<i32> {
-        self.property("Ifindex")
-            .and_then(Value::as_i64)
-            .and_then(|v| i32::try_from(v).ok())
-    }
-    /// The state and the reason of its last change (`StateReason`).
-    pub fn state_reason(&self) -> (DeviceState, DeviceStateReason) {
-        state_reason(self.property("StateReason"))
-            .unwrap_or((self.state(), DeviceStateReason::from_u32(0)))
+    /// The state and the reason of its last change; the state alone with reason `none` when
+    /// the daemon sent no `StateReason`.
+    pub fn state_reason(&self) -> Option<(DeviceState, DeviceStateReason)> {
+        self.state_reason_()
+            .or_else(|| Some((self.state()?, DeviceStateReason::from_u32(0))))
     }
     /// The state as nmcli shows it: `connected (externally)` where the active connection is
     /// external (NetworkManager only follows what someone else configured, as on `lo`).
-    pub fn state_text(&self) -> String {
-        let state = self.state();
-        let external = self
-            .active_connection()
-            .is_some_and(|ac| ac.state_flags().contains(ActivationStateFlags::EXTERNAL));
-        match state.name_external() {
+    pub fn state_text(&self) -> Option<String> {
+        let state = self.state()?;
+        let external = self.active_connection().is_some_and(|ac| {
+            ac.state_flags()
+                .is_some_and(|f| f.contains(ActivationStateFlags::EXTERNAL))
+        });
+        Some(match state.name_external() {
             Some(name) if external => name.to_owned(),
             _ => state.to_string(),
-        }
+        })
     }
     /// libnm's class of the device (nmcli's `GENERAL.NM-TYPE`: `NMDeviceVeth`,
     /// `NMDeviceEthernet`, `NMDeviceLoopback`...), from its most specific type interface.
@@ -253,40 +261,40 @@ impl<'a> Device<'a> {
             .0
             .object()
             .interfaces()
+            .filter(|i| i.name() != meta::device_statistics::IFACE_NAME)
             .filter_map(|i| i.name().strip_prefix(prefix))
-            .filter(|n| *n != "Statistics")
             .collect();
-        let name = names.iter().find(|n| **n != "Wired").or(names.first())?;
-        let class = match *name {
-            "Wired" => "Ethernet",
-            "Wireless" => "Wifi",
-            other => other,
+        let wired = meta::device_wired::IFACE_NAME.strip_prefix(prefix);
+        let wireless = meta::device_wireless::IFACE_NAME.strip_prefix(prefix);
+        let name = names
+            .iter()
+            .find(|n| Some(**n) != wired)
+            .or(names.first())?;
+        let class = if Some(*name) == wired {
+            "Ethernet"
+        } else if Some(*name) == wireless {
+            "Wifi"
+        } else {
+            name
         };
         Some(format!("NMDevice{class}"))
     }
     /// nmcli's name of the device type (`ethernet`, `bond`, `vlan`, ...).
-    pub fn type_name(&self) -> String {
-        self.device_type().to_string()
+    pub fn type_name(&self) -> Option<String> {
+        self.device_type().map(|t| t.to_string())
     }
     /// The carrier of a wired device (`org.freedesktop.NetworkManager.Device.Wired`).
     pub fn carrier(&self) -> Option<bool> {
-        self.0
-            .prop("org.freedesktop.NetworkManager.Device.Wired", "Carrier")
-            .and_then(Value::as_bool)
+        self.0.get(meta::device_wired::CARRIER)
     }
     /// The speed in Mb/s of a wired device (0: unknown).
     pub fn speed(&self) -> Option<u32> {
-        self.0
-            .prop("org.freedesktop.NetworkManager.Device.Wired", "Speed")
-            .and_then(Value::as_u32)
+        self.0.get(meta::device_wired::SPEED)
     }
     /// Access points seen (Wi-Fi devices).
     pub fn access_points(&self) -> Vec<AccessPoint<'a>> {
         self.0
-            .targets(
-                "org.freedesktop.NetworkManager.Device.Wireless",
-                "AccessPoints",
-            )
+            .targets_of(meta::device_wireless::ACCESS_POINTS)
             .map(AccessPoint)
             .collect()
     }
@@ -294,11 +302,11 @@ impl<'a> Device<'a> {
 
 view! {
     /// The Settings object.
-    Settings = iface::SETTINGS; {
+    Settings = settings; {
         /// The host name.
-        hostname: str = "Hostname";
+        hostname: String = HOSTNAME;
         /// Whether profiles can be modified.
-        can_modify: bool = "CanModify";
+        can_modify: bool = CAN_MODIFY;
     }
 }
 
@@ -306,7 +314,7 @@ impl<'a> Settings<'a> {
     /// All profiles, hidden ones included.
     pub fn connections(&self) -> Vec<Profile<'a>> {
         self.0
-            .targets(iface::SETTINGS, "Connections")
+            .targets_of(meta::settings::CONNECTIONS)
             .map(Profile)
             .collect()
     }
@@ -314,13 +322,13 @@ impl<'a> Settings<'a> {
 
 view! {
     /// A profile (`org.freedesktop.NetworkManager.Settings.Connection`) with its settings.
-    Profile = iface::CONNECTION; {
+    Profile = settings_connection; {
         /// Whether the profile has unsaved changes.
-        unsaved: bool = "Unsaved";
+        unsaved: bool = UNSAVED;
         /// `NMSettingsConnectionFlags`.
-        flags: u32 = "Flags";
+        flags: SettingsConnectionFlags = FLAGS;
         /// The file the profile is stored in.
-        filename: str = "Filename";
+        filename: String = FILENAME;
     }
 }
 
@@ -333,153 +341,183 @@ impl<'a> Profile<'a> {
     pub fn setting(&self, setting: &str, key: &str) -> Option<&'a Value> {
         self.settings()?.get(setting)?.get(key)
     }
-    /// `connection.id`.
-    pub fn id(&self) -> &'a str {
-        self.setting("connection", "id")
+    /// A text setting; `""` when absent. The cache shows a profile only once its settings
+    /// are fetched, and NetworkManager rejects a profile without `connection.id`,
+    /// `connection.uuid` or `connection.type`, so those three are never absent in a visible
+    /// profile.
+    fn setting_text(&self, setting: &str, key: &str) -> &'a str {
+        self.setting(setting, key)
             .and_then(Value::as_str)
             .unwrap_or("")
+    }
+    /// `connection.id`.
+    pub fn id(&self) -> &'a str {
+        self.setting_text("connection", "id")
     }
     /// `connection.uuid`.
     pub fn uuid(&self) -> &'a str {
-        self.setting("connection", "uuid")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        self.setting_text("connection", "uuid")
     }
     /// `connection.type`.
     pub fn connection_type(&self) -> &'a str {
-        self.setting("connection", "type")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        self.setting_text("connection", "type")
     }
     /// `connection.type` by nmcli's short name (`ethernet` for `802-3-ethernet`, `wifi`...).
     pub fn type_name(&self) -> &'a str {
         type_alias(self.connection_type())
     }
-    /// `connection.interface-name`.
-    pub fn interface_name(&self) -> &'a str {
+    /// `connection.interface-name`, when the profile is bound to one.
+    pub fn interface_name(&self) -> Option<&'a str> {
         self.setting("connection", "interface-name")
             .and_then(Value::as_str)
-            .unwrap_or("")
     }
 }
 
 view! {
     /// An active connection.
-    ActiveConnection = iface::ACTIVE; {
+    ActiveConnection = connection_active; {
         /// The profile's id.
-        id: str = "Id";
+        id: String = ID;
         /// The profile's UUID.
-        uuid: str = "Uuid";
+        uuid: String = UUID;
         /// The profile's type.
-        connection_type: str = "Type";
+        connection_type: String = TYPE;
         /// `NMActiveConnectionState`.
-        state: ActiveConnectionState = "State";
+        state: ActiveConnectionState = STATE;
         /// `NMActivationStateFlags`.
-        state_flags: ActivationStateFlags = "StateFlags";
+        state_flags: ActivationStateFlags = STATE_FLAGS;
         /// Whether this is the default IPv4 route's connection.
-        default4: bool = "Default";
+        default4: bool = DEFAULT;
         /// Whether this is the default IPv6 route's connection.
-        default6: bool = "Default6";
+        default6: bool = DEFAULT6;
         /// Whether this is a VPN.
-        vpn: bool = "Vpn";
+        vpn: bool = VPN;
+        /// The specific object (an access point...), if any (`/` is none).
+        specific_object: OwnedObjectPath = SPECIFIC_OBJECT;
     }
 }
 
 impl<'a> ActiveConnection<'a> {
     /// The profile's type by nmcli's short name (`ethernet` for `802-3-ethernet`, ...).
-    pub fn type_name(&self) -> &'a str {
-        type_alias(self.connection_type())
+    pub fn type_name(&self) -> Option<&'a str> {
+        self.connection_type().map(type_alias)
     }
     /// The profile (even a hidden one, as in NMClient).
     pub fn connection(&self) -> Option<Profile<'a>> {
-        self.0.target(iface::ACTIVE, "Connection").map(Profile)
+        self.0
+            .target_of(meta::connection_active::CONNECTION)
+            .map(Profile)
+    }
+    /// The controller device (a bridge or bond this connection is a port of).
+    pub fn controller(&self) -> Option<Device<'a>> {
+        self.0
+            .target_of(meta::connection_active::CONTROLLER)
+            .map(Device)
+    }
+    /// The controller's path as sent (`/` when none), for nmcli's `MASTER-PATH`.
+    pub fn controller_path(&self) -> Option<&'a str> {
+        self.0.get(meta::connection_active::CONTROLLER)
     }
     /// The devices.
     pub fn devices(&self) -> Vec<Device<'a>> {
         self.0
-            .targets(iface::ACTIVE, "Devices")
+            .targets_of(meta::connection_active::DEVICES)
             .map(Device)
             .collect()
     }
     /// IPv4 configuration.
     pub fn ip4_config(&self) -> Option<Ip4Config<'a>> {
-        self.0.target(iface::ACTIVE, "Ip4Config").map(Ip4Config)
+        self.0
+            .target_of(meta::connection_active::IP4_CONFIG)
+            .map(Ip4Config)
     }
     /// IPv6 configuration.
     pub fn ip6_config(&self) -> Option<Ip6Config<'a>> {
-        self.0.target(iface::ACTIVE, "Ip6Config").map(Ip6Config)
+        self.0
+            .target_of(meta::connection_active::IP6_CONFIG)
+            .map(Ip6Config)
     }
     /// DHCPv4 lease.
     pub fn dhcp4_config(&self) -> Option<Dhcp4Config<'a>> {
-        self.0.target(iface::ACTIVE, "Dhcp4Config").map(Dhcp4Config)
+        self.0
+            .target_of(meta::connection_active::DHCP4_CONFIG)
+            .map(Dhcp4Config)
     }
     /// DHCPv6 lease.
     pub fn dhcp6_config(&self) -> Option<Dhcp6Config<'a>> {
-        self.0.target(iface::ACTIVE, "Dhcp6Config").map(Dhcp6Config)
+        self.0
+            .target_of(meta::connection_active::DHCP6_CONFIG)
+            .map(Dhcp6Config)
     }
 }
 
 view! {
     /// An IPv4 configuration.
-    Ip4Config = iface::IP4; {
+    Ip4Config = ip4_config; {
         /// The gateway.
-        gateway: str = "Gateway";
+        gateway: String = GATEWAY;
         /// Search domains.
-        domains: strs = "Domains";
+        domains: Vec<String> = DOMAINS;
         /// Searches.
-        searches: strs = "Searches";
+        searches: Vec<String> = SEARCHES;
     }
 }
 
 view! {
     /// An IPv6 configuration.
-    Ip6Config = iface::IP6; {
+    Ip6Config = ip6_config; {
         /// The gateway.
-        gateway: str = "Gateway";
+        gateway: String = GATEWAY;
         /// Search domains.
-        domains: strs = "Domains";
+        domains: Vec<String> = DOMAINS;
         /// Searches.
-        searches: strs = "Searches";
+        searches: Vec<String> = SEARCHES;
     }
 }
 
 view! {
     /// A DHCPv4 lease.
-    Dhcp4Config = iface::DHCP4; {}
+    Dhcp4Config = dhcp4_config; {
+        /// The lease's options, as the DHCP client gave them.
+        options: netmirror_dbus_meta::VarDict = OPTIONS;
+    }
 }
 
 view! {
     /// A DHCPv6 lease.
-    Dhcp6Config = iface::DHCP6; {}
+    Dhcp6Config = dhcp6_config; {
+        /// The lease's options, as the DHCP client gave them.
+        options: netmirror_dbus_meta::VarDict = OPTIONS;
+    }
 }
 
 impl<'a> Dhcp4Config<'a> {
     /// One DHCP option.
     pub fn option(&self, name: &str) -> Option<&'a Value> {
-        self.property("Options")?.get(name)
+        self.raw(meta::dhcp4_config::OPTIONS)?.get(name)
     }
 }
 
 impl<'a> Dhcp6Config<'a> {
     /// One DHCP option.
     pub fn option(&self, name: &str) -> Option<&'a Value> {
-        self.property("Options")?.get(name)
+        self.raw(meta::dhcp6_config::OPTIONS)?.get(name)
     }
 }
 
 view! {
     /// A Wi-Fi access point.
-    AccessPoint = iface::AP; {
+    AccessPoint = access_point; {
         /// The SSID.
-        ssid: bytes = "Ssid";
+        ssid: Vec<u8> = SSID;
         /// The BSSID.
-        hw_address: str = "HwAddress";
+        hw_address: String = HW_ADDRESS;
         /// Frequency in MHz.
-        frequency: u32 = "Frequency";
+        frequency: u32 = FREQUENCY;
         /// Signal strength in percent.
-        strength_: u32 = "Strength";
+        strength: u8 = STRENGTH;
         /// `NM80211Mode`.
-        mode: u32 = "Mode";
+        mode: WifiMode = MODE;
     }
 }
 
@@ -570,32 +608,35 @@ fn routes(value: Option<&Value>) -> Vec<IpRoute> {
 }
 
 macro_rules! ip_config {
-    ($name:ident) => {
+    ($name:ident, $module:ident) => {
         impl<'a> $name<'a> {
             /// The addresses, `address/prefix`, in the daemon's order.
             pub fn addresses(&self) -> Vec<String> {
-                addresses(self.property("AddressData"))
+                addresses(self.raw(meta::$module::ADDRESS_DATA))
             }
             /// The routes, in the daemon's order.
             pub fn routes(&self) -> Vec<IpRoute> {
-                routes(self.property("RouteData"))
+                routes(self.raw(meta::$module::ROUTE_DATA))
             }
         }
     };
 }
-ip_config!(Ip4Config);
-ip_config!(Ip6Config);
+ip_config!(Ip4Config, ip4_config);
+ip_config!(Ip6Config, ip6_config);
 
 impl<'a> Ip4Config<'a> {
     /// The DNS servers (`NameserverData`'s addresses; the deprecated `Nameservers` otherwise).
     pub fn nameservers(&self) -> Vec<String> {
-        let data: Vec<String> = dicts(self.property("NameserverData"))
+        let data: Vec<String> = dicts(self.raw(meta::ip4_config::NAMESERVER_DATA))
             .filter_map(|d| d.get("address")?.as_str().map(str::to_owned))
             .collect();
         if !data.is_empty() {
             return data;
         }
-        match self.property("Nameservers").map(Value::unwrap_variant) {
+        match self
+            .raw(meta::ip4_config::NAMESERVERS)
+            .map(Value::unwrap_variant)
+        {
             Some(Value::U32s(v)) => v
                 .iter()
                 .map(|n| std::net::Ipv4Addr::from(u32::from_be(*n)).to_string())
@@ -605,8 +646,7 @@ impl<'a> Ip4Config<'a> {
     }
     /// The WINS servers.
     pub fn wins_servers(&self) -> Vec<String> {
-        self.property("WinsServerData")
-            .and_then(Value::as_strs)
+        self.get(meta::ip4_config::WINS_SERVER_DATA)
             .map(|v| v.iter().map(|s| s.to_string()).collect())
             .unwrap_or_default()
     }
@@ -615,7 +655,10 @@ impl<'a> Ip4Config<'a> {
 impl<'a> Ip6Config<'a> {
     /// The DNS servers (`Nameservers`, `aay` of 16 bytes each).
     pub fn nameservers(&self) -> Vec<String> {
-        let items: &[Value] = match self.property("Nameservers").map(Value::unwrap_variant) {
+        let items: &[Value] = match self
+            .raw(meta::ip6_config::NAMESERVERS)
+            .map(Value::unwrap_variant)
+        {
             Some(Value::Array(array)) => &array.items,
             _ => &[],
         };
@@ -652,12 +695,12 @@ pub fn cmp_active(
     };
     let key = |ac: &ActiveConnection<'_>| {
         (
-            ac.state().to_u32(),
+            ac.state().map(ActiveConnectionState::to_u32),
             shared(ac, "ipv6"),
             shared(ac, "ipv4"),
-            ac.vpn(),
-            ac.default4(),
-            ac.default6(),
+            ac.vpn() == Some(true),
+            ac.default4() == Some(true),
+            ac.default6() == Some(true),
             n_addresses(ac),
         )
     };
@@ -667,11 +710,11 @@ pub fn cmp_active(
 /// nmcli's order of devices (`nmcli device`): higher state first, then the more important
 /// active connection, then type name, interface name and path.
 pub fn cmp_devices(a: &Device<'_>, b: &Device<'_>) -> std::cmp::Ordering {
-    b.state()
-        .to_u32()
-        .cmp(&a.state().to_u32())
+    let state = |d: &Device<'_>| d.state().map(DeviceState::to_u32);
+    state(b)
+        .cmp(&state(a))
         .then_with(|| cmp_active(b.active_connection(), a.active_connection()))
         .then_with(|| a.type_name().cmp(&b.type_name()))
-        .then_with(|| a.interface().cmp(b.interface()))
+        .then_with(|| a.interface().cmp(&b.interface()))
         .then_with(|| a.path().cmp(b.path()))
 }

@@ -10,3 +10,4 @@ mod private_bus;
 mod privileged;
 mod replay;
 mod support;
+mod ui;

@@ -1,7 +1,8 @@
 //! `nm general|device|connection|active` and `nm monitor` against a real NetworkManager that
-//! manages veth devices: a static IPv4+IPv6 profile with a route and DNS, and a DHCP profile
-//! served by `dnsmasq` in a peer namespace. Every field is compared with `nmcli -t` on the
-//! same bus; the device state sequence of `nm monitor --json` with the `PropertiesChanged`
+//! manages veth devices: a static IPv4+IPv6 profile with a route and DNS, a DHCP profile
+//! served by `dnsmasq` in a peer namespace, a bridge with a veth port, and bond and VLAN
+//! profiles whose devices stay unrealized. Every field is compared with `nmcli` on the same
+//! bus; the device state sequence of `nm monitor --json` with the `PropertiesChanged`
 //! sequence that a second connection (`busctl monitor`) records.
 
 use std::collections::BTreeMap;
@@ -16,9 +17,13 @@ use crate::support::{Monitor, Run, netmirror, run};
 /// How long an event or an activation may take.
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Fields nmcli has that netmirror does not show, each for a reason:
-/// `GENERAL.VENDOR` and `GENERAL.PRODUCT` come from udev's database, which is not on the bus.
-const NOT_SHOWN: &[&str] = &["GENERAL.VENDOR", "GENERAL.PRODUCT"];
+/// Fields nmcli has that netmirror does not show: none for these devices. (`GENERAL.VENDOR`
+/// and `GENERAL.PRODUCT` are not on the bus: libnm reads them from udev in nmcli's own
+/// process. netmirror shows them, as `--`, where libnm finds none: a virtual interface, or a
+/// name the client's namespace does not have, as here where the daemon has a namespace of
+/// its own. A hardware device's are left out, since libnm shortens udev's strings by rules
+/// netmirror does not reproduce; no hardware device is in this sandbox.)
+const NOT_SHOWN: &[&str] = &[];
 
 /// A process killed on drop (the peer namespace's holder, dnsmasq).
 struct Killed(Child);
@@ -32,7 +37,9 @@ impl Drop for Killed {
 
 /// NetworkManager with veth0 (peer veth1 beside it) and veth2 (peer veth3 in a namespace of
 /// its own with dnsmasq serving DHCP on 198.18.0.0/24); the profile `static` activated on
-/// veth0 and `dhcp` on veth2.
+/// veth0 and `dhcp` on veth2, the bridge `bridge` (br0, 203.0.113.1/24) with veth1 as its
+/// port (`bridge-port`); `bond` (bond0) and `vlan` (vlan7 on bond0) not activated, so their
+/// devices are the daemon's unrealized placeholders.
 struct Lab {
     nm: NetworkManagerDaemon,
     _dnsmasq: Killed,
@@ -115,6 +122,7 @@ fn lab() -> Lab {
         .expect("dnsmasq"),
     );
     wait_for(&nm, "veth0");
+    wait_for(&nm, "veth1");
     wait_for(&nm, "veth2");
     ok(nm.nmcli().args([
         "connection",
@@ -164,12 +172,77 @@ fn lab() -> Lab {
         "ipv6.method",
         "disabled",
     ]));
-    ok(nm
-        .nmcli()
-        .args(["--wait", "60", "connection", "up", "static"]));
-    ok(nm
-        .nmcli()
-        .args(["--wait", "60", "connection", "up", "dhcp"]));
+    for args in [
+        &[
+            "type",
+            "bridge",
+            "ifname",
+            "br0",
+            "con-name",
+            "bridge",
+            "autoconnect",
+            "no",
+            "bridge.stp",
+            "no",
+            "ipv4.method",
+            "manual",
+            "ipv4.addresses",
+            "203.0.113.1/24",
+            "ipv6.method",
+            "disabled",
+        ][..],
+        &[
+            "type",
+            "ethernet",
+            "ifname",
+            "veth1",
+            "con-name",
+            "bridge-port",
+            "autoconnect",
+            "no",
+            "master",
+            "br0",
+            "slave-type",
+            "bridge",
+        ],
+        &[
+            "type",
+            "bond",
+            "ifname",
+            "bond0",
+            "con-name",
+            "bond",
+            "autoconnect",
+            "no",
+            "ipv4.method",
+            "disabled",
+            "ipv6.method",
+            "disabled",
+        ],
+        &[
+            "type",
+            "vlan",
+            "ifname",
+            "vlan7",
+            "dev",
+            "bond0",
+            "id",
+            "7",
+            "con-name",
+            "vlan",
+            "autoconnect",
+            "no",
+            "ipv4.method",
+            "disabled",
+            "ipv6.method",
+            "disabled",
+        ],
+    ] {
+        ok(nm.nmcli().arg("connection").arg("add").args(args));
+    }
+    for id in ["static", "dhcp", "bridge", "bridge-port"] {
+        ok(nm.nmcli().args(["--wait", "60", "connection", "up", id]));
+    }
     Lab {
         nm,
         _dnsmasq: dnsmasq,
@@ -293,6 +366,29 @@ fn device_show_equals_nmcli_field_by_field() {
     let lo = device_matches(nm, "lo");
     assert_eq!(lo["GENERAL.STATE"], "100 (connected (externally))");
     device_matches(nm, "veth1");
+    // A bridge: its BRIDGE section (with `-f all`), its port's name.
+    let br0 = device_matches(nm, "br0");
+    assert_eq!(br0["BRIDGE.SLAVES"], "veth1");
+    assert_eq!(br0["IP4.ADDRESS[1]"], "203.0.113.1/24");
+    // Virtual devices: libnm finds no vendor or product, and nmcli shows `--`.
+    assert_eq!(br0["GENERAL.VENDOR"], "");
+    assert_eq!(veth0["GENERAL.PRODUCT"], "");
+    // Bond and VLAN profiles give the daemon unrealized devices (in AllDevices): nmcli
+    // device show does not find them, and neither does netmirror, saying why.
+    for iface in ["bond0", "vlan7"] {
+        let theirs = nm
+            .nmcli()
+            .args(["device", "show", iface])
+            .output()
+            .expect("run nmcli");
+        assert!(!theirs.status.success(), "nmcli found {iface}");
+        let mine = ours(nm, &["nm", "device", iface]);
+        let err = mine.fails(1);
+        assert!(
+            err.contains(&format!("device '{iface}' not found")) && err.contains("unrealized"),
+            "{err}"
+        );
+    }
 
     // `-f` keeps the order asked.
     let asked = "GENERAL.STATE,GENERAL.DEVICE,IP4.ADDRESS";
@@ -355,43 +451,96 @@ fn lists_and_general_equal_nmcli_in_nmcli_order() {
     }
 }
 
+/// People's `NAME:   value` lines as `(NAME, value)`, the padding (nmcli's column 40,
+/// netmirror's the longest name's) left out.
+fn padded_fields(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(|line| {
+            let (name, value) = line.split_once(':').expect("NAME: value");
+            (name.to_owned(), value.trim_start().to_owned())
+        })
+        .collect()
+}
+
+/// `nm connection ID` equals `nmcli connection show ID` line for line, in nmcli's order:
+/// every setting with nmcli's defaults for what the daemon leaves out (from the generated
+/// table), then the active connection's sections; terse and for people, with `-f` groups and
+/// names, and as JSON (every name, booleans and numbers typed).
+///
+/// The one difference left: `-f active,connection.id` is printed in the order asked, where
+/// nmcli prints a profile's settings before its active sections whatever the order asked.
 #[test]
 fn connection_show_equals_nmcli_field_by_field() {
     let lab = lab();
     let nm = &lab.nm;
-    for id in ["static", "dhcp"] {
-        let theirs: BTreeMap<String, String> =
-            fields(&nmcli(nm, &["-t", "connection", "show", id]))
-                .into_iter()
-                .collect();
+    for id in ["static", "dhcp", "bridge", "bridge-port"] {
+        let theirs = fields(&nmcli(nm, &["-t", "connection", "show", id]));
         let mine = fields(ours(nm, &["-t", "nm", "connection", id]).ok());
-        assert!(mine.len() > 30, "{mine:?}");
-        for (name, value) in &mine {
-            if name == "DBUS-PATH" {
-                continue;
-            }
+        assert!(theirs.len() > 60, "{id}: {theirs:?}");
+        for (idx, (name, value)) in theirs.iter().enumerate() {
             assert_eq!(
-                theirs.get(name),
-                Some(value),
-                "{id} {name}: ours {value:?}, nmcli {:?}",
-                theirs.get(name)
+                mine.get(idx),
+                Some(&(name.clone(), value.clone())),
+                "{id}: line {} differs",
+                idx + 1
             );
         }
-        let mine: BTreeMap<String, String> = mine.into_iter().collect();
-        // The active connection's sections are there.
-        for name in ["GENERAL.STATE", "GENERAL.DEVICES", "IP4.ADDRESS[1]"] {
-            assert!(mine.contains_key(name), "{id}: no {name}");
+        assert_eq!(mine.len(), theirs.len(), "{id}: {mine:?}");
+        // For people: the same lines, nmcli's texts (`0 (default)`, `--`, routes in braces).
+        let theirs = padded_fields(&nmcli(nm, &["connection", "show", id]));
+        let mine = padded_fields(ours(nm, &["nm", "connection", id]).ok());
+        assert_eq!(mine, theirs, "{id}: for people");
+        for fields_asked in [
+            "all",
+            "profile",
+            "active",
+            "ipv4,GENERAL",
+            "connection.id,ipv6",
+        ] {
+            let theirs = fields(&nmcli(
+                nm,
+                &["-t", "-f", fields_asked, "connection", "show", id],
+            ));
+            let mine = fields(ours(nm, &["-t", "-f", fields_asked, "nm", "connection", id]).ok());
+            assert_eq!(mine, theirs, "{id}: -f {fields_asked}");
         }
-        if id == "static" {
-            assert_eq!(mine["ipv4.addresses"], "192.0.2.1/24");
-            assert_eq!(mine["ipv4.dns"], "192.0.2.53");
-            assert_eq!(mine["ipv4.routes"], "198.51.100.0/24 192.0.2.254 50");
-            assert_eq!(mine["ipv6.addresses"], "2001:db8::1/64");
-            assert_eq!(mine["connection.metered"], "yes");
-        } else {
-            assert!(mine.contains_key("DHCP4.OPTION[1]"), "{mine:?}");
+        let json = ours(nm, &["--json", "nm", "connection", id]).json();
+        let object = json.as_object().expect("object");
+        let theirs = fields(&nmcli(nm, &["-t", "connection", "show", id]));
+        for (name, value) in &theirs {
+            let mine = object
+                .get(name)
+                .unwrap_or_else(|| panic!("{id}: no {name} in {json}"));
+            match value.as_str() {
+                "" => assert!(mine.is_null() || mine == "" || mine == &Value::Array(vec![])),
+                // A flag is a boolean; an enumeration nmcli names `yes`/`no`
+                // (`connection.metered`) keeps its D-Bus number.
+                "yes" | "no" => assert!(
+                    *mine == Value::Bool(value == "yes") || mine.is_u64(),
+                    "{id} {name}: {mine}"
+                ),
+                _ => {}
+            }
         }
     }
+    let static_ = fields(ours(nm, &["-t", "nm", "connection", "static"]).ok());
+    let static_: BTreeMap<String, String> = static_.into_iter().collect();
+    // What the issue saw wrong, spelled out.
+    assert_eq!(static_["ipv4.addresses"], "192.0.2.1/24");
+    assert_eq!(static_["ipv4.dns"], "192.0.2.53");
+    assert_eq!(static_["ipv4.routes"], "198.51.100.0/24 192.0.2.254 50");
+    assert_eq!(static_["ipv6.addresses"], "2001:db8::1/64");
+    assert_eq!(static_["connection.metered"], "yes");
+    // Defaults the daemon does not send.
+    assert_eq!(static_["connection.autoconnect-priority"], "0");
+    assert_eq!(static_["ipv6.addr-gen-mode"], "default");
+    let dhcp = ours(
+        nm,
+        &["-f", "ipv4.dhcp-timeout,DHCP4", "nm", "connection", "dhcp"],
+    )
+    .ok()
+    .to_owned();
+    assert!(dhcp.contains("DHCP4.OPTION[1]"), "{dhcp}");
     let human = ours(nm, &["nm", "connection", "static"]).ok().to_owned();
     assert!(
         human.contains("{ ip = 198.51.100.0/24, nh = 192.0.2.254, mt = 50 }"),
@@ -413,10 +562,30 @@ impl BusRecorder {
             "type='signal',interface='org.freedesktop.DBus.Properties',\
              member='PropertiesChanged',path='{path}'"
         );
-        let mut child = nm
-            .bus()
-            .command("busctl")
-            .args(["--system", "monitor", "--json=short", "--match", &rule])
+        BusRecorder::with_rules(nm, &[&rule])
+    }
+
+    /// Every device's `PropertiesChanged` and every `InterfacesAdded`, whatever the path (a
+    /// restarted daemon may number its devices anew).
+    fn start_all(nm: &NetworkManagerDaemon) -> BusRecorder {
+        BusRecorder::with_rules(
+            nm,
+            &[
+                "type='signal',interface='org.freedesktop.DBus.Properties',\
+                 member='PropertiesChanged'",
+                "type='signal',interface='org.freedesktop.DBus.ObjectManager',\
+                 member='InterfacesAdded'",
+            ],
+        )
+    }
+
+    fn with_rules(nm: &NetworkManagerDaemon, rules: &[&str]) -> BusRecorder {
+        let mut command = nm.bus().command("busctl");
+        command.args(["--system", "monitor", "--json=short"]);
+        for rule in rules {
+            command.args(["--match", rule]);
+        }
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -439,6 +608,35 @@ impl BusRecorder {
             child: Killed(child),
             lines,
         }
+    }
+
+    /// The states of the device at `path` recorded so far, in order: the one it was exported
+    /// with (`InterfacesAdded`), then each `PropertiesChanged` of its `State`.
+    fn states_of(&self, path: &str) -> Vec<u64> {
+        let mut states = Vec::new();
+        for line in self.lines.try_iter() {
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            let data = &message["payload"]["data"];
+            let state = match message["member"].as_str() {
+                Some("InterfacesAdded") if data[0] == path => {
+                    &data[1]["org.freedesktop.NetworkManager.Device"]["State"]["data"]
+                }
+                Some("PropertiesChanged")
+                    if message["path"] == path
+                        && data[0] == "org.freedesktop.NetworkManager.Device" =>
+                {
+                    &data[1]["State"]["data"]
+                }
+                _ => continue,
+            };
+            if let Some(state) = state.as_u64() {
+                states.push(state);
+            }
+        }
+        let _ = &self.child;
+        states
     }
 
     /// The device states recorded so far, in order.
@@ -557,7 +755,9 @@ fn monitor_reports_every_device_state_in_bus_order() {
     drop(recorder);
 
     // The daemon restarts: it leaves, comes back, and veth0 is there again in the state
-    // nmcli reports.
+    // nmcli reports, each state it goes through after the monitor has loaded it reported in
+    // the bus's order (recorded across the restart by a second connection).
+    let recorder = BusRecorder::start_all(nm);
     lab.nm.stop().expect("stop NetworkManager");
     let vanished = monitor.expect_line(TIMEOUT, |line| line.contains("\"vanished\""));
     assert!(vanished.contains("networkmanager"), "{vanished}");
@@ -591,6 +791,70 @@ fn monitor_reports_every_device_state_in_bus_order() {
         theirs.trim().ends_with(&format!("({last})")),
         "nmcli {theirs:?}, ours {last:?}: {added} {later:?}"
     );
+    // Then veth0 comes back to life under the restarted daemon: its peer's link goes up
+    // (unavailable → disconnected) and `static` is activated again, through every state.
+    ok(lab
+        .nm
+        .netns_command("ip")
+        .args(["link", "set", "veth1", "up"]));
+    ok(lab
+        .nm
+        .nmcli()
+        .args(["--wait", "60", "connection", "up", "static"]));
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let line = monitor
+            .try_line(Duration::from_millis(200))
+            .unwrap_or_default();
+        let connected = serde_json::from_str::<Value>(&line).is_ok_and(|e| {
+            e["object"] == "device"
+                && e["new"]["device"] == "veth0"
+                && e["new"]["state"]["value"] == 100
+        });
+        later.push(line);
+        if connected {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "veth0 never connected: {later:?}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    later.extend(std::iter::from_fn(|| {
+        monitor.try_line(Duration::from_millis(500))
+    }));
+    // The whole sequence after the restart: the state the monitor loaded, then every change.
+    let path = nmcli(
+        &lab.nm,
+        &["-g", "GENERAL.DBUS-PATH", "device", "show", "veth0"],
+    )
+    .trim()
+    .to_owned();
+    let mut ours = vec![
+        added["new"]["state"]["value"]
+            .as_u64()
+            .expect("state number"),
+    ];
+    ours.extend(
+        later
+            .iter()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|e| e["object"] == "device" && e["event"] == "changed")
+            .filter(|e| e["new"]["device"] == "veth0")
+            .filter(|e| e["old"]["state"] != e["new"]["state"])
+            .map(|e| e["new"]["state"]["value"].as_u64().expect("state number")),
+    );
+    let bus = recorder.states_of(&path);
+    // The monitor loads the restarted daemon when it appears on the bus, possibly after its
+    // first changes: from the state it loaded on, its sequence is the bus's, nothing merged.
+    assert!(
+        bus.ends_with(&ours),
+        "after the restart: ours {ours:?}, the bus {bus:?} ({path})"
+    );
+    for state in [30, 40, 50, 70, 100] {
+        assert!(ours.contains(&state), "after the restart: ours {ours:?}");
+    }
 }
 
 #[test]
@@ -661,6 +925,73 @@ fn device_kernel_shows_the_kernel_next_to_networkmanager() {
         !kernel.iter().any(|(_, v)| v.contains("(not in")),
         "{kernel:?}"
     );
+
+    // A real disagreement: a multipath route made behind NetworkManager's back. The kernel
+    // has two hops; NetworkManager's IP4 configuration (1.42) keeps one route through the
+    // first. Both sides are marked.
+    ok(nm.netns_command("ip").args([
+        "route",
+        "add",
+        "10.12.0.0/16",
+        "nexthop",
+        "via",
+        "192.0.2.2",
+        "dev",
+        "veth0",
+        "nexthop",
+        "via",
+        "192.0.2.3",
+        "dev",
+        "veth0",
+    ]));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let nm_routes = loop {
+        let routes: Vec<String> = fields(&nmcli(
+            nm,
+            &["-t", "-f", "IP4.ROUTE", "device", "show", "veth0"],
+        ))
+        .into_iter()
+        .map(|(_, route)| route)
+        .filter(|route| route.starts_with("dst = 10.12.0.0/16,"))
+        .collect();
+        if !routes.is_empty() || Instant::now() > deadline {
+            break routes;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let kernel = fields(
+        ours(
+            nm,
+            &[
+                "--netns", netns, "-t", "-f", "KERNEL", "nm", "device", "veth0", "--kernel",
+            ],
+        )
+        .ok(),
+    );
+    assert!(
+        kernel
+            .iter()
+            .any(|(name, v)| name.starts_with("KERNEL.ROUTE")
+                && v == "dst = 10.12.0.0/16, nh = 192.0.2.2 + 192.0.2.3, mt = 0 (not in NM)"),
+        "{kernel:?}"
+    );
+    // Each single-hop route NetworkManager shows for it is not in the kernel.
+    for route in &nm_routes {
+        let hop = route
+            .split(", ")
+            .find_map(|part| part.strip_prefix("nh = "))
+            .expect("nh");
+        let wanted = format!("route 10.12.0.0/16 via {hop} (not in kernel)");
+        assert!(
+            kernel
+                .iter()
+                .any(|(name, v)| name.starts_with("KERNEL.MISSING") && *v == wanted),
+            "{wanted}: {kernel:?}"
+        );
+    }
+    // Everything else still agrees.
+    let marked = kernel.iter().filter(|(_, v)| v.contains("(not in")).count();
+    assert_eq!(marked, 1 + nm_routes.len(), "{kernel:?}");
     // --netns is for --kernel only.
     ours(nm, &["--netns", netns, "nm", "device"]).fails(2);
 }

@@ -411,14 +411,19 @@ fn device_and_global_switches_show_in_the_cache() {
             assert_eq!(addrs, ["192.0.2.1/24", "2001:db8:1::1/64"]);
             client.deactivate("both-at-once", WAIT).await.unwrap();
 
-            let device = |c: &NmClient, prop: &str| {
-                c.device_by_name("vb0")
-                    .and_then(|d| d.property(prop).and_then(|v| v.as_bool()))
+            let device = |c: &NmClient, prop: netmirror_dbus_meta::PropertyKey<bool>| {
+                c.device_by_name("vb0").and_then(|d| d.get(prop))
             };
             client.set_autoconnect("vb0", false, WAIT).await.unwrap();
-            assert_eq!(device(&client, "Autoconnect"), Some(false));
+            assert_eq!(
+                device(&client, netmirror_dbus_meta::nm::device::AUTOCONNECT),
+                Some(false)
+            );
             client.set_managed("vb0", false, WAIT).await.unwrap();
-            assert_eq!(device(&client, "Managed"), Some(false));
+            assert_eq!(
+                device(&client, netmirror_dbus_meta::nm::device::MANAGED),
+                Some(false)
+            );
             let out = nm
                 .nmcli()
                 .args(["-t", "-f", "DEVICE,STATE", "device"])
@@ -430,12 +435,12 @@ fn device_and_global_switches_show_in_the_cache() {
                 String::from_utf8_lossy(&out.stdout)
             );
             client.set_managed("vb0", true, WAIT).await.unwrap();
-            assert_eq!(device(&client, "Managed"), Some(true));
+            assert_eq!(
+                device(&client, netmirror_dbus_meta::nm::device::MANAGED),
+                Some(true)
+            );
 
-            let enabled = |c: &NmClient| {
-                c.manager()
-                    .and_then(|m| m.property("NetworkingEnabled").and_then(|v| v.as_bool()))
-            };
+            let enabled = |c: &NmClient| c.manager().and_then(|m| m.networking_enabled());
             client.set_networking(false, WAIT).await.unwrap();
             assert_eq!(enabled(&client), Some(false));
             client.set_networking(true, WAIT).await.unwrap();

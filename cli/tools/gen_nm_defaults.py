@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Generates cli/src/nm_defaults.rs: what nmcli prints for each setting property that
+NetworkManager leaves out of a profile's GetSettings answer (its default), and nmcli's order
+of settings and of properties within each.
+
+NetworkManager sends only the properties that differ from their default; nmcli (through libnm)
+shows every property of every setting the profile has, the missing ones at libnm's default.
+This asks nmcli itself: it adds one bare profile per connection type netmirror shows, reads
+`nmcli connection show` (people's form) and `nmcli -t connection show` (terse form) for it,
+and compares with the daemon's own GetSettings answer (busctl): each property nmcli shows and
+the daemon did not send is a default, in both forms. A property the daemon sent in every
+sample has no default here (it is always sent).
+
+Run it against a sandboxed NetworkManager (never the host's), e.g. with
+../shared/recipes/nm-sandbox.sh:
+
+    nm-sandbox.sh up /tmp/sbx
+    DBUS_SYSTEM_BUS_ADDRESS=unix:path=/tmp/sbx/bus python3 cli/tools/gen_nm_defaults.py \
+        > cli/src/nm_defaults.rs
+    nm-sandbox.sh down /tmp/sbx
+
+Needs nmcli and busctl. The profiles it adds are named `nmdef-*` and deleted afterwards.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+# (name, nmcli connection add arguments): a bare profile of each type netmirror shows, and
+# the port and security settings that only appear with a controller or a key management.
+SAMPLES = [
+    # Nothing set but the type: the daemon leaves out autoconnect and interface-name too
+    # (the others say `autoconnect no`, so that nothing activates).
+    ("bare", ["type", "ethernet"]),
+    ("ethernet", ["type", "ethernet", "ifname", "nmdef0"]),
+    ("bridge", ["type", "bridge", "ifname", "nmdefbr0"]),
+    ("bond", ["type", "bond", "ifname", "nmdefbond0"]),
+    ("vlan", ["type", "vlan", "ifname", "nmdefvlan0", "dev", "nmdef0", "id", "10"]),
+    ("loopback", ["type", "loopback", "ifname", "lo"]),
+    ("dummy", ["type", "dummy", "ifname", "nmdefd0"]),
+    ("veth", ["type", "veth", "ifname", "nmdefv0", "veth.peer", "nmdefv1"]),
+    ("wifi", ["type", "wifi", "ifname", "nmdefw0", "ssid", "nmdef"]),
+    ("wifi-psk", ["type", "wifi", "ifname", "nmdefw1", "ssid", "nmdef",
+                  "wifi-sec.key-mgmt", "wpa-psk", "wifi-sec.psk", "nmdef-secret"]),
+    ("bridge-port", ["type", "ethernet", "ifname", "nmdefp0", "master", "nmdefbr0",
+                     "slave-type", "bridge"]),
+    ("bond-port", ["type", "ethernet", "ifname", "nmdefp1", "master", "nmdefbond0",
+                   "slave-type", "bond"]),
+]
+
+
+def run(*args):
+    return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+
+
+def nmcli_lines(*args):
+    """(name, value) for each `name:value` line."""
+    out = []
+    for line in run("nmcli", *args).splitlines():
+        name, _, value = line.partition(":")
+        out.append((name, value))
+    return out
+
+
+def sample(name, add):
+    con = f"nmdef-{name}"
+    quiet = [] if name == "bare" else ["autoconnect", "no"]
+    run("nmcli", "connection", "add", "con-name", con, *quiet, *add)
+    try:
+        terse = nmcli_lines("-t", "connection", "show", con)
+        pretty = [(n, v.strip()) for n, v in nmcli_lines("connection", "show", con)]
+        # The profile's path (GENERAL.DBUS-PATH is the active connection's, if it is active).
+        path = next(p for n, p in nmcli_lines("-t", "-f", "NAME,DBUS-PATH", "connection")
+                    if n == con)
+        reply = json.loads(run(
+            "busctl", "--system", "--json=short", "call", "org.freedesktop.NetworkManager",
+            path, "org.freedesktop.NetworkManager.Settings.Connection", "GetSettings"))
+        sent = {(s, k) for s, keys in reply["data"][0].items() for k in keys}
+        settings = list(reply["data"][0])
+    finally:
+        run("nmcli", "connection", "delete", con)
+    assert [n for n, _ in terse] == [n for n, _ in pretty], name
+    props = []
+    for (full, t), (_, p) in zip(terse, pretty):
+        setting, _, key = full.partition(".")
+        if not key or setting != setting.lower():
+            continue  # GENERAL, IP4...: an active connection's sections
+        props.append((setting, key, (setting, key) in sent, p, t))
+    return props, settings
+
+
+def rust_str(text):
+    return json.dumps(text, ensure_ascii=False)
+
+
+def main():
+    if "DBUS_SYSTEM_BUS_ADDRESS" not in os.environ:
+        sys.exit("set DBUS_SYSTEM_BUS_ADDRESS to a sandboxed NetworkManager's bus")
+    # setting -> ordered keys; (setting, key) -> (pretty, terse) when left out somewhere
+    order = []
+    keys = {}
+    defaults = {}
+    for name, add in SAMPLES:
+        props, _ = sample(name, add)
+        prev = None
+        for setting, key, sent, pretty, terse in props:
+            if setting not in keys:
+                keys[setting] = []
+                at = order.index(prev) + 1 if prev in order else len(order)
+                order.insert(at, setting)
+            prev = setting
+            if key not in keys[setting]:
+                keys[setting].append(key)
+            if sent:
+                continue
+            old = defaults.setdefault((setting, key), (pretty, terse))
+            if old != (pretty, terse):
+                sys.exit(f"{setting}.{key}: nmcli shows two defaults, {old} and "
+                         f"{(pretty, terse)} (sample {name})")
+    version = run("nmcli", "--version").strip().rsplit(" ", 1)[-1]
+    print("//! nmcli's defaults for the setting properties NetworkManager leaves out of a")
+    print("//! profile, and nmcli's order of settings and properties.")
+    print("//!")
+    print(f"//! Generated by `cli/tools/gen_nm_defaults.py` from nmcli {version} and committed;")
+    print("//! do not edit. `(people's form, terse form)`; `None` where the daemon always sent")
+    print("//! the property.")
+    print()
+    print("/// One setting: its name and its properties in nmcli's order, each with nmcli's")
+    print("/// text for it when the daemon leaves it out.")
+    print("pub(crate) type Setting = (&'static str, &'static [Property]);")
+    print()
+    print("/// A property's name and its default as nmcli prints it (people's form, terse form).")
+    print("pub(crate) type Property = (&'static str, Option<(&'static str, &'static str)>);")
+    print()
+    print("/// The settings in nmcli's order.")
+    print("pub(crate) const SETTINGS: &[Setting] = &[")
+    for setting in order:
+        print(f"    (\n        {rust_str(setting)},\n        &[")
+        for key in keys[setting]:
+            d = defaults.get((setting, key))
+            val = "None" if d is None else f"Some(({rust_str(d[0])}, {rust_str(d[1])}))"
+            print(f"            ({rust_str(key)}, {val}),")
+        print("        ],\n    ),")
+    print("];")
+
+
+if __name__ == "__main__":
+    main()
