@@ -70,13 +70,16 @@ async fn run() -> Result<(), Error> {
         writeln!(
             out,
             "device {} {} {}",
-            device.interface(),
-            device.type_name(),
+            or_dashes(device.interface()),
+            or_dashes(device.type_name()),
             // The typed state (`device.state()`, a `DeviceState`) as nmcli words it, with
             // `(externally)` where NetworkManager only follows someone else's configuration.
-            device.state_text()
+            or_dashes(device.state_text())
         )?;
-        names.insert(device.object().path_arc(), device.interface().to_owned());
+        let name = device
+            .interface()
+            .map_or_else(|| device.path().to_owned(), str::to_owned);
+        names.insert(device.object().path_arc(), name);
     }
     // The load's own events (each object added, then `Loaded`) describe what is printed above.
     nm.cache_mut().take_events();
@@ -106,7 +109,7 @@ async fn run() -> Result<(), Error> {
             nm.devices()
                 .into_iter()
                 .find(|device| device.path() == &**path)
-                .map(|device| device.interface().to_owned())
+                .and_then(|device| device.interface().map(str::to_owned))
                 .or_else(|| names.get(path).cloned())
                 .unwrap_or_else(|| path.to_string())
         };
@@ -115,8 +118,15 @@ async fn run() -> Result<(), Error> {
                 let Some(device) = nm.devices().into_iter().find(|d| d.path() == &*path) else {
                     continue;
                 };
-                writeln!(out, "added {} {}", device.interface(), device.state())?;
-                names.insert(path, device.interface().to_owned());
+                let state = device.state();
+                let iface = device.interface().map(str::to_owned);
+                writeln!(
+                    out,
+                    "added {} {}",
+                    or_dashes(iface.as_deref()),
+                    or_dashes(state)
+                )?;
+                names.insert(path.clone(), iface.unwrap_or_else(|| path.to_string()));
             }
             NmEvent::DeviceRemoved(path) => {
                 writeln!(out, "removed {}", name(&path, &names))?;
@@ -136,4 +146,9 @@ async fn run() -> Result<(), Error> {
         printed += 1;
     }
     Ok(())
+}
+
+/// A property's value, or `--` (as nmcli prints it) when the daemon has not sent it.
+fn or_dashes<T: std::fmt::Display>(value: Option<T>) -> String {
+    value.map_or_else(|| "--".to_owned(), |value| value.to_string())
 }
