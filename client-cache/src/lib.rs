@@ -74,7 +74,10 @@
 //! let conn = zbus::Connection::system().await?;
 //! let mut nm = NmClient::new(&conn).await?;
 //! for device in nm.devices() {
-//!     println!("{} {:?} {}", device.interface(), device.device_type(), device.state());
+//!     // What the daemon has not sent (yet) is `None`: nmcli prints `--` for it.
+//!     let name = device.interface().unwrap_or("--");
+//!     let state = device.state().map_or_else(|| "--".to_owned(), |state| state.to_string());
+//!     println!("{name} {:?} {state}", device.device_type());
 //! }
 //! while let Some(event) = nm.next_event().await {
 //!     match event {
