@@ -57,17 +57,13 @@ fn explain_zbus(err: &zbus::Error, bus: &Bus) -> Option<anyhow::Error> {
                 .into(),
             )
         }
-        zbus::Error::MethodError(name, _, _)
-            if name.as_str() == "org.freedesktop.DBus.Error.AccessDenied" =>
-        {
-            Some(
-                Failure::PermissionDenied {
-                    what: format!("the {bus} refused the call"),
-                    hint: crate::failure::BUS_HINT,
-                }
-                .into(),
-            )
-        }
+        zbus::Error::FDO(fdo) if matches!(**fdo, zbus::fdo::Error::AccessDenied(_)) => Some(
+            Failure::PermissionDenied {
+                what: format!("the {bus} refused the call"),
+                hint: crate::failure::BUS_HINT,
+            }
+            .into(),
+        ),
         _ => None,
     }
 }
@@ -75,16 +71,9 @@ fn explain_zbus(err: &zbus::Error, bus: &Bus) -> Option<anyhow::Error> {
 /// Turns a client-cache error into the CLI's message for it when it has one.
 pub(crate) fn explain(err: client::Error, bus: &Bus, service: &str) -> anyhow::Error {
     match &err {
-        client::Error::ServiceUnknown(_) => Failure::ServiceAbsent {
-            service: service.to_owned(),
-            bus: bus.to_string(),
-        }
-        .into(),
         client::Error::DBus(zbus_err) => explain_zbus(zbus_err, bus)
             .unwrap_or_else(|| anyhow::Error::new(err).context(format!("cannot load {service}"))),
-        client::Error::Call(call)
-            if call.error_name() == Some("org.freedesktop.DBus.Error.AccessDenied") =>
-        {
+        client::Error::Call(call) if call.is_access_denied() => {
             let message = match &call.cause {
                 client::CallFailure::ErrorReply { message, .. } if !message.is_empty() => {
                     format!(": {message}")

@@ -416,17 +416,22 @@ async fn introspect(
         .0?
         .ok()?;
     let xml: String = reply.body().deserialize().ok()?;
-    let has = xml.contains("\"org.freedesktop.DBus.ObjectManager\"");
-    let mut children = Vec::new();
-    let mut rest = xml.as_str();
-    while let Some(at) = rest.find("<node name=\"") {
-        rest = &rest[at + 12..];
-        if let Some(end) = rest.find('"') {
-            children.push(rest[..end].to_owned());
-            rest = &rest[end..];
-        }
-    }
-    Some((has, children))
+    // Unreadable introspection data is no data: the walk goes on without this object.
+    let node = zbus_xml::Node::try_from(xml.as_str()).ok()?;
+    Some(node_manager_and_children(&node))
+}
+
+/// Whether `node` implements `org.freedesktop.DBus.ObjectManager`, and its children's names.
+fn node_manager_and_children(node: &zbus_xml::Node<'_>) -> (bool, Vec<String>) {
+    let manager = <zbus::fdo::ObjectManager as zbus::object_server::Interface>::name();
+    let has = node.interfaces().iter().any(|i| i.name() == manager);
+    let children = node
+        .nodes()
+        .iter()
+        .filter_map(|child| child.name())
+        .map(str::to_owned)
+        .collect();
+    (has, children)
 }
 
 /// How many objects the walk for an ObjectManager introspects at most.
@@ -526,4 +531,39 @@ fn emit(
         old,
         new,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::node_manager_and_children;
+
+    #[test]
+    fn introspection_data_names_the_manager_and_the_children() {
+        let xml = r#"<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
+<node>
+  <interface name="org.freedesktop.DBus.ObjectManager">
+    <method name="GetManagedObjects">
+      <arg type="a{oa{sa{sv}}}" name="objects" direction="out"/>
+    </method>
+  </interface>
+  <interface name="org.example.NotTheManager"/>
+  <node name="block_devices"/>
+  <node name="drives"/>
+</node>"#;
+        let node = zbus_xml::Node::try_from(xml).unwrap();
+        assert_eq!(
+            node_manager_and_children(&node),
+            (true, vec!["block_devices".to_owned(), "drives".to_owned()])
+        );
+        // A name that merely contains the manager's, in a comment or an attribute value
+        // elsewhere, is not the interface (the old substring search took it).
+        let xml = r#"<node><!-- "org.freedesktop.DBus.ObjectManager" -->
+  <interface name="org.example.I">
+    <annotation name="x" value="org.freedesktop.DBus.ObjectManager"/>
+  </interface>
+</node>"#;
+        let node = zbus_xml::Node::try_from(xml).unwrap();
+        assert_eq!(node_manager_and_children(&node), (false, vec![]));
+    }
 }

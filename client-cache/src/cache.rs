@@ -1,12 +1,15 @@
 //! The async cache: a [`Core`] driven by the caller polling [`ObjectCache::next_event`].
 
 use std::{
+    future::Future,
     num::NonZeroUsize,
+    pin::Pin,
     sync::Arc,
+    task::{Context, Poll, ready},
     time::{Duration, Instant},
 };
 
-use futures_util::{FutureExt, StreamExt};
+use futures_util::StreamExt;
 use netmirror_dbus_meta::{DeclaredType, PropertyKey};
 use zbus::{Connection, MessageStream, OwnedObjectPath};
 
@@ -182,6 +185,9 @@ impl CacheBuilder {
             core,
             closed: false,
             recorder,
+            sending: std::sync::Mutex::new(None),
+            timer: async_io::Timer::never(),
+            timer_at: None,
         };
         cache.flush().await?;
         Ok(cache)
@@ -216,6 +222,27 @@ pub struct ObjectCache {
     core: Core,
     closed: bool,
     recorder: Option<Recorder>,
+    /// The calls being sent (see [`ObjectCache::poll_flush`]). In a mutex only so that the
+    /// cache stays `Sync`; it is only ever reached through `&mut self` (`get_mut`, no locking).
+    sending: std::sync::Mutex<Option<SendFuture>>,
+    /// The timer of the earliest call's deadline, and the deadline it is set to.
+    timer: async_io::Timer,
+    timer_at: Option<Instant>,
+}
+
+/// A send of queued calls, kept by the cache until it completes.
+type SendFuture = Pin<Box<dyn Future<Output = zbus::Result<()>> + Send>>;
+
+/// The cache is a stream of its events (as [`ObjectCache::next_event`], and as cancel-safe):
+/// it ends when the connection closes.
+impl futures_core::Stream for ObjectCache {
+    type Item = Event;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        let this = self.get_mut();
+        this.poll_event(cx, std::pin::pin!(std::future::pending::<()>()))
+            .map(|r| r.unwrap_or(None))
+    }
 }
 
 impl std::fmt::Debug for ObjectCache {
@@ -233,103 +260,135 @@ impl ObjectCache {
         CacheBuilder::new(service)
     }
 
-    async fn flush(&mut self) -> Result<()> {
-        if !self.core.out.is_empty() {
+    /// Sends the queued calls. The sending is kept in the cache until it completes: a caller
+    /// that stops polling (a dropped future) leaves it there, and the next poll resumes it, so
+    /// no call is lost, none is sent twice, and no message is cut in half.
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        // Never locked, so never poisoned: `get_mut` only proves the exclusive access.
+        let Ok(sending) = self.sending.get_mut() else {
+            return Poll::Ready(Err(Error::Closed));
+        };
+        loop {
+            if let Some(fut) = sending.as_mut() {
+                let result = ready!(fut.as_mut().poll(cx));
+                *sending = None;
+                result?;
+            }
+            if self.core.out.is_empty() {
+                return Poll::Ready(Ok(()));
+            }
             let out = std::mem::take(&mut self.core.out);
             if let Some(r) = &mut self.recorder {
                 r.calls(&out);
             }
-            self.conn.send_all(&out).await?;
+            let conn = self.conn.clone();
+            *sending = Some(Box::pin(async move { conn.send_all(&out).await }));
         }
-        Ok(())
     }
 
-    /// Handle one batch: wait for a message, take every message already queued behind it
-    /// (bounded), apply them all, then queue the events.
+    async fn flush(&mut self) -> Result<()> {
+        std::future::poll_fn(|cx| self.poll_flush(cx)).await
+    }
+
+    /// Arms the timer for the earliest call's deadline; whether it expired.
+    fn poll_deadline(&mut self, cx: &mut Context<'_>) -> bool {
+        let deadline = self.core.next_deadline();
+        if deadline != self.timer_at {
+            match deadline {
+                Some(at) => self.timer.set_at(at),
+                None => self.timer = async_io::Timer::never(),
+            }
+            self.timer_at = deadline;
+        }
+        if deadline.is_none() {
+            return false;
+        }
+        if Pin::new(&mut self.timer).poll(cx).is_ready() {
+            // Re-armed on the next poll, for the next deadline.
+            self.timer_at = None;
+            return true;
+        }
+        false
+    }
+
+    /// One step of the cache, or the output of `interrupt`: send what is queued; then handle
+    /// one batch (a message, and every message already queued behind it, bounded), or expire
+    /// the calls whose deadline passed. `interrupt` wins only when no message is waiting.
+    ///
+    /// Everything lives in the cache between polls (the stream, the timer, the sending), so
+    /// stopping at any `Pending` loses nothing: this is what makes the public futures cancel-safe.
+    fn poll_step<F: Future>(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut interrupt: Pin<&mut F>,
+    ) -> Poll<Result<Option<F::Output>>> {
+        if let Poll::Ready(Err(e)) = self.poll_flush(cx) {
+            return Poll::Ready(Err(e));
+        }
+        match self.stream.poll_next_unpin(cx) {
+            Poll::Ready(Some(Ok(first))) => {
+                if let Some(r) = &mut self.recorder {
+                    r.begin_batch();
+                }
+                self.core.begin_batch();
+                let mut flush_now = self.handle(&first);
+                drop(first);
+                let mut n = 1;
+                while !flush_now && n < MAX_BATCH {
+                    match self.stream.poll_next_unpin(cx) {
+                        Poll::Ready(Some(Ok(m))) => {
+                            flush_now = self.handle(&m);
+                            n += 1;
+                        }
+                        // An error or the end: the next step reports it.
+                        _ => break,
+                    }
+                }
+                self.commit();
+                if let Poll::Ready(Err(e)) = self.poll_flush(cx) {
+                    return Poll::Ready(Err(e));
+                }
+                return Poll::Ready(Ok(None));
+            }
+            Poll::Ready(Some(Err(e))) => {
+                self.closed = true;
+                return Poll::Ready(Err(e.into()));
+            }
+            Poll::Ready(None) => {
+                self.closed = true;
+                return Poll::Ready(Err(Error::Closed));
+            }
+            Poll::Pending => {}
+        }
+        if let Poll::Ready(out) = interrupt.as_mut().poll(cx) {
+            return Poll::Ready(Ok(Some(out)));
+        }
+        if self.poll_deadline(cx) {
+            if let Some(r) = &mut self.recorder {
+                r.before_expire(&self.core);
+            }
+            self.core.expire(Instant::now());
+            if let Some(r) = &mut self.recorder {
+                r.after_expire(&self.core);
+            }
+            self.commit();
+            if let Poll::Ready(Err(e)) = self.poll_flush(cx) {
+                return Poll::Ready(Err(e));
+            }
+            return Poll::Ready(Ok(None));
+        }
+        Poll::Pending
+    }
+
+    /// Handle one batch (see [`Self::poll_step`]).
     async fn step(&mut self) -> Result<()> {
         self.step_or(std::future::pending::<()>()).await.map(|_| ())
     }
 
-    /// [`Self::step`], unless `interrupt` completes first while waiting for a message (the only
-    /// point where stopping is safe: nothing has been taken from the queue yet).
-    pub(crate) async fn step_or<F: std::future::Future>(
-        &mut self,
-        interrupt: F,
-    ) -> Result<Option<F::Output>> {
-        self.flush().await?;
-        let deadline = self.core.next_deadline();
-        let timer = async move {
-            match deadline {
-                // async-io's timer: one reactor for every timer of the process, no thread per
-                // wait, and it works under any executor.
-                Some(at) => {
-                    async_io::Timer::at(at).await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
-        let next = self.stream.next();
+    /// [`Self::step`], unless `interrupt` completes first while waiting for a message.
+    pub(crate) async fn step_or<F: Future>(&mut self, interrupt: F) -> Result<Option<F::Output>> {
         futures_util::pin_mut!(interrupt);
-        futures_util::pin_mut!(timer);
-        let first = match futures_util::future::select(
-            next,
-            futures_util::future::select(interrupt, timer),
-        )
-        .await
-        {
-            futures_util::future::Either::Right((
-                futures_util::future::Either::Left((out, _)),
-                _,
-            )) => {
-                return Ok(Some(out));
-            }
-            futures_util::future::Either::Right((
-                futures_util::future::Either::Right(((), _)),
-                _,
-            )) => {
-                if let Some(r) = &mut self.recorder {
-                    r.before_expire(&self.core);
-                }
-                self.core.expire(Instant::now());
-                if let Some(r) = &mut self.recorder {
-                    r.after_expire(&self.core);
-                }
-                self.commit();
-                self.flush().await?;
-                return Ok(None);
-            }
-            futures_util::future::Either::Left((m, _)) => m,
-        };
-        let first = match first {
-            Some(Ok(m)) => m,
-            Some(Err(e)) => {
-                self.closed = true;
-                return Err(e.into());
-            }
-            None => {
-                self.closed = true;
-                return Err(Error::Closed);
-            }
-        };
-        if let Some(r) = &mut self.recorder {
-            r.begin_batch();
-        }
-        self.core.begin_batch();
-        let mut flush_now = self.handle(&first);
-        drop(first);
-        let mut n = 1;
-        while !flush_now && n < MAX_BATCH {
-            match self.stream.next().now_or_never() {
-                Some(Some(Ok(m))) => {
-                    flush_now = self.handle(&m);
-                    n += 1;
-                }
-                _ => break,
-            }
-        }
-        self.commit();
-        self.flush().await?;
-        Ok(None)
+        std::future::poll_fn(|cx| self.poll_step(cx, interrupt.as_mut())).await
     }
 
     fn handle(&mut self, msg: &zbus::Message) -> bool {
@@ -368,22 +427,22 @@ impl ObjectCache {
         }
     }
 
-    /// The next event, or the output of `interrupt` if it completes while the cache waits for
-    /// the bus. Cancel-safe with respect to the cache's state.
-    pub async fn next_event_or<F: std::future::Future>(
+    /// The next event (or `Poll::Ready(None)` once the connection closed), or the output of
+    /// `interrupt` while the cache waits for the bus.
+    fn poll_event<F: Future>(
         &mut self,
-        interrupt: F,
-    ) -> std::result::Result<Option<Event>, F::Output> {
-        futures_util::pin_mut!(interrupt);
+        cx: &mut Context<'_>,
+        mut interrupt: Pin<&mut F>,
+    ) -> Poll<std::result::Result<Option<Event>, F::Output>> {
         loop {
             if let Some(ev) = self.pop_event() {
-                return Ok(Some(ev));
+                return Poll::Ready(Ok(Some(ev)));
             }
             if self.closed {
-                return Ok(None);
+                return Poll::Ready(Ok(None));
             }
-            match self.step_or(interrupt.as_mut()).await {
-                Ok(Some(out)) => return Err(out),
+            match ready!(self.poll_step(cx, interrupt.as_mut())) {
+                Ok(Some(out)) => return Poll::Ready(Err(out)),
                 Ok(None) => {}
                 Err(e) => {
                     tracing::debug!("cache stream ended: {e}");
@@ -393,26 +452,50 @@ impl ObjectCache {
         }
     }
 
+    /// The next event, or the output of `interrupt` if it completes while the cache waits for
+    /// the bus.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe, as [`ObjectCache::next_event`].
+    pub async fn next_event_or<F: Future>(
+        &mut self,
+        interrupt: F,
+    ) -> std::result::Result<Option<Event>, F::Output> {
+        futures_util::pin_mut!(interrupt);
+        std::future::poll_fn(|cx| self.poll_event(cx, interrupt.as_mut())).await
+    }
+
     /// The next event, handling messages as needed. Returns `None` once the connection closed.
+    /// The cache is also a [`Stream`](futures_core::Stream) of the same events.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future before it completes (in a `select!` against a timer,
+    /// say) loses nothing. Every message taken from the connection is applied and its events
+    /// queued before the future can stop, and the calls the cache sends are sent by a sending
+    /// kept in the cache, which the next poll resumes: the next call to `next_event` picks up
+    /// exactly where this one stopped.
     pub async fn next_event(&mut self) -> Option<Event> {
-        loop {
-            if let Some(ev) = self.pop_event() {
-                return Some(ev);
-            }
-            if self.closed {
-                return None;
-            }
-            if let Err(e) = self.step().await {
-                tracing::debug!("cache stream ended: {e}");
-                self.closed = true;
-            }
-        }
+        std::future::poll_fn(|cx| {
+            self.poll_event(cx, std::pin::pin!(std::future::pending::<()>()))
+                .map(|r| r.unwrap_or(None))
+        })
+        .await
     }
 
     /// The next event, or `None` if nothing happens within `timeout` (or the connection
-    /// closed). The timer is async-io's, so this works on any executor.
+    /// closed). The timer is async-io's (one reactor for the process, no thread per call), so
+    /// this works on any executor. Cancel-safe, as [`ObjectCache::next_event`].
     pub async fn next_event_timeout(&mut self, timeout: Duration) -> Option<Event> {
-        self.next_event_or(async_io::Timer::after(timeout))
+        self.next_event_deadline(Instant::now() + timeout).await
+    }
+
+    /// The next event, or `None` if nothing happens by `deadline` (or the connection closed):
+    /// for a caller with one deadline for several waits. Cancel-safe, as
+    /// [`ObjectCache::next_event`].
+    pub async fn next_event_deadline(&mut self, deadline: Instant) -> Option<Event> {
+        self.next_event_or(async_io::Timer::at(deadline))
             .await
             .ok()
             .flatten()

@@ -21,9 +21,6 @@ pub enum Error {
     /// reply that does not hold what the method returns. The load cannot finish.
     #[error(transparent)]
     Call(Box<CallError>),
-    /// The service has no owner on the bus, and the caller asked for it to be there.
-    #[error("service {0} is not on the bus")]
-    ServiceUnknown(String),
     /// The connection closed while the cache was waiting for it.
     #[error("the D-Bus connection closed")]
     Closed,
@@ -90,6 +87,13 @@ impl CallError {
             CallFailure::ErrorReply { name, .. } => Some(name),
             _ => None,
         }
+    }
+
+    /// Whether the call was refused with the bus's `AccessDenied` (compared with zbus's typed
+    /// [`zbus::fdo::Error::AccessDenied`]'s name).
+    pub fn is_access_denied(&self) -> bool {
+        let denied = zbus::fdo::Error::AccessDenied(String::new());
+        self.error_name() == Some(zbus::DBusError::name(&denied).as_str())
     }
 }
 

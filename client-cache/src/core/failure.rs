@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{BUS, Call, Core, Load};
+use super::{BUS, Call, Core, load::Load};
 use crate::{
     debug::WarningKind,
     error::{CallError, CallFailure},

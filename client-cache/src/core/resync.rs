@@ -1,12 +1,12 @@
-//! A consumer that falls behind: the bounded event queue, the snapshot of what the consumer
-//! knows once it is full, and the resync that takes the consumer from there to the cache's
+//! A consumer that falls behind: the snapshot of what the consumer knows once its bounded
+//! event queue (see [`events`](super::events)) is full, and the resync that takes the consumer from there to the cache's
 //! state ([`Event::Overrun`], the differences, [`Event::Resynced`]).
 
 use std::sync::Arc;
 
 use hashbrown::HashMap;
 
-use super::{Core, Owner};
+use super::{Core, owner::Owner};
 use crate::{Value, error::CallError, event::Event, object::Object, store::ObjId};
 
 /// The consumer's view of the cache, kept from the moment its event queue filled up: the
@@ -21,25 +21,24 @@ pub(super) struct Shadow {
     failed: Option<Box<CallError>>,
 }
 
-impl Core {
-    /// Queue a batch's events, or, while the consumer is behind, only count them.
-    pub(super) fn queue(&mut self, out: Vec<Event>) {
-        match &mut self.shadow {
-            // The consumer is behind: the cache moves on, the events wait for the resync.
-            Some(shadow) => {
-                for ev in out {
-                    shadow.missed += 1;
-                    match ev {
-                        Event::Loaded => shadow.loaded = true,
-                        Event::LoadFailed(e) => shadow.failed = Some(e),
-                        _ => {}
-                    }
-                }
-            }
-            None => self.events.extend(out),
+impl Shadow {
+    /// An event the consumer does not get: counted, and the load's outcome kept.
+    pub(super) fn miss(&mut self, ev: Event) {
+        self.missed += 1;
+        match ev {
+            Event::Loaded => self.loaded = true,
+            Event::LoadFailed(e) => self.failed = Some(e),
+            _ => {}
         }
     }
 
+    /// How many events the consumer missed.
+    pub(super) fn missed(&self) -> u64 {
+        self.missed
+    }
+}
+
+impl Core {
     /// Called before each batch: once the consumer's queue is full, keep what the consumer
     /// will know after it (the visible objects now, as every applied batch's events are
     /// queued) and queue nothing more until it has caught up (see [`Core::pop_event`]).
@@ -70,61 +69,7 @@ impl Core {
         });
     }
 
-    /// The events queued and not yet taken, oldest first.
-    pub(crate) fn queued_iter(&self) -> impl Iterator<Item = &Event> {
-        self.events.iter()
-    }
-
-    /// How many events wait for the consumer.
-    pub(crate) fn queued(&self) -> usize {
-        self.events.len()
-    }
-
-    /// The next event for the consumer: the queue's, then, if the consumer fell behind, an
-    /// [`Event::Overrun`], the changes from what it knew to now, and [`Event::Resynced`].
-    ///
-    /// A consumer that lags behind the cache takes an [`Event::Added`] when the object may
-    /// already be gone again (its removal queued behind): such an addition is skipped, and so
-    /// is every later event about that object up to its removal, so that what the consumer
-    /// is told adds up (it looks the object up when it is told it was added).
-    pub(crate) fn pop_event(&mut self) -> Option<Event> {
-        loop {
-            let ev = match self.events.pop_front() {
-                Some(ev) => ev,
-                None => {
-                    let shadow = self.shadow.take()?;
-                    if shadow.missed == 0 {
-                        return None;
-                    }
-                    self.resync(shadow);
-                    continue;
-                }
-            };
-            let Some(path) = ev.path() else {
-                return Some(ev);
-            };
-            if let Event::Added { path } = &ev {
-                let visible = self
-                    .store
-                    .id(path)
-                    .is_some_and(|id| self.store.slot(id).visible);
-                if !visible {
-                    self.unseen.insert(path.clone());
-                    continue;
-                }
-                self.unseen.remove(path);
-                return Some(ev);
-            }
-            if self.unseen.is_empty() || !self.unseen.contains(path) {
-                return Some(ev);
-            }
-            if let Event::Removed { path, .. } = &ev {
-                self.unseen.remove(path);
-            }
-        }
-    }
-
-    fn resync(&mut self, shadow: Shadow) {
+    pub(super) fn resync(&mut self, shadow: Shadow) {
         let Shadow {
             mut objects,
             owner,

@@ -6,7 +6,7 @@
 //! the caller's timeout, until the cache holds the state the action produced (a profile's
 //! settings fetched, an active connection `activated` or gone, a property at its new value).
 //! Events stay queued for the caller. NetworkManager's refusals (`PermissionDenied`, polkit) are
-//! [`Error::NotAuthorized`]; its other errors are [`Error::Remote`] with its name and message.
+//! [`Error::NotAuthorized`]; its other errors are [`Error::Call`] with its name and message.
 //!
 //! ```no_run
 //! # zbus::block_on(async {
@@ -908,42 +908,66 @@ fn path(p: &str) -> Result<zbus::ObjectPath<'_>> {
     })
 }
 
-/// A failed call as the crate's error: refusals are [`Error::NotAuthorized`].
+/// A failed call as the crate's error: refusals (the bus's typed `AccessDenied`,
+/// `AuthFailed`, `InteractiveAuthorizationRequired`, or a service's `….PermissionDenied`) are
+/// [`Error::NotAuthorized`], other error replies [`Error::Call`] with their name and message.
 pub(crate) fn remote(err: zbus::Error, action: &str) -> Error {
+    let not_authorized = |message: String| Error::NotAuthorized {
+        action: action.to_owned(),
+        message,
+    };
+    let error_reply = |name: String, message: String| -> Error {
+        CallError {
+            method: action.to_owned(),
+            service: SERVICE.to_owned(),
+            path: String::new(),
+            cause: CallFailure::ErrorReply { name, message },
+        }
+        .into()
+    };
     match err {
+        // zbus turns the bus's own error names into `fdo::Error`'s variants.
+        zbus::Error::FDO(e) => match *e {
+            zbus::fdo::Error::AccessDenied(m)
+            | zbus::fdo::Error::AuthFailed(m)
+            | zbus::fdo::Error::InteractiveAuthorizationRequired(m) => not_authorized(m),
+            zbus::fdo::Error::ZBus(inner) => Error::DBus(inner),
+            other => {
+                let name = zbus::DBusError::name(&other).to_string();
+                let message = zbus::DBusError::description(&other)
+                    .unwrap_or_default()
+                    .to_owned();
+                error_reply(name, message)
+            }
+        },
         zbus::Error::MethodError(name, message, _) => {
-            let name = name.as_str().to_owned();
             let message = message.unwrap_or_default();
-            if is_refusal(&name) {
-                Error::NotAuthorized {
-                    action: action.to_owned(),
-                    message,
-                }
+            if name.as_str().ends_with(".PermissionDenied") {
+                not_authorized(message)
             } else {
-                CallError {
-                    method: action.to_owned(),
-                    service: SERVICE.to_owned(),
-                    path: String::new(),
-                    cause: CallFailure::ErrorReply { name, message },
-                }
-                .into()
+                error_reply(name.as_str().to_owned(), message)
             }
         }
         other => Error::DBus(other),
     }
 }
 
-/// NetworkManager's and the bus's names for "you may not".
-fn is_refusal(name: &str) -> bool {
-    name.ends_with(".PermissionDenied")
-        || name == "org.freedesktop.DBus.Error.AccessDenied"
-        || name == "org.freedesktop.DBus.Error.AuthFailed"
-        || name == "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The error a call gets from an error reply `name`, as zbus hands it over.
+    fn reply_error(name: &str) -> zbus::Error {
+        let call = zbus::Message::method_call("/org/freedesktop/NetworkManager", "Enable")
+            .destination(SERVICE)
+            .build(&())
+            .unwrap();
+        let reply = zbus::Message::error(&call.header(), name)
+            .sender(":1.5")
+            .build(&("no",))
+            .unwrap();
+        zbus::Error::from(reply)
+    }
 
     #[test]
     fn refusals_are_not_authorized() {
@@ -951,11 +975,37 @@ mod tests {
             "org.freedesktop.NetworkManager.PermissionDenied",
             "org.freedesktop.NetworkManager.Settings.PermissionDenied",
             "org.freedesktop.DBus.Error.AccessDenied",
+            "org.freedesktop.DBus.Error.AuthFailed",
+            "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired",
         ] {
-            assert!(is_refusal(name), "{name}");
+            match remote(reply_error(name), "enable") {
+                Error::NotAuthorized { action, message } => {
+                    assert_eq!(
+                        (action.as_str(), message.as_str()),
+                        ("enable", "no"),
+                        "{name}"
+                    );
+                }
+                other => panic!("{name}: {other:?}"),
+            }
         }
-        assert!(!is_refusal(
-            "org.freedesktop.NetworkManager.UnknownConnection"
-        ));
+        for name in [
+            "org.freedesktop.NetworkManager.UnknownConnection",
+            "org.freedesktop.DBus.Error.UnknownMethod",
+        ] {
+            match remote(reply_error(name), "enable") {
+                Error::Call(call) => {
+                    assert_eq!(call.error_name(), Some(name));
+                    assert_eq!(
+                        call.cause,
+                        CallFailure::ErrorReply {
+                            name: name.into(),
+                            message: "no".into()
+                        }
+                    );
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
     }
 }

@@ -576,3 +576,144 @@ fn a_service_without_an_object_manager_fails_the_load_with_the_error_reply() {
         });
     });
 }
+
+/// Asserts that the cache holds exactly what `GetManagedObjects` says now: called on the cache's
+/// own connection through [`ObjectCache::drive`], so that every signal the service sent before
+/// its reply is in the cache when it is compared.
+async fn assert_cache_equals_get_managed_objects(cache: &mut ObjectCache) {
+    let conn = cache.connection().clone();
+    let call = conn.call_method(
+        Some(SERVICE),
+        "/",
+        Some("org.freedesktop.DBus.ObjectManager"),
+        "GetManagedObjects",
+        &(),
+    );
+    let reply = cache.drive(call).await.unwrap().unwrap();
+    let (truth,): (std::collections::HashMap<zbus::OwnedObjectPath, Ifaces>,) =
+        reply.body().deserialize().unwrap();
+    let mut cached: Vec<&str> = cache.objects().map(|o| o.path()).collect();
+    cached.sort_unstable();
+    let mut want: Vec<&str> = truth.keys().map(|p| p.as_str()).collect();
+    want.sort_unstable();
+    assert_eq!(cached, want, "the same objects");
+    for (path, ifaces) in &truth {
+        let object = cache.object(path.as_str()).unwrap();
+        let mut names: Vec<&str> = object.interfaces().map(|i| i.name()).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            ifaces.keys().map(String::as_str).collect::<Vec<_>>(),
+            "{path}"
+        );
+        for (iface, props) in ifaces {
+            for (name, value) in props {
+                let want = Value::try_from(value).unwrap();
+                assert_eq!(
+                    object.prop(iface, name),
+                    Some(&want),
+                    "{path} {iface}.{name}"
+                );
+            }
+        }
+    }
+}
+
+#[test_log::test]
+fn next_event_is_cancel_safe_when_dropped_mid_way() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use futures_util::future::{Either, select};
+
+    bounded(Duration::from_secs(180), || {
+        let bus = PrivateBus::start().unwrap();
+        let list: Vec<(String, Ifaces)> = (0..20)
+            .map(|i| (format!("/n{i}"), node(&format!("n{i}"), None, &[])))
+            .collect();
+        let mock = Mock::start(bus.address(), list.into_iter().collect());
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let (mock, done) = (&mock, &done);
+            let changer = s.spawn(move || {
+                for round in 0..600u32 {
+                    let mut props = Props::new();
+                    props.insert("Count".into(), v(round));
+                    mock.change(&format!("/n{}", round % 20), NODE, props);
+                    match round % 60 {
+                        // Objects come and go.
+                        10 => mock.add(&format!("/x{round}"), node("x", None, &[])),
+                        40 => mock.remove(&format!("/x{}", round - 30), &[NODE]),
+                        // A signal about an object the cache does not know: the cache
+                        // reconciles, which sends a call while the test keeps dropping its
+                        // futures.
+                        50 => mock.change(&format!("/ghost{round}"), NODE, Props::new()),
+                        _ => {}
+                    }
+                }
+                done.store(true, Ordering::SeqCst);
+            });
+            zbus::block_on(async {
+                let conn = connect(&bus).await;
+                let mut cache = builder()
+                    .debug(DebugConfig::tolerant())
+                    .build_loaded(&conn)
+                    .await
+                    .unwrap();
+                cache.take_events();
+                let (mut taken, mut dropped) = (0u32, 0u32);
+                let mut i = 0u64;
+                while !done.load(Ordering::SeqCst) || i < 200 {
+                    i += 1;
+                    // From nothing to a third of a millisecond: the future is dropped while it
+                    // waits for a message, or while it sends.
+                    let timer = async_io::Timer::after(Duration::from_micros(i % 300));
+                    let next = cache.next_event();
+                    match select(std::pin::pin!(next), std::pin::pin!(timer)).await {
+                        Either::Left((Some(_), _)) => taken += 1,
+                        Either::Left((None, _)) => panic!("the connection closed"),
+                        Either::Right(_) => dropped += 1,
+                    }
+                }
+                changer.join().unwrap();
+                assert!(dropped > 100, "next_event was dropped {dropped} times");
+                assert!(taken > 100, "{taken} events taken");
+                assert!(
+                    cache
+                        .diagnostics()
+                        .recent
+                        .iter()
+                        .any(|w| w.kind == WarningKind::UnknownObject),
+                    "the ghost signals made the cache reconcile"
+                );
+                assert_cache_equals_get_managed_objects(&mut cache).await;
+                // And the events still add up: nothing lost, the queue drains.
+                let _ = cache.take_events();
+            });
+        });
+        drop(mock);
+    });
+}
+
+#[test_log::test]
+fn the_cache_is_a_stream_of_its_events() {
+    use futures_util::StreamExt;
+
+    bounded(LIMIT, || {
+        let bus = PrivateBus::start().unwrap();
+        let mock = Mock::start(bus.address(), objects(&[("/a", node("a", None, &[]))]));
+        zbus::block_on(async {
+            let conn = connect(&bus).await;
+            let mut cache = builder().build(&conn).await.unwrap();
+            let first: Vec<Event> = (&mut cache).take(2).collect().await;
+            assert_eq!(kinds(&first), ["added /a", "loaded"]);
+            mock.change("/a", NODE, [("Count".to_owned(), v(5u32))].into());
+            let next = cache.next().await;
+            assert!(
+                matches!(&next, Some(Event::PropertyChanged { property, new: Value::U32(5), .. }) if &**property == "Count"),
+                "{next:?}"
+            );
+            assert_cache_equals_get_managed_objects(&mut cache).await;
+            mock.stop();
+        });
+    });
+}

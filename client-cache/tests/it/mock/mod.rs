@@ -73,6 +73,10 @@ pub(crate) struct State {
 pub(crate) struct Mock {
     pub(crate) conn: Connection,
     pub(crate) state: Arc<Mutex<State>>,
+    /// Held while the state changes and its signal is sent, and while a GetManagedObjects
+    /// reply is built and sent: the mock behaves as a single-threaded service, whose reply
+    /// never goes out after a signal of a change the reply does not hold.
+    wire: Arc<Mutex<()>>,
     responder: Option<thread::JoinHandle<()>>,
 }
 
@@ -106,11 +110,13 @@ impl Mock {
             .join()
             .expect("mock setup")
         });
-        let (c, s) = (conn.clone(), state.clone());
-        let responder = thread::spawn(move || zbus::block_on(serve(c, s, stream)));
+        let wire = Arc::new(Mutex::new(()));
+        let (c, s, w) = (conn.clone(), state.clone(), wire.clone());
+        let responder = thread::spawn(move || zbus::block_on(serve(c, s, w, stream)));
         Mock {
             conn,
             state,
+            wire,
             responder: Some(responder),
         }
     }
@@ -143,6 +149,7 @@ impl Mock {
     }
 
     pub(crate) fn add(&self, p: &str, ifaces: Ifaces) {
+        let _wire = self.wire.lock().unwrap();
         self.state
             .lock()
             .unwrap()
@@ -159,6 +166,7 @@ impl Mock {
     }
 
     pub(crate) fn remove(&self, p: &str, ifaces: &[&str]) {
+        let _wire = self.wire.lock().unwrap();
         {
             let mut st = self.state.lock().unwrap();
             if let Some(o) = st.objects.get_mut(p) {
@@ -180,6 +188,7 @@ impl Mock {
     }
 
     pub(crate) fn change(&self, p: &str, iface: &str, props: Props) {
+        let _wire = self.wire.lock().unwrap();
         if let Some(o) = self
             .state
             .lock()
@@ -213,7 +222,16 @@ impl Mock {
     }
 }
 
-async fn serve(conn: Connection, state: Arc<Mutex<State>>, mut stream: MessageStream) {
+// `wire` is a std mutex held across the reply's await on purpose: the test's own threads take
+// it synchronously, and this future runs alone on the mock's thread, where no holder of the
+// lock waits on another.
+#[allow(clippy::await_holding_lock)]
+async fn serve(
+    conn: Connection,
+    state: Arc<Mutex<State>>,
+    wire: Arc<Mutex<()>>,
+    mut stream: MessageStream,
+) {
     while let Some(Ok(msg)) = stream.next().await {
         if msg.message_type() != Type::MethodCall {
             continue;
@@ -223,6 +241,8 @@ async fn serve(conn: Connection, state: Arc<Mutex<State>>, mut stream: MessageSt
         let p = hdr.path().map(|p| p.to_string()).unwrap_or_default();
         match member.as_str() {
             "GetManagedObjects" if p == "/" => {
+                // Until the reply is sent (the thread is the mock's own, see `Mock::wire`).
+                let _wire = wire.lock().unwrap();
                 let (objects, vanish) = {
                     let mut st = state.lock().unwrap();
                     st.loads += 1;

@@ -1,0 +1,244 @@
+//! Per-object calls ([`FetchSpec`](super::FetchSpec)): made for every object with the
+//! fetch's interface before the object becomes visible, and again on the interface's refresh
+//! signal (once more after the reply when a refresh arrives while one is on its way).
+
+use std::sync::Arc;
+
+use zbus::message::Message;
+
+use super::{
+    Call, Core,
+    decode::{ErrorReply, reply_serial},
+};
+use crate::{debug::WarningKind, object::Fetch, store::ObjId};
+use netmirror_dbus_meta::wire::Reader;
+
+impl Core {
+    /// A signal of the owner that is none of the ObjectManager's: a fetch's refresh signal
+    /// fetches again (or marks the fetch on its way to be repeated).
+    pub(super) fn on_refresh_signal(&mut self, path: &str, iface: &str, member: &str) {
+        let refresh = self
+            .cfg
+            .fetches
+            .iter()
+            .any(|f| f.interface == iface && f.refresh.as_deref() == Some(member));
+        if !refresh {
+            return;
+        }
+        let Some(id) = self
+            .store
+            .id(path)
+            .filter(|&id| self.store.slot(id).obj.is_some())
+        else {
+            return;
+        };
+        let on_its_way = self
+            .store
+            .slot(id)
+            .obj
+            .as_ref()
+            .is_some_and(|o| o.fetch_serial != 0);
+        if on_its_way {
+            if let Some(o) = self.store.slot_mut(id).obj.as_mut() {
+                o.refetch = true;
+            }
+        } else {
+            self.send_fetch(id);
+        }
+    }
+
+    pub(super) fn send_fetch(&mut self, id: ObjId) {
+        let path = self.store.slot(id).path.clone();
+        let Some(obj) = self.store.slot(id).obj.as_ref() else {
+            return;
+        };
+        let Some(spec) = self
+            .cfg
+            .fetches
+            .iter()
+            .find(|f| obj.has_interface(&f.interface))
+            .cloned()
+        else {
+            return;
+        };
+        let dest = self.service_dest();
+        let before = self.out.len();
+        self.call(
+            &dest,
+            &path,
+            &spec.interface,
+            &spec.method,
+            &(),
+            Call::Fetch(id, path.clone()),
+        );
+        let Some(serial) = self
+            .out
+            .get(before)
+            .map(|m| m.primary_header().serial_num().get())
+        else {
+            return;
+        };
+        if let Some(o) = self.store.slot_mut(id).obj.as_mut() {
+            o.fetch_serial = serial;
+            o.refetch = false;
+            // A new object waits for its data; a refreshing one keeps its old data meanwhile.
+            if o.fetch == Fetch::None {
+                o.fetch = Fetch::Pending;
+            }
+        }
+    }
+
+    /// A fetch's reply: kept with the object (a failure too), unless a newer fetch is on its way.
+    pub(super) fn on_fetch(
+        &mut self,
+        id: ObjId,
+        path: Arc<str>,
+        msg: &Message,
+        error: Option<&ErrorReply>,
+    ) {
+        let slot = self.store.slot(id);
+        let serial = reply_serial(msg);
+        let current =
+            slot.path == path && slot.obj.as_ref().is_some_and(|o| o.fetch_serial == serial);
+        if !current {
+            return;
+        }
+        let fetched = match error {
+            Some(e) => {
+                // A permission check is the caller's business, not a protocol problem.
+                if !e.is_denied() {
+                    self.rep.warn(
+                        WarningKind::CallFailed,
+                        format_args!("fetch for {path}: {}", e.name),
+                    );
+                }
+                Fetch::Failed(e.name.as_str().into())
+            }
+            None => {
+                let body = msg.body();
+                let mut r = Reader::for_body(body.data());
+                // The reply's own signature: a fetch's reply is whatever the method returns.
+                let sig = body.signature().to_string();
+                match r.value(sig.as_bytes()) {
+                    Ok(v) => Fetch::Done(v),
+                    Err(e) => {
+                        self.rep.warn(
+                            WarningKind::Malformed,
+                            format_args!("fetch for {path}: {e}"),
+                        );
+                        Fetch::Failed("malformed reply".into())
+                    }
+                }
+            }
+        };
+        let visible = self.store.slot(id).visible;
+        let Some(obj) = self.store.slot_mut(id).obj.as_mut() else {
+            return;
+        };
+        obj.fetch_serial = 0;
+        let old = std::mem::replace(&mut obj.fetch, fetched);
+        let refetch = std::mem::take(&mut obj.refetch);
+        if visible {
+            let old = match old {
+                Fetch::Done(v) => Some(v),
+                _ => None,
+            };
+            self.batch.refetched.push((id, old));
+        }
+        self.store.touch(id);
+        self.batch.dirty = true;
+        if refetch {
+            self.send_fetch(id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::core::{FetchSpec, test_support::*};
+    use crate::{Value, object::Fetch};
+
+    const S: &str = "org.example.Settings";
+
+    fn fetching_core() -> crate::core::Core {
+        let mut cfg = config();
+        cfg.fetches.push(FetchSpec {
+            interface: S.into(),
+            method: "GetSettings".into(),
+            refresh: Some("Updated".into()),
+        });
+        let mut core = bus_core(cfg);
+        core.start();
+        answer_name_owner(&mut core, OWNER);
+        core
+    }
+
+    fn updated(path: &str) -> zbus::Message {
+        signal(path, S, "Updated").sender(OWNER).build(&()).unwrap()
+    }
+
+    fn fetched(core: &crate::core::Core, path: &str) -> Option<Fetch> {
+        let id = core.store.id(path)?;
+        Some(core.store.slot(id).obj.as_ref()?.fetch.clone())
+    }
+
+    #[test]
+    fn an_object_waits_for_its_fetch_and_refreshes_on_its_signal() {
+        let mut core = fetching_core();
+        let gmo = take_call(&mut core, "GetManagedObjects");
+        core.out.clear();
+        core.handle(
+            &reply_to(&gmo)
+                .build(&(managed_objects(&[("/s/1", &[(S, &[])])]),))
+                .unwrap(),
+        );
+        core.commit();
+        // Not visible, and not loaded, until the fetch is in.
+        assert!(drain(&mut core).is_empty());
+        assert_eq!(fetched(&core, "/s/1"), Some(Fetch::Pending));
+        let get = take_call(&mut core, "GetSettings");
+        core.handle(&reply_to(&get).build(&(7u32,)).unwrap());
+        core.commit();
+        assert_eq!(
+            drain(&mut core),
+            [
+                Event::Added {
+                    path: "/s/1".into()
+                },
+                Event::Loaded
+            ]
+        );
+        assert_eq!(fetched(&core, "/s/1"), Some(Fetch::Done(Value::U32(7))));
+        // The refresh signal fetches again; a second one while it is on its way is remembered.
+        core.handle(&updated("/s/1"));
+        core.handle(&updated("/s/1"));
+        core.commit();
+        let get = take_call(&mut core, "GetSettings");
+        assert!(core.out.is_empty(), "one fetch at a time");
+        core.handle(&reply_to(&get).build(&(8u32,)).unwrap());
+        core.commit();
+        assert_eq!(
+            drain(&mut core),
+            [Event::Refetched {
+                path: "/s/1".into(),
+                old: Some(Value::U32(7)),
+                new: Some(Value::U32(8))
+            }]
+        );
+        let again = take_call(&mut core, "GetSettings");
+        // Denied: kept as a failed fetch, without a warning.
+        core.handle(&error_to(
+            &again,
+            OWNER,
+            "org.freedesktop.DBus.Error.AccessDenied",
+        ));
+        core.commit();
+        assert_eq!(
+            fetched(&core, "/s/1"),
+            Some(Fetch::Failed(
+                "org.freedesktop.DBus.Error.AccessDenied".into()
+            ))
+        );
+        assert_eq!(core.diagnostics().warnings, 0);
+    }
+}
