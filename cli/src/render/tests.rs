@@ -309,8 +309,8 @@ fn streamed(rows: &[Vec<Cell>], mode: Mode, color: bool, fields: &[&str]) -> Str
         stream.row(row).unwrap();
     }
     stream.finish().unwrap();
-    let text = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
-    text
+    let bytes = buffer.lock().unwrap().clone();
+    String::from_utf8(bytes).unwrap()
 }
 
 #[test]
