@@ -9,13 +9,14 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use netmirror_platform::{
-    self as platform, Address, AttrValue, Config, Link, Netns, Platform, Route, Rule, names,
+    self as platform, Address, AttrValue, Config, Link, Netns, Platform, Route, Rule, Visitor,
+    names,
 };
 use serde_json::{Map, Value};
 
 use crate::args::{self, Family, KernelArgs, RouteSelector};
 use crate::failure::Failure;
-use crate::render::{Cell, Field, Mode, Printer, Table};
+use crate::render::{Cell, Field, Mode, Printer, RowStream, StreamMark, Table};
 
 /// Columns of `link`.
 pub(crate) const LINK_FIELDS: &[Field] = &[
@@ -466,18 +467,45 @@ pub(crate) fn addr_row(addr: &Address, names: &LinkNames) -> Vec<Cell> {
 /// A route's row.
 pub(crate) fn route_row(route: &Route, names: &LinkNames) -> Vec<Cell> {
     let mut row = Vec::with_capacity(ROUTE_FIELDS.len());
-    route_cells(route, names, &mut row);
+    route_cells(route, names, &mut NameMemo::default(), &mut row);
     row
 }
 
+/// The names of the last table, protocol, type and scope a route had: the next route most
+/// likely has the same, and a hit costs no search of `rt_tables` or `rt_protos`.
+#[derive(Default)]
+pub(crate) struct NameMemo {
+    table: Option<(u32, Cell)>,
+    protocol: Option<(u8, Cell)>,
+    kind: Option<(u8, Cell)>,
+    scope: Option<(u8, Cell)>,
+}
+
+/// `name(id)` as a cell, from `memo` when it holds `id`.
+fn memo_cell<T: Copy + PartialEq>(
+    memo: &mut Option<(T, Cell)>,
+    id: T,
+    name: impl FnOnce(T) -> std::borrow::Cow<'static, str>,
+) -> Cell {
+    match memo {
+        Some((held, cell)) if *held == id => cell.clone(),
+        _ => memo.insert((id, name(id).into())).1.clone(),
+    }
+}
+
 /// Pushes a route's cells (those of [`route_row`]) into `row`.
-pub(crate) fn route_cells(route: &Route, names: &LinkNames, row: &mut Vec<Cell>) {
+pub(crate) fn route_cells(
+    route: &Route,
+    names: &LinkNames,
+    memo: &mut NameMemo,
+    row: &mut Vec<Cell>,
+) {
     let hops = route.multipath();
     // One push per cell: a cell is written in place, where extending from an array would
     // build the row on the stack first and copy it.
     row.push(family_name(route.family()).into());
-    row.push(route.kind().to_string().into());
-    row.push(names::route_prefix(route.dst(), route.dst_len()).into());
+    row.push(memo_cell(&mut memo.kind, route.kind().0, names::route_type));
+    row.push(Cell::Prefix(route.dst(), route.dst_len()));
     if route.gateway().is_none() && !hops.is_empty() {
         // A multipath route: its hops' gateways and devices for people (the NEXTHOPS column
         // and `-d` have each hop whole); JSON has them under `nexthops` only, as ip does.
@@ -490,11 +518,7 @@ pub(crate) fn route_cells(route: &Route, names: &LinkNames, row: &mut Vec<Cell>)
             json: Value::Null,
         });
     } else {
-        row.push(
-            route
-                .gateway()
-                .map_or(Cell::Null, |gateway| address(gateway).into()),
-        );
+        row.push(route.gateway().map_or(Cell::Null, address_cell));
     }
     match route.oif() {
         Some(ifindex) => row.push(names.cell(ifindex)),
@@ -507,15 +531,19 @@ pub(crate) fn route_cells(route: &Route, names: &LinkNames, row: &mut Vec<Cell>)
         }
         None => row.push(Cell::Null),
     }
-    row.push(route.table().to_string().into());
-    row.push(route.protocol().to_string().into());
-    row.push(route.scope().to_string().into());
+    row.push(memo_cell(
+        &mut memo.table,
+        route.table().0,
+        names::table_name,
+    ));
+    row.push(memo_cell(
+        &mut memo.protocol,
+        route.protocol().0,
+        names::protocol,
+    ));
+    row.push(memo_cell(&mut memo.scope, route.scope().0, names::scope));
     row.push(route.priority().into());
-    row.push(
-        route
-            .prefsrc()
-            .map_or(Cell::Null, |prefsrc| address(prefsrc).into()),
-    );
+    row.push(route.prefsrc().map_or(Cell::Null, address_cell));
     row.push(Cell::opt_text(
         route.src().map(|(addr, len)| format!("{addr}/{len}")),
     ));
@@ -525,7 +553,11 @@ pub(crate) fn route_cells(route: &Route, names: &LinkNames, row: &mut Vec<Cell>)
     row.push(Cell::opt_int(route.nh_id()));
     row.push(route.encap().map_or(Cell::Null, encap_cell));
     row.push(route.realms().map_or(Cell::Null, flow_cell));
-    row.push(Cell::opt_text(route.pref().map(names::pref)));
+    row.push(
+        route
+            .pref()
+            .map_or(Cell::Null, |pref| names::pref(pref).into()),
+    );
     row.push(Cell::opt_int(route.expires()));
     row.push(Cell::opt_text(
         route.mark().map(|mark| format!("{mark:#x}")),
@@ -654,6 +686,12 @@ fn metrics_cell(route: &Route) -> Cell {
     }
 }
 
+/// An address as a cell (see [`address`]).
+fn address_cell(addr: IpAddr) -> Cell {
+    let full = if addr.is_ipv4() { 32 } else { 128 };
+    Cell::Prefix(addr, full)
+}
+
 /// An address as `ip` prints it: a prefix of full length prints as the bare address.
 fn address(addr: IpAddr) -> String {
     let full = if addr.is_ipv4() { 32 } else { 128 };
@@ -770,25 +808,26 @@ pub(crate) fn addr(
     if let Some(family) = family(kernel) {
         query = query.family(family);
     }
-    let answer = query
-        .execute()
-        .map_err(|err| explain(err, "dump addresses"))?;
+    let progress = crate::progress::Progress::start("loading addresses");
     if kernel.details && printer.mode() == Mode::Human {
-        for addr in &answer.items {
-            printer.line(&format!(
+        let mut stream = printer.lines();
+        visit_with(&mut stream, progress, query, |stream, addr: Address| {
+            stream.line(&format!(
                 "{}: {}    {}",
                 addr.ifindex(),
                 names.name(addr.ifindex()),
-                platform::text::address_text(addr)
-            ))?;
-        }
-        return Ok(());
+                platform::text::address_text(&addr)
+            ))
+        })
+        .map_err(|err| dump_error(err, "dump addresses"))?;
+        return stream.finish();
     }
-    let mut table = Table::new(ADDR_FIELDS);
-    for addr in &answer.items {
-        table.push(addr_row(addr, &names));
-    }
-    printer.table(&table)
+    let mut stream = printer.rows(ADDR_FIELDS, &[])?;
+    visit_with(&mut stream, progress, query, |stream, addr: Address| {
+        stream.row(&addr_row(&addr, &names))
+    })
+    .map_err(|err| dump_error(err, "dump addresses"))?;
+    stream.finish()
 }
 
 /// `rule [show]`.
@@ -803,18 +842,21 @@ pub(crate) fn rule(
     if let Some(family) = family(kernel) {
         query = query.family(family);
     }
-    let answer = query.execute().map_err(|err| explain(err, "dump rules"))?;
+    let progress = crate::progress::Progress::start("loading rules");
     if kernel.details && printer.mode() == Mode::Human {
-        for rule in &answer.items {
-            printer.tabbed_line(&rule.to_string())?;
-        }
-        return Ok(());
+        let mut stream = printer.lines();
+        visit_with(&mut stream, progress, query, |stream, rule: Rule| {
+            stream.tabbed_line(&rule.to_string())
+        })
+        .map_err(|err| dump_error(err, "dump rules"))?;
+        return stream.finish();
     }
-    let mut table = Table::new(RULE_FIELDS);
-    for rule in &answer.items {
-        table.push(rule_row(rule));
-    }
-    printer.table(&table)
+    let mut stream = printer.rows(RULE_FIELDS, &[])?;
+    visit_with(&mut stream, progress, query, |stream, rule: Rule| {
+        stream.row(&rule_row(&rule))
+    })
+    .map_err(|err| dump_error(err, "dump rules"))?;
+    stream.finish()
 }
 
 /// `route [show] [table ID|NAME|all] [dev DEV] [proto P] [type T]`: the main table unless
@@ -858,29 +900,162 @@ pub(crate) fn route_show(
         query = query.family(family);
     }
     let progress = crate::progress::Progress::start("loading routes");
-    let answer = query.execute().map_err(|err| explain(err, "dump routes"))?;
-    drop(progress);
-    tracing::debug!(n_routes = answer.items.len(), filter = ?answer.filter, "routes dumped");
     if kernel.details && printer.mode() == Mode::Human {
         let name = |ifindex: u32| names.name(ifindex);
-        for route in &answer.items {
+        let mut stream = printer.lines();
+        let report = visit_with(&mut stream, progress, query, |stream, route: Route| {
             // The first line, then one line per next hop, indented by a tab as `ip -d` does.
-            for (n, line) in platform::text::route_lines(route, &name, true)
+            for (n, line) in platform::text::route_lines(&route, &name, true)
                 .iter()
                 .enumerate()
             {
                 if n == 0 {
-                    printer.tabbed_line(line)?;
+                    stream.tabbed_line(line)?;
                 } else {
-                    printer.tabbed_line(&format!("\t{line}"))?;
+                    stream.tabbed_line(&format!("\t{line}"))?;
                 }
             }
-        }
-        return Ok(());
+            Ok(())
+        })
+        .map_err(|err| dump_error(err, "dump routes"))?;
+        tracing::debug!(?report, "routes dumped");
+        return stream.finish();
     }
-    printer.stream(ROUTE_FIELDS, &answer.items, |route, row| {
-        route_cells(route, &names, row);
+    let mut stream = printer.rows(ROUTE_FIELDS, &route_bounds(family(kernel)))?;
+    let mut row = Vec::with_capacity(ROUTE_FIELDS.len());
+    let mut memo = NameMemo::default();
+    let report = visit_with(&mut stream, progress, query, |stream, route: Route| {
+        row.clear();
+        route_cells(&route, &names, &mut memo, &mut row);
+        stream.row(&row)
     })
+    .map_err(|err| dump_error(err, "dump routes"))?;
+    tracing::debug!(?report, "routes dumped");
+    stream.finish()
+}
+
+/// The widest text of each of [`ROUTE_FIELDS`] that its data type allows (the default
+/// columns'), for the routes of `family` (both when `None`): what an aligned `route show` that
+/// outgrows its look-ahead widens its columns to. A multipath route's lists of gateways and
+/// devices, and names from `rt_tables` and `rt_protos`, have no such bound.
+fn route_bounds(family: Option<platform::Family>) -> Vec<Option<usize>> {
+    // "255.255.255.255/32"; IPv6: eight groups of four and seven colons, "/128".
+    let (prefix, addr) = match family {
+        Some(platform::Family::V4) => (18, 15),
+        _ => (43, 39),
+    };
+    ROUTE_FIELDS
+        .iter()
+        .map(|field| match field.key {
+            "family" => Some(5),
+            // "unreachable"; a number has at most 3 digits.
+            "type" => Some(11),
+            "dst" => Some(prefix),
+            "gateway" | "prefsrc" => Some(addr),
+            // IFNAMSIZ less the NUL.
+            "dev" => Some(15),
+            // "universe"/"nowhere".
+            "scope" => Some(8),
+            // A u32.
+            "metric" => Some(10),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What a streamed query failed with: its own errors as [`explain`] words them, the
+/// printer's as they are.
+pub(crate) fn dump_error(err: anyhow::Error, doing: &str) -> anyhow::Error {
+    match err.downcast::<platform::Error>() {
+        Ok(err) => explain(err, doing),
+        Err(err) => err,
+    }
+}
+
+/// A query visited into a [`RowStream`]: each object written by `write` as the dump hands it
+/// over. An interrupted dump is done again if the stream can take back what it wrote of it
+/// (it held it all still), else kept with a warning, as `ip` keeps it.
+pub(crate) fn visit_with<'s, 'p, T, Q>(
+    stream: &'s mut RowStream<'p>,
+    progress: crate::progress::Progress,
+    query: Q,
+    write: impl FnMut(&mut RowStream<'p>, T) -> anyhow::Result<()>,
+) -> anyhow::Result<platform::VisitReport>
+where
+    Q: Visit<T>,
+{
+    let mut visitor = StreamVisitor {
+        stream,
+        mark: None,
+        progress: Some(progress),
+        write,
+    };
+    let report = query.visit(&mut visitor)?;
+    if report.kept_interrupted {
+        tracing::warn!(
+            "the dump was interrupted by changes after part of it was printed: the listing \
+             may be inconsistent"
+        );
+    }
+    Ok(report)
+}
+
+/// The queries [`visit_with`] runs.
+pub(crate) trait Visit<T> {
+    /// Runs the query through `visitor`.
+    fn visit<V: Visitor<T, Error = anyhow::Error>>(
+        self,
+        visitor: &mut V,
+    ) -> anyhow::Result<platform::VisitReport>;
+}
+
+macro_rules! visit_query {
+    ($query:ty, $item:ty) => {
+        impl Visit<$item> for $query {
+            fn visit<V: Visitor<$item, Error = anyhow::Error>>(
+                self,
+                visitor: &mut V,
+            ) -> anyhow::Result<platform::VisitReport> {
+                <$query>::visit(self, visitor)
+            }
+        }
+    };
+}
+
+visit_query!(platform::RouteQuery<'_>, Route);
+visit_query!(platform::AddressQuery<'_>, Address);
+visit_query!(platform::RuleQuery<'_>, Rule);
+visit_query!(platform::LinkQuery<'_>, Link);
+visit_query!(platform::NexthopQuery<'_>, platform::Nexthop);
+
+/// The [`Visitor`] of [`visit_with`].
+struct StreamVisitor<'s, 'p, W> {
+    stream: &'s mut RowStream<'p>,
+    mark: Option<StreamMark>,
+    progress: Option<crate::progress::Progress>,
+    write: W,
+}
+
+impl<'p, T, W> Visitor<T> for StreamVisitor<'_, 'p, W>
+where
+    W: FnMut(&mut RowStream<'p>, T) -> anyhow::Result<()>,
+{
+    type Error = anyhow::Error;
+
+    fn begin(&mut self) -> anyhow::Result<()> {
+        self.mark = Some(self.stream.mark());
+        Ok(())
+    }
+
+    fn item(&mut self, item: T) -> anyhow::Result<()> {
+        // The indicator goes before the first row is written.
+        self.progress.take();
+        (self.write)(self.stream, item)
+    }
+
+    fn interrupted(&mut self) -> anyhow::Result<bool> {
+        Ok(self.mark.is_some_and(|mark| self.stream.retract(mark)))
+    }
 }
 
 /// Columns of `route count`.

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use crate::args::{self, KernelArgs, NexthopArgs};
 use crate::kernel::{self, LinkNames};
-use crate::render::{Cell, Field, Printer, Table};
+use crate::render::{Cell, Field, Printer};
 
 /// Columns of `nexthop`; the JSON keys are those of `ip -j nexthop`.
 pub(crate) const NEXTHOP_FIELDS: &[Field] = &[
@@ -175,16 +175,15 @@ pub(crate) fn show(
     if let Some(dev) = &dev {
         query = query.dev(names.index(dev)?);
     }
-    let answer = query
-        .execute()
-        .map_err(|err| kernel::explain(err, "dump nexthops"))?;
     let family = kernel::family(kernel_args);
-    let mut table = Table::new(NEXTHOP_FIELDS);
-    for nh in &answer.items {
+    let progress = crate::progress::Progress::start("loading nexthops");
+    let mut stream = printer.rows(NEXTHOP_FIELDS, &[])?;
+    kernel::visit_with(&mut stream, progress, query, |stream, nh: Nexthop| {
         if family.is_some() && nh.family().is_some() && nh.family() != family {
-            continue;
+            return Ok(());
         }
-        table.push(nexthop_row(nh, &names));
-    }
-    printer.table(&table)
+        stream.row(&nexthop_row(&nh, &names))
+    })
+    .map_err(|err| kernel::dump_error(err, "dump nexthops"))?;
+    stream.finish()
 }

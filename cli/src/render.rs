@@ -16,6 +16,7 @@
 
 use std::borrow::Cow;
 use std::io::{self, Write};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use std::io::{BufWriter, IsTerminal};
@@ -97,6 +98,9 @@ pub(crate) enum Cell {
     Shared(Arc<str>),
     /// Several values: joined by `,` in text, an array in JSON.
     List(Vec<String>),
+    /// An address or prefix as `ip` prints a route's (`default`, the bare address at full
+    /// length, `ADDR/LEN`): written where it is printed, without a string of its own.
+    Prefix(IpAddr, u8),
     /// A value with its own text and JSON (a D-Bus value: `yes` and `true`).
     Typed {
         /// The text for people.
@@ -152,6 +156,9 @@ impl Cell {
             Cell::Shared(text) => Cow::Borrowed(text),
             Cell::List(items) if items.is_empty() => Cow::Borrowed("--"),
             Cell::List(items) => Cow::Owned(items.join(",")),
+            Cell::Prefix(addr, len) => {
+                Cow::Owned(netmirror_platform::names::route_prefix(*addr, *len))
+            }
             Cell::Typed { text, .. } | Cell::Modal { text, .. } if text.is_empty() => {
                 Cow::Borrowed("--")
             }
@@ -173,30 +180,11 @@ impl Cell {
             }
             Cell::Text(text) => push_escaped(line, text, false),
             Cell::Shared(text) => push_escaped(line, text, false),
+            // An address never needs escaping.
+            Cell::Prefix(addr, len) => {
+                netmirror_platform::names::push_route_prefix(line, *addr, *len)
+            }
             other => line.push_str(&other.text()),
-        }
-    }
-
-    /// The width of [`Cell::text`] on a terminal, without allocating.
-    fn text_width(&self) -> usize {
-        match self {
-            Cell::Int(value) => {
-                let sign = usize::from(*value < 0);
-                let digits = value
-                    .unsigned_abs()
-                    .checked_ilog10()
-                    .map_or(1, |log| log + 1);
-                sign + digits as usize
-            }
-            Cell::List(items) if !items.is_empty() => {
-                items
-                    .iter()
-                    .map(|item| width_of(&escape(item)))
-                    .sum::<usize>()
-                    + items.len()
-                    - 1
-            }
-            other => width_of(&other.text()),
         }
     }
 
@@ -221,6 +209,9 @@ impl Cell {
             Cell::Text(text) => Value::String(text.to_string()),
             Cell::Shared(text) => Value::String(text.to_string()),
             Cell::List(items) => Value::Array(items.iter().cloned().map(Value::String).collect()),
+            Cell::Prefix(addr, len) => {
+                Value::String(netmirror_platform::names::route_prefix(*addr, *len))
+            }
             Cell::Typed { json, .. } | Cell::Modal { json, .. } => json.clone(),
         }
     }
@@ -374,31 +365,6 @@ impl Serialize for TableView<'_> {
     }
 }
 
-/// Rows made on the fly (in one reused buffer) as a JSON array, serialized as they come.
-struct StreamView<'a, T, F> {
-    fields: &'a [Field],
-    chosen: &'a [usize],
-    items: &'a [T],
-    fill: &'a F,
-}
-
-impl<T, F: Fn(&T, &mut Vec<Cell>)> Serialize for StreamView<'_, T, F> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.items.len()))?;
-        let mut row = Vec::with_capacity(self.fields.len());
-        for item in self.items {
-            row.clear();
-            (self.fill)(item, &mut row);
-            seq.serialize_element(&RowView {
-                fields: self.fields,
-                row: &row,
-                chosen: self.chosen,
-            })?;
-        }
-        seq.end()
-    }
-}
-
 /// One row as a JSON object with the chosen fields, in column order.
 struct RowView<'a> {
     fields: &'a [Field],
@@ -425,6 +391,9 @@ impl Serialize for Cell {
             Cell::Text(text) => serializer.serialize_str(text),
             Cell::Shared(text) => serializer.serialize_str(text),
             Cell::List(items) => items.serialize(serializer),
+            Cell::Prefix(addr, len) => {
+                serializer.serialize_str(&netmirror_platform::names::route_prefix(*addr, *len))
+            }
             Cell::Typed { json, .. } | Cell::Modal { json, .. } => json.serialize(serializer),
         }
     }
@@ -569,28 +538,6 @@ impl Printer {
         write_table(&mut self.out, self.color, self.mode, table, &chosen, false)
     }
 
-    /// Prints a list whose rows are made one at a time, `fill` pushing an item's cells (one
-    /// per field) into a reused row, so a million routes never sit in memory as cells: JSON
-    /// and terse output are written as the rows come; an aligned table makes the rows twice,
-    /// once to measure the columns and once to write them.
-    pub(crate) fn stream<T>(
-        &mut self,
-        fields: &'static [Field],
-        items: &[T],
-        fill: impl Fn(&T, &mut Vec<Cell>),
-    ) -> anyhow::Result<()> {
-        let chosen = self.selection.resolve(fields, self.mode == Mode::Json)?;
-        write_stream(
-            &mut self.out,
-            self.color,
-            self.mode,
-            fields,
-            &chosen,
-            items,
-            fill,
-        )
-    }
-
     /// Prints one object's properties, one per line, as `nmcli device show` and `nmcli
     /// connection show ID` do: `NAME:  value` for people (lists as `NAME[1]`, `NAME[2]`),
     /// `NAME:value` terse (unescaped, as nmcli does in this layout), one JSON object in JSON.
@@ -707,22 +654,6 @@ impl Printer {
     /// (monitors, notes in the overview).
     pub(crate) fn line(&mut self, text: &str) -> anyhow::Result<()> {
         writeln!(self.out, "{}", escape(text))?;
-        self.out.flush()?;
-        Ok(())
-    }
-
-    /// Prints one line laid out with tabs, as `ip` lays out rules (`0:\tfrom all ...`) and the
-    /// hops of a route: each part between the tabs is escaped, the tabs are kept.
-    pub(crate) fn tabbed_line(&mut self, text: &str) -> anyhow::Result<()> {
-        let mut first = true;
-        for part in text.split('\t') {
-            if !first {
-                self.out.write_all(b"\t")?;
-            }
-            first = false;
-            write!(self.out, "{}", escape(part))?;
-        }
-        writeln!(self.out)?;
         self.out.flush()?;
         Ok(())
     }
@@ -852,82 +783,6 @@ fn write_table(
         }
         Mode::Human if !details => write_aligned(out, color, table, chosen)?,
         Mode::Terse | Mode::Human => write_details(out, color, mode == Mode::Terse, table, chosen)?,
-    }
-    Ok(())
-}
-
-/// Writes the rows `fill` makes of `items` in `mode`, as [`write_table`] would write a table
-/// of them, without keeping the rows: see [`Printer::stream`].
-fn write_stream<T>(
-    out: &mut impl Write,
-    color: bool,
-    mode: Mode,
-    fields: &[Field],
-    chosen: &[usize],
-    items: &[T],
-    fill: impl Fn(&T, &mut Vec<Cell>),
-) -> anyhow::Result<()> {
-    if mode == Mode::Json {
-        let view = StreamView {
-            fields,
-            chosen,
-            items,
-            fill: &fill,
-        };
-        serde_json::to_writer_pretty(&mut *out, &view)?;
-        writeln!(out)?;
-        return Ok(());
-    }
-    let mut row = Vec::with_capacity(fields.len());
-    let make = |item: &T, row: &mut Vec<Cell>| {
-        row.clear();
-        fill(item, row);
-        debug_assert_eq!(row.len(), fields.len(), "one cell per field");
-    };
-    let mut line = String::new();
-    if mode == Mode::Terse {
-        for item in items {
-            make(item, &mut row);
-            line.clear();
-            for (col, &idx) in chosen.iter().enumerate() {
-                if col > 0 {
-                    line.push(':');
-                }
-                line.push_str(&escape_terse(&row[idx].terse()));
-            }
-            writeln!(out, "{line}")?;
-        }
-        return Ok(());
-    }
-    let headers: Vec<&str> = chosen.iter().map(|&idx| fields[idx].header).collect();
-    let mut widths: Vec<usize> = headers.iter().map(|header| width_of(header)).collect();
-    for item in items {
-        make(item, &mut row);
-        for (col, &idx) in chosen.iter().enumerate() {
-            widths[col] = widths[col].max(row[idx].text_width());
-        }
-    }
-    write_header(&mut *out, color, &headers, &widths)?;
-    let last = chosen.len().saturating_sub(1);
-    for item in items {
-        make(item, &mut row);
-        if color {
-            let texts = chosen.iter().map(|&idx| row[idx].text());
-            write_row(&mut *out, color, &mut line, texts, &widths)?;
-            continue;
-        }
-        line.clear();
-        for (col, &idx) in chosen.iter().enumerate() {
-            let start = line.len();
-            row[idx].push_text(&mut line);
-            if col != last {
-                let width = width_of(&line[start..]);
-                push_spaces(&mut line, widths[col].saturating_sub(width) + 2);
-            }
-        }
-        line.truncate(line.trim_end().len());
-        line.push('\n');
-        out.write_all(line.as_bytes())?;
     }
     Ok(())
 }
@@ -1382,3 +1237,399 @@ fn value_style(color: bool, text: &str) -> Style {
 
 #[cfg(test)]
 mod tests;
+
+/// How many rows an aligned table holds to measure its columns before it writes any: a dump
+/// that ends sooner prints exactly as a table of the whole answer would.
+pub(crate) const LOOKAHEAD_ROWS: usize = 1024;
+
+/// How much output a [`RowStream`] gathers before it hands it on: a 64 KiB write at a time.
+const PENDING_BYTES: usize = 64 * 1024;
+
+/// Writes a table whose rows arrive one at a time (a dump being read), in `mode`, without
+/// keeping them: JSON and terse rows are written as they come; an aligned table holds its
+/// first [`LOOKAHEAD_ROWS`] rows to measure the columns, and when more come, widens each column
+/// to the widest value its data type allows (the `bounds` given, such as 18 for an IPv4
+/// prefix) so later rows stay aligned; a later value wider than that (a column without a
+/// bound) pushes the rest of its row right. Output is gathered in one buffer and handed on
+/// 64 KiB at a time.
+pub(crate) struct RowStream<'p> {
+    printer: &'p mut Printer,
+    fields: &'static [Field],
+    chosen: Vec<usize>,
+    bounds: Vec<Option<usize>>,
+    pending: String,
+    /// Bytes handed on to the printer so far.
+    flushed: u64,
+    rows: usize,
+    /// Human mode: the column widths, once settled.
+    widths: Option<Vec<usize>>,
+    /// Human mode, before the widths settle: the held rows' texts, and where each cell ends.
+    held: String,
+    held_ends: Vec<usize>,
+    /// The widths measured so far.
+    measured: Vec<usize>,
+    /// A reused line.
+    line: String,
+    /// JSON: what comes before each chosen field's value (`,\n    "key": `), made once.
+    json_keys: Vec<String>,
+    /// Only lines ([`Printer::lines`]): no header, no columns.
+    raw: bool,
+}
+
+/// Where a [`RowStream`] stood when a dump began ([`RowStream::mark`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StreamMark {
+    rows: usize,
+    pending: usize,
+    flushed: u64,
+    held: usize,
+    held_ends: usize,
+    settled: bool,
+}
+
+impl Printer {
+    /// A [`RowStream`] of `fields` in this printer's mode, with `--fields` applied; `bounds`
+    /// gives, per field, the widest text its values can have, if known.
+    pub(crate) fn rows(
+        &mut self,
+        fields: &'static [Field],
+        bounds: &[Option<usize>],
+    ) -> anyhow::Result<RowStream<'_>> {
+        let chosen = self.selection.resolve(fields, self.mode == Mode::Json)?;
+        let measured = chosen
+            .iter()
+            .map(|&idx| width_of(fields[idx].header))
+            .collect();
+        let bounds = chosen
+            .iter()
+            .map(|&idx| bounds.get(idx).copied().flatten())
+            .collect();
+        let json_keys = chosen
+            .iter()
+            .enumerate()
+            .map(|(col, &idx)| {
+                let mut key = String::from(if col == 0 { "\n    \"" } else { ",\n    \"" });
+                push_json_str_body(&mut key, fields[idx].key);
+                key.push_str("\": ");
+                key
+            })
+            .collect();
+        Ok(RowStream {
+            printer: self,
+            fields,
+            chosen,
+            bounds,
+            pending: String::with_capacity(PENDING_BYTES + 4096),
+            flushed: 0,
+            rows: 0,
+            widths: None,
+            held: String::new(),
+            held_ends: Vec::new(),
+            measured,
+            line: String::new(),
+            json_keys,
+            raw: false,
+        })
+    }
+
+    /// A [`RowStream`] of plain lines ([`RowStream::tabbed_line`]), such as `route show -d`'s
+    /// for people.
+    pub(crate) fn lines(&mut self) -> RowStream<'_> {
+        RowStream {
+            printer: self,
+            fields: &[],
+            chosen: Vec::new(),
+            bounds: Vec::new(),
+            pending: String::with_capacity(PENDING_BYTES + 4096),
+            flushed: 0,
+            rows: 0,
+            widths: None,
+            held: String::new(),
+            held_ends: Vec::new(),
+            measured: Vec::new(),
+            line: String::new(),
+            json_keys: Vec::new(),
+            raw: true,
+        }
+    }
+}
+
+impl RowStream<'_> {
+    /// Writes one row: `row` has one cell per field.
+    pub(crate) fn row(&mut self, row: &[Cell]) -> anyhow::Result<()> {
+        debug_assert_eq!(row.len(), self.fields.len(), "one cell per field");
+        match self.printer.mode {
+            Mode::Json => self.json_row(row),
+            Mode::Terse => {
+                for (col, &idx) in self.chosen.iter().enumerate() {
+                    if col > 0 {
+                        self.pending.push(':');
+                    }
+                    match &row[idx] {
+                        Cell::Int(value) => push_int(&mut self.pending, *value),
+                        // An IPv6 address has `:` to escape.
+                        cell => push_escaped(&mut self.pending, &cell.terse(), true),
+                    }
+                }
+                self.pending.push('\n');
+            }
+            Mode::Human => self.human_row(row)?,
+        }
+        self.rows += 1;
+        self.spill()
+    }
+
+    /// Writes a line, escaped whole (as [`Printer::line`] writes it).
+    pub(crate) fn line(&mut self, text: &str) -> anyhow::Result<()> {
+        push_escaped(&mut self.pending, text, false);
+        self.pending.push('\n');
+        self.rows += 1;
+        self.spill()
+    }
+
+    /// Writes a line as it is, each part between tabs escaped (a route's `-d` lines).
+    pub(crate) fn tabbed_line(&mut self, text: &str) -> anyhow::Result<()> {
+        for (n, part) in text.split('\t').enumerate() {
+            if n > 0 {
+                self.pending.push('\t');
+            }
+            push_escaped(&mut self.pending, part, false);
+        }
+        self.pending.push('\n');
+        self.rows += 1;
+        self.spill()
+    }
+
+    /// Where the stream stands, for [`RowStream::retract`].
+    pub(crate) fn mark(&self) -> StreamMark {
+        StreamMark {
+            rows: self.rows,
+            pending: self.pending.len(),
+            flushed: self.flushed,
+            held: self.held.len(),
+            held_ends: self.held_ends.len(),
+            settled: self.widths.is_some(),
+        }
+    }
+
+    /// Takes back what was written since `mark`, if none of it has left yet (a dump that came
+    /// back interrupted is then done again); false when it has (it stays, and may be
+    /// inconsistent). Column widths measured meanwhile stay: they only ever widen.
+    pub(crate) fn retract(&mut self, mark: StreamMark) -> bool {
+        if self.flushed != mark.flushed || self.widths.is_some() != mark.settled {
+            return false;
+        }
+        self.rows = mark.rows;
+        self.pending.truncate(mark.pending);
+        self.held.truncate(mark.held);
+        self.held_ends.truncate(mark.held_ends);
+        true
+    }
+
+    /// Ends the table and flushes it.
+    pub(crate) fn finish(mut self) -> anyhow::Result<()> {
+        match self.printer.mode {
+            _ if self.raw => {}
+            Mode::Json if self.rows == 0 => self.pending.push_str("[]\n"),
+            Mode::Json => self.pending.push_str("\n]\n"),
+            Mode::Terse => {}
+            Mode::Human => {
+                if self.widths.is_none() {
+                    self.settle(false);
+                }
+            }
+        }
+        self.printer.out.write_all(self.pending.as_bytes())?;
+        self.pending.clear();
+        self.printer.out.flush()?;
+        Ok(())
+    }
+
+    /// Hands the gathered output on once there is enough of it.
+    fn spill(&mut self) -> anyhow::Result<()> {
+        if self.pending.len() >= PENDING_BYTES {
+            self.printer.out.write_all(self.pending.as_bytes())?;
+            self.flushed += self.pending.len() as u64;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+
+    /// One row as `serde_json`'s pretty printer writes an element of an array of objects.
+    fn json_row(&mut self, row: &[Cell]) {
+        let out = &mut self.pending;
+        out.push_str(if self.rows == 0 { "[\n  {" } else { ",\n  {" });
+        for (key, &idx) in self.json_keys.iter().zip(&self.chosen) {
+            out.push_str(key);
+            push_json_cell(out, &row[idx]);
+        }
+        out.push_str(if self.chosen.is_empty() { "}" } else { "\n  }" });
+    }
+
+    fn human_row(&mut self, row: &[Cell]) -> anyhow::Result<()> {
+        if self.widths.is_none() {
+            if self.held_ends.len() / self.chosen.len().max(1) == LOOKAHEAD_ROWS {
+                self.settle(true);
+            } else {
+                for (col, &idx) in self.chosen.iter().enumerate() {
+                    let start = self.held.len();
+                    row[idx].push_text(&mut self.held);
+                    let width = width_of(&self.held[start..]);
+                    self.measured[col] = self.measured[col].max(width);
+                    self.held_ends.push(self.held.len());
+                }
+                return Ok(());
+            }
+        }
+        let color = self.printer.color;
+        let widths = self.widths.as_deref().unwrap_or(&[]);
+        let last = self.chosen.len().saturating_sub(1);
+        self.line.clear();
+        for (col, &idx) in self.chosen.iter().enumerate() {
+            let start = self.line.len();
+            row[idx].push_text(&mut self.line);
+            if color {
+                let text = self.line.split_off(start);
+                let style = value_style(color, &text);
+                self.line.push_str(&format!("{style}{text}{style:#}"));
+                if col != last {
+                    push_spaces(
+                        &mut self.line,
+                        widths[col].saturating_sub(width_of(&text)) + 2,
+                    );
+                }
+            } else if col != last {
+                let width = width_of(&self.line[start..]);
+                push_spaces(&mut self.line, widths[col].saturating_sub(width) + 2);
+            }
+        }
+        self.pending.push_str(self.line.trim_end());
+        self.pending.push('\n');
+        Ok(())
+    }
+
+    /// Fixes the column widths: those measured, widened to the bounds when rows are still to
+    /// come (`more`); writes the header and the held rows.
+    fn settle(&mut self, more: bool) {
+        let mut widths = self.measured.clone();
+        if more {
+            for (width, bound) in widths.iter_mut().zip(&self.bounds) {
+                if let Some(bound) = bound {
+                    *width = (*width).max(*bound);
+                }
+            }
+        }
+        let headers: Vec<&str> = self
+            .chosen
+            .iter()
+            .map(|&idx| self.fields[idx].header)
+            .collect();
+        // Never fails: it writes into a string.
+        let mut header = Vec::new();
+        let _ = write_header(&mut header, self.printer.color, &headers, &widths);
+        self.pending.push_str(&String::from_utf8_lossy(&header));
+        let held = std::mem::take(&mut self.held);
+        let ends = std::mem::take(&mut self.held_ends);
+        let n_cols = self.chosen.len().max(1);
+        let last = self.chosen.len().saturating_sub(1);
+        let color = self.printer.color;
+        let mut start = 0;
+        for cells in ends.chunks(n_cols) {
+            self.line.clear();
+            for (col, &end) in cells.iter().enumerate() {
+                let text = &held[start..end];
+                start = end;
+                if color {
+                    let style = value_style(color, text);
+                    self.line.push_str(&format!("{style}{text}{style:#}"));
+                } else {
+                    self.line.push_str(text);
+                }
+                if col != last {
+                    push_spaces(
+                        &mut self.line,
+                        widths[col].saturating_sub(width_of(text)) + 2,
+                    );
+                }
+            }
+            self.pending.push_str(self.line.trim_end());
+            self.pending.push('\n');
+        }
+        self.widths = Some(widths);
+    }
+}
+
+/// Appends a cell's JSON as an object's value at the second level of `serde_json`'s pretty
+/// output (the rows of a table): simple values written here, nested ones by `serde_json`.
+fn push_json_cell(out: &mut String, cell: &Cell) {
+    match cell {
+        Cell::Null => out.push_str("null"),
+        Cell::Bool(true) => out.push_str("true"),
+        Cell::Bool(false) => out.push_str("false"),
+        Cell::Int(value) => push_int(out, *value),
+        Cell::Text(text) => push_json_str(out, text),
+        Cell::Shared(text) => push_json_str(out, text),
+        Cell::List(items) if items.is_empty() => out.push_str("[]"),
+        Cell::Prefix(addr, len) => {
+            out.push('"');
+            netmirror_platform::names::push_route_prefix(out, *addr, *len);
+            out.push('"');
+        }
+        Cell::Typed {
+            json: Value::Array(items),
+            ..
+        }
+        | Cell::Modal {
+            json: Value::Array(items),
+            ..
+        } if items.is_empty() => out.push_str("[]"),
+        other => {
+            // serde_json writes no raw newline inside a string, so each newline of its pretty
+            // output starts a line to indent by the two levels above.
+            let text = serde_json::to_string_pretty(&other.json()).unwrap_or_default();
+            for (n, line) in text.split('\n').enumerate() {
+                if n > 0 {
+                    out.push_str("\n    ");
+                }
+                out.push_str(line);
+            }
+        }
+    }
+}
+
+/// Appends a JSON string as `serde_json` writes it.
+fn push_json_str(out: &mut String, text: &str) {
+    out.push('"');
+    push_json_str_body(out, text);
+    out.push('"');
+}
+
+/// Appends the inside of a JSON string as `serde_json` escapes it: `"` and `\` with a
+/// backslash, the C0 controls as `\b`, `\t`, `\n`, `\f`, `\r` or `\u00XX`; nothing else.
+fn push_json_str_body(out: &mut String, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    if !text
+        .bytes()
+        .any(|byte| byte < 0x20 || byte == b'"' || byte == b'\\')
+    {
+        out.push_str(text);
+        return;
+    }
+    for ch in text.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\x08' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\x0c' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            ch if (ch as u32) < 0x20 => {
+                out.push_str("\\u00");
+                out.push(char::from(HEX[(ch as usize) >> 4]));
+                out.push(char::from(HEX[(ch as usize) & 0xf]));
+            }
+            ch => out.push(ch),
+        }
+    }
+}

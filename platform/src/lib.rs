@@ -166,7 +166,9 @@ pub use nexthop::{
     RTNH_F_LINKDOWN, RTNH_F_ONLINK, Resilient,
 };
 pub use platform::{Config, DumpReport, Platform};
-pub use query::{AddressQuery, Answer, FilterSide, LinkQuery, RouteQuery, RuleQuery};
+pub use query::{
+    AddressQuery, Answer, FilterSide, LinkQuery, RouteQuery, RuleQuery, VisitReport, Visitor,
+};
 pub use route::{
     AttrValue, Encap, Family, NextHop, RTAX_CC_ALGO, Route, RouteId, RouteMetric, RouteWeakId,
 };

@@ -709,36 +709,46 @@ pub fn hw_address(bytes: &[u8]) -> Option<String> {
 /// A prefix as `ip` prints a route's destination: `default` for a zero-length prefix, the bare
 /// address for a host route, `ADDR/LEN` otherwise.
 pub fn route_prefix(addr: IpAddr, len: u8) -> String {
+    let mut text = String::with_capacity(if addr.is_ipv4() { 18 } else { 43 });
+    push_route_prefix(&mut text, addr, len);
+    text
+}
+
+/// Appends [`route_prefix`]'s text to `text` (a printer writing a million routes reuses one
+/// buffer).
+pub fn push_route_prefix(text: &mut String, addr: IpAddr, len: u8) {
     let full = if addr.is_ipv4() { 32 } else { 128 };
     match (addr, len) {
-        (_, 0) => "default".to_owned(),
+        (_, 0) => text.push_str("default"),
         // The common case, written by hand: `Display` through `format!` costs several times
         // more, which shows when `ip route show` prints a million routes.
         (IpAddr::V4(v4), len) => {
-            let mut text = String::with_capacity(18);
             for (idx, octet) in v4.octets().into_iter().enumerate() {
                 if idx > 0 {
                     text.push('.');
                 }
-                push_decimal(&mut text, octet);
+                push_decimal(text, octet);
             }
             if len != full {
                 text.push('/');
-                push_decimal(&mut text, len);
+                push_decimal(text, len);
             }
-            text
         }
         (IpAddr::V6(v6), len) if !is_v4_mapped(&v6) => {
-            let mut text = String::with_capacity(43);
-            push_ipv6(&mut text, &v6);
+            push_ipv6(text, &v6);
             if len != full {
                 text.push('/');
-                push_decimal(&mut text, len);
+                push_decimal(text, len);
             }
-            text
         }
-        (addr, len) if len == full => addr.to_string(),
-        (addr, len) => format!("{addr}/{len}"),
+        (addr, len) if len == full => {
+            use std::fmt::Write as _;
+            let _ = write!(text, "{addr}");
+        }
+        (addr, len) => {
+            use std::fmt::Write as _;
+            let _ = write!(text, "{addr}/{len}");
+        }
     }
 }
 

@@ -4,8 +4,8 @@
 use std::net::IpAddr;
 
 use crate::error::{Error, Result};
-use crate::platform::{Platform, Step};
-use crate::query::{Answer, FilterSide};
+use crate::platform::Platform;
+use crate::query::{Answer, Collect, VisitReport, Visitor, visit_dump};
 use crate::route::Family;
 use crate::types::{Ifindex, Protocol, Scope};
 use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_u32};
@@ -508,17 +508,22 @@ impl NexthopQuery<'_> {
 
     /// Runs the query. A kernel without nexthop objects (before 5.3) gives an empty answer.
     pub fn execute(self) -> Result<Answer<Nexthop>> {
-        let mut answer = Answer {
-            items: Vec::new(),
-            filter: if self.dev.is_some() || self.id.is_some() {
-                FilterSide::Local
-            } else {
-                FilterSide::None
-            },
-            n_interrupted: 0,
-        };
-        let items = &mut answer.items;
-        let report = self.platform.dump_retry(
+        let mut collect = Collect::new();
+        let report = self.visit(&mut collect)?;
+        Ok(collect.answer(report))
+    }
+
+    /// Runs the query, handing each nexthop that passes its filters to `visitor` as the dump
+    /// arrives ([`NexthopQuery::execute`] is this with a visitor that collects). A kernel
+    /// without nexthop objects (before 5.3) visits none.
+    pub fn visit<V: Visitor<Nexthop>>(
+        self,
+        visitor: &mut V,
+    ) -> std::result::Result<VisitReport, V::Error> {
+        let filtered = self.dev.is_some() || self.id.is_some();
+        let mut report = VisitReport::new(filtered, false);
+        let result = visit_dump(
+            self.platform,
             |buf, seq| {
                 let mut msg = MsgWriter::new(
                     buf,
@@ -529,27 +534,16 @@ impl NexthopQuery<'_> {
                 msg.raw(&[0u8; NHMSG_LEN]);
                 msg.finish();
             },
-            |step| {
-                match step {
-                    Step::Msg(msg) => {
-                        if let Some(nh) = Nexthop::parse(msg.payload)?
-                            && self.dev.is_none_or(|dev| nh.oif() == Some(dev))
-                            && self.id.is_none_or(|id| nh.id() == id)
-                        {
-                            items.push(nh);
-                        }
-                    }
-                    Step::Restart => items.clear(),
-                }
-                Ok(())
+            Nexthop::parse,
+            |nh| {
+                self.dev.is_none_or(|dev| nh.oif() == Some(dev))
+                    && self.id.is_none_or(|id| nh.id() == id)
             },
+            visitor,
+            &mut report,
+            |err| matches!(err, Error::Kernel(err) if err.errno == libc::EOPNOTSUPP),
         );
-        match report {
-            Ok(report) => answer.n_interrupted = report.n_interrupted,
-            Err(Error::Kernel(err)) if err.errno == libc::EOPNOTSUPP => {}
-            Err(err) => return Err(err),
-        }
-        Ok(answer)
+        result.map(|()| report)
     }
 }
 

@@ -95,14 +95,6 @@ pub struct Platform {
     rcvbuf: RcvbufOutcome,
 }
 
-/// One step of a dump with retries.
-pub(crate) enum Step<'m, 'b> {
-    /// An object message.
-    Msg(&'m Msg<'b>),
-    /// The attempt was interrupted: forget what it delivered, a new attempt follows.
-    Restart,
-}
-
 /// What [`Platform::dump_retry_parallel`] hands to its sink.
 pub(crate) enum Chunk<'a, T> {
     /// Parsed objects, in kernel order; the sink may take them (the vector is reused).
@@ -125,6 +117,9 @@ pub struct DumpReport {
     pub n_interrupted: u32,
     /// True when the kernel applied the request's filters (`NLM_F_DUMP_FILTERED`).
     pub filtered_by_kernel: bool,
+    /// True when an interrupted attempt was kept rather than done again (its visitor had
+    /// already passed its objects on): the answer may be inconsistent, as `ip` warns.
+    pub kept_interrupted: bool,
 }
 
 /// The receive buffer of the request socket (iproute2's size). The kernel builds a dump's
@@ -179,23 +174,26 @@ impl Platform {
     }
 
     /// Sends the dump request built by `build` (given a sequence number) and feeds each
-    /// object message to `sink`. When the dump comes back interrupted, `sink` gets
-    /// [`Step::Restart`] (throw away what was collected) and the dump is done again, up to
-    /// the configured number of attempts.
-    pub(crate) fn dump_retry(
+    /// object message to `on_msg`. When an attempt comes back interrupted, `on_interrupted`
+    /// decides whether it is done again (`on_interrupted` returns `Ok(true)` after
+    /// forgetting what the attempt delivered) or kept as it is (`Ok(false)`: the report's
+    /// `kept_interrupted` says so); a printer that has already written the attempt's first
+    /// objects cannot take them back.
+    pub(crate) fn dump_visit(
         &self,
         build: impl Fn(&mut Vec<u8>, u32),
-        mut sink: impl FnMut(Step<'_, '_>) -> Result<()>,
+        on_msg: impl FnMut(&Msg<'_>) -> Result<()>,
+        on_interrupted: impl FnMut() -> Result<bool>,
     ) -> Result<DumpReport> {
         self.retry(
             build,
-            &mut sink,
-            |sock, request, seq, sink| sock.dump(request, seq, |msg| sink(Step::Msg(msg))),
-            |sink| sink(Step::Restart),
+            &mut (on_msg, on_interrupted),
+            |sock, request, seq, (on_msg, _)| sock.dump(request, seq, &mut *on_msg),
+            |(_, on_interrupted)| on_interrupted(),
         )
     }
 
-    /// [`Platform::dump_retry`] with [`NlSocket::dump_parallel`]: the dump is received and
+    /// [`Platform::dump_visit`] with [`NlSocket::dump_parallel`]: the dump is received and
     /// parsed on a scoped second thread while `sink` consumes the objects in chunks on this
     /// one. When an attempt comes back interrupted, `sink` gets [`Chunk::Restart`] and the
     /// dump is done again, up to the configured number of attempts.
@@ -214,20 +212,21 @@ impl Platform {
             },
             |(sink, _)| {
                 sink(Chunk::Restart);
-                Ok(())
+                Ok(true)
             },
         )
     }
 
     /// The attempts of a dump: sends the request `build` makes for each attempt's sequence
     /// number through `attempt`, and after an interrupted one calls `restart`, up to the
-    /// configured number of attempts. `state` is what both of them feed.
+    /// configured number of attempts (or until `restart` says to keep the interrupted
+    /// attempt). `state` is what both of them feed.
     fn retry<S>(
         &self,
         build: impl Fn(&mut Vec<u8>, u32),
         state: &mut S,
         mut attempt: impl FnMut(&mut NlSocket, &[u8], u32, &mut S) -> Result<DumpOutcome>,
-        mut restart: impl FnMut(&mut S) -> Result<()>,
+        mut restart: impl FnMut(&mut S) -> Result<bool>,
     ) -> Result<DumpReport> {
         let mut sock = self.lock();
         let mut report = DumpReport::default();
@@ -246,7 +245,10 @@ impl Platform {
                 attempt = n,
                 "dump interrupted by concurrent changes, retrying"
             );
-            restart(state)?;
+            if !restart(state)? {
+                report.kept_interrupted = true;
+                return Ok(report);
+            }
         }
         Err(Error::DumpInterrupted {
             attempts: self.config.dump_attempts,

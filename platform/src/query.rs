@@ -3,9 +3,11 @@
 //! either way. [`Answer::filter`] says which side did the filtering.
 
 use crate::addr::{Address, IFADDRMSG_LEN};
+use std::cell::RefCell;
+
 use crate::error::{Error, Result};
 use crate::link::{IFINFOMSG_LEN, Link};
-use crate::platform::{DumpReport, Platform, Step};
+use crate::platform::{DumpReport, Platform};
 use crate::route::{Family, RTMSG_LEN, Route};
 use crate::rule::Rule;
 use crate::types::{Ifindex, Protocol, RouteType, Table};
@@ -54,10 +56,171 @@ impl<T> Answer<T> {
             n_interrupted: 0,
         }
     }
+}
+
+/// Receives the objects of a dump one by one as they arrive, in the kernel's order, without
+/// the answer being collected: [`RouteQuery::visit`] and the other queries' `visit`. A printer
+/// writes each one and lets it go, so printing a million routes holds none of them.
+pub trait Visitor<T> {
+    /// What the visitor's own steps can fail with (a write to stdout); a dump's own errors
+    /// become one too.
+    type Error: From<Error>;
+
+    /// A dump begins: once per dump (a query over both families dumps each in turn), before
+    /// its first object. What [`Visitor::interrupted`] forgets is what came since.
+    fn begin(&mut self) -> std::result::Result<(), Self::Error> {
+        Ok(())
+    }
+
+    /// One object that passed the query's filters. An error stops the visit: the rest of
+    /// the dump is read and dropped, and the error returned.
+    fn item(&mut self, item: T) -> std::result::Result<(), Self::Error>;
+
+    /// The dump since [`Visitor::begin`] came back interrupted (`NLM_F_DUMP_INTR`: the
+    /// objects changed while it ran, so what it delivered may be inconsistent). `Ok(true)`:
+    /// the visitor forgot what it got since `begin`, and the dump is done again (up to the
+    /// configured attempts, as every query does); `Ok(false)`: it keeps what it got (it has
+    /// passed it on already), and the report's `kept_interrupted` says so.
+    fn interrupted(&mut self) -> std::result::Result<bool, Self::Error>;
+}
+
+/// What a visited dump did ([`RouteQuery::visit`] and the others).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VisitReport {
+    /// Where the filters ran.
+    pub filter: FilterSide,
+    /// How many dump attempts were interrupted and redone, or kept.
+    pub n_interrupted: u32,
+    /// True when an interrupted attempt was kept ([`Visitor::interrupted`] said so): the
+    /// objects visited may be inconsistent.
+    pub kept_interrupted: bool,
+}
+
+impl VisitReport {
+    pub(crate) fn new(filtered: bool, kernel: bool) -> Self {
+        VisitReport {
+            filter: Answer::<()>::new(filtered, kernel).filter,
+            n_interrupted: 0,
+            kept_interrupted: false,
+        }
+    }
 
     fn account(&mut self, report: DumpReport) {
         self.n_interrupted += report.n_interrupted;
+        self.kept_interrupted |= report.kept_interrupted;
     }
+}
+
+/// The visitor behind every `execute`: collects the objects, forgets an interrupted
+/// attempt's and has the dump done again.
+pub(crate) struct Collect<T> {
+    items: Vec<T>,
+    mark: usize,
+}
+
+impl<T> Collect<T> {
+    pub(crate) fn new() -> Self {
+        Collect {
+            items: Vec::new(),
+            mark: 0,
+        }
+    }
+
+    pub(crate) fn answer(self, report: VisitReport) -> Answer<T> {
+        Answer {
+            items: self.items,
+            filter: report.filter,
+            n_interrupted: report.n_interrupted,
+        }
+    }
+}
+
+impl<T> Visitor<T> for Collect<T> {
+    type Error = Error;
+
+    fn begin(&mut self) -> Result<()> {
+        self.mark = self.items.len();
+        Ok(())
+    }
+
+    fn item(&mut self, item: T) -> Result<()> {
+        self.items.push(item);
+        Ok(())
+    }
+
+    fn interrupted(&mut self) -> Result<bool> {
+        self.items.truncate(self.mark);
+        Ok(true)
+    }
+}
+
+/// The message standing for a visitor's own error inside the dump (which then reads the
+/// rest of the dump and returns its first error): replaced by the visitor's error.
+const STOPPED: &str = "the visitor stopped";
+
+/// One dump through `visitor`: `parse` turns each message into an object, `keep` applies the
+/// query's filters (the same ones `execute` applies, since it is built on this); a dump error
+/// that `ignore` accepts counts as an empty dump.
+pub(crate) fn visit_dump<T, V: Visitor<T>>(
+    platform: &Platform,
+    build: impl Fn(&mut Vec<u8>, u32),
+    parse: impl Fn(&[u8]) -> Result<Option<T>>,
+    keep: impl Fn(&T) -> bool,
+    visitor: &mut V,
+    report: &mut VisitReport,
+    ignore: impl Fn(&Error) -> bool,
+) -> std::result::Result<(), V::Error> {
+    visitor.begin()?;
+    let state = RefCell::new((visitor, None::<V::Error>));
+    let outcome = platform.dump_visit(
+        build,
+        |msg| {
+            let mut state = state.borrow_mut();
+            if state.1.is_some() {
+                return Ok(());
+            }
+            if let Some(item) = parse(msg.payload)?
+                && keep(&item)
+                && let Err(err) = state.0.item(item)
+            {
+                state.1 = Some(err);
+                return Err(Error::InvalidArgument(STOPPED.to_owned()));
+            }
+            Ok(())
+        },
+        || {
+            let mut state = state.borrow_mut();
+            if state.1.is_some() {
+                return Ok(false);
+            }
+            match state.0.interrupted() {
+                Ok(again) => {
+                    if again {
+                        state.0.begin().map_err(|err| {
+                            state.1 = Some(err);
+                            Error::InvalidArgument(STOPPED.to_owned())
+                        })?;
+                    }
+                    Ok(again)
+                }
+                Err(err) => {
+                    state.1 = Some(err);
+                    Err(Error::InvalidArgument(STOPPED.to_owned()))
+                }
+            }
+        },
+    );
+    let (_, stopped) = state.into_inner();
+    if let Some(err) = stopped {
+        return Err(err);
+    }
+    match outcome {
+        Ok(outcome) => report.account(outcome),
+        Err(err) if ignore(&err) => {}
+        Err(err) => return Err(err.into()),
+    }
+    Ok(())
 }
 
 /// A route query: `platform.routes().table(Table(100)).dev(ifindex).execute()`.
@@ -175,6 +338,18 @@ impl RouteQuery<'_> {
     /// Runs the query.
     #[tracing::instrument(level = "debug", skip(self), fields(table = ?self.table, dev = ?self.dev))]
     pub fn execute(self) -> Result<Answer<Route>> {
+        let mut collect = Collect::new();
+        let report = self.visit(&mut collect)?;
+        Ok(collect.answer(report))
+    }
+
+    /// Runs the query, handing each route that passes its filters to `visitor` as the dump
+    /// arrives, in the kernel's order, instead of collecting them ([`RouteQuery::execute`]
+    /// is this with a visitor that collects): IPv4 first, then IPv6, when no family is set.
+    pub fn visit<V: Visitor<Route>>(
+        self,
+        visitor: &mut V,
+    ) -> std::result::Result<VisitReport, V::Error> {
         let filtered = self.table.is_some()
             || self.dev.is_some()
             || self.protocol.is_some()
@@ -183,33 +358,23 @@ impl RouteQuery<'_> {
         // The type filter is never the kernel's (see `kind`): with it alone, only this crate
         // filtered.
         let kernel_filters = self.table.is_some() || self.dev.is_some() || self.protocol.is_some();
-        let mut answer = Answer::new(filtered, strict && kernel_filters);
+        let mut report = VisitReport::new(filtered, strict && kernel_filters);
         let families = match self.family {
-            Some(family) => vec![family],
-            None => vec![Family::V4, Family::V6],
+            Some(family) => &[family][..],
+            None => &[Family::V4, Family::V6][..],
         };
-        for family in families {
-            let start = answer.items.len();
-            let items = &mut answer.items;
-            let report = self.platform.dump_retry(
+        for &family in families {
+            visit_dump(
+                self.platform,
                 |buf, seq| self.emit(buf, seq, family, strict),
-                |step| {
-                    match step {
-                        Step::Msg(msg) => {
-                            if let Some(route) = Route::parse(msg.payload)?
-                                && self.matches(&route)
-                            {
-                                items.push(route);
-                            }
-                        }
-                        Step::Restart => items.truncate(start),
-                    }
-                    Ok(())
-                },
+                Route::parse,
+                |route| self.matches(route),
+                visitor,
+                &mut report,
+                |_| false,
             )?;
-            answer.account(report);
         }
-        Ok(answer)
+        Ok(report)
     }
 
     fn emit(&self, buf: &mut Vec<u8>, seq: u32, family: Family, strict: bool) {
@@ -295,20 +460,47 @@ impl LinkQuery<'_> {
             }
             return Ok(answer);
         }
-        let items = &mut answer.items;
-        let report = self.platform.dump_retry(build, |step| {
-            match step {
-                Step::Msg(msg) => {
-                    if let Some(link) = Link::parse(msg.payload)? {
-                        items.push(link);
-                    }
-                }
-                Step::Restart => items.clear(),
-            }
-            Ok(())
-        })?;
-        answer.account(report);
-        Ok(answer)
+        let mut collect = Collect::new();
+        let mut report = VisitReport::new(false, true);
+        visit_dump(
+            self.platform,
+            build,
+            Link::parse,
+            |_| true,
+            &mut collect,
+            &mut report,
+            |_| false,
+        )?;
+        Ok(collect.answer(report))
+    }
+
+    /// Dumps every link to `visitor` as the dump arrives (the index and name filters are
+    /// single requests: [`LinkQuery::execute`] answers them).
+    pub fn visit<V: Visitor<Link>>(
+        self,
+        visitor: &mut V,
+    ) -> std::result::Result<VisitReport, V::Error> {
+        let mut report = VisitReport::new(false, true);
+        visit_dump(
+            self.platform,
+            |buf, seq| {
+                let mut msg = MsgWriter::new(
+                    buf,
+                    wire::RTM_GETLINK,
+                    wire::NLM_F_REQUEST | wire::NLM_F_DUMP,
+                    seq,
+                );
+                msg.raw(&[0u8; IFINFOMSG_LEN]);
+                msg.attr_u32(IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+                msg.finish();
+            },
+            Link::parse,
+            |_| true,
+            visitor,
+            &mut report,
+            |_| false,
+        )?;
+        Ok(report)
     }
 }
 
@@ -335,12 +527,23 @@ impl AddressQuery<'_> {
 
     /// Runs the query.
     pub fn execute(self) -> Result<Answer<Address>> {
+        let mut collect = Collect::new();
+        let report = self.visit(&mut collect)?;
+        Ok(collect.answer(report))
+    }
+
+    /// Runs the query, handing each address that passes its filters to `visitor` as the dump
+    /// arrives ([`AddressQuery::execute`] is this with a visitor that collects).
+    pub fn visit<V: Visitor<Address>>(
+        self,
+        visitor: &mut V,
+    ) -> std::result::Result<VisitReport, V::Error> {
         let strict = self.platform.strict_check();
-        let mut answer = Answer::new(self.ifindex.is_some(), strict);
+        let mut report = VisitReport::new(self.ifindex.is_some(), strict);
         let family = self.family.map_or(wire::AF_UNSPEC, Family::af);
         let ifindex = self.ifindex;
-        let items = &mut answer.items;
-        let report = self.platform.dump_retry(
+        visit_dump(
+            self.platform,
             |buf, seq| {
                 let mut msg = MsgWriter::new(
                     buf,
@@ -356,22 +559,13 @@ impl AddressQuery<'_> {
                 msg.raw(&hdr);
                 msg.finish();
             },
-            |step| {
-                match step {
-                    Step::Msg(msg) => {
-                        if let Some(addr) = Address::parse(msg.payload)?
-                            && ifindex.is_none_or(|i| addr.ifindex() == Ifindex(i))
-                        {
-                            items.push(addr);
-                        }
-                    }
-                    Step::Restart => items.clear(),
-                }
-                Ok(())
-            },
+            Address::parse,
+            |addr| ifindex.is_none_or(|i| addr.ifindex() == Ifindex(i)),
+            visitor,
+            &mut report,
+            |_| false,
         )?;
-        answer.account(report);
-        Ok(answer)
+        Ok(report)
     }
 }
 
@@ -398,15 +592,25 @@ impl RuleQuery<'_> {
 
     /// Runs the query.
     pub fn execute(self) -> Result<Answer<Rule>> {
-        let mut answer = Answer::new(self.table.is_some(), false);
+        let mut collect = Collect::new();
+        let report = self.visit(&mut collect)?;
+        Ok(collect.answer(report))
+    }
+
+    /// Runs the query, handing each rule that passes its filter to `visitor` as the dump
+    /// arrives ([`RuleQuery::execute`] is this with a visitor that collects).
+    pub fn visit<V: Visitor<Rule>>(
+        self,
+        visitor: &mut V,
+    ) -> std::result::Result<VisitReport, V::Error> {
+        let mut report = VisitReport::new(self.table.is_some(), false);
         let families = match self.family {
-            Some(family) => vec![family],
-            None => vec![Family::V4, Family::V6],
+            Some(family) => &[family][..],
+            None => &[Family::V4, Family::V6][..],
         };
-        for family in families {
-            let start = answer.items.len();
-            let items = &mut answer.items;
-            let report = self.platform.dump_retry(
+        for &family in families {
+            visit_dump(
+                self.platform,
                 |buf, seq| {
                     let mut msg = MsgWriter::new(
                         buf,
@@ -419,22 +623,13 @@ impl RuleQuery<'_> {
                     msg.raw(&hdr);
                     msg.finish();
                 },
-                |step| {
-                    match step {
-                        Step::Msg(msg) => {
-                            if let Some(rule) = Rule::parse(msg.payload)?
-                                && self.table.is_none_or(|t| rule.table() == t)
-                            {
-                                items.push(rule);
-                            }
-                        }
-                        Step::Restart => items.truncate(start),
-                    }
-                    Ok(())
-                },
+                Rule::parse,
+                |rule| self.table.is_none_or(|t| rule.table() == t),
+                visitor,
+                &mut report,
+                |_| false,
             )?;
-            answer.account(report);
         }
-        Ok(answer)
+        Ok(report)
     }
 }

@@ -4,7 +4,9 @@
 //! everything rare (IPv6 addresses, multipath, metrics, unknown attributes) sits behind one
 //! optional box, so a common IPv4 route is 40 bytes.
 
+use std::cell::RefCell;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::types::{Ifindex, Protocol, RouteType, Scope, Table};
@@ -49,6 +51,10 @@ const HAS_GATEWAY: u8 = 1 << 2;
 const HAS_PREFSRC: u8 = 1 << 3;
 const HAS_PRIORITY: u8 = 1 << 4;
 const HAS_OIF: u8 = 1 << 5;
+/// An IPv6 route whose destination ends in four zero bytes (every prefix of up to 96 bits:
+/// the kernel zeroes the host bits) holds its first twelve bytes in `v4`, not in its
+/// [`RouteExtra`], which routes then share.
+const DST_INLINE: u8 = 1 << 6;
 
 /// An IP address family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -410,6 +416,56 @@ impl RouteExtra {
     }
 }
 
+/// Moves `dst` into `v4` when it ends in four zero bytes, leaving it unspecified: whether
+/// it did.
+fn move_dst_inline(v4: &mut [[u8; 4]; 3], dst: &mut Ipv6Addr) -> bool {
+    let octets = dst.octets();
+    if octets[12..] != [0; 4] {
+        return false;
+    }
+    for (slot, chunk) in v4.iter_mut().zip(octets.chunks_exact(4)) {
+        slot.copy_from_slice(chunk);
+    }
+    *dst = Ipv6Addr::UNSPECIFIED;
+    true
+}
+
+/// How many of the extra parts it parsed last a thread keeps, to share them with the next
+/// routes that have the same ([`share_extra`]).
+const RECENT_EXTRAS: usize = 4;
+
+thread_local! {
+    static RECENT: RefCell<[Option<Arc<RouteExtra>>; RECENT_EXTRAS]> =
+        const { RefCell::new([const { None }; RECENT_EXTRAS]) };
+}
+
+/// `extra` in an [`Arc`]: one of the last few this thread parsed when it is equal to it.
+/// The routes of a dump come in order, and an IPv6 table's are mostly via one gateway, with
+/// one preference and their destinations inline ([`DST_INLINE`]): their extra parts are
+/// equal, and a route costs no allocation of its own. Only small extras are kept here (no
+/// rare part, no destination of their own), so what is kept alive beyond the routes holding
+/// them stays a few hundred bytes.
+fn share_extra(extra: RouteExtra) -> Arc<RouteExtra> {
+    if extra.rare.is_some() || extra.v6[0] != Ipv6Addr::UNSPECIFIED {
+        return Arc::new(extra);
+    }
+    RECENT.with(|recent| {
+        let mut recent = recent.borrow_mut();
+        if let Some(at) = recent
+            .iter()
+            .position(|held| held.as_deref() == Some(&extra))
+        {
+            // Move-to-front: the hit is found first next time.
+            recent[..=at].rotate_right(1);
+            return recent[0].clone().unwrap_or_else(|| Arc::new(extra));
+        }
+        let shared = Arc::new(extra);
+        recent.rotate_right(1);
+        recent[0] = Some(Arc::clone(&shared));
+        shared
+    })
+}
+
 impl Default for RouteExtra {
     fn default() -> Self {
         RouteExtra {
@@ -441,7 +497,9 @@ pub struct Route {
     scope: u8,
     kind: u8,
     bits: u8,
-    extra: Option<Box<RouteExtra>>,
+    /// Shared between routes with the same extra parts (see [`share_extra`]): an IPv6
+    /// route's gateway, preferred source and preference are mostly those of the route before.
+    extra: Option<Arc<RouteExtra>>,
 }
 
 impl std::fmt::Debug for Route {
@@ -661,7 +719,7 @@ impl Route {
         };
         if dst.is_ipv6() {
             route.bits |= V6;
-            route.extra = Some(Box::default());
+            route.extra = Some(Arc::default());
         }
         route.set_addr(0, HAS_DST, dst);
         route
@@ -773,7 +831,7 @@ impl Route {
     }
 
     fn extra_mut(&mut self) -> &mut RouteExtra {
-        self.extra.get_or_insert_with(Box::default)
+        Arc::make_mut(self.extra.get_or_insert_with(Arc::default))
     }
 
     fn rare_mut(&mut self) -> &mut Rare {
@@ -782,8 +840,10 @@ impl Route {
 
     /// Drops an emptied rare part (equality stays exact).
     fn normalize(&mut self) {
-        if let Some(extra) = &mut self.extra {
-            extra.normalize();
+        if let Some(extra) = &mut self.extra
+            && extra.rare.as_deref().is_some_and(|rare| *rare == NO_RARE)
+        {
+            Arc::make_mut(extra).normalize();
         }
         if self.bits & V6 == 0 && self.extra.as_deref() == Some(&RouteExtra::default()) {
             self.extra = None;
@@ -831,10 +891,49 @@ impl Route {
     fn set_addr(&mut self, slot: usize, bit: u8, addr: IpAddr) {
         match (addr, self.extra.as_mut()) {
             (IpAddr::V4(v4), _) if self.bits & V6 == 0 => self.v4[slot] = v4.octets(),
-            (IpAddr::V6(v6), Some(extra)) if self.bits & V6 != 0 => extra.v6[slot] = v6,
+            (IpAddr::V6(v6), Some(extra)) if self.bits & V6 != 0 => {
+                Arc::make_mut(extra).v6[slot] = v6;
+                if slot == 0 {
+                    // `v4` holds nothing else of an IPv6 route.
+                    self.bits &= !DST_INLINE;
+                    self.v4 = [[0; 4]; 3];
+                    self.inline_dst();
+                }
+            }
             _ => return,
         }
         self.bits |= bit;
+    }
+
+    /// Moves an IPv6 destination that ends in four zero bytes out of the extra parts into
+    /// `v4` (see [`DST_INLINE`]).
+    fn inline_dst(&mut self) {
+        let Some(extra) = &mut self.extra else {
+            return;
+        };
+        if self.bits & (V6 | DST_INLINE) != V6 {
+            return;
+        }
+        let mut dst = extra.v6[0];
+        if move_dst_inline(&mut self.v4, &mut dst) {
+            if extra.v6[0] != dst {
+                Arc::make_mut(extra).v6[0] = dst;
+            }
+            self.bits |= DST_INLINE;
+        }
+    }
+
+    /// The destination of an IPv6 route, wherever it is held.
+    fn v6_dst(&self, extra: &RouteExtra) -> Ipv6Addr {
+        if self.bits & DST_INLINE != 0 {
+            let mut octets = [0u8; 16];
+            for (chunk, slot) in octets.chunks_exact_mut(4).zip(&self.v4) {
+                chunk.copy_from_slice(slot);
+            }
+            Ipv6Addr::from(octets)
+        } else {
+            extra.v6[0]
+        }
     }
 
     fn addr(&self, slot: usize, bit: u8) -> Option<IpAddr> {
@@ -842,7 +941,13 @@ impl Route {
             return None;
         }
         if self.bits & V6 != 0 {
-            self.extra.as_ref().map(|extra| IpAddr::V6(extra.v6[slot]))
+            self.extra.as_ref().map(|extra| {
+                IpAddr::V6(if slot == 0 {
+                    self.v6_dst(extra)
+                } else {
+                    extra.v6[slot]
+                })
+            })
         } else {
             Some(IpAddr::V4(Ipv4Addr::from(self.v4[slot])))
         }
@@ -1082,7 +1187,7 @@ impl Route {
                     table: self.table,
                     priority: self.priority,
                     oif: if ecmp { 0 } else { oif },
-                    dst: extra.v6[0].octets(),
+                    dst: self.v6_dst(extra).octets(),
                     src: extra.v6[3].octets(),
                     gateway: match gateway {
                         Some(IpAddr::V6(gw)) if !ecmp => gw.octets(),
@@ -1118,7 +1223,7 @@ impl Route {
                 table: self.table,
                 priority: self.priority,
                 oif: nh_id,
-                dst: extra.v6[0].octets(),
+                dst: self.v6_dst(extra).octets(),
                 src: extra.v6[3].octets(),
                 gateway: [0; 16],
                 small: [self.dst_len, extra.src_len, 0, 2],
@@ -1156,9 +1261,11 @@ impl Route {
     /// The prefix key that `NLM_F_REPLACE` replaces.
     pub fn weak_id(&self) -> RouteWeakId {
         let (dst, src, src_len) = match &self.extra {
-            Some(extra) if self.bits & V6 != 0 => {
-                (extra.v6[0].octets(), extra.v6[3].octets(), extra.src_len)
-            }
+            Some(extra) if self.bits & V6 != 0 => (
+                self.v6_dst(extra).octets(),
+                extra.v6[3].octets(),
+                extra.src_len,
+            ),
             extra => {
                 let mut dst = [0; 16];
                 dst[..4].copy_from_slice(&self.v4[0]);
@@ -1191,7 +1298,7 @@ impl Route {
             hop.gateway == gateway && ifindex.is_none_or(|ifindex| hop.ifindex == Ifindex(ifindex))
         })?;
         let mut route = self.clone();
-        let extra = route.extra.as_mut()?;
+        let extra = Arc::make_mut(route.extra.as_mut()?);
         extra.rare_mut().multipath.remove(at);
         if let [last] = extra.rare().multipath.as_slice() {
             let last = last.clone();
@@ -1235,7 +1342,7 @@ impl Route {
         );
         let mut route = event.clone();
         if let Some(extra) = route.extra.as_mut() {
-            extra.rare_mut().multipath = hops;
+            Arc::make_mut(extra).rare_mut().multipath = hops;
         }
         route
     }
@@ -1267,9 +1374,10 @@ impl Route {
             extra: None,
         };
         let src_len = hdr[2];
-        let mut extra: Option<Box<RouteExtra>> = None;
-        fn extra_of(extra: &mut Option<Box<RouteExtra>>) -> &mut RouteExtra {
-            extra.get_or_insert_with(Box::default)
+        // Built here, then shared with the routes parsed before it when equal.
+        let mut extra: Option<RouteExtra> = None;
+        fn extra_of(extra: &mut Option<RouteExtra>) -> &mut RouteExtra {
+            extra.get_or_insert_with(RouteExtra::default)
         }
         if v6 {
             extra_of(&mut extra);
@@ -1344,18 +1452,22 @@ impl Route {
         if let Some(extra) = &mut extra {
             extra.normalize();
         }
-        if !v6 && extra.as_deref() == Some(&RouteExtra::default()) {
+        if !v6 && extra.as_ref() == Some(&RouteExtra::default()) {
             extra = None;
         }
-        route.extra = extra;
+        if let Some(mut extra) = extra {
+            if v6 && move_dst_inline(&mut route.v4, &mut extra.v6[0]) {
+                route.bits |= DST_INLINE;
+            }
+            route.extra = Some(share_extra(extra));
+        }
         Ok(Some(route))
     }
 
     /// On nexthop object `id` (`nhid`): the kernel takes the gateway, device and hops from
     /// it, so a route built with this carries no other next hop.
     pub fn with_nh_id(mut self, id: u32) -> Self {
-        let extra = self.extra.get_or_insert_with(Box::default);
-        extra.rare_mut().nh_id = Some(id);
+        self.extra_mut().rare_mut().nh_id = Some(id);
         self
     }
 
@@ -1530,7 +1642,7 @@ fn attr_ip(msg: &mut MsgWriter<'_>, kind: u16, addr: IpAddr) {
 #[inline]
 fn set_address(
     route: &mut Route,
-    extra: &mut Option<Box<RouteExtra>>,
+    extra: &mut Option<RouteExtra>,
     kind: u16,
     value: &[u8],
     slot: usize,
@@ -1540,7 +1652,7 @@ fn set_address(
         let Ok(octets) = <[u8; 16]>::try_from(value) else {
             return Err(bad_attr(kind));
         };
-        let extra = extra.get_or_insert_with(Box::default);
+        let extra = extra.get_or_insert_with(RouteExtra::default);
         if let Some(held) = extra.v6.get_mut(slot) {
             *held = Ipv6Addr::from(octets);
         }
@@ -1552,7 +1664,7 @@ fn set_address(
         match route.v4.get_mut(slot) {
             Some(held) => *held = octets,
             None => {
-                let extra = extra.get_or_insert_with(Box::default);
+                let extra = extra.get_or_insert_with(RouteExtra::default);
                 extra.has_src = true;
                 extra.rare_mut().other.push((kind, value.into()));
             }
@@ -1640,5 +1752,76 @@ mod size_tests {
         // The parts a multipath route pays for: a hop keeps its rare attributes boxed.
         assert!(std::mem::size_of::<NextHop>() <= 32);
         assert!(std::mem::size_of::<Rare>() <= 144);
+    }
+}
+
+#[cfg(test)]
+mod v6_tests {
+    use super::*;
+
+    fn round_trip(route: &Route) -> Route {
+        let mut buf = Vec::new();
+        route.emit(&mut buf, wire::RTM_NEWROUTE, 0, 1);
+        Route::parse(&buf[wire::NLMSG_HDRLEN..]).unwrap().unwrap()
+    }
+
+    /// IPv6 routes via one gateway share one allocation of their extra parts, their
+    /// destinations held inline; a host route's destination (four non-zero last bytes) is
+    /// its own, and each route still reads back exactly as built.
+    #[test]
+    fn ipv6_routes_share_their_extra_parts_and_read_back_exactly() {
+        let gateway: IpAddr = "2001:db8::2".parse().unwrap();
+        let build = |dst: &str, len: u8| {
+            Route::new(dst.parse().unwrap(), len)
+                .with_gateway(gateway)
+                .with_oif(crate::Ifindex(2))
+                .with_priority(1024)
+                .with_pref(0)
+        };
+        let built = [
+            build("2a00:1::", 48),
+            build("2a00:2::", 48),
+            build("2a00:3:0:0:0:0:1:0", 112),
+            build("2a00::", 16),
+            build("::", 0),
+            build("2a00:4::1:2", 128),
+            build("2a00:4::1:2", 127),
+        ];
+        let parsed: Vec<Route> = built.iter().map(round_trip).collect();
+        for (built, parsed) in built.iter().zip(&parsed) {
+            assert_eq!(parsed, built);
+            assert_eq!(parsed.dst(), built.dst());
+            assert_eq!(parsed.gateway(), Some(gateway));
+            assert_eq!(parsed.id(), built.id());
+            assert_eq!(parsed.weak_id(), built.weak_id());
+            assert_eq!(parsed.weak_hash(), built.weak_id().stable_hash());
+            assert_eq!(parsed.pref(), Some(0));
+            let mut again = Vec::new();
+            parsed.emit(&mut again, wire::RTM_NEWROUTE, 0, 1);
+            let mut first = Vec::new();
+            built.emit(&mut first, wire::RTM_NEWROUTE, 0, 1);
+            assert_eq!(again, first, "{built:?}");
+        }
+        let extra = |route: &Route| route.extra.clone().unwrap();
+        assert!(Arc::ptr_eq(&extra(&parsed[0]), &extra(&parsed[1])));
+        assert!(Arc::ptr_eq(&extra(&parsed[0]), &extra(&parsed[4])));
+        assert_ne!(parsed[0].dst(), parsed[1].dst());
+        // Four non-zero last bytes: the destination stays in the route's own extra part.
+        assert!(!Arc::ptr_eq(&extra(&parsed[5]), &extra(&parsed[0])));
+        assert_eq!(parsed[5].dst(), "2a00:4::1:2".parse::<IpAddr>().unwrap());
+        // A different gateway is not shared with the others, and a change of a shared
+        // route's extra parts copies them first.
+        let other = round_trip(&build("2a00:9::", 48).with_gateway("2001:db8::3".parse().unwrap()));
+        assert!(!Arc::ptr_eq(&extra(&other), &extra(&parsed[0])));
+        let changed = parsed[0].clone().with_expires(30);
+        assert_eq!(parsed[1].expires(), None);
+        assert_eq!(changed.expires(), Some(30));
+        assert_eq!(parsed[1], built[1]);
+        // A destination set again on a built route is held as if it had been built so.
+        let moved = build("2a00:4::1:2", 128).with_gateway(gateway);
+        let mut moved_back = moved.clone();
+        moved_back.set_addr(0, HAS_DST, "2a00:1::".parse().unwrap());
+        moved_back.dst_len = 48;
+        assert_eq!(moved_back, built[0]);
     }
 }

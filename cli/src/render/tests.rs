@@ -280,6 +280,12 @@ fn varied_rows() -> Vec<Vec<Cell>> {
             Cell::List(vec!["\r\t".into(), "\u{7f}".into()]),
         ]])
         .chain([vec![
+            Cell::Prefix("2001:db8::".parse().unwrap(), 48),
+            Cell::Prefix("10.0.0.0".parse().unwrap(), 8),
+            Cell::Prefix("192.0.2.1".parse().unwrap(), 32),
+            Cell::Prefix("::".parse().unwrap(), 0),
+        ]])
+        .chain([vec![
             "connected".into(),
             Cell::Typed {
                 text: String::new(),
@@ -294,42 +300,143 @@ fn varied_rows() -> Vec<Vec<Cell>> {
         .collect()
 }
 
+/// What a [`RowStream`] of `rows` writes, through a printer in `mode` with `--fields`.
+fn streamed(rows: &[Vec<Cell>], mode: Mode, color: bool, fields: &[&str]) -> String {
+    let (mut printer, buffer) =
+        printer_with(mode == Mode::Json, mode == Mode::Terse, fields, color);
+    let mut stream = printer.rows(FIELDS, &[]).unwrap();
+    for row in rows {
+        stream.row(row).unwrap();
+    }
+    stream.finish().unwrap();
+    let bytes = buffer.lock().unwrap().clone();
+    String::from_utf8(bytes).unwrap()
+}
+
 #[test]
 fn stream_writes_what_a_table_would() {
-    let rows = varied_rows();
+    let mut rows = varied_rows();
+    // Fewer rows than the look-ahead, and none: the stream is byte for byte the table.
+    for rows in [rows.clone(), Vec::new(), {
+        rows.truncate(1);
+        rows
+    }] {
+        let mut table = Table::new(FIELDS);
+        for row in &rows {
+            table.push(row.clone());
+        }
+        for mode in [Mode::Human, Mode::Terse, Mode::Json] {
+            for color in [false, true] {
+                for fields in [&[][..], &["all"][..], &["addresses", "TYPE"][..]] {
+                    let selection = Selection::from_args(
+                        &fields.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+                    );
+                    let chosen = selection.resolve(FIELDS, mode == Mode::Json).unwrap();
+                    let mut expected = Vec::new();
+                    write_table(&mut expected, color, mode, &table, &chosen, false).unwrap();
+                    assert_eq!(
+                        streamed(&rows, mode, color, fields),
+                        String::from_utf8(expected).unwrap(),
+                        "{mode:?} color={color} fields={fields:?} rows={}",
+                        rows.len()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_stream_past_its_lookahead_widens_bounded_columns_and_stays_aligned() {
+    // DEVICE has a bound of 12 (beyond any value held), TYPE none: a value wider than the
+    // look-ahead's after it pushes the rest of its own row only.
+    let row = |idx: usize| -> Vec<Cell> {
+        let device = if idx < LOOKAHEAD_ROWS {
+            "eth0".to_owned()
+        } else {
+            format!("eth{idx}")
+        };
+        let kind = if idx == LOOKAHEAD_ROWS + 5 {
+            "a-much-wider-type"
+        } else {
+            "veth"
+        };
+        vec![
+            device.into(),
+            kind.into(),
+            Cell::Int(idx as i64),
+            Cell::Null,
+        ]
+    };
+    let rows: Vec<Vec<Cell>> = (0..LOOKAHEAD_ROWS * 3).map(row).collect();
+    let (mut printer, buffer) = printer_with(false, false, &[], false);
+    let mut stream = printer.rows(FIELDS, &[Some(12), None]).unwrap();
+    for row in &rows {
+        stream.row(row).unwrap();
+    }
+    stream.finish().unwrap();
+    let text = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), rows.len() + 1);
+    assert_eq!(lines[0], "DEVICE        TYPE  STATE");
+    for (idx, line) in lines.iter().enumerate().skip(1) {
+        let type_at = line.find("veth").or_else(|| line.find("a-much"));
+        assert_eq!(type_at, Some(14), "line {idx}: {line}");
+        let state_at = line.rfind(' ').unwrap() + 1;
+        if idx - 1 == LOOKAHEAD_ROWS + 5 {
+            assert_eq!(&line[state_at..], (idx - 1).to_string(), "{line}");
+            assert_eq!(state_at, 14 + "a-much-wider-type".len() + 2, "{line}");
+        } else {
+            assert_eq!(state_at, 20, "line {idx}: {line}");
+        }
+    }
+    // The same rows in a table that held them all: the same values in the same order.
     let mut table = Table::new(FIELDS);
     for row in &rows {
         table.push(row.clone());
     }
+    let chosen = Selection::Default.resolve(FIELDS, false).unwrap();
+    let mut whole = Vec::new();
+    write_table(&mut whole, false, Mode::Human, &table, &chosen, false).unwrap();
+    let words =
+        |text: &str| -> Vec<String> { text.split_whitespace().map(str::to_owned).collect() };
+    assert_eq!(words(&text), words(&String::from_utf8(whole).unwrap()));
+}
+
+#[test]
+fn a_stream_takes_back_an_interrupted_dump_only_while_it_holds_it() {
+    let rows = varied_rows();
     for mode in [Mode::Human, Mode::Terse, Mode::Json] {
-        for color in [false, true] {
-            for fields in [&[][..], &["all"][..], &["addresses", "TYPE"][..]] {
-                let selection =
-                    Selection::from_args(&fields.iter().map(|f| f.to_string()).collect::<Vec<_>>());
-                let chosen = selection.resolve(FIELDS, mode == Mode::Json).unwrap();
-                let mut expected = Vec::new();
-                write_table(&mut expected, color, mode, &table, &chosen, false).unwrap();
-                let mut streamed = Vec::new();
-                write_stream(
-                    &mut streamed,
-                    color,
-                    mode,
-                    FIELDS,
-                    &chosen,
-                    &rows,
-                    |row, cells| {
-                        cells.extend(row.iter().cloned());
-                    },
-                )
-                .unwrap();
-                assert_eq!(
-                    String::from_utf8(streamed).unwrap(),
-                    String::from_utf8(expected).unwrap(),
-                    "{mode:?} color={color} fields={fields:?}"
-                );
-            }
+        let (mut printer, buffer) =
+            printer_with(mode == Mode::Json, mode == Mode::Terse, &[], false);
+        let mut stream = printer.rows(FIELDS, &[]).unwrap();
+        stream.row(&rows[0]).unwrap();
+        let mark = stream.mark();
+        for row in &rows[1..] {
+            stream.row(row).unwrap();
         }
+        assert!(stream.retract(mark), "{mode:?}");
+        for row in &rows[1..] {
+            stream.row(row).unwrap();
+        }
+        stream.finish().unwrap();
+        let text = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
+        assert_eq!(text, streamed(&rows, mode, false, &[]), "{mode:?}");
     }
+    // Once part of the dump has been handed on, it stays.
+    let (mut printer, _buffer) = printer_with(false, true, &[], false);
+    let mut stream = printer.rows(FIELDS, &[]).unwrap();
+    let mark = stream.mark();
+    let long = vec![
+        Cell::from("x".repeat(1000)),
+        Cell::Null,
+        Cell::Null,
+        Cell::Null,
+    ];
+    for _ in 0..100 {
+        stream.row(&long).unwrap();
+    }
+    assert!(!stream.retract(mark));
 }
 
 #[test]
@@ -338,7 +445,40 @@ fn width_and_pushed_text_agree_with_text() {
         let mut pushed = String::from(">");
         cell.push_text(&mut pushed);
         assert_eq!(pushed[1..], *cell.text(), "{cell:?}");
-        assert_eq!(cell.text_width(), width_of(&cell.text()), "{cell:?}");
+    }
+}
+
+#[test]
+fn a_prefix_cell_is_the_prefix_ip_prints() {
+    let cases: [(IpAddr, u8, &str); 6] = [
+        ("10.1.2.0".parse().unwrap(), 24, "10.1.2.0/24"),
+        ("192.0.2.1".parse().unwrap(), 32, "192.0.2.1"),
+        ("0.0.0.0".parse().unwrap(), 0, "default"),
+        ("2001:db8::".parse().unwrap(), 48, "2001:db8::/48"),
+        ("fe80::1".parse().unwrap(), 128, "fe80::1"),
+        ("::ffff:1.2.3.4".parse().unwrap(), 128, "::ffff:1.2.3.4"),
+    ];
+    for (addr, len, text) in cases {
+        let cell = Cell::Prefix(addr, len);
+        assert_eq!(cell.text(), text);
+        assert_eq!(cell.json(), Value::from(text));
+        assert_eq!(
+            serde_json::to_string(&cell).unwrap(),
+            serde_json::to_string(text).unwrap()
+        );
+        let mut json = String::new();
+        push_json_cell(&mut json, &cell);
+        assert_eq!(json, serde_json::to_string(text).unwrap());
+    }
+}
+
+#[test]
+fn json_strings_are_escaped_as_serde_json_escapes_them() {
+    let every: String = (0u32..0x2100).filter_map(char::from_u32).collect();
+    for text in [every.as_str(), "plain", "q\"uote\\", ""] {
+        let mut ours = String::new();
+        push_json_str(&mut ours, text);
+        assert_eq!(ours, serde_json::to_string(text).unwrap());
     }
 }
 
@@ -457,6 +597,16 @@ fn hostile_strings_are_escaped_in_events() {
 
 /// A printer writing into a shared buffer.
 fn printer(json: bool, terse: bool) -> (Printer, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
+    printer_with(json, terse, &[], false)
+}
+
+/// A printer writing into a shared buffer, with `--fields` and colour.
+fn printer_with(
+    json: bool,
+    terse: bool,
+    fields: &[&str],
+    color: bool,
+) -> (Printer, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
     struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
     impl Write for Shared {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -471,12 +621,12 @@ fn printer(json: bool, terse: bool) -> (Printer, std::sync::Arc<std::sync::Mutex
     let args = OutputArgs {
         json,
         terse,
-        fields: Vec::new(),
+        fields: fields.iter().map(|field| field.to_string()).collect(),
         color: ColorChoice::Never,
     };
     let printer = Printer::with_writer(
         &args,
-        false,
+        color,
         Box::new(Shared(std::sync::Arc::clone(&buffer))),
     );
     (printer, buffer)

@@ -162,3 +162,85 @@ fn filtered_queries_equal_ip_route_show() {
         }
     });
 }
+
+/// A visitor that collects, forgetting an interrupted dump's routes; `stop_after` makes it
+/// fail at that route.
+struct Collect {
+    routes: Vec<Route>,
+    mark: usize,
+    stop_after: Option<usize>,
+}
+
+impl netmirror_platform::Visitor<Route> for Collect {
+    type Error = netmirror_platform::Error;
+
+    fn begin(&mut self) -> netmirror_platform::Result<()> {
+        self.mark = self.routes.len();
+        Ok(())
+    }
+
+    fn item(&mut self, route: Route) -> netmirror_platform::Result<()> {
+        if self.stop_after == Some(self.routes.len()) {
+            return Err(netmirror_platform::Error::InvalidArgument("enough".into()));
+        }
+        self.routes.push(route);
+        Ok(())
+    }
+
+    fn interrupted(&mut self) -> netmirror_platform::Result<bool> {
+        self.routes.truncate(self.mark);
+        Ok(true)
+    }
+}
+
+/// `visit` hands over what `execute` collects, in the same order, filtered or not; a
+/// visitor's error stops the visit and leaves the platform usable.
+#[test]
+fn visits_hand_over_what_execute_collects() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let mut batch = String::new();
+        for i in 0..3000u32 {
+            let [_, b, c, _] = (0x0a00_0000u32 + (i << 8)).to_be_bytes();
+            batch.push_str(&format!(
+                "route add 10.{b}.{c}.0/24 via 192.0.2.2 table 100\n"
+            ));
+            batch.push_str(&format!("route add 2001:db8:{i:x}::/48 dev nmx0\n"));
+        }
+        let path = std::env::temp_dir().join(format!("nmx-visit-{}.batch", std::process::id()));
+        std::fs::write(&path, batch).unwrap();
+        let added = ns.ip(&["-batch", path.to_str().unwrap()]);
+        let _ = std::fs::remove_file(&path);
+        added.unwrap();
+        let platform = Platform::open(config(&ns)).unwrap();
+        // Every route, table 100's (a kernel filter), IPv6 only.
+        fn query(platform: &Platform, n: usize) -> netmirror_platform::RouteQuery<'_> {
+            match n {
+                0 => platform.routes(),
+                1 => platform.routes().table(netmirror_platform::Table(100)),
+                _ => platform.routes().family(Family::V6),
+            }
+        }
+        for n in 0..3 {
+            let collected = query(&platform, n).execute().unwrap().items;
+            assert!(collected.len() >= 3000, "{}", collected.len());
+            let mut visitor = Collect {
+                routes: Vec::new(),
+                mark: 0,
+                stop_after: None,
+            };
+            query(&platform, n).visit(&mut visitor).unwrap();
+            assert_eq!(visitor.routes, collected, "query {n}");
+            let mut stopping = Collect {
+                routes: Vec::new(),
+                mark: 0,
+                stop_after: Some(10),
+            };
+            let err = query(&platform, n).visit(&mut stopping).unwrap_err();
+            assert!(err.to_string().contains("enough"), "{err}");
+            assert_eq!(stopping.routes[..], collected[..10]);
+            // The rest of the stopped dump was read: the next query gets its own answer.
+            assert_eq!(query(&platform, n).execute().unwrap().items, collected);
+        }
+    });
+}
