@@ -14,6 +14,7 @@ mod compare {
     pub(crate) mod measure;
     pub(crate) mod monitor;
     pub(crate) mod nm;
+    pub(crate) mod nm_actions;
     pub(crate) mod report;
     pub(crate) mod routes;
     pub(crate) mod sdbus;
@@ -28,7 +29,7 @@ use std::time::Instant;
 use anyhow::Context;
 
 use compare::report::{Comparison, Outcome, Report, Section};
-use compare::{latency, measure, monitor, nm, routes};
+use compare::{latency, measure, monitor, nm, nm_actions, routes};
 use measure::{Cmd, Figures};
 
 /// Sizes and repetitions of one run (`--quick` or full).
@@ -201,7 +202,7 @@ fn is_root() -> bool {
 }
 
 /// Scenarios by number, as the issue numbers them.
-const SCENARIOS: &[u8] = &[1, 2, 3, 4, 5, 6];
+const SCENARIOS: &[u8] = &[1, 2, 3, 4, 5, 6, 7];
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -236,7 +237,7 @@ fn run(args: &[OsString]) -> anyhow::Result<()> {
                     .map(|n| {
                         n.trim()
                             .parse()
-                            .context("--only takes scenario numbers 1-6")
+                            .context("--only takes scenario numbers 1-7")
                     })
                     .collect::<anyhow::Result<_>>()?;
             }
@@ -286,6 +287,8 @@ fn run(args: &[OsString]) -> anyhow::Result<()> {
             5 if !ctx.is_root => vec![root_only(routes::TITLE_BATCH)],
             5 => vec![routes::run_batch(&ctx)],
             6 => vec![latency::run(&ctx)],
+            7 if !ctx.is_root => vec![root_only(nm_actions::TITLE)],
+            7 => vec![nm_actions::run(&ctx)],
             _ => Vec::new(),
         };
         let took = section_started.elapsed().as_secs_f64();

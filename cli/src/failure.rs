@@ -116,20 +116,25 @@ pub(crate) const USAGE: u8 = 2;
 
 /// Prints `err` as one line (unless it is a broken pipe) and returns the exit status.
 pub(crate) fn report(err: &anyhow::Error) -> ExitCode {
+    ExitCode::from(report_status(err))
+}
+
+/// [`report`], as the numeric exit status (for `std::process::exit`).
+pub(crate) fn report_status(err: &anyhow::Error) -> u8 {
     if is_broken_pipe(err) {
-        return ExitCode::SUCCESS;
+        return 0;
     }
     if let Some(usage) = err.downcast_ref::<clap::Error>() {
         // Clap's own rendering ("error: ...", a usage line and a hint), then status 2.
         let _ = usage.print();
-        return ExitCode::from(USAGE);
+        return USAGE;
     }
     let message = format!("{err:#}");
     // The chain may quote what a source sent (a name, the kernel's message): escaped.
     warn(crate::render::escape(&message.replace('\n', " ")));
     match err.downcast_ref::<Failure>() {
-        Some(Failure::Interrupted { signal, .. }) => ExitCode::from(signal.exit_status()),
-        _ => ExitCode::FAILURE,
+        Some(Failure::Interrupted { signal, .. }) => signal.exit_status(),
+        _ => 1,
     }
 }
 

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::args::{Bus, NmAction, NmArgs};
 use crate::bus;
-use crate::failure::Failure;
+use crate::failure::{self, Failure};
 use crate::progress::Progress;
 use crate::render::{Mode, Printer};
 
@@ -213,7 +213,8 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> Option<any
             }
             .into());
         }
-        execute(printer, &mut nm, plan).await.map_err(|err| {
+        let result = execute(printer, &mut nm, plan).await;
+        let result = result.map_err(|err| {
             // NetworkManager's refusal in its own words, without the D-Bus error name.
             match err.downcast::<client::Error>() {
                 Ok(client::Error::Call(call)) => match call.cause {
@@ -223,7 +224,16 @@ pub(crate) fn run(printer: &mut Printer, bus: &Bus, args: &NmArgs) -> Option<any
                 Ok(other) => other.into(),
                 Err(err) => err,
             }
-        })
+        });
+        let result = result.and_then(|()| printer.flush());
+        // The command is done: the process ends here. Returning would free the cache object
+        // by object and end the runtime while the connection lives, which hands the
+        // connection's driving to a new thread; together a fifth of a short command's CPU.
+        let status = match &result {
+            Ok(()) => 0,
+            Err(err) => failure::report_status(err),
+        };
+        std::process::exit(i32::from(status))
     }))
 }
 

@@ -22,7 +22,8 @@ usage: cargo xtask bench [--quick] [--only N,...] [--no-criterion] [--out PATH]
   --quick          smaller sizes and shorter criterion measurements
   --quick-criterion  full-size comparisons, shorter criterion measurements only
   --only N,...     only these comparison scenarios (1 NetworkManager, 2 route loads,
-                   3 filtered query, 4 monitor burst, 5 batch, 6 D-Bus round trip)
+                   3 filtered query, 4 monitor burst, 5 batch, 6 D-Bus round trip,
+                   7 NetworkManager actions: connection up, modify x500)
   --no-criterion   skip the criterion benches
   --no-compare     skip the whole-process comparisons
   --out PATH       write the report there instead of BENCHMARKS.md
@@ -108,7 +109,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     if !is_root {
         eprintln!(
             "xtask: not root: the criterion benches and the D-Bus round trip (scenario 6) run, \
-             but scenarios 1-5 need network namespaces and the NetworkManager sandbox and are \
+             but scenarios 1-5 and 7 need network namespaces and the NetworkManager sandbox and are \
              reported as `not run`; run `cargo xtask bench` as root for all of them"
         );
     }
@@ -645,7 +646,7 @@ fn markdown(w: &Written<'_>) -> String {
     out.push_str("\n\n");
     if !w.is_root {
         out.push_str(
-            "**Not run as root:** scenarios 1-5 of the comparisons (NetworkManager, route \
+            "**Not run as root:** scenarios 1-5 and 7 of the comparisons (NetworkManager, route \
              loads, the filtered query, the monitor burst, batches) were not run, since they \
              need network namespaces and the NetworkManager sandbox; only the criterion \
              benches and the D-Bus round trip (scenario 6) ran. Run `cargo xtask bench` as \

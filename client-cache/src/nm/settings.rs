@@ -168,25 +168,50 @@ pub const PROPERTIES: &[PropertySpec] = &[
     p("vlan", "parent", Kind::Str),
 ];
 
-/// nmcli's aliases: a word for `setting.property`.
-const ALIASES: &[(&str, &str)] = &[
-    ("autoconnect", "connection.autoconnect"),
-    ("con-name", "connection.id"),
-    ("controller", "connection.master"),
-    ("dev", "vlan.parent"),
-    ("gw4", "ipv4.gateway"),
-    ("gw6", "ipv6.gateway"),
-    ("id", "vlan.id"),
-    ("ifname", "connection.interface-name"),
-    ("ip4", "ipv4.addresses"),
-    ("ip6", "ipv6.addresses"),
-    ("mac", "802-3-ethernet.mac-address"),
-    ("master", "connection.master"),
-    ("mtu", "802-3-ethernet.mtu"),
-    ("port-type", "connection.slave-type"),
-    ("slave-type", "connection.slave-type"),
-    ("type", "connection.type"),
+/// nmcli's aliases: a word for `setting.property`. Where several settings have a property under
+/// the same alias (`mac`, `mtu`), the connection type decides: the alias names the property
+/// of the one setting that type can have, and is ambiguous (an error, as in nmcli) where the
+/// type can have several ([`lookup_for`]).
+const ALIASES: &[(&str, &[&str])] = &[
+    ("autoconnect", &["connection.autoconnect"]),
+    ("con-name", &["connection.id"]),
+    ("controller", &["connection.master"]),
+    ("dev", &["vlan.parent"]),
+    ("gw4", &["ipv4.gateway"]),
+    ("gw6", &["ipv6.gateway"]),
+    ("id", &["vlan.id"]),
+    ("ifname", &["connection.interface-name"]),
+    ("ip4", &["ipv4.addresses"]),
+    ("ip6", &["ipv6.addresses"]),
+    ("mac", &["802-3-ethernet.mac-address", "bridge.mac-address"]),
+    ("master", &["connection.master"]),
+    ("mtu", &["802-3-ethernet.mtu", "loopback.mtu"]),
+    ("port-type", &["connection.slave-type"]),
+    ("slave-type", &["connection.slave-type"]),
+    ("type", &["connection.type"]),
 ];
+
+/// The settings (besides `connection`, `ipv4`, `ipv6` and the port settings) a profile of
+/// connection type `kind` may have, as libnm's table of valid settings says; `None` for a
+/// type this module does not describe.
+fn type_settings(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "802-3-ethernet" => &["802-3-ethernet"],
+        "bridge" => &["bridge", "802-3-ethernet"],
+        "bond" => &["bond", "802-3-ethernet"],
+        "vlan" => &["vlan", "802-3-ethernet"],
+        "loopback" => &["loopback"],
+        _ => return None,
+    })
+}
+
+/// Whether a profile of type `kind` may have setting `setting`.
+fn type_has(kind: &str, setting: &str) -> bool {
+    matches!(
+        setting,
+        "connection" | "ipv4" | "ipv6" | "bridge-port" | "team-port"
+    ) || type_settings(kind).is_none_or(|s| s.contains(&setting))
+}
 
 /// nmcli's short names of settings (and of `connection.type` values).
 const SETTING_ALIASES: &[(&str, &str)] = &[
@@ -204,12 +229,50 @@ pub fn setting_name(name: &str) -> &str {
         .map_or(name, |(_, full)| full)
 }
 
-/// The property `key` names (`ip4`, `ipv4.addresses`, `ethernet.mtu`), if known.
+/// The property `key` names (`ip4`, `ipv4.addresses`, `ethernet.mtu`), if known. An alias
+/// that several settings share (`mac`) names the first: see [`lookup_for`] to resolve it by
+/// the profile's type, as nmcli does.
 pub fn lookup(key: &str) -> Result<&'static PropertySpec> {
-    let full = ALIASES
-        .iter()
-        .find(|(alias, _)| *alias == key)
-        .map_or(key, |(_, full)| full);
+    lookup_for(None, key)
+}
+
+/// The property `key` names in a profile of connection type `kind` (`None`: not known yet).
+/// An alias resolves among the settings that type may have: to none, it is invalid (`id` on
+/// an Ethernet profile); to several, ambiguous (`mac` on a bridge, which may have both
+/// `802-3-ethernet.mac-address` and `bridge.mac-address`); both errors in nmcli's words.
+pub fn lookup_for(kind: Option<&str>, key: &str) -> Result<&'static PropertySpec> {
+    let full = match ALIASES.iter().find(|(alias, _)| *alias == key) {
+        None => key,
+        Some((_, candidates)) => {
+            let Some(kind) = kind.map(setting_name) else {
+                return lookup_full(key, candidates[0]);
+            };
+            let valid: Vec<&'static str> = candidates
+                .iter()
+                .copied()
+                .filter(|c| type_has(kind, c.split_once('.').map_or(*c, |(s, _)| s)))
+                .collect();
+            match valid.as_slice() {
+                [] => return Err(invalid(format!("invalid <setting>.<property> '{key}'"))),
+                [one] => *one,
+                several => {
+                    let names: Vec<String> = several
+                        .iter()
+                        .map(|c| format!("{}.{key}", c.split_once('.').map_or(*c, |(s, _)| s)))
+                        .collect();
+                    return Err(invalid(format!(
+                        "'{key}' is ambiguous ({})",
+                        names.join(" or ")
+                    )));
+                }
+            }
+        }
+    };
+    lookup_full(key, full)
+}
+
+/// The property `full` (`setting.property`) that the user wrote as `key`.
+fn lookup_full(key: &str, full: &str) -> Result<&'static PropertySpec> {
     let Some((setting, name)) = full.split_once('.') else {
         return Err(invalid(format!(
             "invalid property '{key}': not setting.property"
@@ -314,7 +377,11 @@ impl Settings {
             Some(b'-') => (Op::Remove, &key[1..]),
             _ => (Op::Set, key),
         };
-        let spec = lookup(bare)?;
+        let kind = self.get("connection", "type").and_then(|v| match &**v {
+            Variant::Str(s) => Some(s.as_str().to_owned()),
+            _ => None,
+        });
+        let spec = lookup_for(kind.as_deref(), bare)?;
         self.apply(spec, op, value)
     }
 
@@ -698,6 +765,38 @@ mod tests {
                 .contains("next-hop")
         );
         assert!(s.get("connection", "uuid").is_some());
+    }
+
+    #[test]
+    fn shared_aliases_resolve_by_the_connection_type() {
+        let key = |kind: &str, alias: &str| {
+            lookup_for(Some(kind), alias).map(|s| format!("{}.{}", s.setting, s.name))
+        };
+        assert_eq!(
+            key("ethernet", "mac").unwrap(),
+            "802-3-ethernet.mac-address"
+        );
+        assert_eq!(key("bond", "mac").unwrap(), "802-3-ethernet.mac-address");
+        assert_eq!(key("loopback", "mtu").unwrap(), "loopback.mtu");
+        assert_eq!(key("bridge", "mtu").unwrap(), "802-3-ethernet.mtu");
+        assert_eq!(key("vlan", "id").unwrap(), "vlan.id");
+        assert_eq!(
+            key("bridge", "mac").unwrap_err().to_string(),
+            "'mac' is ambiguous (802-3-ethernet.mac or bridge.mac)"
+        );
+        assert_eq!(
+            key("ethernet", "id").unwrap_err().to_string(),
+            "invalid <setting>.<property> 'id'"
+        );
+        // The full name is never ambiguous; a profile's own type decides in set_text.
+        assert_eq!(
+            key("bridge", "bridge.mac-address").unwrap(),
+            "bridge.mac-address"
+        );
+        let mut bridge = Settings::profile("bridge", "b").unwrap();
+        assert!(bridge.set_text("mac", "02:00:00:00:00:01").is_err());
+        assert!(bridge.get("bridge", "mac-address").is_none());
+        assert!(bridge.get("802-3-ethernet", "mac-address").is_none());
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod monitor;
 mod nexthop;
 mod nm;
 mod nm_actions;
+mod nm_parity;
 mod nm_views;
 mod objects;
 mod reliability;
