@@ -16,7 +16,7 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use netmirror_client_cache::nm::{NmClient, NmEvent};
+use netmirror_client_cache::nm::{Device, NmClient, NmEvent};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -106,16 +106,14 @@ async fn run() -> Result<(), Error> {
         // A device's interface name: from the cache, or as it was when last seen there (a
         // removed device is gone from the cache), or its path.
         let name = |path: &Arc<str>, names: &HashMap<Arc<str>, String>| {
-            nm.devices()
-                .into_iter()
-                .find(|device| device.path() == &**path)
+            device_at(&nm, path)
                 .and_then(|device| device.interface().map(str::to_owned))
                 .or_else(|| names.get(path).cloned())
                 .unwrap_or_else(|| path.to_string())
         };
         match event {
             NmEvent::DeviceAdded(path) => {
-                let Some(device) = nm.devices().into_iter().find(|d| d.path() == &*path) else {
+                let Some(device) = device_at(&nm, &path) else {
                     continue;
                 };
                 let state = device.state();
@@ -151,4 +149,10 @@ async fn run() -> Result<(), Error> {
 /// A property's value, or `--` (as nmcli prints it) when the daemon has not sent it.
 fn or_dashes<T: std::fmt::Display>(value: Option<T>) -> String {
     value.map_or_else(|| "--".to_owned(), |value| value.to_string())
+}
+
+/// The device at `path`, looked up by its path: the manager's `Devices` list may name a new
+/// device only in a later message than the one that added it.
+fn device_at<'a>(nm: &'a NmClient, path: &str) -> Option<Device<'a>> {
+    nm.cache().object(path).and_then(Device::new)
 }
