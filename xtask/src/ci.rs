@@ -117,13 +117,15 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         cmd::run(cargo().args(["test", "--workspace", "--benches", "--no-run", "--locked"]))
     })?;
     step("doc", || {
-        cmd::run(cargo().args([
-            "doc",
-            "--workspace",
-            "--no-deps",
-            "--all-features",
-            "--locked",
-        ]))
+        // Every feature set a user sees: all features (docs.rs), the defaults, and each
+        // optional feature of a library on its own, so a link that resolves only with some
+        // other feature on fails here (doc warnings are errors).
+        for set in DOC_FEATURE_SETS {
+            let mut doc = cargo();
+            doc.args(["doc", "--no-deps", "--locked"]).args(*set);
+            cmd::run(&mut doc)?;
+        }
+        Ok(())
     })?;
     step("manual page and completions", || {
         crate::assets(
@@ -275,6 +277,21 @@ fn fuzz(root: &Path) -> anyhow::Result<()> {
 
 /// A `cargo` command in CI mode: its own target folder (so the strict flags do not invalidate a
 /// developer's everyday build), warnings fatal, and the client cache in fatal-warnings mode.
+/// The feature sets `cargo xtask ci` builds the docs with (see its `doc` step).
+const DOC_FEATURE_SETS: &[&[&str]] = &[
+    &["--workspace", "--all-features"],
+    &["--workspace"],
+    &["--package", "netmirror-platform", "--features", "tokio"],
+    &["--package", "netmirror-platform", "--features", "async-io"],
+    &["--package", "netmirror-platform", "--features", "testing"],
+    &[
+        "--package",
+        "netmirror-client-cache",
+        "--features",
+        "testing",
+    ],
+];
+
 fn cargo() -> Command {
     let mut cargo = cmd::cargo();
     cargo

@@ -21,8 +21,10 @@ usage: cargo xtask <command> [options]
 
 commands:
   ci [--no-privileged]   fmt, clippy, every test (the client cache in fatal mode, privileged
-                         tests in throwaway namespaces when root), benches compiled, docs,
-                         tidy, `cargo package` for each library crate; warnings are errors
+                         tests in throwaway namespaces when root), benches compiled, tidy,
+                         examples, fuzz targets, docs of every feature set, man page,
+                         Debian package, `cargo publish --dry-run` of every crate, the
+                         outside crate against the packages; warnings are errors
   tidy                   `//!` headers on every .rs file, the crate layering of DESIGN.md
   setup                  install (as root) or name (otherwise) the system packages tests need,
                          and install cargo-fuzz when missing
