@@ -100,6 +100,7 @@ pub struct FetchSpec {
 
 /// What to load: everything, or only what the caller asked for (the server filters).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Scope {
     /// Everything under the ObjectManager (one `GetManagedObjects`).
     All,

@@ -137,6 +137,7 @@ impl fmt::Display for WarningKind {
 
 /// One recorded protocol problem.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Warning {
     /// Its kind.
     pub kind: WarningKind,
@@ -146,6 +147,7 @@ pub struct Warning {
 
 /// Counters and the most recent warnings of one cache.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Diagnostics {
     /// Protocol warnings and errors seen so far.
     pub warnings: u64,

@@ -69,6 +69,7 @@ impl From<CallError> for Error {
 /// A call the cache made that failed: which call, to whom, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{method} on {service} at {path}: {cause}")]
+#[non_exhaustive]
 pub struct CallError {
     /// The method, with its interface's last component (`ObjectManager.GetManagedObjects`).
     pub method: String,

@@ -109,6 +109,7 @@ type Result<T> = std::result::Result<T, ReplayError>;
 
 /// A recording's configuration: what the cache that made it was built with.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RecordedConfig {
     /// The service.
     pub service: String,

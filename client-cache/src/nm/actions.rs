@@ -63,6 +63,7 @@ impl Outcome {
 
 /// The result of [`NmClient::activate`] or [`NmClient::deactivate`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Activation {
     /// How it ended.
     pub outcome: Outcome,

@@ -570,6 +570,7 @@ fn dicts(value: Option<&Value>) -> impl Iterator<Item = &Value> {
 
 /// A route of an IP configuration (`RouteData`).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct IpRoute {
     /// Destination address.
     pub dest: String,

@@ -23,6 +23,7 @@ const PROPS: &str = "org.freedesktop.DBus.Properties";
 
 /// How the service answers a method (by member name, any interface and path).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Answer {
     /// As a well-behaved service would (the default).
     Normally,
