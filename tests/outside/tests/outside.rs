@@ -173,3 +173,77 @@ fn client_cache_and_dbus_meta_follow_a_users_own_service() {
         assert_eq!(lights::cached_brightness(&cache, &kitchen), Some(30));
     });
 }
+
+/// The platform's tokio cache, from the packaged crate with its `tokio` feature, in a
+/// throwaway namespace of the `testing` fixtures: loaded off the executor, then following a
+/// route the user adds, and the sync `Cache` seeing the same.
+#[cfg(feature = "privileged")]
+#[test]
+fn platform_tokio_cache_follows_a_route_in_a_throwaway_namespace() {
+    use std::net::IpAddr;
+    use std::time::Duration;
+
+    use futures_util::StreamExt;
+    use netmirror_platform::testing::{NetNs, Veth};
+    use netmirror_platform::{Cache, Change, Config, Event, Netns, Route, TokioCache};
+
+    let ns = NetNs::builder()
+        .veth(Veth::new("out0", "out1").address("192.0.2.1/24"))
+        .start()
+        .expect("a throwaway namespace (root)");
+    let config = || Config::new().with_netns(Netns::name(ns.name()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    // The route the test adds, as the kernel reports it.
+    let gateway: IpAddr = "192.0.2.2".parse().unwrap();
+    let is_added = |route: &Route| {
+        route.dst() == "10.9.0.0".parse::<IpAddr>().unwrap()
+            && route.dst_len() == 16
+            && route.gateway() == Some(gateway)
+    };
+    runtime.block_on(async {
+        let mut cache = TokioCache::open(config()).await.expect("loaded");
+        let loaded = cache.get().expect("loaded cache");
+        let out0 = loaded.link_by_name("out0").expect("out0").ifindex();
+        let connected: IpAddr = "192.0.2.0".parse().unwrap();
+        assert!(
+            loaded.routes().any(|route| route.dst() == connected
+                && route.dst_len() == 24
+                && route.oif() == Some(out0)),
+            "the connected route in {:?}",
+            loaded.routes().map(ToString::to_string).collect::<Vec<_>>()
+        );
+
+        ns.ip(&["route", "add", "10.9.0.0/16", "via", "192.0.2.2"])
+            .expect("ip route add");
+        let added = tokio::time::timeout(Duration::from_secs(10), async {
+            while let Some(event) = cache.next().await {
+                if let Event::Route(Change::Added(route)) = event.expect("an event") {
+                    if is_added(&route) {
+                        return true;
+                    }
+                }
+            }
+            false
+        })
+        .await
+        .expect("the route within 10 s");
+        assert!(added);
+    });
+
+    let cache = Cache::open(config()).expect("the sync cache");
+    let route = cache
+        .routes()
+        .find(|route| is_added(route))
+        .expect("the route");
+    // `Display` prints a route as `ip` does, with the interface by index (no names at hand).
+    assert_eq!(
+        route.to_string(),
+        format!(
+            "10.9.0.0/16 via 192.0.2.2 dev if{}",
+            route.oif().expect("a device").0
+        )
+    );
+}
