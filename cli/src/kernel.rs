@@ -459,7 +459,7 @@ fn attr_json(value: &AttrValue) -> Value {
 }
 
 /// Attributes the library keeps undecoded: `[{"type": N, "data": "HEX"}]`.
-fn unknown_cell(attrs: &[(u16, Box<[u8]>)]) -> Cell {
+pub(crate) fn unknown_cell(attrs: &[(u16, Box<[u8]>)]) -> Cell {
     if attrs.is_empty() {
         return Cell::List(Vec::new());
     }
@@ -1177,3 +1177,6 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
     ))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
