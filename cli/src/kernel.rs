@@ -938,6 +938,15 @@ pub(crate) fn route_show(
     let progress = crate::progress::Progress::start("loading routes");
     if kernel.details && printer.mode() == Mode::Human {
         let name = |ifindex: u32| names.name(ifindex);
+        // A route on a nexthop object shows the object too (`nh_info`), as `ip -d` does.
+        let nexthops: std::collections::HashMap<u32, platform::Nexthop> = platform
+            .nexthops()
+            .execute()
+            .map_err(|err| explain(err, "dump nexthops"))?
+            .items
+            .into_iter()
+            .map(|nh| (nh.id(), nh))
+            .collect();
         let mut stream = printer.lines();
         let report = visit_with(&mut stream, progress, query, |stream, route: Route| {
             // The first line, then one line per next hop, indented by a tab as `ip -d` does.
@@ -947,6 +956,10 @@ pub(crate) fn route_show(
             {
                 if n == 0 {
                     stream.tabbed_line(line)?;
+                    if let Some(nh) = route.nh_id().and_then(|id| nexthops.get(&id)) {
+                        let text = platform::text::nexthop_text(nh, &name);
+                        stream.tabbed_line(&format!("\tnh_info {text}"))?;
+                    }
                 } else {
                     stream.tabbed_line(&format!("\t{line}"))?;
                 }

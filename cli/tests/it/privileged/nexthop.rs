@@ -384,3 +384,62 @@ fn monitor_prints_the_kernels_silent_route_changes() {
         }
     }
 }
+
+/// `route -d` prints the nexthop object of a route on one (`nh_info ...`) as `ip -d route`
+/// does, for single, blackhole, onlink, group and resilient group nexthops, line for line.
+#[test]
+fn route_details_show_the_nexthop_object_as_ip_does() {
+    let ns = namespace();
+    for line in [
+        "route add 10.180.0.0/16 nhid 1",
+        "route add 10.181.0.0/16 nhid 2",
+        "route add 10.182.0.0/16 nhid 3",
+        "route add 10.183.0.0/16 nhid 10",
+        "route add 10.184.0.0/16 nhid 11 table 100",
+    ] {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        ns.ip(&args).expect(line);
+    }
+    let normal = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|line| {
+                let indent = if line.starts_with('\t') { "\t" } else { "" };
+                format!(
+                    "{indent}{}",
+                    line.split_whitespace().collect::<Vec<_>>().join(" ")
+                )
+            })
+            .collect()
+    };
+    let theirs = ns
+        .ip(&["-4", "-d", "route", "show", "table", "all"])
+        .expect("ip -d route");
+    let ours = nm(&[
+        "-d",
+        "--netns",
+        ns.name(),
+        "-4",
+        "route",
+        "show",
+        "table",
+        "all",
+    ]);
+    let ours = normal(ours.ok());
+    assert_eq!(ours, normal(&theirs));
+    for expected in [
+        "\tnh_info id 1 via 192.0.2.2 dev veth0 scope link proto unspec",
+        "\tnh_info id 2 via 192.0.2.3 dev veth0 scope link proto zebra onlink",
+        "\tnh_info id 3 scope global blackhole proto unspec",
+        "\tnh_info id 10 group 1/2,3 scope global proto unspec",
+    ] {
+        assert!(
+            ours.iter().any(|line| line == expected),
+            "{expected:?} in {ours:#?}"
+        );
+    }
+    assert!(
+        ours.iter()
+            .any(|line| line.starts_with("\tnh_info id 11 group 1/2 type resilient buckets 8 ")),
+        "{ours:#?}"
+    );
+}

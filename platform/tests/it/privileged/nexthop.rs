@@ -47,17 +47,14 @@ pub(crate) struct View {
 #[derive(Debug, Default)]
 struct Replay {
     routes: HashMap<RouteId, Route>,
-    nexthops: BTreeMap<u32, String>,
+    nexthops: BTreeMap<u32, Nexthop>,
 }
 
 impl Replay {
     fn of(cache: &Cache) -> Self {
         Replay {
             routes: cache.routes().map(|r| (r.id(), (**r).clone())).collect(),
-            nexthops: cache
-                .nexthops()
-                .map(|n| (n.id(), nexthop_line(n)))
-                .collect(),
+            nexthops: cache.nexthops().map(|n| (n.id(), (**n).clone())).collect(),
         }
     }
 
@@ -86,7 +83,7 @@ impl Replay {
                         );
                     }
                     if let Some(new) = change.new() {
-                        self.nexthops.insert(new.id(), nexthop_line(new));
+                        self.nexthops.insert(new.id(), (**new).clone());
                     }
                 }
                 _ => {}
@@ -98,15 +95,19 @@ impl Replay {
     fn view(&self, cache: &Cache) -> View {
         View {
             routes: sorted(self.routes.values().filter_map(reduced_line)),
-            nexthops: sorted(self.nexthops.values().cloned()),
-            details: details_of(self.routes.values(), cache),
+            nexthops: sorted(self.nexthops.values().map(nexthop_line)),
+            details: details_of(self.routes.values(), |id| self.nexthops.get(&id), cache),
         }
     }
 }
 
-/// `routes` as `ip -d route show table all` prints them, one string per route (its hops on
-/// their own tab-indented lines), sorted.
-fn details_of<'a>(routes: impl Iterator<Item = &'a Route>, cache: &Cache) -> Vec<String> {
+/// `routes` as `ip -d route show table all` prints them, one string per route (its nexthop
+/// object and its hops on their own tab-indented lines), sorted.
+fn details_of<'a>(
+    routes: impl Iterator<Item = &'a Route>,
+    nexthop: impl Fn(u32) -> Option<&'a Nexthop>,
+    cache: &Cache,
+) -> Vec<String> {
     let names: HashMap<u32, String> = cache
         .links()
         .map(|link| (u32::from(link.ifindex()), link.name().to_owned()))
@@ -118,7 +119,12 @@ fn details_of<'a>(routes: impl Iterator<Item = &'a Route>, cache: &Cache) -> Vec
             .unwrap_or_else(|| format!("if{ifindex}"))
     };
     sorted(routes.map(|route| {
-        normal_details(&netmirror_platform::text::route_lines(route, &name, true).join("\n\t"))
+        let mut lines = netmirror_platform::text::route_lines(route, &name, true);
+        if let Some(nh) = route.nh_id().and_then(&nexthop) {
+            let text = netmirror_platform::text::nexthop_text(nh, &name);
+            lines.insert(1, format!("nh_info {text}"));
+        }
+        normal_details(&lines.join("\n\t"))
     }))
 }
 
@@ -150,13 +156,6 @@ fn details_of_ip(ns: &NetNs) -> Vec<String> {
             .ip(&[family, "-d", "route", "show", "table", "all"])
             .unwrap();
         for line in text.lines() {
-            // FIXME: `ip -d` prints the nexthop object of a route on one (`nh_info id 10 group
-            // 1/2,3 scope global proto unspec`), looked up apart from the route; `route_lines`
-            // (and so `netmirror -d route`) does not. The nexthop itself is compared by the
-            // nexthop lines.
-            if line.starts_with("\tnh_info ") {
-                continue;
-            }
             match routes.last_mut() {
                 Some(route) if line.starts_with('\t') => {
                     route.push('\n');
@@ -179,7 +178,11 @@ pub(crate) fn view_of_cache(cache: &Cache) -> View {
     View {
         routes: sorted(cache.routes().filter_map(|route| reduced_line(route))),
         nexthops: sorted(cache.nexthops().map(|nh| nexthop_line(nh))),
-        details: details_of(cache.routes().map(|route| &**route), cache),
+        details: details_of(
+            cache.routes().map(|route| &**route),
+            |id| cache.nexthop(id).map(|nh| &**nh),
+            cache,
+        ),
     }
 }
 
