@@ -9,7 +9,7 @@ use netmirror_platform::testing::{NetNs, Veth};
 use netmirror_platform::{Cache, Change, Event, Family, Nexthop, Route, RouteId};
 use serde_json::Value;
 
-use super::support::{config, ip, settle, wait_kernel_quiet};
+use super::support::{config, details_of, details_of_ip, ip, settle, sorted, wait_kernel_quiet};
 use crate::support::bounded;
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -99,79 +99,6 @@ impl Replay {
             details: details_of(self.routes.values(), |id| self.nexthops.get(&id), cache),
         }
     }
-}
-
-/// `routes` as `ip -d route show table all` prints them, one string per route (its nexthop
-/// object and its hops on their own tab-indented lines), sorted.
-fn details_of<'a>(
-    routes: impl Iterator<Item = &'a Route>,
-    nexthop: impl Fn(u32) -> Option<&'a Nexthop>,
-    cache: &Cache,
-) -> Vec<String> {
-    let names: HashMap<u32, String> = cache
-        .links()
-        .map(|link| (u32::from(link.ifindex()), link.name().to_owned()))
-        .collect();
-    let name = |ifindex: u32| {
-        names
-            .get(&ifindex)
-            .cloned()
-            .unwrap_or_else(|| format!("if{ifindex}"))
-    };
-    sorted(routes.map(|route| {
-        let mut lines = netmirror_platform::text::route_lines(route, &name, true);
-        if let Some(nh) = route.nh_id().and_then(&nexthop) {
-            let text = netmirror_platform::text::nexthop_text(nh, &name);
-            lines.insert(1, format!("nh_info {text}"));
-        }
-        normal_details(&lines.join("\n\t"))
-    }))
-}
-
-/// One route's `ip -d` text with blanks squeezed and the countdown of `expires` left out.
-fn normal_details(text: &str) -> String {
-    text.lines()
-        .map(|line| {
-            let mut kept = Vec::new();
-            let mut words = line.split_whitespace();
-            while let Some(word) = words.next() {
-                if word == "expires" {
-                    words.next();
-                    continue;
-                }
-                kept.push(word);
-            }
-            let indent = if line.starts_with('\t') { "\t" } else { "" };
-            format!("{indent}{}", kept.join(" "))
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// `ip -d route show table all` of both families in `ns`, one string per route, sorted.
-fn details_of_ip(ns: &NetNs) -> Vec<String> {
-    let mut routes: Vec<String> = Vec::new();
-    for family in ["-4", "-6"] {
-        let text = ns
-            .ip(&[family, "-d", "route", "show", "table", "all"])
-            .unwrap();
-        for line in text.lines() {
-            match routes.last_mut() {
-                Some(route) if line.starts_with('\t') => {
-                    route.push('\n');
-                    route.push_str(line);
-                }
-                _ => routes.push(line.to_owned()),
-            }
-        }
-    }
-    sorted(routes.iter().map(|route| normal_details(route)))
-}
-
-fn sorted(lines: impl Iterator<Item = String>) -> Vec<String> {
-    let mut lines: Vec<String> = lines.collect();
-    lines.sort();
-    lines
 }
 
 pub(crate) fn view_of_cache(cache: &Cache) -> View {
