@@ -358,10 +358,13 @@ impl Applier<'_> {
             let Some(line) = lines.get(failure.index) else {
                 continue;
             };
-            let what = if undo {
-                "applied after the first failure, and undoing it failed: "
-            } else {
-                ""
+            let what = match &failure.item {
+                _ if !undo => "",
+                Item::Route(platform::Op::Delete, _) => {
+                    "applied after the first failure, and undoing it failed \
+                     (the route it deleted stays deleted): "
+                }
+                _ => "applied after the first failure, and undoing it failed (it stays applied): ",
             };
             let error = failure.error.to_string();
             failure::warn(format_args!(

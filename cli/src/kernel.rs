@@ -232,9 +232,10 @@ pub(crate) fn family_name(family: platform::Family) -> &'static str {
 /// Interface names by index, to print `dev eth0` instead of an index (shared, so a row naming
 /// a link costs no allocation). Kept sorted by index: a binary search is cheaper than hashing
 /// for the few links a host has, and route show looks up two per route.
-/// Altnames are kept beside, for [`LinkNames::index`] (`ip link show ALTNAME`).
+/// Altnames are kept beside, for [`LinkNames::index`] (`ip link show ALTNAME`), and the
+/// links that are down, for the `M-DOWN` flag `ip` gives a link whose parent is down.
 #[derive(Clone)]
-pub(crate) struct LinkNames(Vec<(u32, Arc<str>)>, Vec<(u32, Arc<str>)>);
+pub(crate) struct LinkNames(Vec<(u32, Arc<str>)>, Vec<(u32, Arc<str>)>, Vec<u32>);
 
 impl LinkNames {
     /// Every link's name.
@@ -248,9 +249,10 @@ impl LinkNames {
 
     /// Names of these links.
     pub(crate) fn from_links(links: &[Link]) -> LinkNames {
-        let mut names = LinkNames(Vec::with_capacity(links.len()), Vec::new());
+        let mut names = LinkNames(Vec::with_capacity(links.len()), Vec::new(), Vec::new());
         for link in links {
             names.insert(link.ifindex(), link.name());
+            names.set_up(link.ifindex(), is_up(link));
             for alt in link.altnames() {
                 names
                     .1
@@ -305,6 +307,23 @@ impl LinkNames {
         }
     }
 
+    /// Records whether a link is up (`IFF_UP`; monitors keep it current).
+    pub(crate) fn set_up(&mut self, ifindex: impl Into<u32>, up: bool) {
+        let ifindex = ifindex.into();
+        match (self.2.binary_search(&ifindex), up) {
+            (Ok(at), true) => drop(self.2.remove(at)),
+            (Err(at), false) => self.2.insert(at, ifindex),
+            _ => {}
+        }
+    }
+
+    /// Whether the link `ifindex` is down or unknown: `ip` then prints `M-DOWN` among the
+    /// flags of a link whose parent (`IFLA_LINK`, in this namespace) it is.
+    fn is_down(&self, ifindex: impl Into<u32>) -> bool {
+        let ifindex = ifindex.into();
+        self.get(ifindex).is_none() || self.2.binary_search(&ifindex).is_ok()
+    }
+
     /// Forgets a link that is gone (monitors prune the map, so it never outgrows the links).
     pub(crate) fn remove(&mut self, ifindex: impl Into<u32>) {
         let ifindex = ifindex.into();
@@ -312,6 +331,7 @@ impl LinkNames {
             self.0.remove(at);
         }
         self.1.retain(|(index, _)| *index != ifindex);
+        self.2.retain(|index| *index != ifindex);
     }
 
     /// The number of links known.
@@ -320,8 +340,24 @@ impl LinkNames {
     }
 }
 
+/// Whether a link is administratively up (`IFF_UP`).
+pub(crate) fn is_up(link: &Link) -> bool {
+    link.flags() & IFF_UP != 0
+}
+
+/// `IFF_UP`.
+const IFF_UP: u32 = 1;
+
 /// A link's row.
 pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
+    let mut flags = names::link_flags(link.flags());
+    // As `ip` does: a link whose parent in this namespace is down (a veth whose peer is).
+    if let (Some(parent), None) = (link.parent(), link.link_netnsid())
+        && u32::from(parent) != 0
+        && names.is_down(parent)
+    {
+        flags.push("M-DOWN".to_owned());
+    }
     let mut row = vec![
         link.ifindex().into(),
         link.name().to_owned().into(),
@@ -330,7 +366,7 @@ pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
         names::link_type(link.link_type()).into(),
         Cell::opt_text(link.kind()),
         Cell::opt_text(names::hw_address(link.address())),
-        Cell::List(names::link_flags(link.flags())),
+        Cell::List(flags),
         Cell::opt_text(names::hw_address(link.broadcast())),
         Cell::opt_text(link.controller().map(|ifindex| names.name(ifindex))),
         // A parent in another namespace (IFLA_LINK_NETNSID) is only an index there: never
@@ -423,7 +459,7 @@ fn attr_json(value: &AttrValue) -> Value {
 }
 
 /// Attributes the library keeps undecoded: `[{"type": N, "data": "HEX"}]`.
-fn unknown_cell(attrs: &[(u16, Box<[u8]>)]) -> Cell {
+pub(crate) fn unknown_cell(attrs: &[(u16, Box<[u8]>)]) -> Cell {
     if attrs.is_empty() {
         return Cell::List(Vec::new());
     }
@@ -902,6 +938,15 @@ pub(crate) fn route_show(
     let progress = crate::progress::Progress::start("loading routes");
     if kernel.details && printer.mode() == Mode::Human {
         let name = |ifindex: u32| names.name(ifindex);
+        // A route on a nexthop object shows the object too (`nh_info`), as `ip -d` does.
+        let nexthops: std::collections::HashMap<u32, platform::Nexthop> = platform
+            .nexthops()
+            .execute()
+            .map_err(|err| explain(err, "dump nexthops"))?
+            .items
+            .into_iter()
+            .map(|nh| (nh.id(), nh))
+            .collect();
         let mut stream = printer.lines();
         let report = visit_with(&mut stream, progress, query, |stream, route: Route| {
             // The first line, then one line per next hop, indented by a tab as `ip -d` does.
@@ -911,6 +956,10 @@ pub(crate) fn route_show(
             {
                 if n == 0 {
                     stream.tabbed_line(line)?;
+                    if let Some(nh) = route.nh_id().and_then(|id| nexthops.get(&id)) {
+                        let text = platform::text::nexthop_text(nh, &name);
+                        stream.tabbed_line(&format!("\tnh_info {text}"))?;
+                    }
                 } else {
                     stream.tabbed_line(&format!("\t{line}"))?;
                 }
@@ -1141,3 +1190,6 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
     ))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -106,40 +106,52 @@ pub(crate) fn run(
         for event in &events {
             match event {
                 Event::Link(change) => {
-                    let renamed = match change {
-                        Change::Replaced { old, new } if old.name() != new.name() => {
-                            Some((new.ifindex(), names.clone()))
+                    let ifindex = change.new().or(change.old()).map(|link| link.ifindex());
+                    // A link's name and up state show in the rows of the links that name it
+                    // (its veth peer's `link` and `M-DOWN`, its ports' `master`).
+                    let names_before = match change {
+                        Change::Replaced { old, new }
+                            if old.name() == new.name()
+                                && kernel::is_up(old) == kernel::is_up(new) =>
+                        {
+                            None
                         }
-                        _ => None,
+                        _ => Some(names.clone()),
                     };
                     if let Some(link) = change.new() {
                         names.insert(link.ifindex(), link.name());
+                        names.set_up(link.ifindex(), kernel::is_up(link));
                     }
                     if wanted(MonitorObject::Link) {
                         let row = |link: &netmirror_platform::Link| kernel::link_row(link, &names);
                         print_change(printer, "link", kernel::LINK_FIELDS, change, row)?;
-                        // The links that name it (its veth peer, its ports) show the new
-                        // name from now on: say so, as the change it is to their rows.
-                        if let Some((ifindex, old_names)) = renamed {
-                            for peer in cache.links().filter(|peer| {
-                                peer.ifindex() != ifindex
-                                    && ((peer.parent() == Some(ifindex)
-                                        && peer.link_netnsid().is_none())
-                                        || peer.controller() == Some(ifindex))
-                            }) {
-                                printer.event(&render::Event {
-                                    object: "link",
-                                    kind: EventKind::Changed,
-                                    fields: kernel::LINK_FIELDS,
-                                    old: Some(kernel::link_row(peer, &old_names)),
-                                    new: Some(kernel::link_row(peer, &names)),
-                                })?;
-                            }
-                        }
                     }
                     if let Change::Removed(link) = change {
                         names.remove(link.ifindex());
                         tracing::trace!(n_names = names.len(), "link name forgotten");
+                    }
+                    if let (Some(ifindex), Some(names_before)) = (ifindex, names_before)
+                        && wanted(MonitorObject::Link)
+                    {
+                        // Say so, as the change it is to their rows.
+                        for peer in cache.links().filter(|peer| {
+                            peer.ifindex() != ifindex
+                                && ((peer.parent() == Some(ifindex)
+                                    && peer.link_netnsid().is_none())
+                                    || peer.controller() == Some(ifindex))
+                        }) {
+                            let old = kernel::link_row(peer, &names_before);
+                            let new = kernel::link_row(peer, &names);
+                            if old != new {
+                                printer.event(&render::Event {
+                                    object: "link",
+                                    kind: EventKind::Changed,
+                                    fields: kernel::LINK_FIELDS,
+                                    old: Some(old),
+                                    new: Some(new),
+                                })?;
+                            }
+                        }
                     }
                 }
                 Event::Address(change) => {

@@ -124,12 +124,7 @@ pub(crate) fn nexthop_row(nh: &Nexthop, names: &LinkNames) -> Vec<Cell> {
             nh.encap()
                 .map(|(kind, raw)| format!("type {kind} {}", hex(raw))),
         ),
-        Cell::List(
-            nh.unknown_attributes()
-                .iter()
-                .map(|(kind, raw)| format!("{kind}:{}", hex(raw)))
-                .collect(),
-        ),
+        kernel::unknown_cell(nh.unknown_attributes()),
     ]
 }
 

@@ -829,3 +829,119 @@ fn golden_route_nhid() {
         ["10.90.0.0/16 nhid 1 via 10.1.0.2 dev v0"]
     );
 }
+
+/// `hex`, one message, with the attribute `kind` = `data` appended: a type this crate does not
+/// decode (none of these captures has one). With `in_last_hop`, it is appended inside the last
+/// next hop of the route's `RTA_MULTIPATH`, which must be the message's last attribute.
+fn with_unknown(
+    hex: &str,
+    header_len: usize,
+    kind: u16,
+    data: &[u8],
+    in_last_hop: bool,
+) -> Vec<u8> {
+    let mut buf = bytes(hex);
+    let mut attr = Vec::new();
+    attr.extend_from_slice(&(4 + data.len() as u16).to_ne_bytes());
+    attr.extend_from_slice(&kind.to_ne_bytes());
+    attr.extend_from_slice(data);
+    attr.resize(attr.len().next_multiple_of(4), 0);
+    let grow = |buf: &mut Vec<u8>, at: usize, by: usize| {
+        let len = u16::from_ne_bytes([buf[at], buf[at + 1]]) as usize + by;
+        buf[at..at + 2].copy_from_slice(&(len as u16).to_ne_bytes());
+    };
+    if in_last_hop {
+        // The attributes from the header on: find the last one (RTA_MULTIPATH), then its
+        // last hop, and grow both by the new attribute.
+        let mut at = 16 + header_len;
+        let mut last = at;
+        while at < buf.len() {
+            last = at;
+            let len = u16::from_ne_bytes([buf[at], buf[at + 1]]) as usize;
+            at += len.next_multiple_of(4);
+        }
+        assert_eq!(u16::from_ne_bytes([buf[last + 2], buf[last + 3]]), 9);
+        let mut hop = last + 4;
+        let mut last_hop = hop;
+        while hop < buf.len() {
+            last_hop = hop;
+            hop += u16::from_ne_bytes([buf[hop], buf[hop + 1]]) as usize;
+        }
+        grow(&mut buf, last, attr.len());
+        grow(&mut buf, last_hop, attr.len());
+    }
+    let total = u32::from_ne_bytes(buf[..4].try_into().unwrap()) as usize + attr.len();
+    buf[..4].copy_from_slice(&(total as u32).to_ne_bytes());
+    buf.extend_from_slice(&attr);
+    buf
+}
+
+/// The payload of the one message in `buf`.
+fn payload_of(buf: &[u8]) -> Vec<u8> {
+    Msgs::new(buf).next().unwrap().unwrap().payload.to_vec()
+}
+
+/// Issue 13: an attribute the crate does not decode is kept, as its type and raw bytes, for
+/// routes, next hops, links, addresses and rules, and printed.
+#[test]
+fn golden_unknown_attributes_are_kept_and_shown() {
+    let unknown = |attrs: &[(u16, Box<[u8]>)]| -> Vec<(u16, Vec<u8>)> {
+        attrs
+            .iter()
+            .map(|(kind, data)| (*kind, data.to_vec()))
+            .collect()
+    };
+    let data = [0xde, 0xad, 0xbe, 0xef, 0x01];
+
+    // RTA 60 on a route (past RTA_MAX).
+    let buf = with_unknown(ROUTE_NHID, 12, 60, &data, false);
+    let route = Route::parse(&payload_of(&buf)).unwrap().unwrap();
+    assert_eq!(unknown(route.unknown_attributes()), [(60, data.to_vec())]);
+    assert_eq!(route.nh_id(), Some(1), "the rest is decoded as before");
+    assert_eq!(
+        route_lines(&route, DEV, false),
+        ["10.90.0.0/16 nhid 1 via 10.1.0.2 dev v0 attr60 deadbeef01"]
+    );
+    // Kept in what a batch's undo sends back from the kernel's echo of the route.
+    let mut again = Vec::new();
+    crate::batch::emit_restore(&payload_of(&buf), &mut again, 1);
+    let again = Route::parse(&payload_of(&again)).unwrap().unwrap();
+    assert_eq!(unknown(again.unknown_attributes()), [(60, data.to_vec())]);
+
+    // RTA 60 inside a next hop.
+    let buf = with_unknown(ROUTE_MULTIPATH_REALMS, 12, 60, &data, true);
+    let route = Route::parse(&payload_of(&buf)).unwrap().unwrap();
+    assert!(route.unknown_attributes().is_empty());
+    let hops = route.multipath();
+    assert_eq!(hops.len(), 2);
+    assert!(hops[0].unknown_attributes().is_empty());
+    assert_eq!(unknown(hops[1].unknown_attributes()), [(60, data.to_vec())]);
+    assert_eq!(
+        route_lines(&route, DEV, false)[2],
+        "nexthop via 10.1.0.3 dev v0 weight 1 onlink attr60 deadbeef01"
+    );
+
+    // IFLA 250 on a link.
+    let buf = with_unknown(LINK_V0, 16, 250, &data, false);
+    // The capture has its own: IFLA_MAP (14), IFLA_XDP (43) and newer ones.
+    let mut expected = unknown(link(LINK_V0).unknown_attributes());
+    assert!(!expected.is_empty());
+    expected.push((250, data.to_vec()));
+    let v0 = Link::parse(&payload_of(&buf)).unwrap().unwrap();
+    assert_eq!(unknown(v0.unknown_attributes()), expected);
+    assert_eq!(v0.name(), "v0");
+
+    // IFA 60 on an address.
+    let buf = with_unknown(ADDRESS_V4_FLAGS, 8, 60, &data, false);
+    let addr = Address::parse(&payload_of(&buf)).unwrap().unwrap();
+    assert_eq!(unknown(addr.unknown_attributes()), [(60, data.to_vec())]);
+    assert_eq!(addr.flag_names(), ["dynamic", "noprefixroute"]);
+
+    // FRA 60 on a rule: kept, printed, and part of the rule's identity.
+    let buf = with_unknown(RULE_100, 12, 60, &data, false);
+    let with = Rule::parse(&payload_of(&buf)).unwrap().unwrap();
+    assert_eq!(unknown(with.unknown_attributes()), [(60, data.to_vec())]);
+    assert!(with.to_string().ends_with(" attr60 deadbeef01"), "{with}");
+    let without = rule(RULE_100);
+    assert!(without.unknown_attributes().is_empty());
+}

@@ -6,7 +6,7 @@ use std::fmt;
 
 use crate::route::{AttrValue, Encap, NextHop, RTAX_CC_ALGO, RouteMetric};
 use crate::types::{Protocol, RouteType, Scope, Table};
-use crate::{Address, Family, Link, Route, names};
+use crate::{Address, Family, Link, Nexthop, Route, names};
 
 /// Names an interface index (`eth0`), or `ifN` when it is unknown.
 pub type IfName<'a> = &'a dyn Fn(u32) -> String;
@@ -122,6 +122,58 @@ fn realm_text(flow: u32) -> String {
     } else {
         format!("realms {}", names::realms(flow))
     }
+}
+
+/// A nexthop object as `ip -d nexthop` prints it (and `ip -d route`, after `nh_info`, for a
+/// route on it): `id 10 group 1/2,3 scope global proto unspec`, `id 1 via 192.0.2.2 dev eth0
+/// scope link proto zebra onlink`, `id 3 scope global blackhole proto unspec`, `id 11 group 1/2 type resilient buckets 8 idle_timer 120
+/// unbalanced_timer 0 unbalanced_time 0 scope global proto unspec`.
+pub fn nexthop_text(nh: &Nexthop, dev: IfName<'_>) -> String {
+    let mut words = vec![format!("id {}", nh.id())];
+    if nh.is_group() {
+        let members: Vec<String> = nh
+            .group()
+            .iter()
+            .map(|member| match member.weight {
+                1 => member.id.to_string(),
+                weight => format!("{},{weight}", member.id),
+            })
+            .collect();
+        words.push(format!("group {}", members.join("/")));
+    }
+    if nh.group_type() == Some(crate::nexthop::NEXTHOP_GRP_TYPE_RES) {
+        words.push("type resilient".to_owned());
+        if let Some(res) = nh.resilient() {
+            // The kernel counts the timers in USER_HZ ticks; `ip` prints seconds.
+            let fields = [
+                ("buckets", res.buckets.map(u64::from), 1),
+                ("idle_timer", res.idle_timer.map(u64::from), 100),
+                ("unbalanced_timer", res.unbalanced_timer.map(u64::from), 100),
+                ("unbalanced_time", res.unbalanced_time, 100),
+            ];
+            for (name, value, per) in fields {
+                if let Some(value) = value {
+                    words.push(format!("{name} {}", value / per));
+                }
+            }
+        }
+    }
+    if let Some(gateway) = nh.gateway() {
+        words.push(format!("via {gateway}"));
+    }
+    if let Some(oif) = nh.oif() {
+        words.push(format!("dev {}", dev(oif.into())));
+    }
+    words.push(format!("scope {}", names::scope(nh.scope().get())));
+    if nh.is_blackhole() {
+        words.push("blackhole".to_owned());
+    }
+    words.push(format!("proto {}", names::protocol(nh.protocol().get())));
+    words.extend(names::route_flags(nh.flags()));
+    if nh.is_fdb() {
+        words.push("fdb".to_owned());
+    }
+    words.join(" ")
 }
 
 /// `via GW`, or `via inet6 GW` for a gateway of the other family.

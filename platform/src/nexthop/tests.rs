@@ -86,6 +86,42 @@ fn display_as_ip_prints() {
 }
 
 #[test]
+fn nexthop_text_is_ip_d_nexthop() {
+    let dev = |ifindex: u32| format!("v{ifindex}");
+    let text = |nh: &Nexthop| crate::text::nexthop_text(nh, &dev);
+    assert_eq!(
+        text(&parse_one(&bytes(GATEWAY))),
+        "id 1 via 192.0.2.2 dev v3 scope link proto unspec"
+    );
+    assert_eq!(
+        text(&parse_one(&bytes(BLACKHOLE))),
+        "id 3 scope global blackhole proto unspec"
+    );
+    assert_eq!(
+        text(&parse_one(&bytes(GROUP))),
+        "id 10 group 1/2,3 scope global proto unspec"
+    );
+    let res = Nexthop::new(11)
+        .with_group(vec![GroupMember { id: 1, weight: 1 }])
+        .with_group_type(NEXTHOP_GRP_TYPE_RES)
+        .with_buckets(8);
+    assert_eq!(
+        text(&res),
+        "id 11 group 1 type resilient buckets 8 scope global proto unspec"
+    );
+    let onlink = Nexthop::new(2)
+        .with_gateway("192.0.2.3".parse().unwrap())
+        .with_oif(crate::Ifindex(3))
+        .with_flags(RTNH_F_ONLINK)
+        .with_protocol(crate::Protocol(11));
+    assert!(
+        text(&onlink).ends_with(" proto zebra onlink"),
+        "{}",
+        text(&onlink)
+    );
+}
+
+#[test]
 fn golden_blackhole_nexthop() {
     let nh = parse_one(&bytes(BLACKHOLE));
     assert_eq!(nh.id(), 3);

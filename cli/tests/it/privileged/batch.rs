@@ -176,3 +176,99 @@ fn missing_file_is_one_line() {
         "{stderr}"
     );
 }
+
+/// Stop mode, where the kernel refuses an undo: `10.60.0.0/16 via 10.50.0.1` was added while
+/// `10.50.0.0/24` made its gateway reachable, and that route is gone since (IPv4 keeps the
+/// route). The batch deletes it after a refused line, in the same send; adding it back is
+/// refused ("invalid gateway"), so it stays deleted. The summary must not count it as not
+/// applied, must name the line whose undo failed, and the status must say the batch failed.
+#[test]
+fn an_undo_the_kernel_refuses_is_reported_as_applied_and_not_undone() {
+    let ns = namespace();
+    for line in [
+        "route add 10.50.0.0/24 dev veth0",
+        "route add 10.60.0.0/16 via 10.50.0.1 dev veth0",
+        "route del 10.50.0.0/24 dev veth0",
+        "route add 10.61.0.0/16 via 192.0.2.2 dev veth0",
+    ] {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        ns.ip(&args).expect(line);
+    }
+    // The kernel refuses to add the route again: the undo cannot work.
+    assert!(
+        ns.ip(&[
+            "route",
+            "add",
+            "10.62.0.0/16",
+            "via",
+            "10.50.0.1",
+            "dev",
+            "veth0"
+        ])
+        .is_err()
+    );
+    let dir = tempfile::Builder::new()
+        .prefix("netmirror-test-batch")
+        .tempdir()
+        .expect("temp dir");
+    let file = write_batch(
+        &dir,
+        "route add 10.70.0.0/16 via 192.0.2.2\n\
+         route add 10.70.0.0/16 via 192.0.2.2\n\
+         route del 10.60.0.0/16\n\
+         route del 10.61.0.0/16\n\
+         route add 10.71.0.0/16 via 192.0.2.2\n",
+    );
+    let main = |ns: &NetNs| -> BTreeSet<String> {
+        let text = ns.ip(&["-j", "route", "show"]).expect("ip route show");
+        let routes: Vec<serde_json::Value> = serde_json::from_str(&text).expect("JSON");
+        routes
+            .iter()
+            .map(|route| route["dst"].as_str().unwrap_or("?").to_owned())
+            .collect()
+    };
+    let run = nm(&["--netns", ns.name(), "batch", &file]);
+    assert_eq!(run.code(), 1, "{run:#?}");
+    assert_eq!(
+        run.stdout,
+        "1 of 5 lines applied, 2 not applied after the first failure, \
+         1 applied after the first failure and not undone\n",
+        "{run:#?}"
+    );
+    assert!(run.stderr.contains("routes.batch:2:"), "{run:#?}");
+    assert!(
+        run.stderr.contains(
+            "routes.batch:3: `route del 10.60.0.0/16`: applied after the first failure, and \
+             undoing it failed (the route it deleted stays deleted): "
+        ),
+        "{run:#?}"
+    );
+    // What the summary says is what the kernel holds: line 1 and line 3 applied, the rest
+    // not (10.61.0.0/16 put back, 10.71.0.0/16 taken away).
+    assert_eq!(
+        main(&ns),
+        set(&["10.61.0.0/16", "10.70.0.0/16", "192.0.2.0/24"])
+    );
+
+    // The same in JSON: the line whose undo failed is listed with `undo: true`.
+    ns.ip(&["route", "del", "10.70.0.0/16"])
+        .expect("ip route del");
+    for line in [
+        "route add 10.50.0.0/24 dev veth0",
+        "route add 10.60.0.0/16 via 10.50.0.1 dev veth0",
+        "route del 10.50.0.0/24 dev veth0",
+    ] {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        ns.ip(&args).expect(line);
+    }
+    let run = nm(&["--netns", ns.name(), "--json", "batch", &file]);
+    assert_eq!(run.code(), 1, "{run:#?}");
+    let summary: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(summary["applied"], 1, "{summary}");
+    assert_eq!(summary["skipped"], 2, "{summary}");
+    assert_eq!(summary["not_undone"], 1, "{summary}");
+    let failed = summary["failed"].as_array().expect("failed lines");
+    assert_eq!(failed.len(), 2, "{summary}");
+    assert_eq!(failed[1]["line"], 3, "{summary}");
+    assert_eq!(failed[1]["undo"], true, "{summary}");
+}

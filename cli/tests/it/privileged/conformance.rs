@@ -634,114 +634,149 @@ fn rules_match_ip_field_by_field() {
     );
 }
 
+/// How `our` link differs from `ip -j -d`'s `ip_link`, key by key (empty when equal), and how
+/// many of the settings and kind data keys ip printed were compared.
+fn link_mismatches(ip_link: &Value, our: &Value) -> (Vec<String>, usize) {
+    let ifname = ip_link["ifname"].as_str().unwrap_or("?");
+    let mut mismatches = Vec::new();
+    let mut compared = 0;
+    let mut check = |what: String, ours: Value, theirs: Value| {
+        if ours != theirs {
+            mismatches.push(format!("{ifname}: {what}: netmirror {ours}, ip {theirs}"));
+        }
+    };
+    for key in [
+        "ifindex",
+        "link",
+        "link_index",
+        "link_netnsid",
+        "master",
+        "mtu",
+        "address",
+        "operstate",
+        "flags",
+    ] {
+        check(key.to_owned(), get(our, key), get(ip_link, key));
+    }
+    // The link's other settings, where ip prints them (ip 6.1 knows no IPv4 GSO/GRO
+    // sizes, headroom or tailroom).
+    for key in [
+        "qdisc",
+        "allmulti",
+        "num_tx_queues",
+        "num_rx_queues",
+        "gso_max_size",
+        "gso_max_segs",
+        "tso_max_size",
+        "tso_max_segs",
+        "gro_max_size",
+        "gso_ipv4_max_size",
+        "gro_ipv4_max_size",
+        "linkmode",
+        "promiscuity",
+        "min_mtu",
+        "max_mtu",
+        "permaddr",
+    ] {
+        if let Some(theirs) = ip_link.get(key) {
+            check(key.to_owned(), get(our, key), theirs.clone());
+            compared += 1;
+        }
+    }
+    check(
+        "altnames".to_owned(),
+        get(our, "altnames"),
+        ip_link.get("altnames").cloned().unwrap_or(json!([])),
+    );
+    let (ip_info, our_info) = (get(ip_link, "linkinfo"), get(our, "linkinfo"));
+    for key in ["info_kind", "info_slave_kind"] {
+        check(key.to_owned(), get(&our_info, key), get(&ip_info, key));
+    }
+    // Kind data: the numbers ip prints as numbers, and its booleans as 0/1.
+    for (section, keys) in [
+        (
+            "info_data",
+            &[
+                "forward_delay",
+                "hello_time",
+                "max_age",
+                "ageing_time",
+                "stp_state",
+                "priority",
+                "vlan_filtering",
+                "bridge_id",
+                "root_id",
+                "mcast_snooping",
+                "mcast_hash_max",
+            ][..],
+        ),
+        (
+            "info_slave_data",
+            &[
+                "priority",
+                "cost",
+                "designated_port",
+                "designated_cost",
+                "bridge_id",
+                "root_id",
+                "learning",
+                "flood",
+                "hairpin",
+                "isolated",
+            ][..],
+        ),
+    ] {
+        let (ip_data, our_data) = (get(&ip_info, section), get(&our_info, section));
+        for key in keys {
+            let Some(theirs) = ip_data.get(key) else {
+                continue;
+            };
+            let theirs = match theirs {
+                Value::Bool(yes) => json!(u64::from(*yes)),
+                other => other.clone(),
+            };
+            check(format!("{section}.{key}"), get(&our_data, key), theirs);
+            compared += 1;
+        }
+    }
+    (mismatches, compared)
+}
+
+/// How netmirror's links (`ours`) differ from `ip -j -d link show`'s (`theirs`).
+fn links_mismatches(theirs: &[Value], ours: &[Value]) -> (Vec<String>, usize) {
+    let mut mismatches = Vec::new();
+    let mut compared = 0;
+    if theirs.len() != ours.len() {
+        let names = |links: &[Value]| -> Vec<Value> {
+            links.iter().map(|link| link["ifname"].clone()).collect()
+        };
+        mismatches.push(format!(
+            "links: netmirror {:?}, ip {:?}",
+            names(ours),
+            names(theirs)
+        ));
+    }
+    for ip_link in theirs {
+        let ifname = ip_link["ifname"].as_str().unwrap_or("?");
+        match ours.iter().find(|link| link["ifname"] == ifname) {
+            Some(our) => {
+                let (more, n) = link_mismatches(ip_link, our);
+                mismatches.extend(more);
+                compared += n;
+            }
+            None => mismatches.push(format!("{ifname}: not in netmirror's links")),
+        }
+    }
+    (mismatches, compared)
+}
+
 #[test]
 fn links_match_ip_field_by_field() {
     let (ns, other) = world();
     let theirs = ip_json(&ns, &["link", "show"]);
     let ours = our_json(&ns, &["link"]);
-    assert_eq!(theirs.len(), ours.len());
-    let mut compared = 0;
-    for ip_link in &theirs {
-        let ifname = ip_link["ifname"].as_str().unwrap();
-        let our = ours
-            .iter()
-            .find(|link| link["ifname"] == ifname)
-            .unwrap_or_else(|| panic!("{ifname} not in {ours:#?}"));
-        for key in [
-            "ifindex",
-            "link",
-            "link_index",
-            "link_netnsid",
-            "master",
-            "mtu",
-            "address",
-            "operstate",
-            "flags",
-        ] {
-            assert_eq!(get(our, key), get(ip_link, key), "{ifname}: {key}");
-        }
-        // The link's other settings, where ip prints them (ip 6.1 knows no IPv4 GSO/GRO
-        // sizes, headroom or tailroom).
-        for key in [
-            "qdisc",
-            "allmulti",
-            "num_tx_queues",
-            "num_rx_queues",
-            "gso_max_size",
-            "gso_max_segs",
-            "tso_max_size",
-            "tso_max_segs",
-            "gro_max_size",
-            "gso_ipv4_max_size",
-            "gro_ipv4_max_size",
-            "linkmode",
-            "promiscuity",
-            "min_mtu",
-            "max_mtu",
-            "permaddr",
-        ] {
-            if let Some(theirs) = ip_link.get(key) {
-                assert_eq!(&get(our, key), theirs, "{ifname}: {key}");
-                compared += 1;
-            }
-        }
-        assert_eq!(
-            get(our, "altnames"),
-            ip_link.get("altnames").cloned().unwrap_or(json!([])),
-            "{ifname}: altnames"
-        );
-        let (ip_info, our_info) = (get(ip_link, "linkinfo"), get(our, "linkinfo"));
-        for key in ["info_kind", "info_slave_kind"] {
-            assert_eq!(get(&our_info, key), get(&ip_info, key), "{ifname}: {key}");
-        }
-        // Kind data: the numbers ip prints as numbers, and its booleans as 0/1.
-        for (section, keys) in [
-            (
-                "info_data",
-                &[
-                    "forward_delay",
-                    "hello_time",
-                    "max_age",
-                    "ageing_time",
-                    "stp_state",
-                    "priority",
-                    "vlan_filtering",
-                    "bridge_id",
-                    "root_id",
-                    "mcast_snooping",
-                    "mcast_hash_max",
-                ][..],
-            ),
-            (
-                "info_slave_data",
-                &[
-                    "priority",
-                    "cost",
-                    "designated_port",
-                    "designated_cost",
-                    "bridge_id",
-                    "root_id",
-                    "learning",
-                    "flood",
-                    "hairpin",
-                    "isolated",
-                ][..],
-            ),
-        ] {
-            let (ip_data, our_data) = (get(&ip_info, section), get(&our_info, section));
-            for key in keys {
-                let Some(theirs) = ip_data.get(key) else {
-                    continue;
-                };
-                let theirs = match theirs {
-                    Value::Bool(yes) => json!(u64::from(*yes)),
-                    other => other.clone(),
-                };
-                assert_eq!(get(&our_data, key), theirs, "{ifname}: {section}.{key}");
-                compared += 1;
-            }
-        }
-    }
+    let (mismatches, compared) = links_mismatches(&theirs, &ours);
+    assert!(mismatches.is_empty(), "{mismatches:#?}");
     assert!(compared > 15, "kind data compared: {compared}");
     // The peer in the other namespace: by index and netnsid, never by a local name.
     let p0 = ours.iter().find(|link| link["ifname"] == "p0").unwrap();
@@ -783,11 +818,10 @@ const ADDRESS_FLAGS: &[&str] = &[
     "stable-privacy",
 ];
 
-#[test]
-fn addresses_match_ip_field_by_field() {
-    let (ns, _other) = world();
+/// `ip -j -d addr show`'s addresses, one line each in the shape compared.
+fn ip_addresses(ns: &NetNs) -> BTreeSet<String> {
     let mut theirs = BTreeSet::new();
-    for link in ip_json(&ns, &["addr", "show"]) {
+    for link in ip_json(ns, &["addr", "show"]) {
         for addr in link["addr_info"].as_array().into_iter().flatten() {
             let flags: Vec<&str> = ADDRESS_FLAGS
                 .iter()
@@ -814,27 +848,37 @@ fn addresses_match_ip_field_by_field() {
             theirs.insert(compact(map).to_string());
         }
     }
+    theirs
+}
+
+/// An address of netmirror's JSON, as one line in the shape compared.
+fn our_address(addr: &Value) -> String {
+    let mut map: BTreeMap<&str, Value> = BTreeMap::new();
+    for key in [
+        "ifname",
+        "family",
+        "local",
+        "prefixlen",
+        "scope",
+        "label",
+        "broadcast",
+        "flags",
+    ] {
+        map.insert(key, get(addr, key));
+    }
+    for key in ["valid_life_time", "preferred_life_time"] {
+        map.insert(key, json!(addr[key].as_u64().unwrap() / 100));
+    }
+    compact(map).to_string()
+}
+
+#[test]
+fn addresses_match_ip_field_by_field() {
+    let (ns, _other) = world();
+    let theirs = ip_addresses(&ns);
     let ours: BTreeSet<String> = our_json(&ns, &["addr", "show"])
         .iter()
-        .map(|addr| {
-            let mut map: BTreeMap<&str, Value> = BTreeMap::new();
-            for key in [
-                "ifname",
-                "family",
-                "local",
-                "prefixlen",
-                "scope",
-                "label",
-                "broadcast",
-                "flags",
-            ] {
-                map.insert(key, get(addr, key));
-            }
-            for key in ["valid_life_time", "preferred_life_time"] {
-                map.insert(key, json!(addr[key].as_u64().unwrap() / 100));
-            }
-            compact(map).to_string()
-        })
+        .map(our_address)
         .collect();
     assert_eq!(ours, theirs);
     for flag in [
@@ -958,4 +1002,331 @@ fn monitor_lines_show_hops_weights_and_metrics() {
         line.contains("metrics mtu 1400 \u{2192} mtu lock 1300"),
         "{line}"
     );
+}
+
+/// A nexthop from `ip -j -d nexthop`, in the shape compared.
+fn ip_nexthop(nh: &Value) -> Value {
+    let mut map: BTreeMap<&str, Value> = BTreeMap::new();
+    for key in [
+        "id",
+        "gateway",
+        "dev",
+        "group",
+        "type",
+        "resilient_args",
+        "flags",
+        "scope",
+    ] {
+        map.insert(key, get(nh, key));
+    }
+    map.insert(
+        "protocol",
+        nh.get("protocol").cloned().unwrap_or(json!("unspec")),
+    );
+    for flag in ["blackhole", "fdb"] {
+        if nh.get(flag).is_some() {
+            map.insert(flag, json!(true));
+        }
+    }
+    compact(map)
+}
+
+/// A nexthop from netmirror's JSON, in the shape compared.
+fn our_nexthop(nh: &Value) -> Value {
+    let mut map: BTreeMap<&str, Value> = BTreeMap::new();
+    for key in [
+        "id",
+        "gateway",
+        "dev",
+        "group",
+        "resilient_args",
+        "flags",
+        "scope",
+        "protocol",
+    ] {
+        map.insert(key, get(nh, key));
+    }
+    // ip prints the type of a resilient group only (`mpath` is its default).
+    if nh["group"].is_array() && nh["type"] != "mpath" {
+        map.insert("type", get(nh, "type"));
+    }
+    for flag in ["blackhole", "fdb"] {
+        if nh[flag] == json!(true) {
+            map.insert(flag, json!(true));
+        }
+    }
+    compact(map)
+}
+
+/// What the kernel keys an object by, from its JSON.
+type Identity = fn(&Value) -> Value;
+
+/// Routes (both families, every table), nexthops, links, addresses and rules, as
+/// netmirror's JSON has them.
+#[derive(Debug, Clone, Default)]
+struct Objects {
+    routes: Vec<Value>,
+    nexthops: Vec<Value>,
+    links: Vec<Value>,
+    addresses: Vec<Value>,
+    rules: Vec<Value>,
+}
+
+impl Objects {
+    /// A fresh load: `netmirror --json` of each kind.
+    fn load(ns: &NetNs) -> Objects {
+        Objects {
+            routes: our_json(ns, &["route", "show", "table", "all"]),
+            nexthops: our_json(ns, &["nexthop"]),
+            links: our_json(ns, &["link"]),
+            addresses: our_json(ns, &["addr", "show"]),
+            rules: our_json(ns, &["rule", "show"]),
+        }
+    }
+
+    /// The list of `object` (a monitor's `object` key) and the identity of one of its
+    /// objects: what the kernel keys it by.
+    fn kind(&mut self, object: &str) -> Option<(&mut Vec<Value>, Identity)> {
+        Some(match object {
+            "route" => (&mut self.routes, |route: &Value| {
+                let mut id = vec![
+                    get(route, "family"),
+                    get(route, "table"),
+                    get(route, "dst"),
+                    get(route, "tos"),
+                    get(route, "metric"),
+                ];
+                if route["family"] == "inet6" {
+                    // IPv6 keeps one route per device where the rest is equal.
+                    id.push(get(route, "dev"));
+                    id.push(get(route, "type"));
+                }
+                json!(id)
+            }),
+            "nexthop" => (&mut self.nexthops, |nh: &Value| get(nh, "id")),
+            "link" => (&mut self.links, |link: &Value| get(link, "ifindex")),
+            "addr" => (&mut self.addresses, |addr: &Value| {
+                json!([
+                    get(addr, "ifindex"),
+                    get(addr, "family"),
+                    get(addr, "local"),
+                    get(addr, "prefixlen"),
+                    get(addr, "address")
+                ])
+            }),
+            "rule" => (&mut self.rules, |rule: &Value| {
+                json!([
+                    get(rule, "family"),
+                    get(rule, "priority"),
+                    get(rule, "rule")
+                ])
+            }),
+            _ => return None,
+        })
+    }
+
+    /// Applies one line of `netmirror --json monitor`, as a program following it would:
+    /// `old` replaced by `new`; a link renamed renames the devices of what sits on it.
+    fn apply(&mut self, line: &str) {
+        let event: Value = serde_json::from_str(line).expect("monitor JSON");
+        let (old, new) = (&event["old"], &event["new"]);
+        if event["object"] == "link"
+            && let (Some(from), Some(to)) = (old["ifname"].as_str(), new["ifname"].as_str())
+            && from != to
+        {
+            self.rename(from, to);
+        }
+        let object = event["object"].as_str().unwrap_or("?").to_owned();
+        let Some((list, identity)) = self.kind(&object) else {
+            return;
+        };
+        if !old.is_null() {
+            let at = list
+                .iter()
+                .position(|known| identity(known) == identity(old))
+                .unwrap_or_else(|| {
+                    panic!("an event for an object the monitor did not show: {line}")
+                });
+            list.remove(at);
+        }
+        if !new.is_null() {
+            list.push(new.clone());
+        }
+    }
+
+    fn rename(&mut self, from: &str, to: &str) {
+        let rename = |value: &mut Value, key: &str| {
+            if value[key] == from {
+                value[key] = json!(to);
+            }
+        };
+        for route in &mut self.routes {
+            rename(route, "dev");
+            for hop in route["nexthops"].as_array_mut().into_iter().flatten() {
+                rename(hop, "dev");
+            }
+        }
+        for nh in &mut self.nexthops {
+            rename(nh, "dev");
+        }
+        for addr in &mut self.addresses {
+            rename(addr, "ifname");
+        }
+    }
+
+    /// How these objects differ from `ip -j -d`'s, field by field, as the load tests compare
+    /// them.
+    fn mismatches(&self, ns: &NetNs) -> Vec<String> {
+        let mut mismatches = Vec::new();
+        let mut compare = |what: &str, ours: BTreeSet<String>, theirs: BTreeSet<String>| {
+            let only_ip: Vec<&String> = theirs.difference(&ours).collect();
+            let only_us: Vec<&String> = ours.difference(&theirs).collect();
+            if !only_ip.is_empty() || !only_us.is_empty() {
+                mismatches.push(format!(
+                    "{what}: only in ip: {only_ip:#?}\nonly in netmirror: {only_us:#?}"
+                ));
+            }
+        };
+        let mut theirs = ip_json(ns, &["-4", "route", "show", "table", "all"]);
+        theirs.extend(ip_json(ns, &["-6", "route", "show", "table", "all"]));
+        compare(
+            "routes",
+            lines(self.routes.iter().map(our_route)),
+            lines(theirs.iter().map(ip_route)),
+        );
+        compare(
+            "nexthops",
+            lines(self.nexthops.iter().map(our_nexthop)),
+            lines(ip_json(ns, &["nexthop", "show"]).iter().map(ip_nexthop)),
+        );
+        let mut theirs = ip_json(ns, &["-4", "rule", "show"]);
+        theirs.extend(ip_json(ns, &["-6", "rule", "show"]));
+        compare(
+            "rules",
+            lines(self.rules.iter().map(our_rule)),
+            lines(theirs.iter().map(ip_rule)),
+        );
+        compare(
+            "addresses",
+            self.addresses.iter().map(our_address).collect(),
+            ip_addresses(ns),
+        );
+        mismatches.extend(links_mismatches(&ip_json(ns, &["link", "show"]), &self.links).0);
+        mismatches
+    }
+}
+
+/// Compares a fresh load and what the monitor printed so far (applied to `followed`) with
+/// `ip -j -d`, giving the kernel's asynchronous work (DAD, the cache's resyncs) a few rounds.
+#[track_caller]
+fn check_step(
+    ns: &NetNs,
+    monitor: &mut crate::support::Monitor,
+    followed: &mut Objects,
+    step: &str,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        while let Some(line) = monitor.try_line(std::time::Duration::from_millis(300)) {
+            followed.apply(&line);
+        }
+        let loaded = Objects::load(ns).mismatches(ns);
+        let live = followed.mismatches(ns);
+        if loaded.is_empty() && live.is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "after `{step}`:\na fresh load differs from ip: {loaded:#?}\nthe monitor's \
+             events applied to its first load differ from ip: {live:#?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}
+
+/// The issue's "after every step of a scripted change sequence": routes with every kind of
+/// attribute (metrics with locks, realms, encap, pref, multipath weights, nexthop objects and
+/// groups), rules, links and addresses, compared field by field with `ip -j -d` after the
+/// load and after each change, including each change the kernel makes without telling: a
+/// nexthop deleted takes its routes, a group member deleted changes the group and its
+/// routes, carrier loss, link down and link deletion take the nexthops on the link and their
+/// routes (and mark or drop multipath hops), a rename changes the peer that names the link.
+/// Both a fresh `netmirror --json` load and a `netmirror --json monitor` running since the
+/// start (its events applied to its first load) must equal ip at every step.
+#[test]
+fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
+    let ns = NetNs::builder()
+        .veth(
+            Veth::new("nmx0", "nmx1")
+                .address("192.0.2.1/24")
+                .address("2001:db8:1::1/64")
+                .peer_address("192.0.2.2/24"),
+        )
+        .veth(
+            Veth::new("nmy0", "nmy1")
+                .address("198.51.100.1/24")
+                .peer_address("198.51.100.2/24"),
+        )
+        .start()
+        .expect("make a namespace");
+    for line in [
+        "addr add 203.0.113.1/24 dev nmx0",
+        "nexthop add id 1 via 192.0.2.2 dev nmx0",
+        "nexthop add id 2 via 198.51.100.2 dev nmy0",
+        "nexthop add id 3 blackhole",
+        "nexthop add id 4 via 192.0.2.3 dev nmx0 onlink proto zebra",
+        "nexthop add id 10 group 1/2,3",
+        "nexthop add id 11 group 2/4 type resilient buckets 8",
+        "route add 10.60.0.0/16 nhid 10",
+        "route add 10.61.0.0/16 nhid 1",
+        "route add 10.62.0.0/16 nhid 3",
+        "route add 10.63.0.0/16 nhid 11",
+        "route add 10.64.0.0/16 nhid 2 table 100",
+        "route add 10.70.0.0/16 nexthop via 192.0.2.2 dev nmx0 weight 1 nexthop via 198.51.100.2 dev nmy0 weight 3 realm 7",
+        "route add 10.71.0.0/16 via 198.51.100.2 dev nmy0 mtu lock 1400 advmss 1300 hoplimit 9 realm 5/6",
+        "route add 10.72.0.0/16 encap ip id 1 dst 1.2.3.4 dev nmy0",
+        "route add 10.73.0.0/16 via 192.0.2.2 dev nmx0 metric 50 proto static initcwnd 10 congctl lock cubic",
+        "-6 route add 2001:db8:6::/64 via 2001:db8:1::2 dev nmx0 pref high mtu 1300",
+        "-6 route add 2001:db8:7::/64 nexthop via 2001:db8:1::2 dev nmx0 weight 2 nexthop via 2001:db8:1::3 dev nmx0 weight 5",
+        "rule add not fwmark 0xca6c table 51820 pref 100",
+        "rule add iif nmy1 ipproto tcp dport 443 table 6 pref 102",
+    ] {
+        ip(&ns, line);
+    }
+    settle(&ns);
+    let mut command = crate::support::netmirror(&["--netns", ns.name(), "--json", "monitor"]);
+    command.env("RUST_LOG", "netmirror::monitor=debug");
+    let mut monitor = crate::support::Monitor::start(command, "monitor ready");
+    let mut followed = Objects::load(&ns);
+    check_step(&ns, &mut monitor, &mut followed, "the load");
+    for step in [
+        // A group member deleted: the group and the route on it change, silently.
+        "nexthop del id 1",
+        // Unrelated, on the link the member was on.
+        "addr del 203.0.113.1/24 dev nmx0",
+        // A nexthop deleted: its route goes without RTM_DELROUTE.
+        "nexthop del id 3",
+        "route change 10.73.0.0/16 via 192.0.2.2 dev nmx0 metric 50 proto static initcwnd 12 congctl lock cubic",
+        // Carrier loss on nmy0: its nexthops and the routes on them go, hops are marked.
+        "link set nmy1 down",
+        "link set nmy1 up",
+        "nexthop add id 2 via 198.51.100.2 dev nmy0",
+        "nexthop replace id 11 group 2/4 type resilient buckets 8",
+        "route add 10.65.0.0/16 nhid 2",
+        // Link down: the same, and routes through nmy0 go.
+        "link set nmy0 down",
+        "link set nmy0 up",
+        "nexthop add id 2 via 198.51.100.2 dev nmy0",
+        "route add 10.66.0.0/16 nhid 2",
+        "route add 10.74.0.0/16 via 198.51.100.2 dev nmy0 mtu 1300 realm 8",
+        // A rename: the veth peer names the link anew, so does the rule on it.
+        "link set nmy1 down",
+        "link set nmy1 name nmz1",
+        "link set nmz1 up",
+        // Link deletion: the same as link down, with the peer.
+        "link del nmy0",
+    ] {
+        ip(&ns, step);
+        check_step(&ns, &mut monitor, &mut followed, step);
+    }
 }

@@ -225,3 +225,221 @@ fn monitor_lines_list_the_hops_of_a_route_on_a_group() {
     assert!(changed.contains("changed"), "{changed}");
     assert!(changed.contains('\u{2192}'), "{changed}");
 }
+
+/// The monitor's lines (until `quiet` passes without one) after one change.
+fn lines_after(monitor: &mut Monitor, quiet: Duration) -> Vec<String> {
+    let mut lines = Vec::new();
+    while let Some(line) = monitor.try_line(quiet) {
+        lines.push(line);
+    }
+    lines
+}
+
+/// Of `lines`, the one about the route to `dst` that is `event` (`added`, `removed`,
+/// `changed`), in text or JSON.
+#[track_caller]
+fn route_line<'a>(lines: &'a [String], json: bool, event: &str, dst: &str) -> &'a str {
+    lines
+        .iter()
+        .find(|line| {
+            if json {
+                let value: Value = serde_json::from_str(line).expect("JSON");
+                value["event"] == event
+                    && (value["old"]["dst"] == dst || value["new"]["dst"] == dst)
+            } else {
+                line.contains(&format!("{event} ")) && line.contains(&format!("{dst} "))
+            }
+        })
+        .unwrap_or_else(|| panic!("no `{event}` line for {dst} in {lines:#?}"))
+}
+
+/// Every `changed` line says what changed: old and new differ in JSON, and the text has an
+/// arrow.
+#[track_caller]
+fn assert_changes_differ(lines: &[String], json: bool) {
+    for line in lines {
+        if json {
+            let value: Value = serde_json::from_str(line).expect("JSON");
+            if value["event"] == "changed" {
+                assert_ne!(value["old"], value["new"], "old equals new: {line}");
+            }
+        } else if line.contains("changed") {
+            assert!(
+                line.contains('\u{2192}'),
+                "a change printed as none: {line}"
+            );
+        }
+    }
+}
+
+/// The hop flags of the route in a JSON event's `old` or `new`, hop by hop.
+fn hop_flags(route: &Value) -> Vec<Value> {
+    route["nexthops"]
+        .as_array()
+        .map(|hops| hops.iter().map(|hop| hop["flags"].clone()).collect())
+        .unwrap_or_default()
+}
+
+/// What the kernel does without a route notification, as monitor lines: routes deleted with
+/// their nexthop object are `removed`; carrier loss on the veth peer sets `linkdown` on the
+/// hops through veth0 (and on a route through it), a `changed` line that shows the flags
+/// before and after; and no `changed` line prints old equal to new. In text and in JSON.
+#[test]
+fn monitor_prints_the_kernels_silent_route_changes() {
+    for json in [false, true] {
+        let ns = namespace();
+        for line in [
+            "route add 10.180.0.0/16 nhid 1",
+            "route add 10.182.0.0/16 nhid 3",
+            "route add 10.192.0.0/16 nexthop via 192.0.2.2 dev veth0 weight 1 nexthop via 192.0.2.3 dev veth0 weight 2",
+            "route add 10.193.0.0/16 via 192.0.2.2 dev veth0",
+        ] {
+            let args: Vec<&str> = line.split_whitespace().collect();
+            ns.ip(&args).expect(line);
+        }
+        let mut args = vec!["--netns", ns.name()];
+        if json {
+            args.push("--json");
+        }
+        args.extend(["monitor", "route"]);
+        let mut command = netmirror(&args);
+        command.env("RUST_LOG", "netmirror::monitor=debug");
+        let mut monitor = Monitor::start(command, "monitor ready");
+        let quiet = Duration::from_secs(2);
+
+        // A blackhole nexthop deleted: its route goes with it, with no RTM_DELROUTE.
+        ns.ip(&["nexthop", "del", "id", "3"])
+            .expect("ip nexthop del");
+        let lines = lines_after(&mut monitor, quiet);
+        route_line(&lines, json, "removed", "10.182.0.0/16");
+        assert_changes_differ(&lines, json);
+        ns.ip(&["nexthop", "del", "id", "1"])
+            .expect("ip nexthop del");
+        let lines = lines_after(&mut monitor, quiet);
+        route_line(&lines, json, "removed", "10.180.0.0/16");
+        assert_changes_differ(&lines, json);
+
+        // Carrier loss on veth0: the kernel marks the hops `linkdown` and tells nobody.
+        ns.ip(&["link", "set", "veth1", "down"])
+            .expect("ip link set down");
+        let lines = lines_after(&mut monitor, quiet);
+        assert_changes_differ(&lines, json);
+        let multipath = route_line(&lines, json, "changed", "10.192.0.0/16");
+        let single = route_line(&lines, json, "changed", "10.193.0.0/16");
+        if json {
+            let multipath: Value = serde_json::from_str(multipath).expect("JSON");
+            assert_eq!(
+                hop_flags(&multipath["old"]),
+                [serde_json::json!([]), serde_json::json!([])],
+                "{multipath}"
+            );
+            assert_eq!(
+                hop_flags(&multipath["new"]),
+                [
+                    serde_json::json!(["linkdown"]),
+                    serde_json::json!(["linkdown"])
+                ],
+                "{multipath}"
+            );
+            let single: Value = serde_json::from_str(single).expect("JSON");
+            assert_eq!(single["old"]["flags"], serde_json::json!([]), "{single}");
+            assert_eq!(
+                single["new"]["flags"],
+                serde_json::json!(["linkdown"]),
+                "{single}"
+            );
+        } else {
+            assert!(
+                multipath.contains(
+                    "nexthops via 192.0.2.2 dev veth0 weight 1; via 192.0.2.3 dev veth0 weight 2 \
+                     \u{2192} via 192.0.2.2 dev veth0 weight 1 linkdown; via 192.0.2.3 dev veth0 \
+                     weight 2 linkdown"
+                ),
+                "{multipath}"
+            );
+            assert!(single.contains("flags -- \u{2192} linkdown"), "{single}");
+        }
+        // The carrier back: the flags go, as a change again.
+        ns.ip(&["link", "set", "veth1", "up"])
+            .expect("ip link set up");
+        let lines = lines_after(&mut monitor, quiet);
+        assert_changes_differ(&lines, json);
+        let multipath = route_line(&lines, json, "changed", "10.192.0.0/16");
+        if json {
+            let multipath: Value = serde_json::from_str(multipath).expect("JSON");
+            assert_eq!(
+                hop_flags(&multipath["new"]),
+                [serde_json::json!([]), serde_json::json!([])],
+                "{multipath}"
+            );
+        } else {
+            assert!(
+                multipath.contains(
+                    "nexthops via 192.0.2.2 dev veth0 weight 1 linkdown; via 192.0.2.3 dev veth0 \
+                     weight 2 linkdown \u{2192} via 192.0.2.2 dev veth0 weight 1; via 192.0.2.3 \
+                     dev veth0 weight 2"
+                ),
+                "{multipath}"
+            );
+        }
+    }
+}
+
+/// `route -d` prints the nexthop object of a route on one (`nh_info ...`) as `ip -d route`
+/// does, for single, blackhole, onlink, group and resilient group nexthops, line for line.
+#[test]
+fn route_details_show_the_nexthop_object_as_ip_does() {
+    let ns = namespace();
+    for line in [
+        "route add 10.180.0.0/16 nhid 1",
+        "route add 10.181.0.0/16 nhid 2",
+        "route add 10.182.0.0/16 nhid 3",
+        "route add 10.183.0.0/16 nhid 10",
+        "route add 10.184.0.0/16 nhid 11 table 100",
+    ] {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        ns.ip(&args).expect(line);
+    }
+    let normal = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|line| {
+                let indent = if line.starts_with('\t') { "\t" } else { "" };
+                format!(
+                    "{indent}{}",
+                    line.split_whitespace().collect::<Vec<_>>().join(" ")
+                )
+            })
+            .collect()
+    };
+    let theirs = ns
+        .ip(&["-4", "-d", "route", "show", "table", "all"])
+        .expect("ip -d route");
+    let ours = nm(&[
+        "-d",
+        "--netns",
+        ns.name(),
+        "-4",
+        "route",
+        "show",
+        "table",
+        "all",
+    ]);
+    let ours = normal(ours.ok());
+    assert_eq!(ours, normal(&theirs));
+    for expected in [
+        "\tnh_info id 1 via 192.0.2.2 dev veth0 scope link proto unspec",
+        "\tnh_info id 2 via 192.0.2.3 dev veth0 scope link proto zebra onlink",
+        "\tnh_info id 3 scope global blackhole proto unspec",
+        "\tnh_info id 10 group 1/2,3 scope global proto unspec",
+    ] {
+        assert!(
+            ours.iter().any(|line| line == expected),
+            "{expected:?} in {ours:#?}"
+        );
+    }
+    assert!(
+        ours.iter()
+            .any(|line| line.starts_with("\tnh_info id 11 group 1/2 type resilient buckets 8 ")),
+        "{ours:#?}"
+    );
+}

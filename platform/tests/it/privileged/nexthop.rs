@@ -9,7 +9,7 @@ use netmirror_platform::testing::{NetNs, Veth};
 use netmirror_platform::{Cache, Change, Event, Family, Nexthop, Route, RouteId};
 use serde_json::Value;
 
-use super::support::{config, ip, settle, wait_kernel_quiet};
+use super::support::{config, details_of, details_of_ip, ip, settle, sorted, wait_kernel_quiet};
 use crate::support::bounded;
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -33,29 +33,28 @@ pub(crate) fn netns_two_pairs() -> NetNs {
         .unwrap()
 }
 
-/// Routes and nexthops as sorted lines.
+/// Routes and nexthops as sorted lines, and the routes as `ip -d route` prints them (every
+/// attribute: metrics and their locks, encap, realms, pref, hop flags and weights).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct View {
     pub(crate) routes: Vec<String>,
     pub(crate) nexthops: Vec<String>,
+    pub(crate) details: Vec<String>,
 }
 
 /// Routes and nexthops rebuilt from the first snapshot and every event since: what a
 /// monitor knows.
 #[derive(Debug, Default)]
 struct Replay {
-    routes: HashMap<RouteId, String>,
-    nexthops: BTreeMap<u32, String>,
+    routes: HashMap<RouteId, Route>,
+    nexthops: BTreeMap<u32, Nexthop>,
 }
 
 impl Replay {
     fn of(cache: &Cache) -> Self {
         Replay {
-            routes: cache.routes().map(|r| (r.id(), route_line(r))).collect(),
-            nexthops: cache
-                .nexthops()
-                .map(|n| (n.id(), nexthop_line(n)))
-                .collect(),
+            routes: cache.routes().map(|r| (r.id(), (**r).clone())).collect(),
+            nexthops: cache.nexthops().map(|n| (n.id(), (**n).clone())).collect(),
         }
     }
 
@@ -70,7 +69,7 @@ impl Replay {
                         );
                     }
                     if let Some(new) = change.new() {
-                        self.routes.insert(new.id(), route_line(new));
+                        self.routes.insert(new.id(), (**new).clone());
                     }
                     if let Change::Replaced { old, new } = change {
                         assert_ne!(old, new, "a change event where old equals new");
@@ -84,7 +83,7 @@ impl Replay {
                         );
                     }
                     if let Some(new) = change.new() {
-                        self.nexthops.insert(new.id(), nexthop_line(new));
+                        self.nexthops.insert(new.id(), (**new).clone());
                     }
                 }
                 _ => {}
@@ -92,24 +91,25 @@ impl Replay {
         }
     }
 
-    fn view(&self) -> View {
+    /// The view, naming devices as `cache` does.
+    fn view(&self, cache: &Cache) -> View {
         View {
-            routes: sorted(self.routes.values().cloned()),
-            nexthops: sorted(self.nexthops.values().cloned()),
+            routes: sorted(self.routes.values().filter_map(reduced_line)),
+            nexthops: sorted(self.nexthops.values().map(nexthop_line)),
+            details: details_of(self.routes.values(), |id| self.nexthops.get(&id), cache),
         }
     }
 }
 
-fn sorted(lines: impl Iterator<Item = String>) -> Vec<String> {
-    let mut lines: Vec<String> = lines.collect();
-    lines.sort();
-    lines
-}
-
 pub(crate) fn view_of_cache(cache: &Cache) -> View {
     View {
-        routes: sorted(cache.routes().map(|route| route_line(route))),
+        routes: sorted(cache.routes().filter_map(|route| reduced_line(route))),
         nexthops: sorted(cache.nexthops().map(|nh| nexthop_line(nh))),
+        details: details_of(
+            cache.routes().map(|route| &**route),
+            |id| cache.nexthop(id).map(|nh| &**nh),
+            cache,
+        ),
     }
 }
 
@@ -200,6 +200,11 @@ pub(crate) fn view_of_ip(ns: &NetNs) -> View {
         .as_array()
         .unwrap()
         {
+            if route.get("encap").is_some() {
+                // `ip -j` writes an `encap ip` tunnel's dst over the route's: such routes are
+                // compared by their `ip -d` text only (see `View::details`).
+                continue;
+            }
             let dst = match route["dst"].as_str().unwrap() {
                 "default" if family == "v4" => "0.0.0.0/0".to_owned(),
                 "default" => "::/0".to_owned(),
@@ -271,7 +276,13 @@ pub(crate) fn view_of_ip(ns: &NetNs) -> View {
     View {
         routes: sorted(routes.into_iter()),
         nexthops: sorted(nexthops.into_iter()),
+        details: details_of_ip(ns),
     }
+}
+
+/// The `route_line` of a route without encap (as `view_of_ip` reads them: see there).
+fn reduced_line(route: &Route) -> Option<String> {
+    route.encap().is_none().then(|| route_line(route))
 }
 
 pub(crate) fn route_line(route: &Route) -> String {
@@ -356,9 +367,10 @@ fn assert_same(what: &str, actual: &View, expected: &View) {
         format!("missing: {missing:#?}\nextra: {extra:#?}")
     };
     panic!(
-        "{what} differs from ip\nroutes: {}\nnexthops: {}",
+        "{what} differs from ip\nroutes: {}\nnexthops: {}\nip -d route: {}",
         diff(&actual.routes, &expected.routes),
-        diff(&actual.nexthops, &expected.nexthops)
+        diff(&actual.nexthops, &expected.nexthops),
+        diff(&actual.details, &expected.details)
     );
 }
 
@@ -376,7 +388,7 @@ fn check(cache: &mut Cache, replay: &mut Replay, ns: &NetNs, step: &str) {
             assert_same(&format!("the cache after `{step}`"), &actual, &expected);
             assert_same(
                 &format!("the replayed events after `{step}`"),
-                &replay.view(),
+                &replay.view(cache),
                 &expected,
             );
             return;
@@ -427,6 +439,11 @@ fn change_sequence(strict: bool) {
         "-6 route add 2001:db8:61::/64 nhid 17",
         "-6 route add 2001:db8:62::/64 nhid 18 metric 10",
         "route add 10.65.0.0/16 via 192.0.2.2 dev nmx0",
+        // Metrics with locks, realms, encap, pref and weighted hops on the links that change.
+        "route add 10.69.0.0/16 via 198.51.100.2 dev nmy0 mtu lock 1400 advmss 1300 initcwnd 10 congctl lock cubic realm 5/6",
+        "route add 10.70.0.0/16 encap ip id 1 dst 1.2.3.4 dev nmy0",
+        "route add 10.71.0.0/16 nexthop via 192.0.2.2 dev nmx0 weight 1 nexthop via 198.51.100.2 dev nmy0 weight 3 realm 7",
+        "-6 route add 2001:db8:63::/64 via 2001:db8:1::2 dev nmx0 pref high mtu 1300 hoplimit 9",
         // A group member deleted: the group is announced, its routes are not.
         "nexthop del id 1",
         // Unrelated, on the link the group's first hop was on: the route on the group

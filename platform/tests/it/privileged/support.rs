@@ -1,10 +1,11 @@
 //! Helpers for the privileged tests: a namespace with a veth pair, and polling a cache until
 //! it matches `ip`.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use netmirror_platform::testing::{NetNs, Veth};
-use netmirror_platform::{Cache, Config, Event, Netns};
+use netmirror_platform::{Cache, Config, Event, Netns, Nexthop, Route};
 
 use super::snapshot::Snapshot;
 
@@ -91,15 +92,109 @@ pub(crate) fn assert_cache_matches_ip(cache: &mut Cache, ns: &NetNs) {
         settle(cache, Duration::from_secs(20));
         let expected = Snapshot::of_ip(ns);
         let actual = Snapshot::of_cache(cache);
-        if actual == expected {
+        // Every attribute of every route, as `ip -d route` prints it.
+        let expected_details = details_of_ip(ns);
+        let actual_details = details_of(
+            cache.routes().map(|route| &**route),
+            |id| cache.nexthop(id).map(|nh| &**nh),
+            cache,
+        );
+        if actual == expected && actual_details == expected_details {
             return;
         }
-        last = Some((actual, expected));
+        last = Some((actual, expected, actual_details, expected_details));
         std::thread::sleep(Duration::from_millis(300));
     }
-    if let Some((actual, expected)) = last {
-        pretty_assert(&actual, &expected);
+    if let Some((actual, expected, actual_details, expected_details)) = last {
+        if actual != expected {
+            pretty_assert(&actual, &expected);
+        }
+        let missing: Vec<_> = expected_details
+            .iter()
+            .filter(|x| !actual_details.contains(x))
+            .collect();
+        let extra: Vec<_> = actual_details
+            .iter()
+            .filter(|x| !expected_details.contains(x))
+            .collect();
+        panic!(
+            "cache differs from ip -d route\nmissing in cache: {missing:#?}\nonly in cache: \
+             {extra:#?}"
+        );
     }
+}
+
+/// `routes` as `ip -d route show table all` prints them, one string per route (its nexthop
+/// object and its hops on their own tab-indented lines), sorted.
+pub(crate) fn details_of<'a>(
+    routes: impl Iterator<Item = &'a Route>,
+    nexthop: impl Fn(u32) -> Option<&'a Nexthop>,
+    cache: &Cache,
+) -> Vec<String> {
+    let names: HashMap<u32, String> = cache
+        .links()
+        .map(|link| (u32::from(link.ifindex()), link.name().to_owned()))
+        .collect();
+    let name = |ifindex: u32| {
+        names
+            .get(&ifindex)
+            .cloned()
+            .unwrap_or_else(|| format!("if{ifindex}"))
+    };
+    sorted(routes.map(|route| {
+        let mut lines = netmirror_platform::text::route_lines(route, &name, true);
+        if let Some(nh) = route.nh_id().and_then(&nexthop) {
+            let text = netmirror_platform::text::nexthop_text(nh, &name);
+            lines.insert(1, format!("nh_info {text}"));
+        }
+        normal_details(&lines.join("\n\t"))
+    }))
+}
+
+/// One route's `ip -d` text with blanks squeezed and the countdown of `expires` left out.
+fn normal_details(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let mut kept = Vec::new();
+            let mut words = line.split_whitespace();
+            while let Some(word) = words.next() {
+                if word == "expires" {
+                    words.next();
+                    continue;
+                }
+                kept.push(word);
+            }
+            let indent = if line.starts_with('\t') { "\t" } else { "" };
+            format!("{indent}{}", kept.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `ip -d route show table all` of both families in `ns`, one string per route, sorted.
+pub(crate) fn details_of_ip(ns: &NetNs) -> Vec<String> {
+    let mut routes: Vec<String> = Vec::new();
+    for family in ["-4", "-6"] {
+        let text = ns
+            .ip(&[family, "-d", "route", "show", "table", "all"])
+            .unwrap();
+        for line in text.lines() {
+            match routes.last_mut() {
+                Some(route) if line.starts_with('\t') => {
+                    route.push('\n');
+                    route.push_str(line);
+                }
+                _ => routes.push(line.to_owned()),
+            }
+        }
+    }
+    sorted(routes.iter().map(|route| normal_details(route)))
+}
+
+pub(crate) fn sorted(lines: impl Iterator<Item = String>) -> Vec<String> {
+    let mut lines: Vec<String> = lines.collect();
+    lines.sort();
+    lines
 }
 
 #[track_caller]

@@ -1,0 +1,166 @@
+//! The JSON of objects carrying an attribute this version does not decode, from crafted
+//! messages (no socket): every kind shows it as `unknown_attributes`, `[{"type", "data"}]`.
+
+use netmirror_platform::{Address, Link, Nexthop, Route, Rule};
+use serde_json::{Value, json};
+
+use super::{ADDR_FIELDS, LINK_FIELDS, LinkNames, ROUTE_FIELDS, RULE_FIELDS};
+use crate::render::{Cell, Field};
+
+/// The attribute no kind decodes in these tests, and its bytes.
+const KIND: u16 = 60;
+const DATA: [u8; 5] = [0xde, 0xad, 0xbe, 0xef, 0x01];
+
+/// A netlink attribute, padded to 4 bytes.
+fn attr(kind: u16, data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(4 + data.len() as u16).to_ne_bytes());
+    out.extend_from_slice(&kind.to_ne_bytes());
+    out.extend_from_slice(data);
+    out.resize(out.len().next_multiple_of(4), 0);
+    out
+}
+
+/// A payload: the fixed header, then the attributes.
+fn payload(header: &[u8], attrs: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = header.to_vec();
+    for one in attrs {
+        out.extend_from_slice(one);
+    }
+    out
+}
+
+/// The JSON a row gives: its cells under their keys, as the printer writes them.
+fn row_json(fields: &[Field], row: &[Cell]) -> Value {
+    assert_eq!(fields.len(), row.len());
+    Value::Object(
+        fields
+            .iter()
+            .zip(row)
+            .map(|(field, cell)| (field.key.to_owned(), cell.json()))
+            .collect(),
+    )
+}
+
+fn names() -> LinkNames {
+    let mut names = LinkNames::from_links(&[]);
+    names.insert(3u32, "v0");
+    names
+}
+
+fn expected() -> Value {
+    json!([{"type": KIND, "data": "deadbeef01"}])
+}
+
+#[test]
+fn a_route_and_its_hop_show_what_is_not_decoded() {
+    // rtmsg: AF_INET, /16, table main, proto boot, scope universe, unicast.
+    let header = [2, 16, 0, 0, 254, 3, 0, 1, 0, 0, 0, 0];
+    // One hop (rtnexthop: len, flags, hops, ifindex 3) with RTA_GATEWAY and the unknown one.
+    let mut hop = Vec::new();
+    let hop_attrs = [attr(5, &[10, 1, 0, 2]), attr(KIND, &DATA)];
+    let hop_len = 8 + hop_attrs.iter().map(Vec::len).sum::<usize>();
+    hop.extend_from_slice(&(hop_len as u16).to_ne_bytes());
+    hop.extend_from_slice(&[0, 0]);
+    hop.extend_from_slice(&3i32.to_ne_bytes());
+    for one in &hop_attrs {
+        hop.extend_from_slice(one);
+    }
+    let route = payload(
+        &header,
+        &[
+            attr(15, &254u32.to_ne_bytes()),
+            attr(1, &[10, 90, 0, 0]),
+            attr(9, &hop),
+            attr(KIND, &DATA),
+        ],
+    );
+    let route = Route::parse(&route).unwrap().unwrap();
+    let json = row_json(ROUTE_FIELDS, &super::route_row(&route, &names()));
+    assert_eq!(json["dst"], "10.90.0.0/16");
+    assert_eq!(json["unknown_attributes"], expected(), "{json}");
+    assert_eq!(
+        json["nexthops"][0]["unknown_attributes"],
+        expected(),
+        "{json}"
+    );
+}
+
+#[test]
+fn a_link_shows_what_is_not_decoded() {
+    // ifinfomsg: AF_UNSPEC, ARPHRD_ETHER, ifindex 3, no flags.
+    let mut header = vec![0, 0];
+    header.extend_from_slice(&1u16.to_ne_bytes());
+    header.extend_from_slice(&3i32.to_ne_bytes());
+    header.extend_from_slice(&[0; 8]);
+    let link = payload(&header, &[attr(3, b"v0\0"), attr(250, &DATA)]);
+    let link = Link::parse(&link).unwrap().unwrap();
+    let json = row_json(LINK_FIELDS, &super::link_row(&link, &names()));
+    assert_eq!(json["ifname"], "v0");
+    assert_eq!(
+        json["unknown_attributes"],
+        json!([{"type": 250, "data": "deadbeef01"}]),
+        "{json}"
+    );
+}
+
+#[test]
+fn an_address_shows_what_is_not_decoded() {
+    // ifaddrmsg: AF_INET, /24, no flags, scope universe, ifindex 3.
+    let mut header = vec![2, 24, 0, 0];
+    header.extend_from_slice(&3u32.to_ne_bytes());
+    let addr = payload(
+        &header,
+        &[
+            attr(1, &[192, 0, 2, 1]),
+            attr(2, &[192, 0, 2, 1]),
+            attr(KIND, &DATA),
+        ],
+    );
+    let addr = Address::parse(&addr).unwrap().unwrap();
+    let json = row_json(ADDR_FIELDS, &super::addr_row(&addr, &names()));
+    assert_eq!(json["local"], "192.0.2.1");
+    assert_eq!(json["unknown_attributes"], expected(), "{json}");
+}
+
+#[test]
+fn a_rule_shows_what_is_not_decoded() {
+    // fib_rule_hdr: AF_INET, table main, FR_ACT_TO_TBL.
+    let header = [2, 0, 0, 0, 254, 0, 0, 1, 0, 0, 0, 0];
+    let rule = payload(
+        &header,
+        &[attr(6, &100u32.to_ne_bytes()), attr(KIND, &DATA)],
+    );
+    let rule = Rule::parse(&rule).unwrap().unwrap();
+    let json = row_json(RULE_FIELDS, &super::rule_row(&rule));
+    assert_eq!(json["priority"], 100);
+    assert_eq!(json["unknown_attributes"], expected(), "{json}");
+    assert!(
+        json["rule"]
+            .as_str()
+            .unwrap()
+            .ends_with("attr60 deadbeef01"),
+        "{json}"
+    );
+}
+
+#[test]
+fn a_nexthop_shows_what_is_not_decoded_as_the_others_do() {
+    // nhmsg: AF_UNSPEC; NHA_ID 5, NHA_BLACKHOLE.
+    let header = [0, 0, 0, 0, 0, 0, 0, 0];
+    let nh = payload(
+        &header,
+        &[
+            attr(1, &5u32.to_ne_bytes()),
+            attr(4, &[]),
+            attr(KIND, &DATA),
+        ],
+    );
+    let nh = Nexthop::parse(&nh).unwrap().unwrap();
+    let json = row_json(
+        crate::nexthop::NEXTHOP_FIELDS,
+        &crate::nexthop::nexthop_row(&nh, &names()),
+    );
+    assert_eq!(json["id"], 5);
+    assert_eq!(json["unknown_attributes"], expected(), "{json}");
+}
