@@ -26,11 +26,12 @@ pub const FATAL_ENV: &str = "NETMIRROR_FATAL_WARNINGS";
 pub struct DebugConfig {
     /// Log every handled message and state change (at `tracing` debug level).
     pub trace: bool,
-    /// Log protocol warnings at `tracing` warn level (otherwise debug level; wrong-typed values
+    /// Log protocol warnings at `tracing` warn level (otherwise info level; wrong-typed values
     /// and malformed messages, which leave a default where the service sent something, are
     /// logged at warn level always).
     pub warning: bool,
-    /// Log protocol errors at `tracing` error level (otherwise debug level).
+    /// Log protocol errors (malformed messages, failed calls, a diverged cache) at `tracing`
+    /// error level (otherwise warn level, or info level for a failed call).
     pub error: bool,
     /// Panic on every protocol warning or error.
     pub fatal: bool,
@@ -203,14 +204,14 @@ impl Reporter {
             kind,
             WarningKind::WrongType | WarningKind::Malformed | WarningKind::Diverged
         );
-        if rejected && !self.config.error {
-            tracing::warn!(%kind, "{message}");
-        } else if serious && self.config.error {
+        // The flags only ever make a warning louder: a program's log (at info level, as a
+        // CLI's `-v`) sees every one of them whatever the flags say.
+        if serious && self.config.error {
             tracing::error!(%kind, "{message}");
-        } else if !serious && self.config.warning {
+        } else if rejected || self.config.warning {
             tracing::warn!(%kind, "{message}");
         } else {
-            tracing::debug!(%kind, "{message}");
+            tracing::info!(%kind, "{message}");
         }
         if self.config.fatal {
             panic!("netmirror-client-cache: fatal protocol warning ({kind}): {message}");
