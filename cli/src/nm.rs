@@ -1624,12 +1624,18 @@ async fn monitor(
                     state.follow_references(printer, &nm)?;
                 } else if old != new {
                     // (The daemon sends some properties again unchanged: not a change.)
+                    // An enumeration or flags value (the manager's State, Connectivity,
+                    // Metered...) by nmcli's name, its number kept next to it in JSON.
                     let row = |value| {
+                        let value = match nmc::named(&interface, &property, value) {
+                            Some(named) => enum_cell(named.name, named.value),
+                            None => bus::cell(value),
+                        };
                         vec![
                             path.to_string().into(),
                             interface.to_string().into(),
                             property.to_string().into(),
-                            bus::cell(value),
+                            value,
                         ]
                     };
                     printer.event(&render::Event {
