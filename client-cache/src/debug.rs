@@ -115,6 +115,8 @@ pub enum WarningKind {
     DanglingReference,
     /// A signal or reply about an object the cache does not know.
     UnknownObject,
+    /// An interface the cache's registry does not declare (kept without types).
+    UnknownInterface,
     /// A message body that could not be decoded.
     Malformed,
     /// A call the cache made failed.
@@ -129,6 +131,7 @@ impl fmt::Display for WarningKind {
             Self::WrongType => "wrong type",
             Self::DanglingReference => "dangling reference",
             Self::UnknownObject => "unknown object",
+            Self::UnknownInterface => "unknown interface",
             Self::Malformed => "malformed message",
             Self::CallFailed => "call failed",
             Self::Diverged => "cache diverged",

@@ -214,7 +214,8 @@ fn a_wrong_typed_network_manager_property_is_a_visible_warning() {
 /// Issue 16: the library's protocol warnings reach the CLI's log whatever
 /// `NETMIRROR_CLIENT_DEBUG` says (it keeps its libnm meaning: louder, never quieter). A
 /// wrong-typed value (rejected) is a warning at the default verbosity; a dangling reference
-/// (an object that waits for its target) is logged with `-v`.
+/// (an object that waits for its target) and an interface the API does not declare are
+/// logged with `-v`.
 #[test]
 fn protocol_warnings_reach_the_log_whatever_netmirror_client_debug_says() {
     let bus = PrivateBus::start().expect("bus");
@@ -228,9 +229,15 @@ fn protocol_warnings_reach_the_log_whatever_netmirror_client_debug_says() {
             "/org/freedesktop/NetworkManager/ActiveConnection/9",
         )),
     );
+    // An interface NetworkManager 1.42's API does not have (a newer daemon's).
+    let mut future = Props::new();
+    future.insert("Speed".into(), v(10u32));
     objects.insert(
         "/org/freedesktop/NetworkManager/Devices/1".to_owned(),
-        Ifaces::from([(format!("{NM}.Device"), device)]),
+        Ifaces::from([
+            (format!("{NM}.Device"), device),
+            (format!("{NM}.Device.Future"), future),
+        ]),
     );
     service.set_objects(objects);
     service.set_reply(
@@ -270,6 +277,14 @@ fn protocol_warnings_reach_the_log_whatever_netmirror_client_debug_says() {
                 && line.contains("ActiveConnection/9")
         })
     };
+    let unknown_interface = |stderr: &str| {
+        stderr.lines().any(|line| {
+            line.contains("unknown interface")
+                && line.contains(
+                    "Devices/1 has interface org.freedesktop.NetworkManager.Device.Future",
+                )
+        })
+    };
     // (`error` alone used to send a wrong type down to the debug level.)
     for debug in [
         None,
@@ -283,6 +298,7 @@ fn protocol_warnings_reach_the_log_whatever_netmirror_client_debug_says() {
         let stderr = nm_general(true, debug);
         assert!(wrong_type(&stderr), "-v, {debug:?}: {stderr}");
         assert!(dangling(&stderr), "-v, {debug:?}: {stderr}");
+        assert!(unknown_interface(&stderr), "-v, {debug:?}: {stderr}");
     }
     // Without `-v` a reference that waits for its target is no warning (NetworkManager
     // makes them briefly while it activates), unless NETMIRROR_CLIENT_DEBUG asks for them.
