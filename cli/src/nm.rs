@@ -18,17 +18,19 @@ use crate::failure::Failure;
 use crate::pipe::{self, Pipe};
 use crate::render::{self, Cell, EventKind, Field, Printer, Prop, Table};
 
-/// Columns of `nm general`, as `nmcli general` names them.
+/// Columns of `nm general`, as `nmcli general` names them, in the order of its `-f all`
+/// (METERED, which nmcli does not show, last).
 pub(crate) const GENERAL_FIELDS: &[Field] = &[
+    Field::extra("RUNNING", "running"),
+    Field::extra("VERSION", "version"),
     Field::common("STATE", "state"),
+    Field::extra("STARTUP", "startup"),
     Field::common("CONNECTIVITY", "connectivity"),
+    Field::extra("NETWORKING", "networking"),
     Field::common("WIFI-HW", "wifi_hw"),
     Field::common("WIFI", "wifi"),
     Field::common("WWAN-HW", "wwan_hw"),
     Field::common("WWAN", "wwan"),
-    Field::extra("NETWORKING", "networking"),
-    Field::extra("VERSION", "version"),
-    Field::extra("STARTUP", "startup"),
     Field::extra("METERED", "metered"),
 ];
 
@@ -62,13 +64,15 @@ pub(crate) const CONNECTION_FIELDS: &[Field] = &[
     Field::extra("DBUS-PATH", "dbus_path"),
 ];
 
-/// Columns of `nm active`, as `nmcli connection show --active` names them.
+/// Columns of `nm active`: by default those of `nmcli connection show --active`; the others
+/// as its GENERAL section names them (DBUS-PATH the active connection's path, CON-PATH its
+/// profile's: `nmcli connection show --active` calls them ACTIVE-PATH and DBUS-PATH).
 pub(crate) const ACTIVE_FIELDS: &[Field] = &[
     Field::common("NAME", "name"),
     Field::common("UUID", "uuid"),
     Field::common("TYPE", "type"),
     Field::common("DEVICE", "device"),
-    Field::common("STATE", "state"),
+    Field::extra("STATE", "state"),
     Field::extra("DEFAULT", "default"),
     Field::extra("DEFAULT6", "default6"),
     Field::extra("VPN", "vpn"),
@@ -225,9 +229,20 @@ pub(crate) fn general_table(nm: &NmClient) -> Table {
         // A flag the daemon did not send, or sent with the wrong type (rejected, with a
         // warning), is shown as missing, not as "disabled".
         let flag_cell = |on: Option<bool>| on.map_or(Cell::Null, enabled);
+        // RUNNING and STARTUP read as nmcli's words, booleans in JSON.
+        let word = |on: bool, yes: &str, no: &str| Cell::Typed {
+            text: (if on { yes } else { no }).to_owned(),
+            json: serde_json::Value::Bool(on),
+        };
         table.push(vec![
+            word(nm.is_running(), "running", "not running"),
+            text(manager.version()),
             named(manager.state()),
+            manager
+                .startup()
+                .map_or(Cell::Null, |on| word(on, "starting", "started")),
             named(manager.connectivity()),
+            flag_cell(manager.networking_enabled()),
             radio_hw(
                 manager.radio_flags(),
                 RadioFlags::WLAN_AVAILABLE,
@@ -240,9 +255,6 @@ pub(crate) fn general_table(nm: &NmClient) -> Table {
                 manager.wwan_hardware_enabled(),
             ),
             flag_cell(manager.wwan_enabled()),
-            flag_cell(manager.networking_enabled()),
-            text(manager.version()),
-            opt(manager.startup()),
             named(manager.metered()),
         ]);
     }
@@ -1612,12 +1624,18 @@ async fn monitor(
                     state.follow_references(printer, &nm)?;
                 } else if old != new {
                     // (The daemon sends some properties again unchanged: not a change.)
+                    // An enumeration or flags value (the manager's State, Connectivity,
+                    // Metered...) by nmcli's name, its number kept next to it in JSON.
                     let row = |value| {
+                        let value = match nmc::named(&interface, &property, value) {
+                            Some(named) => enum_cell(named.name, named.value),
+                            None => bus::cell(value),
+                        };
                         vec![
                             path.to_string().into(),
                             interface.to_string().into(),
                             property.to_string().into(),
-                            bus::cell(value),
+                            value,
                         ]
                     };
                     printer.event(&render::Event {

@@ -218,6 +218,8 @@ pub(crate) struct Core {
     unseen: HashSet<Arc<str>>,
     /// A reconciling GetManagedObjects is on its way.
     reconciling: bool,
+    /// Interfaces the registry does not declare, reported once each.
+    undeclared: HashSet<Arc<str>>,
     pub(crate) loaded_events: u64,
     load_announce: bool,
 }
@@ -249,6 +251,7 @@ impl Core {
             shadow: None,
             unseen: HashSet::new(),
             reconciling: false,
+            undeclared: HashSet::new(),
             loaded_events: 0,
             load_announce: false,
         }

@@ -26,11 +26,12 @@ pub const FATAL_ENV: &str = "NETMIRROR_FATAL_WARNINGS";
 pub struct DebugConfig {
     /// Log every handled message and state change (at `tracing` debug level).
     pub trace: bool,
-    /// Log protocol warnings at `tracing` warn level (otherwise debug level; wrong-typed values
+    /// Log protocol warnings at `tracing` warn level (otherwise info level; wrong-typed values
     /// and malformed messages, which leave a default where the service sent something, are
     /// logged at warn level always).
     pub warning: bool,
-    /// Log protocol errors at `tracing` error level (otherwise debug level).
+    /// Log protocol errors (malformed messages, failed calls, a diverged cache) at `tracing`
+    /// error level (otherwise warn level, or info level for a failed call).
     pub error: bool,
     /// Panic on every protocol warning or error.
     pub fatal: bool,
@@ -114,6 +115,8 @@ pub enum WarningKind {
     DanglingReference,
     /// A signal or reply about an object the cache does not know.
     UnknownObject,
+    /// An interface the cache's registry does not declare (kept without types).
+    UnknownInterface,
     /// A message body that could not be decoded.
     Malformed,
     /// A call the cache made failed.
@@ -128,6 +131,7 @@ impl fmt::Display for WarningKind {
             Self::WrongType => "wrong type",
             Self::DanglingReference => "dangling reference",
             Self::UnknownObject => "unknown object",
+            Self::UnknownInterface => "unknown interface",
             Self::Malformed => "malformed message",
             Self::CallFailed => "call failed",
             Self::Diverged => "cache diverged",
@@ -205,14 +209,14 @@ impl Reporter {
             kind,
             WarningKind::WrongType | WarningKind::Malformed | WarningKind::Diverged
         );
-        if rejected && !self.config.error {
-            tracing::warn!(%kind, "{message}");
-        } else if serious && self.config.error {
+        // The flags only ever make a warning louder: a program's log (at info level, as a
+        // CLI's `-v`) sees every one of them whatever the flags say.
+        if serious && self.config.error {
             tracing::error!(%kind, "{message}");
-        } else if !serious && self.config.warning {
+        } else if rejected || self.config.warning {
             tracing::warn!(%kind, "{message}");
         } else {
-            tracing::debug!(%kind, "{message}");
+            tracing::info!(%kind, "{message}");
         }
         if self.config.fatal {
             panic!("netmirror-client-cache: fatal protocol warning ({kind}): {message}");

@@ -14,7 +14,8 @@ them (read from nmcli's lookup tables). No upstream prose is copied.
 
 How a value is shown (`Display`), in this order:
 1. nmcli's own string, where nmcli has a table for the type (`NMC_TABLES` below names the
-   function and the file it is in);
+   function and the file it is in), or nmcli 1.42's where later versions renamed the value
+   (`NMC_1_42_NAMES`);
 2. otherwise the GLib nick libnm's `nm_utils_enum_to_str` prints: the member name without the
    type's common prefix, lower case, `_` as `-`;
 3. a number no member has: the number itself (enums), `0x..` for the unnamed bits (flags).
@@ -76,6 +77,11 @@ NMC_TABLES = {
         "nm_active_connection_state_reason_to_string",
     ),
 }
+
+# Where the nmcli of the source revision renamed a value, the name nmcli 1.42 prints (the
+# nmcli the CLI's parity tests compare with, and the version of the CLI's defaults table):
+# C member -> name. NM_STATE_ASLEEP became NM_STATE_DISABLED, "network off" in later nmcli.
+NMC_1_42_NAMES = {"NM_STATE_DISABLED": "asleep"}
 
 # nmcli's names for the states of a device whose active connection is external.
 NMC_EXTERNAL_TABLE = ("src/libnmc-base/nm-client-utils.c", "_device_state_externally_to_string")
@@ -254,6 +260,9 @@ def emit_enum(w, root, ctype, rname, prefix, members, nick):
             elif default is not None:
                 # nmcli has no line for it and falls back to its default word.
                 shown[name] = default
+    for name in names:
+        if name in NMC_1_42_NAMES:
+            shown[name] = NMC_1_42_NAMES[name]
     if ctype == "NMDeviceType":
         for name in names:
             short = name[len(prefix):]

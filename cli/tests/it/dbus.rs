@@ -118,13 +118,19 @@ fn invalid_paths_and_names_are_usage_errors() {
 /// A fake NetworkManager: the manager object, one profile, and `GetSettings` never answered.
 fn fake_nm(bus: &PrivateBus, networking: OwnedVariant) -> HostileService {
     let service = HostileService::start(bus.address(), NM, "/org/freedesktop").expect("fake NM");
+    service.set_objects(fake_nm_objects(networking));
+    service
+}
+
+/// The objects of [`fake_nm`].
+fn fake_nm_objects(networking: OwnedVariant) -> BTreeMap<String, Ifaces> {
     let mut manager = Props::new();
     manager.insert("NetworkingEnabled".into(), networking);
     manager.insert("State".into(), v(70u32));
     manager.insert("Version".into(), v("1.0-fake"));
     let mut settings = Props::new();
     settings.insert("Unsaved".into(), v(false));
-    let objects: BTreeMap<String, Ifaces> = [
+    [
         (
             "/org/freedesktop/NetworkManager".to_owned(),
             Ifaces::from([(NM.to_owned(), manager)]),
@@ -134,9 +140,7 @@ fn fake_nm(bus: &PrivateBus, networking: OwnedVariant) -> HostileService {
             Ifaces::from([(format!("{NM}.Settings.Connection"), settings)]),
         ),
     ]
-    .into();
-    service.set_objects(objects);
-    service
+    .into()
 }
 
 #[test]
@@ -205,6 +209,101 @@ fn a_wrong_typed_network_manager_property_is_a_visible_warning() {
     let json = run.json();
     assert_eq!(json[0]["networking"], serde_json::Value::Null, "{json}");
     assert_eq!(json[0]["version"], "1.0-fake", "{json}");
+}
+
+/// Issue 16: the library's protocol warnings reach the CLI's log whatever
+/// `NETMIRROR_CLIENT_DEBUG` says (it keeps its libnm meaning: louder, never quieter). A
+/// wrong-typed value (rejected) is a warning at the default verbosity; a dangling reference
+/// (an object that waits for its target) and an interface the API does not declare are
+/// logged with `-v`.
+#[test]
+fn protocol_warnings_reach_the_log_whatever_netmirror_client_debug_says() {
+    let bus = PrivateBus::start().expect("bus");
+    let service = HostileService::start(bus.address(), NM, "/org/freedesktop").expect("fake NM");
+    let mut objects = fake_nm_objects(v("yes"));
+    let mut device = Props::new();
+    device.insert("Interface".into(), v("eth9"));
+    device.insert(
+        "ActiveConnection".into(),
+        v(zbus::ObjectPath::from_static_str_unchecked(
+            "/org/freedesktop/NetworkManager/ActiveConnection/9",
+        )),
+    );
+    // An interface NetworkManager 1.42's API does not have (a newer daemon's).
+    let mut future = Props::new();
+    future.insert("Speed".into(), v(10u32));
+    objects.insert(
+        "/org/freedesktop/NetworkManager/Devices/1".to_owned(),
+        Ifaces::from([
+            (format!("{NM}.Device"), device),
+            (format!("{NM}.Device.Future"), future),
+        ]),
+    );
+    service.set_objects(objects);
+    service.set_reply(
+        "GetSettings",
+        "/org/freedesktop/NetworkManager/Settings/1",
+        BTreeMap::new(),
+    );
+    let nm_general = |verbose: bool, debug: Option<&str>| {
+        let mut all = vec!["--bus", bus.address(), "--timeout", "1"];
+        if verbose {
+            all.push("-v");
+        }
+        all.extend(["nm", "general"]);
+        let mut command = netmirror(&all);
+        command
+            .env_remove("NETMIRROR_FATAL_WARNINGS")
+            .env_remove("RUST_LOG");
+        match debug {
+            Some(value) => command.env("NETMIRROR_CLIENT_DEBUG", value),
+            None => command.env_remove("NETMIRROR_CLIENT_DEBUG"),
+        };
+        let run = run(command);
+        assert_eq!(run.code(), 0, "{debug:?}: {run:?}");
+        run.stderr
+    };
+    let wrong_type = |stderr: &str| {
+        stderr.lines().any(|line| {
+            line.contains("WARN")
+                && line.contains("wrong type")
+                && line.contains("NetworkingEnabled")
+        })
+    };
+    let dangling = |stderr: &str| {
+        stderr.lines().any(|line| {
+            line.contains("dangling reference")
+                && line.contains("Devices/1 references missing")
+                && line.contains("ActiveConnection/9")
+        })
+    };
+    let unknown_interface = |stderr: &str| {
+        stderr.lines().any(|line| {
+            line.contains("unknown interface")
+                && line.contains(
+                    "Devices/1 has interface org.freedesktop.NetworkManager.Device.Future",
+                )
+        })
+    };
+    // (`error` alone used to send a wrong type down to the debug level.)
+    for debug in [
+        None,
+        Some(""),
+        Some("error"),
+        Some("trace"),
+        Some("warning,error"),
+    ] {
+        let stderr = nm_general(false, debug);
+        assert!(wrong_type(&stderr), "{debug:?}: {stderr}");
+        let stderr = nm_general(true, debug);
+        assert!(wrong_type(&stderr), "-v, {debug:?}: {stderr}");
+        assert!(dangling(&stderr), "-v, {debug:?}: {stderr}");
+        assert!(unknown_interface(&stderr), "-v, {debug:?}: {stderr}");
+    }
+    // Without `-v` a reference that waits for its target is no warning (NetworkManager
+    // makes them briefly while it activates), unless NETMIRROR_CLIENT_DEBUG asks for them.
+    assert!(!dangling(&nm_general(false, None)));
+    assert!(dangling(&nm_general(false, Some("warning"))));
 }
 
 /// What a monitor printed while its stdout was not read during `flood`, read afterwards: the

@@ -168,6 +168,25 @@ pub(super) fn decode_props_into(
 }
 
 impl Core {
+    /// The declaration of interface `name` (seen on `path`). An interface that a registry
+    /// declaring others does not declare (a newer service, an older client) is kept without
+    /// types, and reported once per cache.
+    pub(super) fn declaration(
+        &mut self,
+        name: &str,
+        path: &str,
+    ) -> Option<Arc<crate::meta::InterfaceDecl>> {
+        let decl = self.cfg.registry.get(name).cloned();
+        if decl.is_none() && !self.cfg.registry.is_empty() && !self.undeclared.contains(name) {
+            self.undeclared.insert(self.names.intern(name));
+            self.rep.warn(
+                WarningKind::UnknownInterface,
+                format_args!("{path} has interface {name}, which is not declared; kept untyped"),
+            );
+        }
+        decl
+    }
+
     /// Decode an `a{sa{sv}}` (an object's interfaces), skipping the standard `org.freedesktop.DBus.*`
     /// interfaces.
     pub(super) fn decode_ifaces(
@@ -184,7 +203,7 @@ impl Core {
                 skip_props(r)?;
                 continue;
             }
-            let decl = self.cfg.registry.get(name).cloned();
+            let decl = self.declaration(name, path);
             let mut iface = Interface::new(self.names.intern(name), decl);
             decode_props_into(r, &mut iface, &mut self.names, &mut self.rep, path)?;
             ifaces.push(iface);

@@ -304,7 +304,7 @@ impl Core {
         if error.is_none() && body_is(msg, "a{sv}") {
             let body = msg.body();
             let mut r = Reader::for_body(body.data());
-            let decl = self.cfg.registry.get(&iface).cloned();
+            let decl = self.declaration(&iface, &path);
             let mut interface = Interface::new(iface.clone(), decl);
             match decode_props_into(
                 &mut r,

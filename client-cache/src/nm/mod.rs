@@ -20,10 +20,12 @@ use crate::{
 };
 
 mod actions;
+mod named;
 pub mod settings;
 mod views;
 
 pub use actions::*;
+pub use named::{Named, named};
 pub use netmirror_dbus_meta::nm::{
     ActivationStateFlags, ActiveConnectionState, ActiveConnectionStateReason, ConnectivityState,
     DeviceCapabilities, DeviceInterfaceFlags, DeviceState, DeviceStateReason, DeviceType, Metered,

@@ -60,3 +60,61 @@ fn profile_types_have_nmcli_short_names() {
     assert_eq!(type_alias("802-11-wireless"), "wifi");
     assert_eq!(type_alias("bond"), "bond");
 }
+
+#[test]
+fn declared_enumerations_and_flags_are_named_as_nmcli_names_them() {
+    use super::{Named, iface, named};
+    let check = |interface: &str, property: &str, value: Value, expect: Option<(&str, u32)>| {
+        let expect = expect.map(|(name, value)| Named {
+            name: name.to_owned(),
+            value,
+        });
+        assert_eq!(named(interface, property, &value), expect, "{property}");
+    };
+    check(iface::NM, "State", Value::U32(70), Some(("connected", 70)));
+    check(
+        iface::NM,
+        "State",
+        Value::U32(20),
+        Some(("disconnected", 20)),
+    );
+    check(iface::NM, "Connectivity", Value::U32(4), Some(("full", 4)));
+    check(
+        iface::NM,
+        "Metered",
+        Value::U32(3),
+        Some(("yes (guessed)", 3)),
+    );
+    check(iface::NM, "RadioFlags", Value::U32(0), Some(("none", 0)));
+    check(
+        iface::DEVICE,
+        "State",
+        Value::U32(100),
+        Some(("connected", 100)),
+    );
+    // A number no member has is itself; plain numbers, other types and unknown names: none.
+    check(iface::NM, "State", Value::U32(77), Some(("77", 77)));
+    check(iface::DEVICE, "Mtu", Value::U32(1500), None);
+    check(iface::NM, "State", Value::Str("70".into()), None);
+    check(iface::NM, "Nope", Value::U32(1), None);
+    check("org.example.Nope", "State", Value::U32(1), None);
+}
+
+#[test]
+fn every_enumeration_or_flags_property_has_names() {
+    use netmirror_dbus_meta::Kind;
+    for interface in netmirror_dbus_meta::nm::REGISTRY.interfaces() {
+        for property in interface.properties() {
+            if property.kind() != Kind::U32 || property.rust_type() == "u32" {
+                continue;
+            }
+            assert!(
+                super::named(interface.name(), property.name(), &Value::U32(1)).is_some(),
+                "{}.{} ({}) has no names",
+                interface.name(),
+                property.name(),
+                property.rust_type()
+            );
+        }
+    }
+}

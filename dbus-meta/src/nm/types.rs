@@ -119,7 +119,7 @@ impl State {
     /// How nmcli shows this value; `None` for a number no member has.
     pub const fn name(self) -> Option<&'static str> {
         Some(match self {
-            State::Disabled => "network off",
+            State::Disabled => "asleep",
             State::Disconnected => "disconnected",
             State::Disconnecting => "disconnecting",
             State::Connecting => "connecting",

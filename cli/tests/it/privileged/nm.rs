@@ -272,6 +272,133 @@ fn monitor_for_people() {
     );
 }
 
+/// The lines `monitor` prints until one satisfies `wanted` (bounded), that one included.
+#[track_caller]
+fn lines_until(monitor: &mut Monitor, wanted: impl Fn(&str) -> bool) -> Vec<String> {
+    let deadline = std::time::Instant::now() + EVENT_TIMEOUT;
+    let mut seen = Vec::new();
+    while std::time::Instant::now() < deadline {
+        if let Some(line) = monitor.try_line(Duration::from_millis(200)) {
+            let done = wanted(&line);
+            seen.push(line);
+            if done {
+                return seen;
+            }
+        }
+    }
+    panic!(
+        "no wanted line within {EVENT_TIMEOUT:?}; lines seen:\n{}",
+        seen.join("\n")
+    );
+}
+
+/// `nmcli -t -f STATE,NETWORKING general` once NETWORKING is `networking` (bounded): the
+/// state's name as nmcli prints it.
+fn state_once_networking_is(nm: &NetworkManagerDaemon, networking: &str) -> String {
+    let deadline = std::time::Instant::now() + EVENT_TIMEOUT;
+    loop {
+        let line = nmcli_lines(nm, &["-t", "-f", "STATE,NETWORKING", "general"])
+            .into_iter()
+            .next()
+            .expect("one line");
+        if let Some(state) = line.strip_suffix(&format!(":{networking}")) {
+            return state.to_owned();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nmcli general: {line}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Issue 16: the NetworkManager object's own enumerations (`State`, `Connectivity`,
+/// `Metered`) change by nmcli's names in `nm monitor`, not as numbers (`20 → 40`); in JSON
+/// as `{"name", "value"}`, the number kept next to the name.
+#[test]
+fn monitor_names_the_state_of_networkmanager() {
+    let nm = daemon();
+    let start = |json: bool| {
+        let mut args = vec!["--bus", nm.bus_address(), "nm", "monitor"];
+        if json {
+            args.insert(0, "--json");
+        }
+        let mut command = netmirror(&args);
+        command.env("RUST_LOG", "netmirror::nm=debug");
+        Monitor::start(command, "monitor ready")
+    };
+    let mut text = start(false);
+    let mut json = start(true);
+    let before = state_once_networking_is(&nm, "enabled");
+    let manager = "interface org.freedesktop.NetworkManager property ";
+    let is_state = |line: &str| line.contains(&format!("{manager}State:"));
+
+    let status = nm
+        .nmcli()
+        .args(["networking", "off"])
+        .output()
+        .expect("nmcli");
+    assert!(status.status.success(), "{status:?}");
+    let off = state_once_networking_is(&nm, "disabled");
+    assert_ne!(off, before);
+    // `nm general` names the state as nmcli does (`asleep` for 10 in nmcli 1.42).
+    let all = "RUNNING,VERSION,STATE,STARTUP,CONNECTIVITY,NETWORKING,WIFI-HW,WIFI,WWAN-HW,WWAN";
+    assert_eq!(
+        lines(ours(&nm, &["-t", "-f", all, "nm", "general"]).ok()),
+        nmcli_lines(&nm, &["-t", "-f", all, "general"])
+    );
+    let mut seen = lines_until(&mut text, |line| {
+        is_state(line) && line.ends_with(&format!(" \u{2192} {off}"))
+    });
+    let status = nm
+        .nmcli()
+        .args(["networking", "on"])
+        .output()
+        .expect("nmcli");
+    assert!(status.status.success(), "{status:?}");
+    state_once_networking_is(&nm, "enabled");
+    seen.extend(lines_until(&mut text, |line| {
+        is_state(line) && line.contains(&format!("value {off} \u{2192} "))
+    }));
+    // Every change of the manager's enumerations reads by name: no value is a bare number.
+    for line in seen.iter().filter(|line| line.contains(manager)) {
+        let (property, values) = line
+            .split_once(manager)
+            .and_then(|(_, rest)| rest.split_once(": value "))
+            .expect("property NAME: value OLD → NEW");
+        if ["State", "Connectivity", "Metered"].contains(&property) {
+            for value in values.split(" \u{2192} ") {
+                assert!(
+                    value.parse::<u64>().is_err(),
+                    "{property} as a number: {line}"
+                );
+            }
+        }
+    }
+
+    // JSON: the same change, the name next to the number.
+    let is_json_state = |line: &str, name: &str| {
+        let event: Value = serde_json::from_str(line).expect("one JSON object per line");
+        event["object"] == "property"
+            && event["new"]["interface"] == "org.freedesktop.NetworkManager"
+            && event["new"]["property"] == "State"
+            && event["new"]["value"]["name"] == name
+    };
+    let line = json.expect_line(EVENT_TIMEOUT, |line| is_json_state(line, &off));
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    for side in ["old", "new"] {
+        let value = &event[side]["value"];
+        assert!(value["name"].is_string(), "{event}");
+        assert!(value["value"].is_u64(), "{event}");
+    }
+    assert_ne!(event["old"]["value"]["name"], event["new"]["value"]["name"]);
+    // The manager's enumerations line up with nmcli's names through their numbers too.
+    assert_eq!(
+        event["new"]["value"]["value"], 10,
+        "nmcli's {off:?} is NM_STATE_ASLEEP"
+    );
+}
+
 #[test]
 fn system_bus_address_is_honoured() {
     let nm = daemon();

@@ -403,6 +403,8 @@ fn device_show_equals_nmcli_field_by_field() {
     }
 }
 
+/// The lists and `nm general` equal nmcli's: terse (default fields, every shared field), JSON
+/// field by field, and the tables for people word by word.
 #[test]
 fn lists_and_general_equal_nmcli_in_nmcli_order() {
     let lab = lab();
@@ -442,6 +444,36 @@ fn lists_and_general_equal_nmcli_in_nmcli_order() {
                 "general",
             ],
         ),
+        // Every field nmcli's `general` has, in its order (METERED is ours alone), and the
+        // default ones.
+        (
+            vec!["-t", "-f", GENERAL_ALL, "nm", "general"],
+            vec!["-t", "-f", GENERAL_ALL, "general"],
+        ),
+        (vec!["-t", "nm", "general"], vec!["-t", "general"]),
+        // The default fields of the lists.
+        (vec!["-t", "nm", "connection"], vec!["-t", "connection"]),
+        (
+            vec!["-t", "nm", "active"],
+            vec!["-t", "connection", "show", "--active"],
+        ),
+        // Every field the profile list shares with nmcli's.
+        (
+            vec!["-t", "-f", CONNECTION_SHARED, "nm", "connection"],
+            vec!["-t", "-f", CONNECTION_SHARED, "connection"],
+        ),
+        // The active list's paths: ours are named as nmcli's GENERAL section names them.
+        (
+            vec!["-t", "-f", "NAME,DBUS-PATH,CON-PATH", "nm", "active"],
+            vec![
+                "-t",
+                "-f",
+                "NAME,ACTIVE-PATH,DBUS-PATH",
+                "connection",
+                "show",
+                "--active",
+            ],
+        ),
     ] {
         assert_eq!(
             ours(nm, &mine).ok(),
@@ -449,7 +481,96 @@ fn lists_and_general_equal_nmcli_in_nmcli_order() {
             "{mine:?} against nmcli {theirs:?}"
         );
     }
+
+    // JSON says what nmcli says, field by field: `nm general` (RUNNING and STARTUP as
+    // booleans) and every row of `nm active`.
+    let general = ours(nm, &["--json", "-f", "all", "nm", "general"]).json();
+    let theirs = nmcli(nm, &["-t", "-f", GENERAL_ALL, "general"]);
+    let values: Vec<&str> = theirs.trim_end().split(':').collect();
+    for (name, theirs) in GENERAL_ALL.split(',').zip(values) {
+        let key = name.to_lowercase().replace('-', "_");
+        let mine = match (name, &general[0][&key]) {
+            ("RUNNING", Value::Bool(on)) => (if *on { "running" } else { "not running" }).into(),
+            ("STARTUP", Value::Bool(on)) => (if *on { "starting" } else { "started" }).into(),
+            (_, Value::String(text)) => text.clone(),
+            (_, other) => panic!("{key}: {other}"),
+        };
+        assert_eq!(mine, theirs, "nm general JSON {key}");
+    }
+    let active = ours(nm, &["--json", "-f", "all", "nm", "active"]).json();
+    let theirs = nmcli(
+        nm,
+        &[
+            "-t",
+            "-f",
+            "NAME,UUID,TYPE,DEVICE,STATE,ACTIVE-PATH,DBUS-PATH",
+            "connection",
+            "show",
+            "--active",
+        ],
+    );
+    let rows = active.as_array().expect("an array");
+    assert_eq!(rows.len(), theirs.lines().count(), "{active}");
+    for (row, line) in rows.iter().zip(theirs.lines()) {
+        let device = match &row["device"] {
+            Value::Array(names) => names
+                .iter()
+                .map(|name| name.as_str().expect("a name"))
+                .collect::<Vec<_>>()
+                .join(","),
+            other => panic!("device: {other}"),
+        };
+        let mine = [
+            row["name"].as_str().expect("name").to_owned(),
+            row["uuid"].as_str().expect("uuid").to_owned(),
+            row["type"].as_str().expect("type").to_owned(),
+            device,
+            row["state"].as_str().expect("state").to_owned(),
+            row["dbus_path"].as_str().expect("dbus_path").to_owned(),
+            row["con_path"].as_str().expect("con_path").to_owned(),
+        ]
+        .join(":");
+        assert_eq!(mine, line, "nm active JSON");
+    }
+
+    // The tables for people: the same words in every column (padding aside), TYPE by nmcli's
+    // short names (`ethernet`, `bridge`, `loopback`).
+    for (mine, theirs) in [
+        (vec!["nm", "general"], vec!["general"]),
+        (vec!["nm", "connection"], vec!["connection"]),
+        (vec!["nm", "active"], vec!["connection", "show", "--active"]),
+    ] {
+        let words = |text: &str| -> Vec<Vec<String>> {
+            text.lines()
+                .map(|line| line.split_whitespace().map(str::to_owned).collect())
+                .collect()
+        };
+        let table = ours(nm, &mine).ok().to_owned();
+        assert_eq!(
+            words(&table),
+            words(&nmcli(nm, &theirs)),
+            "{mine:?} against nmcli {theirs:?}"
+        );
+        if mine[1] != "general" {
+            for short in ["ethernet", "bridge", "loopback"] {
+                assert!(
+                    table
+                        .lines()
+                        .any(|line| line.split_whitespace().any(|w| w == short)),
+                    "{mine:?} has no {short}: {table}"
+                );
+            }
+            assert!(!table.contains("802-3-ethernet"), "{table}");
+        }
+    }
 }
+
+/// Every field of `nmcli general`, in its order.
+const GENERAL_ALL: &str =
+    "RUNNING,VERSION,STATE,STARTUP,CONNECTIVITY,NETWORKING,WIFI-HW,WIFI,WWAN-HW,WWAN";
+
+/// The fields `nm connection` shares with `nmcli connection` (INTERFACE is netmirror's).
+const CONNECTION_SHARED: &str = "NAME,UUID,TYPE,DEVICE,ACTIVE,FILENAME,DBUS-PATH";
 
 /// People's `NAME:   value` lines as `(NAME, value)`, the padding (nmcli's column 40,
 /// netmirror's the longest name's) left out.
