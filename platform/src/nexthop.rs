@@ -397,69 +397,13 @@ impl Nexthop {
 }
 
 impl std::fmt::Display for Nexthop {
-    /// As `ip nexthop` prints it, with the device by index (`oif 3`): `id 10 group 1/2,3`,
-    /// `id 1 via 192.0.2.2 oif 3 scope 253 proto 11 onlink`, `id 3 blackhole`. Numbers are
-    /// printed as numbers (names are the caller's, see [`crate::names`]); attributes this
-    /// crate does not decode as `unknown TYPE:HEX`.
+    /// As `ip -d nexthop` prints it, with the device by index (`dev if3`; names are the
+    /// cache's, see [`crate::text::nexthop_text`]): `id 10 group 1/2,3 scope global proto
+    /// unspec`, `id 1 via 192.0.2.2 dev if3 scope link proto zebra onlink`, `id 3 scope global
+    /// blackhole proto unspec`; an encap and the attributes this crate does not decode as
+    /// `encap TYPE:HEX` and `unknown TYPE:HEX`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "id {}", self.id)?;
-        if !self.group.is_empty() {
-            f.write_str(" group ")?;
-            for (at, member) in self.group.iter().enumerate() {
-                if at > 0 {
-                    f.write_str("/")?;
-                }
-                write!(f, "{}", member.id)?;
-                if member.weight != 1 {
-                    write!(f, ",{}", member.weight)?;
-                }
-            }
-            if self.group_type == Some(NEXTHOP_GRP_TYPE_RES) {
-                f.write_str(" type resilient")?;
-            }
-        }
-        if let Some(res) = &self.resilient {
-            if let Some(buckets) = res.buckets {
-                write!(f, " buckets {buckets}")?;
-            }
-            if let Some(idle) = res.idle_timer {
-                write!(f, " idle_timer {}", idle / 100)?;
-            }
-            if let Some(unbalanced) = res.unbalanced_timer {
-                write!(f, " unbalanced_timer {}", unbalanced / 100)?;
-            }
-        }
-        if let Some(gateway) = self.gateway {
-            write!(f, " via {gateway}")?;
-        }
-        if let Some(oif) = self.oif {
-            write!(f, " oif {oif}")?;
-        }
-        if self.blackhole {
-            f.write_str(" blackhole")?;
-        }
-        if self.scope != 0 {
-            write!(f, " scope {}", self.scope)?;
-        }
-        if self.protocol != 0 {
-            write!(f, " proto {}", self.protocol)?;
-        }
-        for (bit, name) in [
-            (RTNH_F_DEAD, "dead"),
-            (RTNH_F_ONLINK, "onlink"),
-            (RTNH_F_LINKDOWN, "linkdown"),
-        ] {
-            if self.flags & bit != 0 {
-                write!(f, " {name}")?;
-            }
-        }
-        let other_flags = self.flags & !(RTNH_F_DEAD | RTNH_F_ONLINK | RTNH_F_LINKDOWN);
-        if other_flags != 0 {
-            write!(f, " flags {other_flags:#x}")?;
-        }
-        if self.fdb {
-            f.write_str(" fdb")?;
-        }
+        f.write_str(&crate::text::nexthop_text(self, &crate::text::default_name))?;
         if let Some((kind, raw)) = &self.encap {
             write!(f, " encap {kind}:")?;
             raw.iter().try_for_each(|b| write!(f, "{b:02x}"))?;

@@ -11,7 +11,7 @@ use crate::{Address, Family, Link, Nexthop, Route, names};
 /// Names an interface index (`eth0`), or `ifN` when it is unknown.
 pub type IfName<'a> = &'a dyn Fn(u32) -> String;
 
-fn default_name(ifindex: u32) -> String {
+pub(crate) fn default_name(ifindex: u32) -> String {
     format!("if{ifindex}")
 }
 

@@ -67,12 +67,15 @@ fn golden_gateway_nexthop() {
 fn display_as_ip_prints() {
     assert_eq!(
         parse_one(&bytes(GATEWAY)).to_string(),
-        "id 1 via 192.0.2.2 oif 3 scope 253"
+        "id 1 via 192.0.2.2 dev if3 scope link proto unspec"
     );
-    assert_eq!(parse_one(&bytes(BLACKHOLE)).to_string(), "id 3 blackhole");
+    assert_eq!(
+        parse_one(&bytes(BLACKHOLE)).to_string(),
+        "id 3 scope global blackhole proto unspec"
+    );
     assert_eq!(
         parse_one(&bytes(GROUP)).to_string(),
-        "id 10 group 1/2,3 unknown 14:00000080"
+        "id 10 group 1/2,3 scope global proto unspec unknown 14:00000080"
     );
     let res = Nexthop::new(11)
         .with_group(vec![GroupMember { id: 1, weight: 1 }])
@@ -81,7 +84,7 @@ fn display_as_ip_prints() {
         .with_flags(RTNH_F_ONLINK);
     assert_eq!(
         res.to_string(),
-        "id 11 group 1 type resilient buckets 8 onlink"
+        "id 11 group 1 type resilient buckets 8 scope global proto unspec onlink"
     );
 }
 
