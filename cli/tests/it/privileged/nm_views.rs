@@ -335,6 +335,40 @@ fn device_matches(nm: &NetworkManagerDaemon, iface: &str) -> BTreeMap<String, St
     mine_map
 }
 
+/// Whether a JSON value says what nmcli's terse text does: the same string, null or an empty
+/// list for an empty text, a boolean for `yes`/`no` (`on`/`off`), a number for its digits.
+fn json_says(mine: &Value, theirs: &str) -> bool {
+    match mine {
+        Value::String(text) => text == theirs,
+        Value::Null => theirs.is_empty(),
+        Value::Array(items) => items.is_empty() && theirs.is_empty(),
+        Value::Bool(on) => {
+            let words = if *on { ["yes", "on"] } else { ["no", "off"] };
+            words.contains(&theirs)
+        }
+        Value::Number(number) => number.to_string() == theirs,
+        Value::Object(_) => false,
+    }
+}
+
+/// `nmcli -t` list lines as rows of fields, split at the `:` nmcli does not escape.
+fn terse_rows(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .map(|line| {
+            let mut row = vec![String::new()];
+            let mut chars = line.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => row.last_mut().unwrap().extend(chars.next()),
+                    ':' => row.push(String::new()),
+                    c => row.last_mut().unwrap().push(c),
+                }
+            }
+            row
+        })
+        .collect()
+}
+
 #[test]
 fn device_show_equals_nmcli_field_by_field() {
     let lab = lab();
@@ -401,6 +435,65 @@ fn device_show_equals_nmcli_field_by_field() {
     for device in json.as_array().expect("array") {
         assert_eq!(device["ifindex"], Value::Null, "{device}");
     }
+
+    // The list with `-f all`: nmcli's columns in nmcli's order, then netmirror's own; every
+    // row's value of each of nmcli's columns is nmcli's, terse, in JSON and for people.
+    let header = nmcli(nm, &["-f", "all", "device"]);
+    let names: Vec<&str> = header
+        .lines()
+        .next()
+        .expect("a header")
+        .split_whitespace()
+        .collect();
+    assert!(names.contains(&"IP4-CONNECTIVITY"), "{header}");
+    let mine_header = ours(nm, &["-f", "all", "nm", "device"]).ok().to_owned();
+    let mine_names: Vec<&str> = mine_header
+        .lines()
+        .next()
+        .expect("a header")
+        .split_whitespace()
+        .collect();
+    assert_eq!(mine_names[..names.len()], names[..], "nm device -f all");
+    let theirs = terse_rows(&nmcli(nm, &["-t", "-f", "all", "device"]));
+    let mine = terse_rows(ours(nm, &["-t", "-f", "all", "nm", "device"]).ok());
+    assert_eq!(mine.len(), theirs.len(), "{mine:?}");
+    for (mine, theirs) in mine.iter().zip(&theirs) {
+        assert_eq!(mine.len(), mine_names.len(), "{mine:?}");
+        for (idx, name) in names.iter().enumerate() {
+            assert_eq!(mine[idx], theirs[idx], "{} {name}", theirs[0]);
+        }
+    }
+    let json = ours(nm, &["--json", "-f", "all", "nm", "device"]).json();
+    let rows = json.as_array().expect("an array");
+    assert_eq!(rows.len(), theirs.len(), "{json}");
+    for (row, theirs) in rows.iter().zip(&theirs) {
+        for (idx, name) in names.iter().enumerate() {
+            let key = name.to_lowercase().replace('-', "_");
+            assert!(
+                json_says(&row[&key], &theirs[idx]),
+                "{} {key}: JSON {}, nmcli {:?}",
+                theirs[0],
+                row[&key],
+                theirs[idx]
+            );
+        }
+    }
+    let words = |text: &str| -> Vec<Vec<String>> {
+        text.lines()
+            .map(|line| line.split_whitespace().map(str::to_owned).collect())
+            .collect()
+    };
+    let asked = names.join(",");
+    assert_eq!(
+        words(ours(nm, &["-f", &asked, "nm", "device"]).ok()),
+        words(&header),
+        "nm device -f {asked} for people"
+    );
+    assert_eq!(
+        words(ours(nm, &["nm", "device"]).ok()),
+        words(&nmcli(nm, &["device"])),
+        "nm device for people"
+    );
 }
 
 /// The lists and `nm general` equal nmcli's: terse (default fields, every shared field), JSON
