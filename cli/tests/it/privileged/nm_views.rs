@@ -298,7 +298,8 @@ fn fields(text: &str) -> Vec<(String, String)> {
 
 /// Compares `nm device IFACE` with `nmcli device show IFACE`, terse, field by field: with
 /// `-f all` every field of nmcli's (but [`NOT_SHOWN`]) with its value, and nothing else;
-/// without `-f` the same fields in the same order.
+/// without `-f` the same fields in the same order; for people the same lines; `--json` every
+/// key of nmcli's `-f all` with its value, typed.
 #[track_caller]
 fn device_matches(nm: &NetworkManagerDaemon, iface: &str) -> BTreeMap<String, String> {
     let theirs = fields(&nmcli(nm, &["-t", "-f", "all", "device", "show", iface]));
@@ -332,6 +333,34 @@ fn device_matches(nm: &NetworkManagerDaemon, iface: &str) -> BTreeMap<String, St
     let theirs = fields(&nmcli(nm, &["-t", "device", "show", iface]));
     let mine = fields(ours(nm, &["-t", "nm", "device", iface]).ok());
     assert_eq!(mine, theirs, "{iface}: default fields");
+    // For people: the same lines, names and values, padding aside.
+    let theirs = padded_fields(&nmcli(nm, &["device", "show", iface]));
+    let mine = padded_fields(ours(nm, &["nm", "device", iface]).ok());
+    assert_eq!(mine, theirs, "{iface}: for people");
+    // JSON: one object keyed by nmcli's terse names (`IP4.ADDRESS[1]`), with every key nmcli
+    // prints and its value typed (a flag a boolean, a number a number); nothing nmcli does
+    // not print but empty values.
+    let json = ours(nm, &["--json", "nm", "device", iface]).json();
+    let object = json.as_object().expect("an object");
+    let theirs = fields(&nmcli(nm, &["-t", "-f", "all", "device", "show", iface]));
+    for (name, value) in &theirs {
+        if NOT_SHOWN.contains(&name.as_str()) {
+            continue;
+        }
+        let mine = object
+            .get(name)
+            .unwrap_or_else(|| panic!("{iface}: no {name} in {json}"));
+        assert!(
+            json_says(mine, value),
+            "{iface} {name}: JSON {mine}, nmcli {value:?}"
+        );
+    }
+    for (key, value) in object {
+        assert!(
+            theirs_map.contains_key(key) || value.is_null() || value == &Value::Array(vec![]),
+            "{iface}: {key} = {value} is not nmcli's"
+        );
+    }
     mine_map
 }
 
