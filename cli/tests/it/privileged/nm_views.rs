@@ -1,9 +1,9 @@
 //! `nm general|device|connection|active` and `nm monitor` against a real NetworkManager that
 //! manages veth devices: a static IPv4+IPv6 profile with a route and DNS, a DHCP profile
-//! served by `dnsmasq` in a peer namespace, a bridge with a veth port, and bond and VLAN
-//! profiles whose devices stay unrealized. Every field is compared with `nmcli` on the same
-//! bus; the device state sequence of `nm monitor --json` with the `PropertiesChanged`
-//! sequence that a second connection (`busctl monitor`) records.
+//! (DHCPv4 and DHCPv6) served by `dnsmasq` in a peer namespace, a bridge with a veth port,
+//! and bond and VLAN profiles whose devices stay unrealized. Every field is compared with
+//! `nmcli` on the same bus; the device state sequence of `nm monitor --json` with the
+//! `PropertiesChanged` sequence that a second connection (`busctl monitor`) records.
 
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
@@ -36,10 +36,11 @@ impl Drop for Killed {
 }
 
 /// NetworkManager with veth0 (peer veth1 beside it) and veth2 (peer veth3 in a namespace of
-/// its own with dnsmasq serving DHCP on 198.18.0.0/24); the profile `static` activated on
-/// veth0 and `dhcp` on veth2, the bridge `bridge` (br0, 203.0.113.1/24) with veth1 as its
-/// port (`bridge-port`); `bond` (bond0) and `vlan` (vlan7 on bond0) not activated, so their
-/// devices are the daemon's unrealized placeholders.
+/// its own with dnsmasq serving DHCP on 198.18.0.0/24 and DHCPv6 on 2001:db8:d::/64); the
+/// profile `static` activated on veth0 and `dhcp` (IPv6 by DHCPv6) on veth2, the bridge
+/// `bridge` (br0, 203.0.113.1/24) with veth1 as its port (`bridge-port`); `bond` (bond0) and
+/// `vlan` (vlan7 on bond0) not activated, so their devices are the daemon's unrealized
+/// placeholders.
 struct Lab {
     nm: NetworkManagerDaemon,
     _dnsmasq: Killed,
@@ -100,6 +101,17 @@ fn lab() -> Lab {
         "dev",
         "veth3",
     ]));
+    // Without duplicate address detection, so that dnsmasq can bind it at once.
+    ok(&mut in_peer(&[
+        "ip",
+        "-6",
+        "addr",
+        "add",
+        "2001:db8:d::1/64",
+        "dev",
+        "veth3",
+        "nodad",
+    ]));
     ok(&mut in_peer(&["ip", "link", "set", "veth3", "up"]));
     let leases = nm.dir().join("dnsmasq.leases");
     let dnsmasq = Killed(
@@ -113,6 +125,8 @@ fn lab() -> Lab {
             "--dhcp-range=198.18.0.10,198.18.0.20,255.255.255.0,1h",
             "--dhcp-option=option:dns-server,198.18.0.53",
             "--dhcp-option=option:domain-name,dhcp.example",
+            "--dhcp-range=2001:db8:d::100,2001:db8:d::1ff,64,1h",
+            "--dhcp-option=option6:dns-server,[2001:db8:d::53]",
             &format!("--dhcp-leasefile={}", leases.display()),
         ])
         .stdin(Stdio::null())
@@ -170,7 +184,7 @@ fn lab() -> Lab {
         "ipv4.dhcp-timeout",
         "30",
         "ipv6.method",
-        "disabled",
+        "dhcp",
     ]));
     for args in [
         &[
@@ -242,6 +256,19 @@ fn lab() -> Lab {
     }
     for id in ["static", "dhcp", "bridge", "bridge-port"] {
         ok(nm.nmcli().args(["--wait", "60", "connection", "up", id]));
+    }
+    // IPv6 may fail, so `dhcp` is up once IPv4 is: wait for its DHCPv6 lease too.
+    let deadline = Instant::now() + TIMEOUT;
+    while !nmcli(&nm, &["-t", "-f", "DHCP6,IP6", "device", "show", "veth2"])
+        .lines()
+        .any(|line| line.starts_with("IP6.ADDRESS") && line.contains("2001:db8:d::"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no DHCPv6 lease on veth2: {}",
+            nmcli(&nm, &["-t", "device", "show", "veth2"])
+        );
+        std::thread::sleep(Duration::from_millis(100));
     }
     Lab {
         nm,
@@ -426,6 +453,21 @@ fn device_show_equals_nmcli_field_by_field() {
             .any(|v| v == "domain_name_servers = 198.18.0.53"),
         "{veth2:?}"
     );
+    // Its DHCPv6 lease from the same dnsmasq: the DHCP6 section and what it gave.
+    assert!(
+        veth2
+            .iter()
+            .any(|(k, v)| k.starts_with("DHCP6.OPTION")
+                && v == "dhcp6_name_servers = 2001:db8:d::53"),
+        "{veth2:?}"
+    );
+    assert!(
+        veth2
+            .iter()
+            .any(|(k, v)| k.starts_with("IP6.ADDRESS") && v.starts_with("2001:db8:d::1")),
+        "{veth2:?}"
+    );
+    assert_eq!(veth2["IP6.DNS[1]"], "2001:db8:d::53", "{veth2:?}");
     let lo = device_matches(nm, "lo");
     assert_eq!(lo["GENERAL.STATE"], "100 (connected (externally))");
     device_matches(nm, "veth1");
@@ -784,6 +826,14 @@ fn connection_show_equals_nmcli_field_by_field() {
     .ok()
     .to_owned();
     assert!(dhcp.contains("DHCP4.OPTION[1]"), "{dhcp}");
+    // Its DHCPv6 lease (the lines themselves are compared with nmcli's above).
+    let dhcp6 = ours(nm, &["-t", "-f", "DHCP6", "nm", "connection", "dhcp"])
+        .ok()
+        .to_owned();
+    assert!(
+        dhcp6.contains("dhcp6_name_servers = 2001:db8:d::53"),
+        "{dhcp6}"
+    );
     let human = ours(nm, &["nm", "connection", "static"]).ok().to_owned();
     assert!(
         human.contains("{ ip = 198.51.100.0/24, nh = 192.0.2.254, mt = 50 }"),
