@@ -39,7 +39,13 @@ pub(crate) const DEVICE_FIELDS: &[Field] = &[
     Field::common("DEVICE", "device"),
     Field::common("TYPE", "type"),
     Field::common("STATE", "state"),
+    Field::extra("IP4-CONNECTIVITY", "ip4_connectivity"),
+    Field::extra("IP6-CONNECTIVITY", "ip6_connectivity"),
+    Field::extra("DBUS-PATH", "dbus_path"),
     Field::common("CONNECTION", "connection"),
+    Field::extra("CON-UUID", "con_uuid"),
+    Field::extra("CON-PATH", "con_path"),
+    // netmirror's own, after nmcli's.
     Field::extra("IFINDEX", "ifindex"),
     Field::extra("HWADDR", "hwaddr"),
     Field::extra("MTU", "mtu"),
@@ -47,9 +53,6 @@ pub(crate) const DEVICE_FIELDS: &[Field] = &[
     Field::extra("MANAGED", "managed"),
     Field::extra("AUTOCONNECT", "autoconnect"),
     Field::extra("REAL", "real"),
-    Field::extra("CON-UUID", "con_uuid"),
-    Field::extra("DBUS-PATH", "dbus_path"),
-    Field::extra("CON-PATH", "con_path"),
 ];
 
 /// Columns of `nm connection`, as `nmcli connection` names them.
@@ -268,7 +271,12 @@ fn device_row(device: &Device<'_>) -> Vec<Cell> {
         text(device.interface()),
         opt(device.type_name()),
         opt(device.state_text()),
+        named(device.ip4_connectivity()),
+        named(device.ip6_connectivity()),
+        device.path().to_owned().into(),
         text(active.and_then(|active| active.id())),
+        text(active.and_then(|active| active.uuid())),
+        active.map_or(Cell::Null, |active| active.path().to_owned().into()),
         // NetworkManager's D-Bus API has no interface index (libnm reads it from the
         // kernel's netlink, which is not on the bus): `--`, not a made-up 0.
         Cell::Null,
@@ -278,9 +286,6 @@ fn device_row(device: &Device<'_>) -> Vec<Cell> {
         opt(device.managed()),
         opt(device.autoconnect()),
         opt(device.real()),
-        text(active.and_then(|active| active.uuid())),
-        device.path().to_owned().into(),
-        active.map_or(Cell::Null, |active| active.path().to_owned().into()),
     ]
 }
 
@@ -1322,7 +1327,12 @@ const MONITOR_DEVICE_FIELDS: &[Field] = &[
     Field::common("DEVICE", "device"),
     Field::common("TYPE", "type"),
     Field::common("STATE", "state"),
+    Field::extra("IP4-CONNECTIVITY", "ip4_connectivity"),
+    Field::extra("IP6-CONNECTIVITY", "ip6_connectivity"),
+    Field::extra("DBUS-PATH", "dbus_path"),
     Field::common("CONNECTION", "connection"),
+    Field::extra("CON-UUID", "con_uuid"),
+    Field::extra("CON-PATH", "con_path"),
     Field::extra("IFINDEX", "ifindex"),
     Field::extra("HWADDR", "hwaddr"),
     Field::extra("MTU", "mtu"),
@@ -1330,9 +1340,6 @@ const MONITOR_DEVICE_FIELDS: &[Field] = &[
     Field::extra("MANAGED", "managed"),
     Field::extra("AUTOCONNECT", "autoconnect"),
     Field::extra("REAL", "real"),
-    Field::extra("CON-UUID", "con_uuid"),
-    Field::extra("DBUS-PATH", "dbus_path"),
-    Field::extra("CON-PATH", "con_path"),
     Field::common("REASON", "reason"),
 ];
 

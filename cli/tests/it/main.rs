@@ -6,6 +6,7 @@ mod dbus;
 mod replay;
 mod support;
 mod usage;
+mod walk;
 
 #[cfg(feature = "privileged")]
 mod privileged;

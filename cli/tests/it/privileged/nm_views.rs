@@ -1,9 +1,9 @@
 //! `nm general|device|connection|active` and `nm monitor` against a real NetworkManager that
 //! manages veth devices: a static IPv4+IPv6 profile with a route and DNS, a DHCP profile
-//! served by `dnsmasq` in a peer namespace, a bridge with a veth port, and bond and VLAN
-//! profiles whose devices stay unrealized. Every field is compared with `nmcli` on the same
-//! bus; the device state sequence of `nm monitor --json` with the `PropertiesChanged`
-//! sequence that a second connection (`busctl monitor`) records.
+//! (DHCPv4 and DHCPv6) served by `dnsmasq` in a peer namespace, a bridge with a veth port,
+//! and bond and VLAN profiles whose devices stay unrealized. Every field is compared with
+//! `nmcli` on the same bus; the device state sequence of `nm monitor --json` with the
+//! `PropertiesChanged` sequence that a second connection (`busctl monitor`) records.
 
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
@@ -36,10 +36,11 @@ impl Drop for Killed {
 }
 
 /// NetworkManager with veth0 (peer veth1 beside it) and veth2 (peer veth3 in a namespace of
-/// its own with dnsmasq serving DHCP on 198.18.0.0/24); the profile `static` activated on
-/// veth0 and `dhcp` on veth2, the bridge `bridge` (br0, 203.0.113.1/24) with veth1 as its
-/// port (`bridge-port`); `bond` (bond0) and `vlan` (vlan7 on bond0) not activated, so their
-/// devices are the daemon's unrealized placeholders.
+/// its own with dnsmasq serving DHCP on 198.18.0.0/24 and DHCPv6 on 2001:db8:d::/64); the
+/// profile `static` activated on veth0 and `dhcp` (IPv6 by DHCPv6) on veth2, the bridge
+/// `bridge` (br0, 203.0.113.1/24) with veth1 as its port (`bridge-port`); `bond` (bond0) and
+/// `vlan` (vlan7 on bond0) not activated, so their devices are the daemon's unrealized
+/// placeholders.
 struct Lab {
     nm: NetworkManagerDaemon,
     _dnsmasq: Killed,
@@ -100,6 +101,17 @@ fn lab() -> Lab {
         "dev",
         "veth3",
     ]));
+    // Without duplicate address detection, so that dnsmasq can bind it at once.
+    ok(&mut in_peer(&[
+        "ip",
+        "-6",
+        "addr",
+        "add",
+        "2001:db8:d::1/64",
+        "dev",
+        "veth3",
+        "nodad",
+    ]));
     ok(&mut in_peer(&["ip", "link", "set", "veth3", "up"]));
     let leases = nm.dir().join("dnsmasq.leases");
     let dnsmasq = Killed(
@@ -113,6 +125,8 @@ fn lab() -> Lab {
             "--dhcp-range=198.18.0.10,198.18.0.20,255.255.255.0,1h",
             "--dhcp-option=option:dns-server,198.18.0.53",
             "--dhcp-option=option:domain-name,dhcp.example",
+            "--dhcp-range=2001:db8:d::100,2001:db8:d::1ff,64,1h",
+            "--dhcp-option=option6:dns-server,[2001:db8:d::53]",
             &format!("--dhcp-leasefile={}", leases.display()),
         ])
         .stdin(Stdio::null())
@@ -170,7 +184,7 @@ fn lab() -> Lab {
         "ipv4.dhcp-timeout",
         "30",
         "ipv6.method",
-        "disabled",
+        "dhcp",
     ]));
     for args in [
         &[
@@ -243,6 +257,19 @@ fn lab() -> Lab {
     for id in ["static", "dhcp", "bridge", "bridge-port"] {
         ok(nm.nmcli().args(["--wait", "60", "connection", "up", id]));
     }
+    // IPv6 may fail, so `dhcp` is up once IPv4 is: wait for its DHCPv6 lease too.
+    let deadline = Instant::now() + TIMEOUT;
+    while !nmcli(&nm, &["-t", "-f", "DHCP6,IP6", "device", "show", "veth2"])
+        .lines()
+        .any(|line| line.starts_with("IP6.ADDRESS") && line.contains("2001:db8:d::"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no DHCPv6 lease on veth2: {}",
+            nmcli(&nm, &["-t", "device", "show", "veth2"])
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     Lab {
         nm,
         _dnsmasq: dnsmasq,
@@ -298,7 +325,8 @@ fn fields(text: &str) -> Vec<(String, String)> {
 
 /// Compares `nm device IFACE` with `nmcli device show IFACE`, terse, field by field: with
 /// `-f all` every field of nmcli's (but [`NOT_SHOWN`]) with its value, and nothing else;
-/// without `-f` the same fields in the same order.
+/// without `-f` the same fields in the same order; for people the same lines; `--json` every
+/// key of nmcli's `-f all` with its value, typed.
 #[track_caller]
 fn device_matches(nm: &NetworkManagerDaemon, iface: &str) -> BTreeMap<String, String> {
     let theirs = fields(&nmcli(nm, &["-t", "-f", "all", "device", "show", iface]));
@@ -332,7 +360,69 @@ fn device_matches(nm: &NetworkManagerDaemon, iface: &str) -> BTreeMap<String, St
     let theirs = fields(&nmcli(nm, &["-t", "device", "show", iface]));
     let mine = fields(ours(nm, &["-t", "nm", "device", iface]).ok());
     assert_eq!(mine, theirs, "{iface}: default fields");
+    // For people: the same lines, names and values, padding aside.
+    let theirs = padded_fields(&nmcli(nm, &["device", "show", iface]));
+    let mine = padded_fields(ours(nm, &["nm", "device", iface]).ok());
+    assert_eq!(mine, theirs, "{iface}: for people");
+    // JSON: one object keyed by nmcli's terse names (`IP4.ADDRESS[1]`), with every key nmcli
+    // prints and its value typed (a flag a boolean, a number a number); nothing nmcli does
+    // not print but empty values.
+    let json = ours(nm, &["--json", "nm", "device", iface]).json();
+    let object = json.as_object().expect("an object");
+    let theirs = fields(&nmcli(nm, &["-t", "-f", "all", "device", "show", iface]));
+    for (name, value) in &theirs {
+        if NOT_SHOWN.contains(&name.as_str()) {
+            continue;
+        }
+        let mine = object
+            .get(name)
+            .unwrap_or_else(|| panic!("{iface}: no {name} in {json}"));
+        assert!(
+            json_says(mine, value),
+            "{iface} {name}: JSON {mine}, nmcli {value:?}"
+        );
+    }
+    for (key, value) in object {
+        assert!(
+            theirs_map.contains_key(key) || value.is_null() || value == &Value::Array(vec![]),
+            "{iface}: {key} = {value} is not nmcli's"
+        );
+    }
     mine_map
+}
+
+/// Whether a JSON value says what nmcli's terse text does: the same string, null or an empty
+/// list for an empty text, a boolean for `yes`/`no` (`on`/`off`), a number for its digits.
+fn json_says(mine: &Value, theirs: &str) -> bool {
+    match mine {
+        Value::String(text) => text == theirs,
+        Value::Null => theirs.is_empty(),
+        Value::Array(items) => items.is_empty() && theirs.is_empty(),
+        Value::Bool(on) => {
+            let words = if *on { ["yes", "on"] } else { ["no", "off"] };
+            words.contains(&theirs)
+        }
+        Value::Number(number) => number.to_string() == theirs,
+        Value::Object(_) => false,
+    }
+}
+
+/// `nmcli -t` list lines as rows of fields, split at the `:` nmcli does not escape.
+fn terse_rows(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .map(|line| {
+            let mut row = vec![String::new()];
+            let mut chars = line.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => row.last_mut().unwrap().extend(chars.next()),
+                    ':' => row.push(String::new()),
+                    c => row.last_mut().unwrap().push(c),
+                }
+            }
+            row
+        })
+        .collect()
 }
 
 #[test]
@@ -363,6 +453,21 @@ fn device_show_equals_nmcli_field_by_field() {
             .any(|v| v == "domain_name_servers = 198.18.0.53"),
         "{veth2:?}"
     );
+    // Its DHCPv6 lease from the same dnsmasq: the DHCP6 section and what it gave.
+    assert!(
+        veth2
+            .iter()
+            .any(|(k, v)| k.starts_with("DHCP6.OPTION")
+                && v == "dhcp6_name_servers = 2001:db8:d::53"),
+        "{veth2:?}"
+    );
+    assert!(
+        veth2
+            .iter()
+            .any(|(k, v)| k.starts_with("IP6.ADDRESS") && v.starts_with("2001:db8:d::1")),
+        "{veth2:?}"
+    );
+    assert_eq!(veth2["IP6.DNS[1]"], "2001:db8:d::53", "{veth2:?}");
     let lo = device_matches(nm, "lo");
     assert_eq!(lo["GENERAL.STATE"], "100 (connected (externally))");
     device_matches(nm, "veth1");
@@ -401,6 +506,65 @@ fn device_show_equals_nmcli_field_by_field() {
     for device in json.as_array().expect("array") {
         assert_eq!(device["ifindex"], Value::Null, "{device}");
     }
+
+    // The list with `-f all`: nmcli's columns in nmcli's order, then netmirror's own; every
+    // row's value of each of nmcli's columns is nmcli's, terse, in JSON and for people.
+    let header = nmcli(nm, &["-f", "all", "device"]);
+    let names: Vec<&str> = header
+        .lines()
+        .next()
+        .expect("a header")
+        .split_whitespace()
+        .collect();
+    assert!(names.contains(&"IP4-CONNECTIVITY"), "{header}");
+    let mine_header = ours(nm, &["-f", "all", "nm", "device"]).ok().to_owned();
+    let mine_names: Vec<&str> = mine_header
+        .lines()
+        .next()
+        .expect("a header")
+        .split_whitespace()
+        .collect();
+    assert_eq!(mine_names[..names.len()], names[..], "nm device -f all");
+    let theirs = terse_rows(&nmcli(nm, &["-t", "-f", "all", "device"]));
+    let mine = terse_rows(ours(nm, &["-t", "-f", "all", "nm", "device"]).ok());
+    assert_eq!(mine.len(), theirs.len(), "{mine:?}");
+    for (mine, theirs) in mine.iter().zip(&theirs) {
+        assert_eq!(mine.len(), mine_names.len(), "{mine:?}");
+        for (idx, name) in names.iter().enumerate() {
+            assert_eq!(mine[idx], theirs[idx], "{} {name}", theirs[0]);
+        }
+    }
+    let json = ours(nm, &["--json", "-f", "all", "nm", "device"]).json();
+    let rows = json.as_array().expect("an array");
+    assert_eq!(rows.len(), theirs.len(), "{json}");
+    for (row, theirs) in rows.iter().zip(&theirs) {
+        for (idx, name) in names.iter().enumerate() {
+            let key = name.to_lowercase().replace('-', "_");
+            assert!(
+                json_says(&row[&key], &theirs[idx]),
+                "{} {key}: JSON {}, nmcli {:?}",
+                theirs[0],
+                row[&key],
+                theirs[idx]
+            );
+        }
+    }
+    let words = |text: &str| -> Vec<Vec<String>> {
+        text.lines()
+            .map(|line| line.split_whitespace().map(str::to_owned).collect())
+            .collect()
+    };
+    let asked = names.join(",");
+    assert_eq!(
+        words(ours(nm, &["-f", &asked, "nm", "device"]).ok()),
+        words(&header),
+        "nm device -f {asked} for people"
+    );
+    assert_eq!(
+        words(ours(nm, &["nm", "device"]).ok()),
+        words(&nmcli(nm, &["device"])),
+        "nm device for people"
+    );
 }
 
 /// The lists and `nm general` equal nmcli's: terse (default fields, every shared field), JSON
@@ -662,6 +826,14 @@ fn connection_show_equals_nmcli_field_by_field() {
     .ok()
     .to_owned();
     assert!(dhcp.contains("DHCP4.OPTION[1]"), "{dhcp}");
+    // Its DHCPv6 lease (the lines themselves are compared with nmcli's above).
+    let dhcp6 = ours(nm, &["-t", "-f", "DHCP6", "nm", "connection", "dhcp"])
+        .ok()
+        .to_owned();
+    assert!(
+        dhcp6.contains("dhcp6_name_servers = 2001:db8:d::53"),
+        "{dhcp6}"
+    );
     let human = ours(nm, &["nm", "connection", "static"]).ok().to_owned();
     assert!(
         human.contains("{ ip = 198.51.100.0/24, nh = 192.0.2.254, mt = 50 }"),
