@@ -72,16 +72,21 @@ fn cpu_self() -> anyhow::Result<Duration> {
     ))
 }
 
-/// The child's answer line.
+/// The child's answer line. The peak RSS is `VmHWM`, this process image's own high-water
+/// mark: `ru_maxrss` of `RUSAGE_SELF` would include the memory of the bench process that
+/// spawned it, carried over the exec.
 fn answer(elapsed: Duration, cpu: Duration) -> anyhow::Result<String> {
-    let maxrss = getrusage(UsageWho::RUSAGE_SELF)
-        .context("getrusage")?
-        .max_rss();
+    let status = std::fs::read_to_string("/proc/self/status").context("/proc/self/status")?;
+    let hwm_kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .context("no VmHWM in /proc/self/status")?;
     Ok(format!(
-        "{} {} {}",
+        "{} {} {hwm_kib}",
         elapsed.as_nanos(),
-        cpu.as_micros(),
-        u64::try_from(maxrss).unwrap_or(0)
+        cpu.as_micros()
     ))
 }
 
@@ -170,12 +175,13 @@ pub(crate) const SETUP: &str = "Load / raw dump floor: in the same namespace, th
      buffer with nothing parsed (as `platform/examples/measure.rs`'s `raw` mode). Each runs in \
      a process of its own that enters the namespace and then times only the load or the dump \
      (so the wall column of these rows is that in-process time, the CPU column the process's \
-     user+sys CPU over it, the peak RSS the child's); they alternate after one unmeasured run \
-     each. Targets for 600k and 1M IPv4: ≤ 1.5× (#13), ≤ 1.25× (#19).";
+     user+sys CPU over it, the peak RSS the child's `VmHWM`); they alternate after one \
+     unmeasured run each. Targets for 600k and 1M IPv4: ≤ 1.5× (#13), ≤ 1.25× (#19).";
 
 /// Compares the load with the floor in `netns`; the case is called `{what} load / raw dump
-/// floor`. Returns the comparison and the headline text.
-pub(crate) fn compare(ctx: &Ctx, netns: &str, what: &str) -> (Comparison, String) {
+/// floor`. Returns the comparison and the headline text, which says whether the targets are
+/// met when `judged` (the sizes they are set for: 600k and 1M IPv4).
+pub(crate) fn compare(ctx: &Ctx, netns: &str, what: &str, judged: bool) -> (Comparison, String) {
     let case = format!("{what} load / raw dump floor (targets ≤1.5 #13, ≤1.25 #19)");
     progress(&format!("{case}: Cache::open vs raw dump"));
     let exe = match std::env::current_exe() {
@@ -198,10 +204,14 @@ pub(crate) fn compare(ctx: &Ctx, netns: &str, what: &str) -> (Comparison, String
     match alternate(&load, &raw, ctx.plan.runs) {
         Ok((a, b)) => {
             let ratio = a.wall_ms.median / b.wall_ms.median;
-            let verdict = |target: f64| if ratio <= target { "met" } else { "missed" };
+            let verdict = |target: f64| match (judged, ratio <= target) {
+                (false, _) => "",
+                (true, true) => " met",
+                (true, false) => " missed",
+            };
             let headline = format!(
                 "{ratio:.2}× (load {:.1} ms, raw dump {:.1} ms, medians of {} alternated runs); \
-                 targets at 600k/1M: ≤ {TARGET_13}× (#13) {}, ≤ {TARGET_19}× (#19) {}",
+                 targets at 600k/1M IPv4: ≤ {TARGET_13}× (#13){}, ≤ {TARGET_19}× (#19){}",
                 a.wall_ms.median,
                 b.wall_ms.median,
                 a.runs,
