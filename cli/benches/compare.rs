@@ -10,6 +10,7 @@
 //! its first, unmeasured run is reported as `not available`, never given a number.
 
 mod compare {
+    pub(crate) mod floor;
     pub(crate) mod latency;
     pub(crate) mod measure;
     pub(crate) mod monitor;
@@ -29,7 +30,7 @@ use std::time::Instant;
 use anyhow::Context;
 
 use compare::report::{Comparison, Outcome, Report, Section};
-use compare::{latency, measure, monitor, nm, nm_actions, routes};
+use compare::{floor, latency, measure, monitor, nm, nm_actions, routes};
 use measure::{Cmd, Figures};
 
 /// Sizes and repetitions of one run (`--quick` or full).
@@ -41,6 +42,8 @@ pub(crate) struct Plan {
     pub(crate) v4_sizes: Vec<usize>,
     /// IPv6 routes of scenario 2.
     pub(crate) v6_routes: usize,
+    /// Multipath IPv4 routes (two weighted hops, metrics) of scenario 2.
+    pub(crate) multipath_routes: usize,
     /// Main-table routes of scenario 3 (plus 1k in table 100).
     pub(crate) filter_main_routes: usize,
     /// Routes added while the monitor runs (scenario 4).
@@ -60,6 +63,7 @@ impl Plan {
                 runs: 3,
                 v4_sizes: vec![100_000],
                 v6_routes: 20_000,
+                multipath_routes: 20_000,
                 filter_main_routes: 100_000,
                 monitor_routes: 20_000,
                 batch_routes: 20_000,
@@ -71,6 +75,7 @@ impl Plan {
                 runs: 5,
                 v4_sizes: vec![100_000, 600_000, 1_000_000],
                 v6_routes: 100_000,
+                multipath_routes: 100_000,
                 filter_main_routes: 600_000,
                 monitor_routes: 100_000,
                 batch_routes: 100_000,
@@ -208,6 +213,9 @@ fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|arg| arg == measure::RUNNER_ARG) {
         return measure::runner_main(&args[2..]);
+    }
+    if args.get(1).is_some_and(|arg| arg == floor::FLOOR_ARG) {
+        return floor::floor_main(&args[2..]);
     }
     if args.get(1).is_some_and(|arg| arg == latency::PROFILE_ARG) {
         return latency::profile_main(&args[2..]);

@@ -633,12 +633,12 @@ fn markdown(w: &Written<'_>) -> String {
         w.elapsed_s / 60.0,
     ));
     out.push_str(
-        "`--quick` runs smaller sizes (100k IPv4 routes, 20k IPv6, 20k-route bursts and \
-         batches, 2k D-Bus calls) with 3 runs per command, and the criterion benches with \
+        "`--quick` runs smaller sizes (100k IPv4 routes, 20k IPv6, 20k multipath, 20k-route \
+         bursts and batches, 2k D-Bus calls) with 3 runs per command, and the criterion benches with \
          `NETMIRROR_BENCH_QUICK=1` (smaller sizes, where a bench has them), 0.5 s warm-up, 1 s \
          measurement and 10k bootstrap resamples; `--quick-criterion` keeps the full sizes and \
          shortens only criterion (1 s warm-up, 2 s measurement). The full run uses \
-         100k/600k/1M IPv4 and 100k IPv6 routes, 100k-route bursts and batches, 20k D-Bus \
+         100k/600k/1M IPv4, 100k IPv6 and 100k multipath routes, 100k-route bursts and batches, 20k D-Bus \
          calls, 5 runs per command, and criterion's defaults (3 s warm-up, 5 s measurement, \
          100k resamples). ",
     );
@@ -696,7 +696,10 @@ fn markdown(w: &Written<'_>) -> String {
          the reference run alternately (A B, B A, ...) after one unmeasured run each, with \
          their standard output to /dev/null. The netmirror binary is the `bench` profile \
          build (release optimisations, with debug info). A netmirror command that fails on its \
-         unmeasured run is shown as `not available`, without numbers.\n\n",
+         unmeasured run is shown as `not available`, without numbers. One kind of row is \
+         timed differently, as its scenario's setup says: scenario 2's load against the raw \
+         dump floor times the platform's `Cache::open` and a raw route dump inside their own \
+         processes (after entering the namespace), alternated in the same way.\n\n",
     );
     for build in w.build_commands {
         out.push_str(&format!("Build: `{build}`\n\n"));

@@ -1,6 +1,7 @@
 //! Scenarios 2, 3 and 5: routing tables of 100k to 1M routes in throwaway namespaces, read with
-//! `netmirror route show|count` and `ip route show`, filtered to one table, and programmed
-//! with `netmirror batch` and `ip -batch`.
+//! `netmirror route show|count` and `ip route show`, loaded against the raw dump floor (see
+//! [`super::floor`]), filtered to one table, and programmed with `netmirror batch` and
+//! `ip -batch`. Scenario 2 also loads multipath routes with weights and metrics.
 //!
 //! Routes go via a gateway on the subnet of one end of a veth pair (`via 192.0.2.2`,
 //! `via 2001:db8::2`), so they look like a routing daemon's; nothing is ever sent: no process
@@ -16,6 +17,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use netmirror_platform::testing::{NetNs, Veth};
 
+use super::floor;
 use super::measure::{Cmd, Figures};
 use super::report::{Comparison, Outcome, Section};
 use crate::{Ctx, progress};
@@ -186,12 +188,16 @@ fn count_baseline(ctx: &Ctx, ns: &NetNs) -> Option<f64> {
 /// Scenario 2 (and 3, at its size, when `with_filter`).
 pub(crate) fn run_load(ctx: &Ctx, with_filter: bool) -> Vec<Section> {
     let mut load = Section::new(TITLE_LOAD);
+    load.setup(floor::SETUP);
     let mut filter = with_filter.then(|| Section::new(TITLE_FILTER));
     if let Err(err) = load_v4(ctx, &mut load, filter.as_mut()) {
         load.fact("IPv4 setup", format!("failed: {err:#}"));
     }
     if let Err(err) = load_v6(ctx, &mut load) {
         load.fact("IPv6 setup", format!("failed: {err:#}"));
+    }
+    if let Err(err) = load_multipath(ctx, &mut load) {
+        load.fact("multipath setup", format!("failed: {err:#}"));
     }
     let mut sections = vec![load];
     if let Some(filter) = filter {
@@ -258,6 +264,14 @@ fn load_v4(ctx: &Ctx, load: &mut Section, mut filter: Option<&mut Section>) -> a
             load.fact(case("`route count` prints"), says);
         }
         load.comparisons.push(count_cmp);
+        let (floor_cmp, floor_says) = floor::compare(
+            ctx,
+            ns.name(),
+            &format!("{} IPv4", human(size)),
+            size >= 600_000,
+        );
+        load.headline(case("load / raw dump floor"), floor_says);
+        load.comparisons.push(floor_cmp);
         if size == ctx.plan.filter_main_routes
             && let Some(filter) = filter.take()
         {
@@ -315,6 +329,88 @@ fn load_v6(ctx: &Ctx, load: &mut Section) -> anyhow::Result<()> {
     {
         load.headline(case("`route count` says"), memory.to_owned());
     }
+    let (floor_cmp, floor_says) =
+        floor::compare(ctx, ns.name(), &format!("{} IPv6", human(size)), false);
+    load.headline(case("load / raw dump floor"), floor_says);
+    load.comparisons.push(floor_cmp);
+    Ok(())
+}
+
+/// A namespace with two veth pairs: `veth0` (192.0.2.1/24) and `veth2` (198.51.100.1/24),
+/// with their peers `veth1` and `veth3`, up. The gateways 192.0.2.2 and 198.51.100.2 are
+/// on-link and nobody's address.
+fn multipath_ns() -> anyhow::Result<NetNs> {
+    NetNs::builder()
+        .veth(Veth::new("veth0", "veth1").address("192.0.2.1/24"))
+        .veth(Veth::new("veth2", "veth3").address("198.51.100.1/24"))
+        .start()
+        .context("cannot make a network namespace")
+}
+
+/// The attributes of every multipath route, after its prefix (metrics go before the hops:
+/// `ip` reads everything after the first `nexthop` as hops).
+const MULTIPATH_ROUTE: &str = "mtu lock 1400 advmss 1360 initcwnd 10 \
+     nexthop via 192.0.2.2 dev veth0 weight 1 nexthop via 198.51.100.2 dev veth2 weight 3";
+
+/// Multipath routes with weights and metrics: their bytes per route in the cache, and `route
+/// show` against `ip route show`.
+fn load_multipath(ctx: &Ctx, load: &mut Section) -> anyhow::Result<()> {
+    let ns = multipath_ns()?;
+    let size = ctx.plan.multipath_routes;
+    let baseline = count_baseline(ctx, &ns);
+    let file = ctx.scratch_file("multipath.batch");
+    {
+        let mut out = BufWriter::new(File::create(&file)?);
+        for idx in 0..size {
+            writeln!(
+                out,
+                "route add {} {MULTIPATH_ROUTE}",
+                v4_prefix(MAIN_V4_BASE, idx)
+            )?;
+        }
+        out.flush()?;
+    }
+    progress(&format!("filling {size} multipath IPv4 routes"));
+    let took = ip_batch(&ns, &file)?;
+    std::fs::remove_file(&file)?;
+    load.setup(format!(
+        "Multipath: another namespace with two veth pairs, {size} /24 routes from \
+         {MAIN_V4_BASE} `{MULTIPATH_ROUTE}` in the main table; `ip route show` (which prints \
+         each hop on a line of its own) against `netmirror route show -4`, and \
+         `netmirror route count`"
+    ));
+    let case = |what: &str| format!("{} IPv4 multipath {what}", human(size));
+    load.fact(
+        case("fill"),
+        format!("`ip -batch` added {size} routes in {took:.1} s"),
+    );
+    let show = ours(ctx, &ns, &["route", "show", "-4"]);
+    let ip_show = ip(&ns, "route show", &["route", "show"]);
+    load.fact(
+        case("output lines"),
+        format!(
+            "`{}`: {}; `{}`: {}",
+            show.label,
+            line_count(&show),
+            ip_show.label,
+            line_count(&ip_show)
+        ),
+    );
+    load.comparisons
+        .push(ctx.compare(&case("show"), &show, &ip_show, no_setup));
+    let count = ours(ctx, &ns, &["route", "count"]);
+    let count_cmp = ctx.compare(&case("count"), &count, &ip_show, no_setup);
+    load.headline(
+        case("cache memory (RSS delta)"),
+        bytes_per_route(&count_cmp, baseline, size),
+    );
+    if let Some(says) = count_says(ctx, &ns) {
+        if let Some(memory) = says.split(" ⏎ ").find(|line| line.contains("bytes")) {
+            load.headline(case("`route count` says"), memory.to_owned());
+        }
+        load.fact(case("`route count` prints"), says);
+    }
+    load.comparisons.push(count_cmp);
     Ok(())
 }
 
