@@ -503,7 +503,7 @@ pub(crate) fn addr_row(addr: &Address, names: &LinkNames) -> Vec<Cell> {
 /// A route's row.
 pub(crate) fn route_row(route: &Route, names: &LinkNames) -> Vec<Cell> {
     let mut row = Vec::with_capacity(ROUTE_FIELDS.len());
-    route_cells(route, names, &mut NameMemo::default(), &mut row);
+    route_cells(route, names, &mut NameMemo::default(), &[], &mut row);
     row
 }
 
@@ -529,20 +529,26 @@ fn memo_cell<T: Copy + PartialEq>(
     }
 }
 
-/// Pushes a route's cells (those of [`route_row`]) into `row`.
+/// Pushes a route's cells (those of [`route_row`]) into `row`. `shown` says, by field index,
+/// which cells will be printed (empty: all); the costly ones that will not are left
+/// [`Cell::Null`] (a multipath route's hop list, metrics, encap ... in a table of the default
+/// columns).
 pub(crate) fn route_cells(
     route: &Route,
     names: &LinkNames,
     memo: &mut NameMemo,
+    shown: &[bool],
     row: &mut Vec<Cell>,
 ) {
+    // Whether the cell about to be pushed (the next index) is printed.
+    let wanted = |row: &Vec<Cell>| shown.get(row.len()).copied().unwrap_or(true);
     let hops = route.multipath();
     // One push per cell: a cell is written in place, where extending from an array would
     // build the row on the stack first and copy it.
     row.push(family_name(route.family()).into());
     row.push(memo_cell(&mut memo.kind, route.kind().0, names::route_type));
     row.push(Cell::Prefix(route.dst(), route.dst_len()));
-    if route.gateway().is_none() && !hops.is_empty() {
+    if route.gateway().is_none() && !hops.is_empty() && wanted(row) {
         // A multipath route: its hops' gateways and devices for people (the NEXTHOPS column
         // and `-d` have each hop whole); JSON has them under `nexthops` only, as ip does.
         let gateways: Vec<String> = hops
@@ -558,7 +564,7 @@ pub(crate) fn route_cells(
     }
     match route.oif() {
         Some(ifindex) => row.push(names.cell(ifindex)),
-        None if !hops.is_empty() => {
+        None if !hops.is_empty() && wanted(row) => {
             let devs: Vec<String> = hops.iter().map(|hop| names.name(hop.ifindex)).collect();
             row.push(Cell::Typed {
                 text: devs.join(","),
@@ -580,32 +586,47 @@ pub(crate) fn route_cells(
     row.push(memo_cell(&mut memo.scope, route.scope().0, names::scope));
     row.push(route.priority().into());
     row.push(route.prefsrc().map_or(Cell::Null, address_cell));
-    row.push(Cell::opt_text(
-        route.src().map(|(addr, len)| format!("{addr}/{len}")),
-    ));
+    push_if(row, wanted(row), || {
+        Cell::opt_text(route.src().map(|(addr, len)| format!("{addr}/{len}")))
+    });
     row.push(route.tos().into());
-    row.push(nexthops_cell(route, names));
-    row.push(Cell::List(names::route_flags(route.flags())));
+    push_if(row, wanted(row), || nexthops_cell(route, names));
+    push_if(row, wanted(row), || {
+        Cell::List(names::route_flags(route.flags()))
+    });
     row.push(Cell::opt_int(route.nh_id()));
-    row.push(route.encap().map_or(Cell::Null, encap_cell));
-    row.push(route.realms().map_or(Cell::Null, flow_cell));
+    push_if(row, wanted(row), || {
+        route.encap().map_or(Cell::Null, encap_cell)
+    });
+    push_if(row, wanted(row), || {
+        route.realms().map_or(Cell::Null, flow_cell)
+    });
     row.push(
         route
             .pref()
             .map_or(Cell::Null, |pref| names::pref(pref).into()),
     );
     row.push(Cell::opt_int(route.expires()));
-    row.push(Cell::opt_text(
-        route.mark().map(|mark| format!("{mark:#x}")),
-    ));
-    row.push(Cell::opt_text(route.iif().map(|iif| names.name(iif))));
+    push_if(row, wanted(row), || {
+        Cell::opt_text(route.mark().map(|mark| format!("{mark:#x}")))
+    });
+    push_if(row, wanted(row), || {
+        Cell::opt_text(route.iif().map(|iif| names.name(iif)))
+    });
     row.push(Cell::opt_text(
         route
             .ttl_propagate()
             .map(|ttl| if ttl == 0 { "disabled" } else { "enabled" }),
     ));
-    row.push(metrics_cell(route));
-    row.push(unknown_cell(route.unknown_attributes()));
+    push_if(row, wanted(row), || metrics_cell(route));
+    push_if(row, wanted(row), || {
+        unknown_cell(route.unknown_attributes())
+    });
+}
+
+/// Pushes `cell()` when `wanted`, else [`Cell::Null`] (a cell that will not be printed).
+fn push_if(row: &mut Vec<Cell>, wanted: bool, cell: impl FnOnce() -> Cell) {
+    row.push(if wanted { cell() } else { Cell::Null });
 }
 
 /// The hops of a multipath route, as `ip -j` lists them (`gateway`, `dev`, `weight`,
@@ -971,11 +992,12 @@ pub(crate) fn route_show(
         return stream.finish();
     }
     let mut stream = printer.rows(ROUTE_FIELDS, &route_bounds(family(kernel)))?;
+    let shown = stream.shown();
     let mut row = Vec::with_capacity(ROUTE_FIELDS.len());
     let mut memo = NameMemo::default();
     let report = visit_with(&mut stream, progress, query, |stream, route: Route| {
         row.clear();
-        route_cells(&route, &names, &mut memo, &mut row);
+        route_cells(&route, &names, &mut memo, &shown, &mut row);
         stream.row(&row)
     })
     .map_err(|err| dump_error(err, "dump routes"))?;

@@ -1355,6 +1355,16 @@ impl Printer {
 }
 
 impl RowStream<'_> {
+    /// Which of its fields the stream prints, by field index: a row's cells for the others
+    /// are not read.
+    pub(crate) fn shown(&self) -> Vec<bool> {
+        let mut shown = vec![false; self.fields.len()];
+        for &idx in &self.chosen {
+            shown[idx] = true;
+        }
+        shown
+    }
+
     /// Writes one row: `row` has one cell per field.
     pub(crate) fn row(&mut self, row: &[Cell]) -> anyhow::Result<()> {
         debug_assert_eq!(row.len(), self.fields.len(), "one cell per field");
