@@ -1315,28 +1315,27 @@ impl Printer {
             })
             .collect();
         Ok(RowStream {
-            printer: self,
             fields,
             chosen,
             bounds,
-            pending: String::with_capacity(PENDING_BYTES + 4096),
-            flushed: 0,
-            rows: 0,
-            widths: None,
-            held: String::new(),
-            held_ends: Vec::new(),
             measured,
-            line: String::new(),
             json_keys,
-            raw: false,
+            ..RowStream::empty(self, false)
         })
     }
 
     /// A [`RowStream`] of plain lines ([`RowStream::tabbed_line`]), such as `route show -d`'s
     /// for people.
     pub(crate) fn lines(&mut self) -> RowStream<'_> {
+        RowStream::empty(self, true)
+    }
+}
+
+impl<'p> RowStream<'p> {
+    /// A stream with no fields and nothing written yet; `raw` for plain lines.
+    fn empty(printer: &'p mut Printer, raw: bool) -> Self {
         RowStream {
-            printer: self,
+            printer,
             fields: &[],
             chosen: Vec::new(),
             bounds: Vec::new(),
@@ -1349,7 +1348,7 @@ impl Printer {
             measured: Vec::new(),
             line: String::new(),
             json_keys: Vec::new(),
-            raw: true,
+            raw,
         }
     }
 }

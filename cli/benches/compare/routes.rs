@@ -179,6 +179,32 @@ fn count_says(ctx: &Ctx, ns: &NetNs) -> Option<String> {
 }
 
 /// Peak RSS (MiB, median of 3) of `netmirror route count` in this namespace.
+/// `netmirror route count` against `ip_show` in `ns` (`size` routes): the comparison, the
+/// cache's memory per route from the RSS delta over `baseline`, and what `route count` says.
+fn count_rows(
+    ctx: &Ctx,
+    load: &mut Section,
+    ns: &NetNs,
+    ip_show: &Cmd,
+    case: &dyn Fn(&str) -> String,
+    baseline: Option<f64>,
+    size: usize,
+) {
+    let count = ours(ctx, ns, &["route", "count"]);
+    let count_cmp = ctx.compare(&case("count"), &count, ip_show, no_setup);
+    load.headline(
+        case("cache memory (RSS delta)"),
+        bytes_per_route(&count_cmp, baseline, size),
+    );
+    if let Some(says) = count_says(ctx, ns) {
+        if let Some(memory) = says.split(" ⏎ ").find(|line| line.contains("bytes")) {
+            load.headline(case("`route count` says"), memory.to_owned());
+        }
+        load.fact(case("`route count` prints"), says);
+    }
+    load.comparisons.push(count_cmp);
+}
+
 fn count_baseline(ctx: &Ctx, ns: &NetNs) -> Option<f64> {
     let cmd = ours(ctx, ns, &["route", "count"]);
     let samples: Vec<_> = (0..3).filter_map(|_| cmd.measure().ok()).collect();
@@ -251,19 +277,7 @@ fn load_v4(ctx: &Ctx, load: &mut Section, mut filter: Option<&mut Section>) -> a
         let ip_json = ip(&ns, "-j route show", &["-j", "route", "show"]);
         load.comparisons
             .push(ctx.compare(&case("show --json"), &json, &ip_json, no_setup));
-        let count = ours(ctx, &ns, &["route", "count"]);
-        let count_cmp = ctx.compare(&case("count"), &count, &ip_show, no_setup);
-        load.headline(
-            case("cache memory (RSS delta)"),
-            bytes_per_route(&count_cmp, baseline, size),
-        );
-        if let Some(says) = count_says(ctx, &ns) {
-            if let Some(memory) = says.split(" ⏎ ").find(|line| line.contains("bytes")) {
-                load.headline(case("`route count` says"), memory.to_owned());
-            }
-            load.fact(case("`route count` prints"), says);
-        }
-        load.comparisons.push(count_cmp);
+        count_rows(ctx, load, &ns, &ip_show, &case, baseline, size);
         let (floor_cmp, floor_says) = floor::compare(
             ctx,
             ns.name(),
@@ -398,19 +412,7 @@ fn load_multipath(ctx: &Ctx, load: &mut Section) -> anyhow::Result<()> {
     );
     load.comparisons
         .push(ctx.compare(&case("show"), &show, &ip_show, no_setup));
-    let count = ours(ctx, &ns, &["route", "count"]);
-    let count_cmp = ctx.compare(&case("count"), &count, &ip_show, no_setup);
-    load.headline(
-        case("cache memory (RSS delta)"),
-        bytes_per_route(&count_cmp, baseline, size),
-    );
-    if let Some(says) = count_says(ctx, &ns) {
-        if let Some(memory) = says.split(" ⏎ ").find(|line| line.contains("bytes")) {
-            load.headline(case("`route count` says"), memory.to_owned());
-        }
-        load.fact(case("`route count` prints"), says);
-    }
-    load.comparisons.push(count_cmp);
+    count_rows(ctx, load, &ns, &ip_show, &case, baseline, size);
     Ok(())
 }
 

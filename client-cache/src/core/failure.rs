@@ -55,22 +55,8 @@ impl Core {
             WarningKind::CallFailed,
             format_args!("fetch for {path}: {cause}"),
         );
-        let visible = self.store.slot(id).visible;
-        let Some(obj) = self.store.slot_mut(id).obj.as_mut() else {
-            return;
-        };
-        obj.fetch_serial = 0;
-        let old = std::mem::replace(&mut obj.fetch, Fetch::Failed(cause.to_string().into()));
-        obj.refetch = false;
-        if visible {
-            let old = match old {
-                Fetch::Done(v) => Some(v),
-                _ => None,
-            };
-            self.batch.refetched.push((id, old));
-        }
-        self.store.touch(id);
-        self.batch.dirty = true;
+        // A refetch asked for meanwhile is dropped with the failed one.
+        self.store_fetch(id, Fetch::Failed(cause.to_string().into()));
     }
 
     /// When the earliest call on its way times out.

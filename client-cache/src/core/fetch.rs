@@ -131,10 +131,17 @@ impl Core {
                 }
             }
         };
+        if self.store_fetch(id, fetched) == Some(true) {
+            self.send_fetch(id);
+        }
+    }
+
+    /// Puts a fetch's outcome in object `id` (a visible object's former result goes to the
+    /// batch, for its event). Returns whether another fetch was asked for meanwhile (the ask is
+    /// cleared), or `None` when the object is gone.
+    pub(super) fn store_fetch(&mut self, id: ObjId, fetched: Fetch) -> Option<bool> {
         let visible = self.store.slot(id).visible;
-        let Some(obj) = self.store.slot_mut(id).obj.as_mut() else {
-            return;
-        };
+        let obj = self.store.slot_mut(id).obj.as_mut()?;
         obj.fetch_serial = 0;
         let old = std::mem::replace(&mut obj.fetch, fetched);
         let refetch = std::mem::take(&mut obj.refetch);
@@ -147,9 +154,7 @@ impl Core {
         }
         self.store.touch(id);
         self.batch.dirty = true;
-        if refetch {
-            self.send_fetch(id);
-        }
+        Some(refetch)
     }
 }
 

@@ -201,16 +201,23 @@ impl Core {
         self.fail(&Call::GetManagedObjects, &dest, &om, cause);
     }
 
+    /// An error reply to a one-object load's call: a refusal (the method is not there) falls
+    /// back to the whole load; anything else means the object is not there, and the load is
+    /// done with nothing.
+    fn refused_or_absent(&mut self, e: &ErrorReply, absent: std::fmt::Arguments<'_>) {
+        if e.is_refusal() {
+            self.fall_back(&e.name);
+        } else {
+            self.rep.trace(absent);
+            self.mark_load_done();
+        }
+    }
+
     /// The reply to the lookup: the object to load, or nothing.
     pub(super) fn on_lookup(&mut self, msg: &Message, error: Option<&ErrorReply>) {
         if let Some(e) = error {
-            if e.is_refusal() {
-                self.fall_back(&e.name);
-            } else {
-                // The service knows the method, and says there is no such object.
-                self.rep.trace(format_args!("lookup found nothing: {e}"));
-                self.mark_load_done();
-            }
+            // Else the service knows the method, and says there is no such object.
+            self.refused_or_absent(e, format_args!("lookup found nothing: {e}"));
             return;
         }
         match msg.body().deserialize::<(zbus::OwnedObjectPath,)>() {
@@ -243,12 +250,7 @@ impl Core {
         error: Option<&ErrorReply>,
     ) {
         if let Some(e) = error {
-            if e.is_refusal() {
-                self.fall_back(&e.name);
-            } else {
-                self.rep.trace(format_args!("no object {path}: {e}"));
-                self.mark_load_done();
-            }
+            self.refused_or_absent(e, format_args!("no object {path}: {e}"));
             return;
         }
         let dest = self.service_dest();

@@ -11,7 +11,7 @@ use super::nm_parity::settings_of;
 use crate::support::{Run, netmirror, run};
 
 /// A daemon managing the veth pair `va0`/`vb0`, both available.
-fn daemon() -> NetworkManagerDaemon {
+pub(super) fn daemon() -> NetworkManagerDaemon {
     let nm = NetworkManagerDaemon::builder()
         .manage_devices()
         .start()

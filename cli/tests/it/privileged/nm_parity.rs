@@ -35,35 +35,11 @@ addr-gen-mode=eui64\n";
 /// A daemon managing the veth pair `va0`/`vb0` (both available), with `s1` loaded from its
 /// keyfile.
 pub(super) fn sandbox() -> NetworkManagerDaemon {
-    let nm = NetworkManagerDaemon::builder()
-        .manage_devices()
-        .start()
-        .expect("start NetworkManager");
-    for args in [
-        &["link", "add", "va0", "type", "veth", "peer", "name", "vb0"][..],
-        &["link", "set", "vb0", "up"],
-    ] {
-        assert!(
-            nm.netns_command("ip")
-                .args(args)
-                .status()
-                .unwrap()
-                .success()
-        );
-    }
+    let nm = super::nm_actions::daemon();
     let path = nm.keyfile_dir().join("s1.nmconnection");
     std::fs::write(&path, S1).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let devices = nmcli_text(&nm, &["-t", "-f", "DEVICE,STATE", "device"]);
-        if devices.contains("va0:disconnected") && devices.contains("vb0:disconnected") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{devices:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
     nmcli_ok(&nm, &["connection", "load", path.to_str().unwrap()]);
     assert!(profiles(&nm).contains_key("s1"), "s1 not loaded");
     nm
