@@ -407,7 +407,11 @@ async fn introspect(
     );
     // Like every call, bounded: a service that never answers does not hang the walk.
     let timer = async {
-        async_io::Timer::at(deadline).await;
+        // zbus's own runtime, which `conn` runs on (no second reactor, no thread).
+        match zruntime::SharedRuntime::current() {
+            Ok(runtime) => runtime.sleep_until(deadline).await,
+            Err(_) => std::future::pending().await,
+        }
         None
     };
     let reply = futures_util::future::select(Box::pin(async { Some(call.await) }), Box::pin(timer))

@@ -97,18 +97,27 @@ pub(crate) enum Next<E> {
 }
 
 /// Waits for `next` (a cache's next event) or a signal, whichever comes first: the flag is
-/// looked at every 100 ms on async-io's timer. A monitor ends cleanly on the signal (the event
+/// looked at every 100 ms on a timer of zbus's runtime. A monitor ends cleanly on the signal (the event
 /// future, dropped then, loses nothing the monitor would still print).
 pub(crate) async fn next_or_signal<E>(
     next: impl std::future::Future<Output = Option<E>>,
     interrupt: &Interrupt,
 ) -> Next<E> {
     let watch = async {
+        // zbus's own runtime, which the monitor's connection already runs on, so it is alive
+        // and this cannot fail; were it to, only a message would stop the wait.
+        let runtime = match zruntime::SharedRuntime::current() {
+            Ok(runtime) => runtime,
+            Err(err) => {
+                tracing::warn!("no timer to look for SIGINT/SIGTERM with: {err}");
+                return std::future::pending().await;
+            }
+        };
         loop {
             if let Some(signal) = interrupt.received() {
                 return signal;
             }
-            async_io::Timer::after(std::time::Duration::from_millis(100)).await;
+            runtime.sleep(std::time::Duration::from_millis(100)).await;
         }
     };
     let next = std::pin::pin!(next);

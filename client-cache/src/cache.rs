@@ -174,6 +174,9 @@ impl CacheBuilder {
             )?),
             None => None,
         };
+        // The runtime the connection's reader already runs on (zbus 6's own): the calls'
+        // deadlines are timers on its reactor.
+        let runtime = zruntime::SharedRuntime::current().map_err(zbus::Error::from)?;
         let mut core = Core::new(self.cfg, conn.is_bus());
         if let Some(r) = &mut recorder {
             r.start();
@@ -186,7 +189,8 @@ impl CacheBuilder {
             closed: false,
             recorder,
             sending: std::sync::Mutex::new(None),
-            timer: async_io::Timer::never(),
+            runtime,
+            timer: None,
             timer_at: None,
         };
         cache.flush().await?;
@@ -225,8 +229,10 @@ pub struct ObjectCache {
     /// The calls being sent (see [`ObjectCache::poll_flush`]). In a mutex only so that the
     /// cache stays `Sync`; it is only ever reached through `&mut self` (`get_mut`, no locking).
     sending: std::sync::Mutex<Option<SendFuture>>,
+    /// zbus's runtime, whose reactor drives the timers (see [`timer_at`]).
+    runtime: zruntime::SharedRuntime,
     /// The timer of the earliest call's deadline, and the deadline it is set to.
-    timer: async_io::Timer,
+    timer: Option<zruntime::Sleep<zruntime::Shared>>,
     timer_at: Option<Instant>,
 }
 
@@ -294,16 +300,17 @@ impl ObjectCache {
     fn poll_deadline(&mut self, cx: &mut Context<'_>) -> bool {
         let deadline = self.core.next_deadline();
         if deadline != self.timer_at {
-            match deadline {
-                Some(at) => self.timer.set_at(at),
-                None => self.timer = async_io::Timer::never(),
+            match (deadline, &mut self.timer) {
+                (Some(at), Some(timer)) => timer.reset(at),
+                (Some(at), None) => self.timer = Some(self.runtime.sleep_until(at)),
+                (None, _) => self.timer = None,
             }
             self.timer_at = deadline;
         }
-        if deadline.is_none() {
+        let Some(timer) = &mut self.timer else {
             return false;
-        }
-        if Pin::new(&mut self.timer).poll(cx).is_ready() {
+        };
+        if Pin::new(timer).poll(cx).is_ready() {
             // Re-armed on the next poll, for the next deadline.
             self.timer_at = None;
             return true;
@@ -485,8 +492,8 @@ impl ObjectCache {
     }
 
     /// The next event, or `None` if nothing happens within `timeout` (or the connection
-    /// closed). The timer is async-io's (one reactor for the process, no thread per call), so
-    /// this works on any executor. Cancel-safe, as [`ObjectCache::next_event`].
+    /// closed). The timer is on zbus's own runtime (see [`timer_at`]), so this works on any
+    /// executor. Cancel-safe, as [`ObjectCache::next_event`].
     pub async fn next_event_timeout(&mut self, timeout: Duration) -> Option<Event> {
         self.next_event_deadline(Instant::now() + timeout).await
     }
@@ -495,7 +502,7 @@ impl ObjectCache {
     /// for a caller with one deadline for several waits. Cancel-safe, as
     /// [`ObjectCache::next_event`].
     pub async fn next_event_deadline(&mut self, deadline: Instant) -> Option<Event> {
-        self.next_event_or(async_io::Timer::at(deadline))
+        self.next_event_or(self.runtime.sleep_until(deadline))
             .await
             .ok()
             .flatten()
@@ -531,7 +538,7 @@ impl ObjectCache {
         mut pred: impl FnMut(&Self) -> bool,
         timeout: Duration,
     ) -> Result<bool> {
-        let timer = async_timer(timeout);
+        let timer = self.runtime.sleep(timeout);
         futures_util::pin_mut!(timer);
         loop {
             if pred(self) {
@@ -805,8 +812,12 @@ impl<'a> ObjectRef<'a> {
     }
 }
 
-/// A timer on async-io's reactor (one thread for the whole process, whatever the executor):
-/// no thread per timer.
-pub(crate) async fn async_timer(timeout: Duration) {
-    async_io::Timer::after(timeout).await;
+/// A timer due at `deadline`, on zbus 6's own runtime (zruntime): the reactor the connection's
+/// reader already runs on, driven by the thread inside `zbus::block_on`, or by zruntime's helper
+/// thread when the caller runs another executor (Tokio, smol). So a timeout costs no second
+/// reactor and no thread of its own, on any executor. Fails only where no runtime is alive and
+/// a new one cannot open its reactor.
+pub(crate) fn timer_at(deadline: Instant) -> Result<zruntime::Sleep<zruntime::Shared>> {
+    let runtime = zruntime::SharedRuntime::current().map_err(zbus::Error::from)?;
+    Ok(runtime.sleep_until(deadline))
 }

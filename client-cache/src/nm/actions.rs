@@ -864,7 +864,7 @@ const CALL_DEADLINE: Duration = Duration::from_secs(25);
 /// `fut`, or [`Error::Timeout`] after [`CALL_DEADLINE`]: a daemon that never answers does not
 /// hang the caller.
 async fn deadline<F: std::future::Future>(fut: F) -> Result<F::Output> {
-    let timer = crate::cache::async_timer(CALL_DEADLINE);
+    let timer = crate::cache::timer_at(std::time::Instant::now() + CALL_DEADLINE)?;
     futures_util::pin_mut!(fut);
     futures_util::pin_mut!(timer);
     match futures_util::future::select(fut, timer).await {

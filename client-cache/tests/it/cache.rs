@@ -284,6 +284,10 @@ fn a_burst_of_changes_then_removal_yields_one_removal_with_the_last_state() {
             mock.add("/n", node("n", None, &[]));
             // Let all of them queue up before the cache looks: a round trip of the mock's
             // connection proves the bus routed its signals, then zbus's reader needs a moment.
+            // The reader is a task on this thread's runtime (zruntime, inside `block_on`), so
+            // the moment is an async sleep that lets it run: a blocking one would leave
+            // whatever it had not read yet during the round trip in the socket, for a batch
+            // of its own.
             mock.conn
                 .call_method(
                     Some("org.freedesktop.DBus"),
@@ -294,7 +298,10 @@ fn a_burst_of_changes_then_removal_yields_one_removal_with_the_last_state() {
                 )
                 .await
                 .unwrap();
-            std::thread::sleep(Duration::from_millis(500));
+            zruntime::SharedRuntime::current()
+                .unwrap()
+                .sleep(Duration::from_millis(500))
+                .await;
             let ev = events_until(&mut cache, |e| e.len() >= 3).await;
             assert_eq!(kinds(&ev), ["removed /a", "changed /b Count", "added /n"]);
             let Event::Removed { object, .. } = &ev[0] else {
