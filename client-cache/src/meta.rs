@@ -4,7 +4,7 @@
 //! its `o`/`ao` properties are references the cache resolves. Every other interface is kept
 //! generically: each property as whatever [`Value`](crate::Value) the service sent.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use hashbrown::HashMap;
 
@@ -79,6 +79,43 @@ impl InterfaceDecl {
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     ifaces: HashMap<Arc<str>, Arc<InterfaceDecl>>,
+    /// Declarations of a `netmirror-dbus-meta` registry ([`Registry::from_meta`]), each
+    /// converted the first time it is asked for: a cache of NetworkManager that meets a dozen
+    /// of its 53 interfaces converts those only. Those in `ifaces` take precedence.
+    meta: Option<Arc<MetaDecls>>,
+}
+
+/// The static declarations behind a [`Registry`], and each one's conversion once made.
+#[derive(Debug)]
+struct MetaDecls {
+    interfaces: &'static [&'static netmirror_dbus_meta::Interface],
+    converted: Box<[OnceLock<Arc<InterfaceDecl>>]>,
+}
+
+impl MetaDecls {
+    /// The conversion of declaration `index`.
+    fn get(&self, index: usize) -> Option<&Arc<InterfaceDecl>> {
+        let iface = self.interfaces.get(index)?;
+        let cell = self.converted.get(index)?;
+        Some(cell.get_or_init(|| {
+            Arc::new(InterfaceDecl::new(
+                iface.name(),
+                iface
+                    .properties()
+                    .iter()
+                    .map(|p| (p.name(), p.signature(), p.target().filter(|t| *t != "/"))),
+            ))
+        }))
+    }
+
+    /// The declaration called `name`.
+    fn find(&self, name: &str) -> Option<&Arc<InterfaceDecl>> {
+        let index = self
+            .interfaces
+            .binary_search_by(|i| i.name().cmp(name))
+            .ok()?;
+        self.get(index)
+    }
 }
 
 impl Registry {
@@ -101,44 +138,107 @@ impl Registry {
 
     /// The declaration of `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<InterfaceDecl>> {
-        self.ifaces.get(name)
+        self.ifaces
+            .get(name)
+            .or_else(|| self.meta.as_ref()?.find(name))
+    }
+
+    /// The static declarations not replaced by [`Registry::declare`].
+    fn meta_only(&self) -> impl Iterator<Item = &Arc<InterfaceDecl>> {
+        let meta = self.meta.as_deref();
+        let count = meta.map_or(0, |m| m.interfaces.len());
+        (0..count)
+            .filter_map(move |i| meta?.get(i))
+            .filter(|decl| !self.ifaces.contains_key(&decl.name))
     }
 
     /// How many interfaces are declared.
     pub fn len(&self) -> usize {
-        self.ifaces.len()
+        self.ifaces.len() + self.meta_only().count()
     }
 
     /// Whether nothing is declared.
     pub fn is_empty(&self) -> bool {
-        self.ifaces.is_empty()
+        self.ifaces.is_empty() && self.meta.as_ref().is_none_or(|m| m.interfaces.is_empty())
     }
 
     /// Iterate over the declarations.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<InterfaceDecl>> {
-        self.ifaces.values()
+        self.ifaces.values().chain(self.meta_only())
     }
 }
 
 impl Registry {
     /// The declarations of a `netmirror-dbus-meta` registry (such as
-    /// [`netmirror_dbus_meta::nm::REGISTRY`]), converted once.
+    /// [`netmirror_dbus_meta::nm::REGISTRY`]), each converted once, the first time it is needed
+    /// (building NetworkManager's 53 for a short command was a sixteenth of its instructions).
     pub fn from_meta(meta: &netmirror_dbus_meta::Registry) -> Self {
-        let mut registry = Self::default();
-        for iface in meta.interfaces() {
-            registry.declare(InterfaceDecl::new(
-                iface.name(),
-                iface
-                    .properties()
-                    .iter()
-                    .map(|p| (p.name(), p.signature(), p.target().filter(|t| *t != "/"))),
-            ));
+        let interfaces = meta.interfaces();
+        Self {
+            ifaces: HashMap::new(),
+            meta: Some(Arc::new(MetaDecls {
+                interfaces,
+                converted: interfaces.iter().map(|_| OnceLock::new()).collect(),
+            })),
         }
-        registry
     }
 
     /// NetworkManager's whole API.
     pub fn network_manager() -> Self {
         Self::from_meta(&netmirror_dbus_meta::nm::REGISTRY)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The eager conversion `from_meta` made before it became lazy.
+    fn converted(iface: &netmirror_dbus_meta::Interface) -> InterfaceDecl {
+        InterfaceDecl::new(
+            iface.name(),
+            iface
+                .properties()
+                .iter()
+                .map(|p| (p.name(), p.signature(), p.target().filter(|t| *t != "/"))),
+        )
+    }
+
+    #[test]
+    fn lazy_declarations_equal_the_eager_conversion() {
+        let meta = &netmirror_dbus_meta::nm::REGISTRY;
+        let registry = Registry::from_meta(meta);
+        assert_eq!(registry.len(), meta.interfaces().len());
+        assert!(!registry.is_empty());
+        for iface in meta.interfaces() {
+            let decl = registry.get(iface.name()).expect("declared");
+            assert_eq!(**decl, converted(iface));
+            // Converted once: the same allocation the second time.
+            assert!(Arc::ptr_eq(
+                decl,
+                registry.get(iface.name()).expect("declared")
+            ));
+        }
+        assert!(registry.get("org.example.Nothing").is_none());
+        let mut names: Vec<&str> = registry.iter().map(|d| &*d.name).collect();
+        names.sort_unstable();
+        let expected: Vec<&str> = meta.interfaces().iter().map(|i| i.name()).collect();
+        assert_eq!(names, expected);
+    }
+
+    #[test]
+    fn a_declaration_replaces_the_static_one_of_its_name() {
+        let meta = &netmirror_dbus_meta::nm::REGISTRY;
+        let name = meta.interfaces()[0].name();
+        let mut registry = Registry::from_meta(meta);
+        registry.declare(InterfaceDecl::new(name, [("Only", "u", None)]));
+        let decl = registry.get(name).expect("declared");
+        assert_eq!(decl.properties.len(), 1);
+        assert_eq!(registry.len(), meta.interfaces().len());
+        assert_eq!(registry.iter().filter(|d| &*d.name == name).count(), 1);
+        registry.declare(InterfaceDecl::new("org.example.Extra", []));
+        assert_eq!(registry.len(), meta.interfaces().len() + 1);
+        assert!(Registry::generic().is_empty());
+        assert_eq!(Registry::generic().len(), 0);
     }
 }
