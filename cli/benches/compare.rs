@@ -217,6 +217,12 @@ fn main() -> ExitCode {
     if args.get(1).is_some_and(|arg| arg == floor::FLOOR_ARG) {
         return floor::floor_main(&args[2..]);
     }
+    if args
+        .get(1)
+        .is_some_and(|arg| arg == nm_actions::ACTIVATE_ARG)
+    {
+        return nm_actions::activate_main(&args[2..]);
+    }
     if args.get(1).is_some_and(|arg| arg == latency::PROFILE_ARG) {
         return latency::profile_main(&args[2..]);
     }

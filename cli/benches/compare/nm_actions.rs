@@ -29,6 +29,42 @@ const MODIFY_CALLS: usize = 500;
 /// Pipelined `Update2` calls in flight at once.
 const WINDOW: usize = 16;
 
+/// The first argument that makes this binary the floor of `connection up`: `ACTIVATE_ARG
+/// PROFILE_PATH` connects to the system bus, calls `ActivateConnection` on the profile, and
+/// exits once NetworkManager has answered (no cache, no wait for `activated`).
+pub(crate) const ACTIVATE_ARG: &str = "__netmirror_bench_zbus_activate";
+
+/// The floor child: what any zbus program that starts an activation costs, at the least.
+pub(crate) fn activate_main(args: &[std::ffi::OsString]) -> std::process::ExitCode {
+    let Some(profile) = args.first().and_then(|p| p.to_str()) else {
+        eprintln!("usage: {ACTIVATE_ARG} PROFILE_PATH");
+        return std::process::ExitCode::FAILURE;
+    };
+    let result: zbus::Result<()> = zbus::block_on(async {
+        let conn = zbus::Connection::system().await?;
+        let profile = zbus::ObjectPath::try_from(profile)?;
+        let none = zbus::ObjectPath::from_static_str_unchecked("/");
+        conn.call_method(
+            Some("org.freedesktop.NetworkManager"),
+            "/org/freedesktop/NetworkManager",
+            Some("org.freedesktop.NetworkManager"),
+            "ActivateConnection",
+            &(profile, &none, &none),
+        )
+        .await?;
+        // Ended here, as netmirror's commands end once done: leaving `block_on` with the
+        // connection's reader still registered would start zruntime's helper thread to run it.
+        std::process::exit(0)
+    });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{ACTIVATE_ARG}: {err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// Scenario 7.
 pub(crate) fn run(ctx: &Ctx) -> Section {
     let mut section = Section::new(TITLE);
@@ -163,6 +199,40 @@ fn actions(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
                     "NOT met"
                 }
             ),
+        );
+    }
+    section.comparisons.push(cmp);
+
+    // The floor under the CPU target: this binary, re-executed, does only what every zbus
+    // client that starts an activation must (process start, connect, authenticate, `Hello`,
+    // one `ActivateConnection` and its reply), and nothing the command adds (arguments, the
+    // cache, the wait for `activated`, the output).
+    let listed = nmcli_ok(
+        &daemon,
+        &["-t", "-f", "NAME,DBUS-PATH", "connection", "show"],
+    )?;
+    let profile = listed
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("{UP}:")))
+        .context("nmcli does not list the profile's D-Bus path")?
+        .to_owned();
+    let exe = std::env::current_exe().context("cannot find the bench binary")?;
+    let floor = Cmd::new(
+        "zbus floor: connect + ActivateConnection, no cache, no wait",
+        &exe,
+        &[ACTIVATE_ARG, &profile],
+    )
+    .env("DBUS_SYSTEM_BUS_ADDRESS", &address);
+    let cmp = ctx.compare(
+        "connection up: the floor of a zbus client",
+        &floor,
+        &theirs,
+        down,
+    );
+    if let (Outcome::Measured(a), Outcome::Measured(b)) = (&cmp.netmirror, &cmp.reference) {
+        section.headline(
+            "connection up: CPU of the zbus floor (connect + ActivateConnection) / nmcli",
+            ratio(a.cpu_ms.median, b.cpu_ms.median),
         );
     }
     section.comparisons.push(cmp);
