@@ -49,7 +49,7 @@ use std::{
 use hashbrown::{HashMap, HashSet};
 use zbus::message::{Message, Type};
 
-mod decode;
+pub(crate) mod decode;
 mod events;
 mod failure;
 mod fetch;
@@ -224,6 +224,20 @@ pub(crate) struct Core {
     load_announce: bool,
 }
 
+/// The method call `iface.member(body)` on `path` of `dest`, as the cache writes every call.
+pub(crate) fn build_call(
+    dest: &str,
+    path: &str,
+    iface: &str,
+    member: &str,
+    body: &(impl serde::Serialize + zbus::wire::DynamicType),
+) -> zbus::Result<Message> {
+    Message::method_call(path, member)
+        .destination(dest)
+        .interface(iface)
+        .build(body)
+}
+
 impl Core {
     pub(crate) fn new(cfg: Config, bus: bool) -> Self {
         let resolve = matches!(cfg.scope, Scope::All);
@@ -277,11 +291,7 @@ impl Core {
         body: &(impl serde::Serialize + zbus::wire::DynamicType),
         call: Call,
     ) {
-        let built = Message::method_call(path, member)
-            .destination(dest)
-            .interface(iface)
-            .build(body);
-        match built {
+        match build_call(dest, path, iface, member, body) {
             Ok(msg) => {
                 let serial = msg.primary_header().serial_num().get();
                 self.pending.insert(
