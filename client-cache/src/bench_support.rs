@@ -67,16 +67,16 @@ impl LoadedCore {
     }
 }
 
-/// The method call `iface.member(body)` on `path` of `dest`, written as the cache writes every
-/// call it makes.
+/// The method call `iface.member(args...)` on `path` of `dest` (string arguments), written as
+/// the cache writes every call it makes.
 pub fn method_call(
     dest: &str,
     path: &str,
     iface: &str,
     member: &str,
-    body: &(impl serde::Serialize + zbus::wire::DynamicType),
+    args: &[&str],
 ) -> zbus::Result<zbus::Message> {
-    crate::core::build_call(dest, path, iface, member, body)
+    crate::core::encode::method_call(dest, path, iface, member, args)
 }
 
 /// A reply's body decoded as the cache decodes a fetch's reply (dbus-meta's wire reader,

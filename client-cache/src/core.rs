@@ -50,6 +50,7 @@ use hashbrown::{HashMap, HashSet};
 use zbus::message::{Message, Type};
 
 pub(crate) mod decode;
+pub(crate) mod encode;
 mod events;
 mod failure;
 mod fetch;
@@ -224,20 +225,6 @@ pub(crate) struct Core {
     load_announce: bool,
 }
 
-/// The method call `iface.member(body)` on `path` of `dest`, as the cache writes every call.
-pub(crate) fn build_call(
-    dest: &str,
-    path: &str,
-    iface: &str,
-    member: &str,
-    body: &(impl serde::Serialize + zbus::wire::DynamicType),
-) -> zbus::Result<Message> {
-    Message::method_call(path, member)
-        .destination(dest)
-        .interface(iface)
-        .build(body)
-}
-
 impl Core {
     pub(crate) fn new(cfg: Config, bus: bool) -> Self {
         let resolve = matches!(cfg.scope, Scope::All);
@@ -288,10 +275,10 @@ impl Core {
         path: &str,
         iface: &str,
         member: &str,
-        body: &(impl serde::Serialize + zbus::wire::DynamicType),
+        args: &[&str],
         call: Call,
     ) {
-        match build_call(dest, path, iface, member, body) {
+        match encode::method_call(dest, path, iface, member, args) {
             Ok(msg) => {
                 let serial = msg.primary_header().serial_num().get();
                 self.pending.insert(
@@ -322,7 +309,7 @@ impl Core {
     }
 
     fn call_bus(&mut self, member: &str, arg: &str, call: Call) {
-        self.call(BUS, BUS_PATH, BUS, member, &(arg,), call);
+        self.call(BUS, BUS_PATH, BUS, member, &[arg], call);
     }
 
     fn service_dest(&self) -> String {

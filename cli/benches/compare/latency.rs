@@ -86,7 +86,7 @@ fn build_call() -> anyhow::Result<Message> {
         BUS_PATH,
         PROPS,
         "Get",
-        &(BUS, PROPERTY),
+        &[BUS, PROPERTY],
     )?)
 }
 

@@ -67,7 +67,7 @@ impl Core {
             &path,
             &spec.interface,
             &spec.method,
-            &(),
+            &[],
             Call::Fetch(id, path.clone()),
         );
         let Some(serial) = self

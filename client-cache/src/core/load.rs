@@ -86,7 +86,7 @@ impl Core {
                     &l.path,
                     &l.interface,
                     &l.method,
-                    &(l.arg.as_str(),),
+                    &[&l.arg],
                     Call::Lookup,
                 );
             }
@@ -99,7 +99,7 @@ impl Core {
             &path,
             INTROSPECTABLE,
             "Introspect",
-            &(),
+            &[],
             Call::Introspect(path.clone()),
         );
     }
@@ -131,7 +131,7 @@ impl Core {
             &om,
             OM,
             "GetManagedObjects",
-            &(),
+            &[],
             Call::GetManagedObjects,
         );
     }
@@ -282,7 +282,7 @@ impl Core {
                 &path,
                 PROPS,
                 "GetAll",
-                &(iface.as_str(),),
+                &[iface],
                 Call::GetAll(path.clone(), name),
             );
         }
