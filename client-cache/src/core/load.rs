@@ -603,6 +603,28 @@ mod tests {
     }
 
     #[test]
+    fn a_lookup_argument_that_d_bus_cannot_carry_fails_the_load_and_sends_nothing() {
+        let mut cfg = config();
+        cfg.scope = Scope::Lookup(Lookup {
+            path: "/".into(),
+            interface: "org.example.Finder".into(),
+            method: "Find".into(),
+            arg: "eth\0".into(),
+            fallback: ("org.example.Dev".into(), "Name".into()),
+        });
+        let mut core = bus_core(cfg);
+        core.start();
+        answer_name_owner(&mut core, OWNER);
+        core.commit();
+        assert!(!queued_members(&core).contains(&"Find".to_owned()));
+        let failure = core.failure.clone().expect("the load failed");
+        assert!(
+            matches!(&failure.cause, crate::error::CallFailure::Unsendable(why) if why.contains("NUL")),
+            "{failure}"
+        );
+    }
+
+    #[test]
     fn a_load_by_path_introspects_then_gets_every_interface() {
         let mut cfg = config();
         cfg.scope = Scope::Path("/o/7".into());
