@@ -66,3 +66,23 @@ impl LoadedCore {
         self.0.store.slots.iter().filter(|s| s.visible).count()
     }
 }
+
+/// The method call `iface.member(args...)` on `path` of `dest` (string arguments), written as
+/// the cache writes every call it makes.
+pub fn method_call(
+    dest: &str,
+    path: &str,
+    iface: &str,
+    member: &str,
+    args: &[&str],
+) -> zbus::Result<zbus::Message> {
+    crate::core::encode::method_call(dest, path, iface, member, args)
+}
+
+/// A reply's body decoded as the cache decodes a fetch's reply (dbus-meta's wire reader,
+/// straight into a [`Value`](crate::Value)).
+pub fn reply_value(
+    msg: &zbus::Message,
+) -> Result<crate::Value, netmirror_dbus_meta::wire::WireError> {
+    crate::core::decode::body_value(msg)
+}

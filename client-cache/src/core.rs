@@ -49,7 +49,8 @@ use std::{
 use hashbrown::{HashMap, HashSet};
 use zbus::message::{Message, Type};
 
-mod decode;
+pub(crate) mod decode;
+pub(crate) mod encode;
 mod events;
 mod failure;
 mod fetch;
@@ -274,14 +275,10 @@ impl Core {
         path: &str,
         iface: &str,
         member: &str,
-        body: &(impl serde::Serialize + zbus::wire::DynamicType),
+        args: &[&str],
         call: Call,
     ) {
-        let built = Message::method_call(path, member)
-            .destination(dest)
-            .interface(iface)
-            .build(body);
-        match built {
+        match encode::method_call(dest, path, iface, member, args) {
             Ok(msg) => {
                 let serial = msg.primary_header().serial_num().get();
                 self.pending.insert(
@@ -312,7 +309,7 @@ impl Core {
     }
 
     fn call_bus(&mut self, member: &str, arg: &str, call: Call) {
-        self.call(BUS, BUS_PATH, BUS, member, &(arg,), call);
+        self.call(BUS, BUS_PATH, BUS, member, &[arg], call);
     }
 
     fn service_dest(&self) -> String {

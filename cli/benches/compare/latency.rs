@@ -1,6 +1,7 @@
 //! Scenario 6, the question of the D-Bus latency seed: how long one `Properties.Get` takes
 //! through a private `dbus-daemon`, for netmirror's client path (a zbus connection used as
-//! `client-cache` uses it: `Connection::send` and a `MessageStream`), plain zbus
+//! `client-cache` uses it: the call built as the cache builds it, `Connection::send_all`,
+//! the reply taken off a `MessageStream` and decoded by dbus-meta's wire reader), plain zbus
 //! (`call_method`), sd-bus in-process (`sd_bus_call_method` in a loop, the system's
 //! libsystemd loaded at run time, see [`super::sdbus`]), a minimal hand-written blocking client,
 //! `busctl` (sd-bus, one process per call, so startup included), and the floor of a raw
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use futures_util::StreamExt;
-use netmirror_client_cache::testing::PrivateBus;
+use netmirror_client_cache::{bench_support, testing::PrivateBus};
 use zbus::message::Type;
 use zbus::{Connection, Message, MessageStream};
 
@@ -53,20 +54,19 @@ pub(crate) fn run(ctx: &Ctx) -> Section {
     section
 }
 
-/// netmirror's path: build the call, `send` it, take the reply off the connection's
-/// `MessageStream` by serial, as `client-cache` does for every call it makes.
+/// netmirror's path: the call built as `client-cache` builds every call it makes, sent with
+/// `send_all` (as the cache sends what it queued), the reply taken off the connection's
+/// `MessageStream` by serial and sender, and decoded as the cache decodes a fetch's reply.
 async fn stream_get(conn: &Connection, stream: &mut MessageStream) -> anyhow::Result<Duration> {
     let started = Instant::now();
-    let msg = Message::method_call(BUS_PATH, "Get")
-        .destination(BUS)
-        .interface(PROPS)
-        .build(&(BUS, PROPERTY))?;
+    let msg = build_call()?;
     let serial = msg.primary_header().serial_num();
-    conn.send(&msg).await?;
+    conn.send_all(std::slice::from_ref(&msg)).await?;
     while let Some(reply) = stream.next().await {
         let reply = reply?;
         let header = reply.header();
-        if header.reply_serial() == Some(serial) {
+        if header.reply_serial() == Some(serial) && header.sender().map(|s| s.as_str()) == Some(BUS)
+        {
             if header.message_type() != Type::MethodReturn {
                 bail!("Get failed: {reply:?}");
             }
@@ -77,11 +77,25 @@ async fn stream_get(conn: &Connection, stream: &mut MessageStream) -> anyhow::Re
     bail!("the connection closed")
 }
 
-/// Decodes a `Get` reply's variant, as the cache decodes every value it gets. Not inlined, so
-/// that callgrind can tell its instructions apart.
+/// The `Get` call, built as the cache builds its calls. Not inlined, so that callgrind can tell
+/// its instructions apart.
+#[inline(never)]
+fn build_call() -> anyhow::Result<Message> {
+    Ok(bench_support::method_call(
+        BUS,
+        BUS_PATH,
+        PROPS,
+        "Get",
+        &[BUS, PROPERTY],
+    )?)
+}
+
+/// Decodes a `Get` reply's variant, as the cache decodes every reply it keeps (dbus-meta's wire
+/// reader, straight into a `Value`). Not inlined, so that callgrind can tell its instructions
+/// apart.
 #[inline(never)]
 fn decode_reply(reply: &Message) -> anyhow::Result<()> {
-    let _value: zbus::OwnedVariant = reply.body().deserialize()?;
+    let _value = bench_support::reply_value(reply)?;
     Ok(())
 }
 
@@ -264,7 +278,7 @@ fn latency(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
     let floor = wire::socket_ping_pong(get.len(), reply_len, n)?;
 
     let stream_lat = Latency::of(
-        "netmirror's client path (zbus `send` + `MessageStream`, as client-cache)",
+        "netmirror's client path (the cache's calls: `send_all`, `MessageStream`, wire reader)",
         t.stream,
     );
     let call_lat = Latency::of("plain zbus `Connection::call_method`", t.call);
@@ -409,11 +423,7 @@ fn where_time_goes(
     let started = Instant::now();
     let mut last = None;
     for _ in 0..n {
-        let msg = Message::method_call(BUS_PATH, "Get")
-            .destination(BUS)
-            .interface(PROPS)
-            .build(&(BUS, PROPERTY))?;
-        last = Some(msg);
+        last = Some(build_call()?);
     }
     let build_us = started.elapsed().as_secs_f64() * 1e6 / n as f64;
     // Decoding: a reply-shaped body (a variant holding `as`) built once, decoded n times.
@@ -550,9 +560,12 @@ fn instructions(ctx: &Ctx, address: &str) -> anyhow::Result<Vec<(String, String,
     let (zbus_total, zbus_parts) = per_call(
         "zbus",
         &[
-            "zbus::message::builder::Builder::build",
+            "compare::compare::latency::build_call",
             "compare::compare::latency::decode_reply",
-            "zbus::connection::Connection::send::{{closure}}",
+            // `Connection::send_all` is inlined into the caller; this is the socket write it
+            // hands the message to.
+            "zbus::runtime::io::<impl zbus::connection::socket::WriteHalf for \
+             alloc::sync::Arc<zbus::runtime::io::RegisteredIo<O>>>::send_messages::{{closure}}",
             "zbus::connection::socket_reader::SocketReader::receive_msg::{{closure}}",
         ],
     )?;
@@ -567,8 +580,9 @@ fn instructions(ctx: &Ctx, address: &str) -> anyhow::Result<Vec<(String, String,
         (
             format!("{context}: netmirror's path"),
             format!(
-                "{}: building the call (`Builder::build`) {}, decoding the reply \
-                 (into an `OwnedVariant`) {}, `Connection::send` {}, zbus's socket-reader task \
+                "{}: building the call (as the cache builds it) {}, decoding the reply \
+                 (dbus-meta's wire reader, into a `Value`) {}, writing it to the socket \
+                 (zbus's `send_messages`) {}, zbus's socket-reader task \
                  (`SocketReader::receive_msg`) {}, the rest (the runtime, the stream, the \
                  caller) {}",
                 k(zbus_total),

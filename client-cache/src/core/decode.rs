@@ -13,7 +13,10 @@ use crate::{
     error::CallFailure,
     object::Interface,
 };
-use netmirror_dbus_meta::wire::{Reader, WireResult};
+use netmirror_dbus_meta::{
+    Value,
+    wire::{Reader, WireResult},
+};
 
 /// Whether `msg`'s body has signature `want` (zbus shows a body of several values as a
 /// struct, which compares equal to the values' signatures with or without the parentheses).
@@ -25,6 +28,15 @@ pub(super) fn body_is(msg: &Message, want: &str) -> bool {
 /// The serial of the call `msg` answers (0 for none).
 pub(super) fn reply_serial(msg: &Message) -> u32 {
     msg.header().reply_serial().map_or(0, |s| s.get())
+}
+
+/// `msg`'s whole body as one value, read by its own signature (a fetch's reply is whatever the
+/// method returns).
+pub(crate) fn body_value(msg: &Message) -> WireResult<Value> {
+    let body = msg.body();
+    let mut r = Reader::for_body(body.data());
+    let sig = body.signature().to_string();
+    r.value(sig.as_bytes())
 }
 
 /// The first string of `msg`'s body (an error's text, a name owner, an introspection).

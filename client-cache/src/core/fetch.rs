@@ -8,10 +8,9 @@ use zbus::message::Message;
 
 use super::{
     Call, Core,
-    decode::{ErrorReply, reply_serial},
+    decode::{ErrorReply, body_value, reply_serial},
 };
 use crate::{debug::WarningKind, object::Fetch, store::ObjId};
-use netmirror_dbus_meta::wire::Reader;
 
 impl Core {
     /// A signal of the owner that is none of the ObjectManager's: a fetch's refresh signal
@@ -68,7 +67,7 @@ impl Core {
             &path,
             &spec.interface,
             &spec.method,
-            &(),
+            &[],
             Call::Fetch(id, path.clone()),
         );
         let Some(serial) = self
@@ -114,22 +113,16 @@ impl Core {
                 }
                 Fetch::Failed(e.name.as_str().into())
             }
-            None => {
-                let body = msg.body();
-                let mut r = Reader::for_body(body.data());
-                // The reply's own signature: a fetch's reply is whatever the method returns.
-                let sig = body.signature().to_string();
-                match r.value(sig.as_bytes()) {
-                    Ok(v) => Fetch::Done(v),
-                    Err(e) => {
-                        self.rep.warn(
-                            WarningKind::Malformed,
-                            format_args!("fetch for {path}: {e}"),
-                        );
-                        Fetch::Failed("malformed reply".into())
-                    }
+            None => match body_value(msg) {
+                Ok(v) => Fetch::Done(v),
+                Err(e) => {
+                    self.rep.warn(
+                        WarningKind::Malformed,
+                        format_args!("fetch for {path}: {e}"),
+                    );
+                    Fetch::Failed("malformed reply".into())
                 }
-            }
+            },
         };
         if self.store_fetch(id, fetched) == Some(true) {
             self.send_fetch(id);

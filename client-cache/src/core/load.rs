@@ -86,7 +86,7 @@ impl Core {
                     &l.path,
                     &l.interface,
                     &l.method,
-                    &(l.arg.as_str(),),
+                    &[&l.arg],
                     Call::Lookup,
                 );
             }
@@ -99,7 +99,7 @@ impl Core {
             &path,
             INTROSPECTABLE,
             "Introspect",
-            &(),
+            &[],
             Call::Introspect(path.clone()),
         );
     }
@@ -131,7 +131,7 @@ impl Core {
             &om,
             OM,
             "GetManagedObjects",
-            &(),
+            &[],
             Call::GetManagedObjects,
         );
     }
@@ -282,7 +282,7 @@ impl Core {
                 &path,
                 PROPS,
                 "GetAll",
-                &(iface.as_str(),),
+                &[iface],
                 Call::GetAll(path.clone(), name),
             );
         }
@@ -600,6 +600,28 @@ mod tests {
         );
         // And no reconcile on a filtered load.
         assert!(!core.reconcile());
+    }
+
+    #[test]
+    fn a_lookup_argument_that_d_bus_cannot_carry_fails_the_load_and_sends_nothing() {
+        let mut cfg = config();
+        cfg.scope = Scope::Lookup(Lookup {
+            path: "/".into(),
+            interface: "org.example.Finder".into(),
+            method: "Find".into(),
+            arg: "eth\0".into(),
+            fallback: ("org.example.Dev".into(), "Name".into()),
+        });
+        let mut core = bus_core(cfg);
+        core.start();
+        answer_name_owner(&mut core, OWNER);
+        core.commit();
+        assert!(!queued_members(&core).contains(&"Find".to_owned()));
+        let failure = core.failure.clone().expect("the load failed");
+        assert!(
+            matches!(&failure.cause, crate::error::CallFailure::Unsendable(why) if why.contains("NUL")),
+            "{failure}"
+        );
     }
 
     #[test]
