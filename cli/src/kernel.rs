@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::args::{self, Family, KernelArgs, RouteSelector};
 use crate::failure::Failure;
-use crate::render::{Cell, Field, Mode, Printer, RowStream, StreamMark, Table};
+use crate::render::{self, Cell, Field, LazyRow, Mode, Printer, RowStream, StreamMark, Table};
 
 /// Columns of `link`.
 pub(crate) const LINK_FIELDS: &[Field] = &[
@@ -502,131 +502,320 @@ pub(crate) fn addr_row(addr: &Address, names: &LinkNames) -> Vec<Cell> {
 
 /// A route's row.
 pub(crate) fn route_row(route: &Route, names: &LinkNames) -> Vec<Cell> {
-    let mut row = Vec::with_capacity(ROUTE_FIELDS.len());
-    route_cells(route, names, &mut NameMemo::default(), &[], &mut row);
-    row
+    let mut memo = NameMemo::default();
+    (0..ROUTE_FIELDS.len())
+        .map(|idx| route_cell(route, names, &mut memo, idx))
+        .collect()
 }
 
-/// The names of the last table, protocol, type and scope a route had: the next route most
-/// likely has the same, and a hit costs no search of `rt_tables` or `rt_protos`.
+/// The names of the last table, protocol, type, scope and device a route had: the next route
+/// most likely has the same, and a hit costs no search of `rt_tables` or `rt_protos`, and no
+/// escaping of the name again.
 #[derive(Default)]
 pub(crate) struct NameMemo {
-    table: Option<(u32, Cell)>,
-    protocol: Option<(u8, Cell)>,
-    kind: Option<(u8, Cell)>,
-    scope: Option<(u8, Cell)>,
+    table: Option<(u32, Named)>,
+    protocol: Option<(u8, Named)>,
+    kind: Option<(u8, Named)>,
+    scope: Option<(u8, Named)>,
+    dev: Option<(u32, Named)>,
+    /// The last gateway and preferred source, as text (many routes share them).
+    gateway: Option<(IpAddr, String)>,
+    prefsrc: Option<(IpAddr, String)>,
 }
 
-/// `name(id)` as a cell, from `memo` when it holds `id`.
-fn memo_cell<T: Copy + PartialEq>(
-    memo: &mut Option<(T, Cell)>,
-    id: T,
-    name: impl FnOnce(T) -> std::borrow::Cow<'static, str>,
-) -> Cell {
-    match memo {
-        Some((held, cell)) if *held == id => cell.clone(),
-        _ => memo.insert((id, name(id).into())).1.clone(),
+/// The text of `addr` (see [`address`]), from `memo` when it holds `addr`.
+fn memo_address(memo: &mut Option<(IpAddr, String)>, addr: IpAddr) -> &str {
+    if memo.as_ref().is_none_or(|(held, _)| *held != addr) {
+        let mut text = String::new();
+        push_address(&mut text, addr);
+        *memo = Some((addr, text));
     }
+    // Filled just above when it held another address.
+    memo.as_ref().map_or("", |(_, text)| text)
 }
 
-/// Pushes a route's cells (those of [`route_row`]) into `row`. `shown` says, by field index,
-/// which cells will be printed (empty: all); the costly ones that will not are left
-/// [`Cell::Null`] (a multipath route's hop list, metrics, encap ... in a table of the default
-/// columns).
-pub(crate) fn route_cells(
+/// A name's cell, with the text and the JSON written for it.
+struct Named {
+    cell: Cell,
+    text: String,
+    json: String,
+}
+
+/// The [`Named`] of `id`, from `memo` when it holds `id` (put there when it does not).
+fn memo_named<T: Copy + PartialEq>(
+    memo: &mut Option<(T, Named)>,
+    id: T,
+    cell: impl FnOnce(T) -> Cell,
+) -> &Named {
+    if memo.as_ref().is_none_or(|(held, _)| *held != id) {
+        let cell = cell(id);
+        let mut text = String::new();
+        cell.push_text(&mut text);
+        let mut json = String::new();
+        render::push_json_cell(&mut json, &cell);
+        *memo = Some((id, Named { cell, text, json }));
+    }
+    // Filled just above when it held another id.
+    memo.as_ref().map_or(&NO_NAME, |(_, named)| named)
+}
+
+/// What [`memo_named`] never returns.
+static NO_NAME: Named = Named {
+    cell: Cell::Null,
+    text: String::new(),
+    json: String::new(),
+};
+
+/// The index of each of [`ROUTE_FIELDS`], for [`route_cell`] and [`RouteRow`].
+mod route_field {
+    pub(super) const FAMILY: usize = 0;
+    pub(super) const TYPE: usize = 1;
+    pub(super) const DST: usize = 2;
+    pub(super) const GATEWAY: usize = 3;
+    pub(super) const DEV: usize = 4;
+    pub(super) const TABLE: usize = 5;
+    pub(super) const PROTOCOL: usize = 6;
+    pub(super) const SCOPE: usize = 7;
+    pub(super) const METRIC: usize = 8;
+    pub(super) const PREFSRC: usize = 9;
+    pub(super) const SRC: usize = 10;
+    pub(super) const TOS: usize = 11;
+    pub(super) const NEXTHOPS: usize = 12;
+    pub(super) const FLAGS: usize = 13;
+    pub(super) const NHID: usize = 14;
+    pub(super) const ENCAP: usize = 15;
+    pub(super) const REALMS: usize = 16;
+    pub(super) const PREF: usize = 17;
+    pub(super) const EXPIRES: usize = 18;
+    pub(super) const MARK: usize = 19;
+    pub(super) const IIF: usize = 20;
+    pub(super) const TTL_PROPAGATE: usize = 21;
+    pub(super) const METRICS: usize = 22;
+    pub(super) const UNKNOWN: usize = 23;
+}
+
+/// A route's cell for field `idx` of [`ROUTE_FIELDS`].
+pub(crate) fn route_cell(
     route: &Route,
     names: &LinkNames,
     memo: &mut NameMemo,
-    shown: &[bool],
-    row: &mut Vec<Cell>,
-) {
-    // Whether the cell about to be pushed (the next index) is printed.
-    let wanted = |row: &Vec<Cell>| shown.get(row.len()).copied().unwrap_or(true);
+    idx: usize,
+) -> Cell {
+    use route_field as f;
     let hops = route.multipath();
-    // One push per cell: a cell is written in place, where extending from an array would
-    // build the row on the stack first and copy it.
-    row.push(family_name(route.family()).into());
-    row.push(memo_cell(&mut memo.kind, route.kind().0, names::route_type));
-    row.push(Cell::Prefix(route.dst(), route.dst_len()));
-    if route.gateway().is_none() && !hops.is_empty() && wanted(row) {
+    match idx {
+        f::FAMILY => family_name(route.family()).into(),
+        f::TYPE => memo_named(&mut memo.kind, route.kind().0, |id| {
+            names::route_type(id).into()
+        })
+        .cell
+        .clone(),
+        f::DST => Cell::Prefix(route.dst(), route.dst_len()),
         // A multipath route: its hops' gateways and devices for people (the NEXTHOPS column
         // and `-d` have each hop whole); JSON has them under `nexthops` only, as ip does.
-        let gateways: Vec<String> = hops
-            .iter()
-            .map(|hop| hop.gateway.map_or_else(|| "-".to_owned(), address))
-            .collect();
-        row.push(Cell::Typed {
-            text: gateways.join(","),
-            json: Value::Null,
-        });
-    } else {
-        row.push(route.gateway().map_or(Cell::Null, address_cell));
-    }
-    match route.oif() {
-        Some(ifindex) => row.push(names.cell(ifindex)),
-        None if !hops.is_empty() && wanted(row) => {
-            let devs: Vec<String> = hops.iter().map(|hop| names.name(hop.ifindex)).collect();
-            row.push(Cell::Typed {
-                text: devs.join(","),
+        f::GATEWAY if route.gateway().is_none() && !hops.is_empty() => {
+            let gateways: Vec<String> = hops
+                .iter()
+                .map(|hop| hop.gateway.map_or_else(|| "-".to_owned(), address))
+                .collect();
+            Cell::Typed {
+                text: gateways.join(","),
                 json: Value::Null,
-            });
+            }
         }
-        None => row.push(Cell::Null),
-    }
-    row.push(memo_cell(
-        &mut memo.table,
-        route.table().0,
-        names::table_name,
-    ));
-    row.push(memo_cell(
-        &mut memo.protocol,
-        route.protocol().0,
-        names::protocol,
-    ));
-    row.push(memo_cell(&mut memo.scope, route.scope().0, names::scope));
-    row.push(route.priority().into());
-    row.push(route.prefsrc().map_or(Cell::Null, address_cell));
-    push_if(row, wanted(row), || {
-        Cell::opt_text(route.src().map(|(addr, len)| format!("{addr}/{len}")))
-    });
-    row.push(route.tos().into());
-    push_if(row, wanted(row), || nexthops_cell(route, names));
-    push_if(row, wanted(row), || {
-        Cell::List(names::route_flags(route.flags()))
-    });
-    row.push(Cell::opt_int(route.nh_id()));
-    push_if(row, wanted(row), || {
-        route.encap().map_or(Cell::Null, encap_cell)
-    });
-    push_if(row, wanted(row), || {
-        route.realms().map_or(Cell::Null, flow_cell)
-    });
-    row.push(
-        route
+        f::GATEWAY => route.gateway().map_or(Cell::Null, address_cell),
+        f::DEV => match route.oif() {
+            Some(ifindex) => memo_named(&mut memo.dev, ifindex.into(), |id| names.cell(id))
+                .cell
+                .clone(),
+            None if !hops.is_empty() => {
+                let devs: Vec<String> = hops.iter().map(|hop| names.name(hop.ifindex)).collect();
+                Cell::Typed {
+                    text: devs.join(","),
+                    json: Value::Null,
+                }
+            }
+            None => Cell::Null,
+        },
+        f::TABLE => memo_named(&mut memo.table, route.table().0, |id| {
+            names::table_name(id).into()
+        })
+        .cell
+        .clone(),
+        f::PROTOCOL => memo_named(&mut memo.protocol, route.protocol().0, |id| {
+            names::protocol(id).into()
+        })
+        .cell
+        .clone(),
+        f::SCOPE => memo_named(&mut memo.scope, route.scope().0, |id| {
+            names::scope(id).into()
+        })
+        .cell
+        .clone(),
+        f::METRIC => route.priority().into(),
+        f::PREFSRC => route.prefsrc().map_or(Cell::Null, address_cell),
+        f::SRC => Cell::opt_text(route.src().map(|(addr, len)| format!("{addr}/{len}"))),
+        f::TOS => route.tos().into(),
+        f::NEXTHOPS => nexthops_cell(route, names),
+        f::FLAGS => Cell::List(names::route_flags(route.flags())),
+        f::NHID => Cell::opt_int(route.nh_id()),
+        f::ENCAP => route.encap().map_or(Cell::Null, encap_cell),
+        f::REALMS => route.realms().map_or(Cell::Null, flow_cell),
+        f::PREF => route
             .pref()
             .map_or(Cell::Null, |pref| names::pref(pref).into()),
-    );
-    row.push(Cell::opt_int(route.expires()));
-    push_if(row, wanted(row), || {
-        Cell::opt_text(route.mark().map(|mark| format!("{mark:#x}")))
-    });
-    push_if(row, wanted(row), || {
-        Cell::opt_text(route.iif().map(|iif| names.name(iif)))
-    });
-    row.push(Cell::opt_text(
-        route
-            .ttl_propagate()
-            .map(|ttl| if ttl == 0 { "disabled" } else { "enabled" }),
-    ));
-    push_if(row, wanted(row), || metrics_cell(route));
-    push_if(row, wanted(row), || {
-        unknown_cell(route.unknown_attributes())
-    });
+        f::EXPIRES => Cell::opt_int(route.expires()),
+        f::MARK => Cell::opt_text(route.mark().map(|mark| format!("{mark:#x}"))),
+        f::IIF => Cell::opt_text(route.iif().map(|iif| names.name(iif))),
+        f::TTL_PROPAGATE => Cell::opt_text(
+            route
+                .ttl_propagate()
+                .map(|ttl| if ttl == 0 { "disabled" } else { "enabled" }),
+        ),
+        f::METRICS => metrics_cell(route),
+        f::UNKNOWN => unknown_cell(route.unknown_attributes()),
+        _ => Cell::Null,
+    }
 }
 
-/// Pushes `cell()` when `wanted`, else [`Cell::Null`] (a cell that will not be printed).
-fn push_if(row: &mut Vec<Cell>, wanted: bool, cell: impl FnOnce() -> Cell) {
-    row.push(if wanted { cell() } else { Cell::Null });
+/// A route as a [`LazyRow`] of [`ROUTE_FIELDS`]: the cells `route show` prints for most
+/// routes (addresses, names, numbers) are written straight into the output, the others made
+/// by [`route_cell`] when they are printed.
+pub(crate) struct RouteRow<'a> {
+    pub(crate) route: &'a Route,
+    pub(crate) names: &'a LinkNames,
+    pub(crate) memo: &'a mut NameMemo,
+}
+
+impl RouteRow<'_> {
+    /// The memo's name of a name field (type, table, protocol, scope, a device), if `idx`
+    /// is one and the route has it.
+    fn named(&mut self, idx: usize) -> Option<&Named> {
+        use route_field as f;
+        let route = self.route;
+        let names = self.names;
+        let memo = &mut *self.memo;
+        Some(match idx {
+            f::TYPE => memo_named(&mut memo.kind, route.kind().0, |id| {
+                names::route_type(id).into()
+            }),
+            f::TABLE => memo_named(&mut memo.table, route.table().0, |id| {
+                names::table_name(id).into()
+            }),
+            f::PROTOCOL => memo_named(&mut memo.protocol, route.protocol().0, |id| {
+                names::protocol(id).into()
+            }),
+            f::SCOPE => memo_named(&mut memo.scope, route.scope().0, |id| {
+                names::scope(id).into()
+            }),
+            f::DEV => memo_named(&mut memo.dev, route.oif()?.into(), |id| names.cell(id)),
+            _ => return None,
+        })
+    }
+
+    /// The text of the address of a gateway or preferred source field of a route that is
+    /// not multipath (`Some(None)`: it has none), if `idx` is one of those.
+    fn plain_address(&mut self, idx: usize) -> Option<Option<&str>> {
+        use route_field as f;
+        let route = self.route;
+        match idx {
+            f::GATEWAY => match route.gateway() {
+                None if !route.multipath().is_empty() => None,
+                gateway => Some(gateway.map(|addr| memo_address(&mut self.memo.gateway, addr))),
+            },
+            f::PREFSRC => Some(
+                route
+                    .prefsrc()
+                    .map(|addr| memo_address(&mut self.memo.prefsrc, addr)),
+            ),
+            _ => None,
+        }
+    }
+}
+
+impl LazyRow for RouteRow<'_> {
+    fn with_cell<R>(&mut self, idx: usize, then: impl FnOnce(&Cell) -> R) -> R {
+        then(&route_cell(self.route, self.names, self.memo, idx))
+    }
+
+    fn push_text(&mut self, idx: usize, out: &mut String) {
+        use route_field as f;
+        match idx {
+            f::FAMILY => out.push_str(family_name(self.route.family())),
+            f::DST => names::push_route_prefix(out, self.route.dst(), self.route.dst_len()),
+            f::METRIC => render::push_int(out, self.route.priority().into()),
+            f::TOS => render::push_int(out, self.route.tos().into()),
+            _ => {
+                if let Some(addr) = self.plain_address(idx) {
+                    out.push_str(addr.unwrap_or("--"));
+                } else if let Some(named) = self.named(idx) {
+                    out.push_str(&named.text);
+                } else {
+                    self.with_cell(idx, |cell| cell.push_text(out));
+                }
+            }
+        }
+    }
+
+    fn push_json(&mut self, idx: usize, out: &mut String) {
+        use route_field as f;
+        match idx {
+            f::FAMILY => {
+                out.push('"');
+                out.push_str(family_name(self.route.family()));
+                out.push('"');
+            }
+            f::DST => {
+                out.push('"');
+                names::push_route_prefix(out, self.route.dst(), self.route.dst_len());
+                out.push('"');
+            }
+            f::METRIC => render::push_int(out, self.route.priority().into()),
+            f::TOS => render::push_int(out, self.route.tos().into()),
+            f::NHID => match self.route.nh_id() {
+                Some(id) => render::push_int(out, id.into()),
+                None => out.push_str("null"),
+            },
+            f::EXPIRES => match self.route.expires() {
+                Some(expires) => render::push_int(out, expires.into()),
+                None => out.push_str("null"),
+            },
+            // What most routes lack, written without making its cell.
+            f::SRC if self.route.src().is_none() => out.push_str("null"),
+            f::ENCAP if self.route.encap().is_none() => out.push_str("null"),
+            f::REALMS if self.route.realms().is_none() => out.push_str("null"),
+            f::PREF if self.route.pref().is_none() => out.push_str("null"),
+            f::MARK if self.route.mark().is_none() => out.push_str("null"),
+            f::IIF if self.route.iif().is_none() => out.push_str("null"),
+            f::TTL_PROPAGATE if self.route.ttl_propagate().is_none() => out.push_str("null"),
+            f::NEXTHOPS if self.route.multipath().is_empty() => out.push_str("[]"),
+            f::FLAGS if self.route.flags() == 0 => out.push_str("[]"),
+            f::METRICS if self.route.metrics().is_empty() => out.push_str("[]"),
+            f::UNKNOWN if self.route.unknown_attributes().is_empty() => out.push_str("[]"),
+            _ => {
+                if let Some(addr) = self.plain_address(idx) {
+                    match addr {
+                        Some(addr) => {
+                            out.push('"');
+                            out.push_str(addr);
+                            out.push('"');
+                        }
+                        None => out.push_str("null"),
+                    }
+                } else if let Some(named) = self.named(idx) {
+                    out.push_str(&named.json);
+                } else {
+                    self.with_cell(idx, |cell| render::push_json_cell(out, cell));
+                }
+            }
+        }
+    }
+}
+
+/// Appends an address as `ip` prints it (see [`address`]).
+fn push_address(out: &mut String, addr: IpAddr) {
+    let full = if addr.is_ipv4() { 32 } else { 128 };
+    names::push_route_prefix(out, addr, full);
 }
 
 /// The hops of a multipath route, as `ip -j` lists them (`gateway`, `dev`, `weight`,
@@ -992,13 +1181,13 @@ pub(crate) fn route_show(
         return stream.finish();
     }
     let mut stream = printer.rows(ROUTE_FIELDS, &route_bounds(family(kernel)))?;
-    let shown = stream.shown();
-    let mut row = Vec::with_capacity(ROUTE_FIELDS.len());
     let mut memo = NameMemo::default();
     let report = visit_with(&mut stream, progress, query, |stream, route: Route| {
-        row.clear();
-        route_cells(&route, &names, &mut memo, &shown, &mut row);
-        stream.row(&row)
+        stream.lazy_row(&mut RouteRow {
+            route: &route,
+            names: &names,
+            memo: &mut memo,
+        })
     })
     .map_err(|err| dump_error(err, "dump routes"))?;
     tracing::debug!(?report, "routes dumped");

@@ -10,6 +10,7 @@ mod bus;
 mod failure;
 mod heap;
 mod kernel;
+mod lazy_log;
 mod monitor;
 mod nexthop;
 mod nm;
@@ -27,6 +28,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 use crate::args::{Cli, Command, RouteAction};
 use crate::render::Printer;
@@ -78,6 +80,15 @@ fn init_tracing(verbose: u8) {
         2 => "debug",
         _ => "trace",
     };
+    if verbose == 0
+        && std::env::var_os("RUST_LOG").is_none()
+        && std::env::var_os("NETMIRROR_CLIENT_DEBUG").is_none()
+    {
+        // Warnings and errors only, which a run that goes well has none of: the subscriber
+        // is made at the first one (see `lazy_log`).
+        lazy_log::install(|| fmt_subscriber(EnvFilter::new("warn")));
+        return;
+    }
     let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
     if std::env::var_os("NETMIRROR_CLIENT_DEBUG").is_some()
         && std::env::var_os("RUST_LOG").is_none()
@@ -85,7 +96,12 @@ fn init_tracing(verbose: u8) {
     {
         filter = filter.add_directive(directive);
     }
-    let _ = tracing_subscriber::fmt()
+    let _ = fmt_subscriber(filter).try_init();
+}
+
+/// The log subscriber on stderr, filtered by `filter`.
+fn fmt_subscriber(filter: EnvFilter) -> impl tracing::Subscriber + Send + Sync + 'static {
+    tracing_subscriber::fmt()
         .with_env_filter(filter)
         // On a closed or full stderr the subscriber would report its failure with
         // `eprintln!`, which panics there: a log line that cannot be written is dropped.
@@ -93,7 +109,7 @@ fn init_tracing(verbose: u8) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(true)
-        .try_init();
+        .finish()
 }
 
 /// Runs one command.

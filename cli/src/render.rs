@@ -167,7 +167,7 @@ impl Cell {
     }
 
     /// Appends [`Cell::text`] to `line` without allocating for numbers and lists.
-    fn push_text(&self, line: &mut String) {
+    pub(crate) fn push_text(&self, line: &mut String) {
         match self {
             Cell::Int(value) => push_int(line, *value),
             Cell::List(items) if !items.is_empty() => {
@@ -214,6 +214,35 @@ impl Cell {
             }
             Cell::Typed { json, .. } | Cell::Modal { json, .. } => json.clone(),
         }
+    }
+}
+
+/// A row whose cells are asked for one at a time, as a [`RowStream`] writes them: a cell
+/// that is not printed is never made, and a row that knows how can write a cell's text or
+/// JSON without making it (a route's address, name or number straight into the output).
+/// What [`LazyRow::push_text`] and [`LazyRow::push_json`] write must be what the cell of
+/// [`LazyRow::with_cell`] writes.
+pub(crate) trait LazyRow {
+    /// Calls `then` with field `idx`'s cell.
+    fn with_cell<R>(&mut self, idx: usize, then: impl FnOnce(&Cell) -> R) -> R;
+
+    /// Appends field `idx`'s text for people ([`Cell::push_text`]).
+    fn push_text(&mut self, idx: usize, out: &mut String) {
+        self.with_cell(idx, |cell| cell.push_text(out));
+    }
+
+    /// Appends field `idx`'s JSON value (as [`RowStream`] writes a cell's).
+    fn push_json(&mut self, idx: usize, out: &mut String) {
+        self.with_cell(idx, |cell| push_json_cell(out, cell));
+    }
+}
+
+/// A row made whole beforehand.
+struct CellRow<'a>(&'a [Cell]);
+
+impl LazyRow for CellRow<'_> {
+    fn with_cell<R>(&mut self, idx: usize, then: impl FnOnce(&Cell) -> R) -> R {
+        then(&self.0[idx])
     }
 }
 
@@ -982,7 +1011,7 @@ pub(crate) fn escape(text: &str) -> Cow<'_, str> {
 
 /// Appends `text` to `out` escaped as [`escape`] does; `terse` also escapes `\` and `:` with a
 /// `\`, as [`escape_terse`] does.
-fn push_escaped(out: &mut String, text: &str, terse: bool) {
+pub(crate) fn push_escaped(out: &mut String, text: &str, terse: bool) {
     if !terse && is_clean(text) {
         out.push_str(text);
         return;
@@ -1042,7 +1071,7 @@ fn needs_escape(ch: char) -> bool {
 }
 
 /// Appends a number in decimal (as `Display` writes it, without the formatting machinery).
-fn push_int(line: &mut String, value: i64) {
+pub(crate) fn push_int(line: &mut String, value: i64) {
     if value < 0 {
         line.push('-');
     }
@@ -1354,19 +1383,14 @@ impl<'p> RowStream<'p> {
 }
 
 impl RowStream<'_> {
-    /// Which of its fields the stream prints, by field index: a row's cells for the others
-    /// are not read.
-    pub(crate) fn shown(&self) -> Vec<bool> {
-        let mut shown = vec![false; self.fields.len()];
-        for &idx in &self.chosen {
-            shown[idx] = true;
-        }
-        shown
-    }
-
     /// Writes one row: `row` has one cell per field.
     pub(crate) fn row(&mut self, row: &[Cell]) -> anyhow::Result<()> {
         debug_assert_eq!(row.len(), self.fields.len(), "one cell per field");
+        self.lazy_row(&mut CellRow(row))
+    }
+
+    /// Writes one row whose cells `row` makes or writes as they are needed.
+    pub(crate) fn lazy_row(&mut self, row: &mut impl LazyRow) -> anyhow::Result<()> {
         match self.printer.mode {
             Mode::Json => self.json_row(row),
             Mode::Terse => {
@@ -1374,11 +1398,12 @@ impl RowStream<'_> {
                     if col > 0 {
                         self.pending.push(':');
                     }
-                    match &row[idx] {
-                        Cell::Int(value) => push_int(&mut self.pending, *value),
+                    let pending = &mut self.pending;
+                    row.with_cell(idx, |cell| match cell {
+                        Cell::Int(value) => push_int(pending, *value),
                         // An IPv6 address has `:` to escape.
-                        cell => push_escaped(&mut self.pending, &cell.terse(), true),
-                    }
+                        cell => push_escaped(pending, &cell.terse(), true),
+                    });
                 }
                 self.pending.push('\n');
             }
@@ -1465,24 +1490,24 @@ impl RowStream<'_> {
     }
 
     /// One row as `serde_json`'s pretty printer writes an element of an array of objects.
-    fn json_row(&mut self, row: &[Cell]) {
+    fn json_row(&mut self, row: &mut impl LazyRow) {
         let out = &mut self.pending;
         out.push_str(if self.rows == 0 { "[\n  {" } else { ",\n  {" });
         for (key, &idx) in self.json_keys.iter().zip(&self.chosen) {
             out.push_str(key);
-            push_json_cell(out, &row[idx]);
+            row.push_json(idx, out);
         }
         out.push_str(if self.chosen.is_empty() { "}" } else { "\n  }" });
     }
 
-    fn human_row(&mut self, row: &[Cell]) -> anyhow::Result<()> {
+    fn human_row(&mut self, row: &mut impl LazyRow) -> anyhow::Result<()> {
         if self.widths.is_none() {
             if self.held_ends.len() / self.chosen.len().max(1) == LOOKAHEAD_ROWS {
                 self.settle(true);
             } else {
                 for (col, &idx) in self.chosen.iter().enumerate() {
                     let start = self.held.len();
-                    row[idx].push_text(&mut self.held);
+                    row.push_text(idx, &mut self.held);
                     let width = width_of(&self.held[start..]);
                     self.measured[col] = self.measured[col].max(width);
                     self.held_ends.push(self.held.len());
@@ -1493,23 +1518,35 @@ impl RowStream<'_> {
         let color = self.printer.color;
         let widths = self.widths.as_deref().unwrap_or(&[]);
         let last = self.chosen.len().saturating_sub(1);
+        if !color {
+            // Straight into the output: no line of its own to copy.
+            let out = &mut self.pending;
+            let line_start = out.len();
+            for (col, &idx) in self.chosen.iter().enumerate() {
+                let start = out.len();
+                row.push_text(idx, out);
+                if col != last {
+                    let width = width_of(&out[start..]);
+                    push_spaces(out, widths[col].saturating_sub(width) + 2);
+                }
+            }
+            let kept = out[line_start..].trim_end().len();
+            out.truncate(line_start + kept);
+            out.push('\n');
+            return Ok(());
+        }
         self.line.clear();
         for (col, &idx) in self.chosen.iter().enumerate() {
             let start = self.line.len();
-            row[idx].push_text(&mut self.line);
-            if color {
-                let text = self.line.split_off(start);
-                let style = value_style(color, &text);
-                self.line.push_str(&format!("{style}{text}{style:#}"));
-                if col != last {
-                    push_spaces(
-                        &mut self.line,
-                        widths[col].saturating_sub(width_of(&text)) + 2,
-                    );
-                }
-            } else if col != last {
-                let width = width_of(&self.line[start..]);
-                push_spaces(&mut self.line, widths[col].saturating_sub(width) + 2);
+            row.push_text(idx, &mut self.line);
+            let text = self.line.split_off(start);
+            let style = value_style(color, &text);
+            self.line.push_str(&format!("{style}{text}{style:#}"));
+            if col != last {
+                push_spaces(
+                    &mut self.line,
+                    widths[col].saturating_sub(width_of(&text)) + 2,
+                );
             }
         }
         self.pending.push_str(self.line.trim_end());
@@ -1570,7 +1607,7 @@ impl RowStream<'_> {
 
 /// Appends a cell's JSON as an object's value at the second level of `serde_json`'s pretty
 /// output (the rows of a table): simple values written here, nested ones by `serde_json`.
-fn push_json_cell(out: &mut String, cell: &Cell) {
+pub(crate) fn push_json_cell(out: &mut String, cell: &Cell) {
     match cell {
         Cell::Null => out.push_str("null"),
         Cell::Bool(true) => out.push_str("true"),
@@ -1607,7 +1644,7 @@ fn push_json_cell(out: &mut String, cell: &Cell) {
 }
 
 /// Appends a JSON string as `serde_json` writes it.
-fn push_json_str(out: &mut String, text: &str) {
+pub(crate) fn push_json_str(out: &mut String, text: &str) {
     out.push('"');
     push_json_str_body(out, text);
     out.push('"');

@@ -164,3 +164,142 @@ fn a_nexthop_shows_what_is_not_decoded_as_the_others_do() {
     assert_eq!(json["id"], 5);
     assert_eq!(json["unknown_attributes"], expected(), "{json}");
 }
+
+/// Every route field's index names the field it is for.
+#[test]
+fn route_field_indexes_follow_route_fields() {
+    use super::route_field as f;
+    let keys = [
+        (f::FAMILY, "family"),
+        (f::TYPE, "type"),
+        (f::DST, "dst"),
+        (f::GATEWAY, "gateway"),
+        (f::DEV, "dev"),
+        (f::TABLE, "table"),
+        (f::PROTOCOL, "protocol"),
+        (f::SCOPE, "scope"),
+        (f::METRIC, "metric"),
+        (f::PREFSRC, "prefsrc"),
+        (f::SRC, "src"),
+        (f::TOS, "tos"),
+        (f::NEXTHOPS, "nexthops"),
+        (f::FLAGS, "flags"),
+        (f::NHID, "nhid"),
+        (f::ENCAP, "encap"),
+        (f::REALMS, "flow"),
+        (f::PREF, "pref"),
+        (f::EXPIRES, "expires"),
+        (f::MARK, "mark"),
+        (f::IIF, "iif"),
+        (f::TTL_PROPAGATE, "ttl_propagate"),
+        (f::METRICS, "metrics"),
+        (f::UNKNOWN, "unknown_attributes"),
+    ];
+    assert_eq!(keys.len(), ROUTE_FIELDS.len());
+    for (idx, key) in keys {
+        assert_eq!(ROUTE_FIELDS[idx].key, key);
+    }
+}
+
+/// What `route show` writes of a route without making its cells is what its cells give, for
+/// people and for scripts: plain IPv4 and IPv6 routes, one on an unknown link, one with a
+/// preferred source and a name to escape, a multipath one and one with rare attributes; each
+/// written twice, so the second comes from the memo.
+#[test]
+fn a_route_row_writes_what_its_cells_write() {
+    use super::{NameMemo, RouteRow, route_cell};
+    use crate::render::{LazyRow, push_json_cell};
+    // rtmsg: family, dst_len, src_len, tos, table, proto, scope, type, flags.
+    let v4 = [2, 24, 0, 0, 254, 3, 0, 1, 0, 0, 0, 0];
+    let v6 = [10, 48, 0, 0, 254, 3, 0, 1, 0, 0, 0, 0];
+    let mut hop = Vec::new();
+    let hop_attrs = [attr(5, &[10, 1, 0, 2])];
+    let hop_len = 8 + hop_attrs.iter().map(Vec::len).sum::<usize>();
+    hop.extend_from_slice(&(hop_len as u16).to_ne_bytes());
+    hop.extend_from_slice(&[0, 0]);
+    hop.extend_from_slice(&3i32.to_ne_bytes());
+    for one in &hop_attrs {
+        hop.extend_from_slice(one);
+    }
+    let mut v6_gateway = [0u8; 16];
+    v6_gateway[..4].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
+    v6_gateway[15] = 2;
+    let mut v6_dst = [0u8; 16];
+    v6_dst[..2].copy_from_slice(&[0x2a, 0x00]);
+    let table = attr(15, &254u32.to_ne_bytes());
+    let payloads = [
+        payload(
+            &v4,
+            &[
+                table.clone(),
+                attr(1, &[16, 0, 1, 0]),
+                attr(5, &[192, 0, 2, 2]),
+                attr(4, &3u32.to_ne_bytes()),
+            ],
+        ),
+        payload(
+            &v4,
+            &[
+                table.clone(),
+                attr(1, &[16, 0, 2, 0]),
+                attr(4, &9u32.to_ne_bytes()),
+                attr(7, &[192, 0, 2, 1]),
+                attr(6, &100u32.to_ne_bytes()),
+            ],
+        ),
+        payload(
+            &v4,
+            &[
+                table.clone(),
+                attr(1, &[16, 0, 3, 0]),
+                attr(4, &4u32.to_ne_bytes()),
+            ],
+        ),
+        payload(
+            &v4,
+            &[table.clone(), attr(1, &[10, 90, 0, 0]), attr(9, &hop)],
+        ),
+        payload(
+            &v4,
+            &[
+                table.clone(),
+                attr(1, &[10, 91, 0, 0]),
+                attr(4, &3u32.to_ne_bytes()),
+                attr(16, &7u32.to_ne_bytes()),
+                attr(KIND, &DATA),
+            ],
+        ),
+        payload(
+            &v6,
+            &[
+                table.clone(),
+                attr(1, &v6_dst),
+                attr(5, &v6_gateway),
+                attr(4, &3u32.to_ne_bytes()),
+                attr(20, &[0]),
+            ],
+        ),
+    ];
+    let mut names = names();
+    names.insert(4u32, "odd\tname");
+    let mut memo = NameMemo::default();
+    for payload in payloads.iter().chain(&payloads) {
+        let route = Route::parse(payload).unwrap().unwrap();
+        for (idx, field) in ROUTE_FIELDS.iter().enumerate() {
+            let cell = route_cell(&route, &names, &mut NameMemo::default(), idx);
+            let mut row = RouteRow {
+                route: &route,
+                names: &names,
+                memo: &mut memo,
+            };
+            let (mut text, mut lazy_text) = (String::new(), String::new());
+            cell.push_text(&mut text);
+            row.push_text(idx, &mut lazy_text);
+            assert_eq!(lazy_text, text, "{} of {route:?}", field.key);
+            let (mut json, mut lazy_json) = (String::new(), String::new());
+            push_json_cell(&mut json, &cell);
+            row.push_json(idx, &mut lazy_json);
+            assert_eq!(lazy_json, json, "{} of {route:?}", field.key);
+        }
+    }
+}
