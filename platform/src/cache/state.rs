@@ -489,7 +489,7 @@ impl State {
                 .partition(self.routes_by_weak_id, &weak_bucket(&weak))
                 .into_iter()
                 .flatten()
-                .filter(|held| held.weak_id() == weak)
+                .filter(|held| held.same_weak_id(&route))
                 .map(|held| Route::id(held));
             let first = peers.next();
             let last = peers.next_back().or(first);
