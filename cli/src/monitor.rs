@@ -75,6 +75,8 @@ pub(crate) fn run(
     );
     tracing::debug!(counts = ?cache.counts(), "monitor ready");
     let mut events = Vec::new();
+    // The names of the last route's table, protocol, type and scope: the next one's, mostly.
+    let mut route_names = kernel::NameMemo::default();
     let mut checked = Instant::now();
     loop {
         if let Some(signal) = interrupt.received() {
@@ -100,8 +102,8 @@ pub(crate) fn run(
             }
         }
         events.clear();
-        cache
-            .poll(Some(TICK), &mut events)
+        let status = cache
+            .poll_status(Some(TICK), &mut events)
             .map_err(|err| kernel::explain(err, "read kernel events"))?;
         for event in &events {
             match event {
@@ -143,7 +145,7 @@ pub(crate) fn run(
                             let old = kernel::link_row(peer, &names_before);
                             let new = kernel::link_row(peer, &names);
                             if old != new {
-                                printer.event(&render::Event {
+                                printer.event_buffered(&render::Event {
                                     object: "link",
                                     kind: EventKind::Changed,
                                     fields: kernel::LINK_FIELDS,
@@ -171,8 +173,11 @@ pub(crate) fn run(
                         .or(change.old())
                         .is_none_or(|route| family.is_none_or(|family| route.family() == family));
                     if wanted(MonitorObject::Route) && in_family {
-                        let row =
-                            |route: &netmirror_platform::Route| kernel::route_row(route, &names);
+                        let row = |route: &netmirror_platform::Route| {
+                            let mut row = Vec::with_capacity(MONITOR_ROUTE_FIELDS.len());
+                            kernel::route_cells(route, &names, &mut route_names, &[], &mut row);
+                            row
+                        };
                         print_change(printer, "route", &MONITOR_ROUTE_FIELDS, change, row)?;
                     }
                 }
@@ -227,6 +232,11 @@ pub(crate) fn run(
                 other => tracing::debug!(?other, "event not shown"),
             }
         }
+        // One write for what a burst printed: flushed once the socket has nothing more to
+        // read (or the wait expired), not per event.
+        if status.drained {
+            printer.flush()?;
+        }
     }
 }
 
@@ -236,14 +246,14 @@ fn print_change<T>(
     object: &str,
     fields: &'static [Field],
     change: &Change<T>,
-    row: impl Fn(&T) -> Vec<Cell>,
+    mut row: impl FnMut(&T) -> Vec<Cell>,
 ) -> anyhow::Result<()> {
     let kind = match change {
         Change::Added(_) => EventKind::Added,
         Change::Removed(_) => EventKind::Removed,
         _ => EventKind::Changed,
     };
-    printer.event(&render::Event {
+    printer.event_buffered(&render::Event {
         object,
         kind,
         fields,

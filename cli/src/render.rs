@@ -697,9 +697,16 @@ impl Printer {
 
     /// Prints a change event of a monitor (see [`write_event`]) and flushes it.
     pub(crate) fn event(&mut self, event: &Event<'_>) -> anyhow::Result<()> {
-        write_event(&mut self.out, self.color, self.mode, &self.selection, event)?;
+        self.event_buffered(event)?;
         self.out.flush()?;
         Ok(())
+    }
+
+    /// Prints a change event of a monitor (see [`write_event`]) into the output buffer,
+    /// without flushing it: a monitor that has more events waiting flushes once they are
+    /// all printed ([`Printer::flush`]).
+    pub(crate) fn event_buffered(&mut self, event: &Event<'_>) -> anyhow::Result<()> {
+        write_event(&mut self.out, self.color, self.mode, &self.selection, event)
     }
 
     /// Writes to `out` instead of stdout from now on (see `crate::pipe`).
@@ -851,25 +858,21 @@ fn write_event(
     event: &Event<'_>,
 ) -> anyhow::Result<()> {
     let chosen = selection.resolve(event.fields, mode == Mode::Json)?;
-    let row_json = |row: &Option<Vec<Cell>>| match row {
-        Some(row) => {
-            let mut object = Map::new();
-            for &idx in &chosen {
-                object.insert(event.fields[idx].key.to_owned(), row[idx].json());
-            }
-            Value::Object(object)
-        }
-        None => Value::Null,
-    };
     match mode {
         Mode::Json => {
-            let mut object = Map::new();
-            object.insert("object".to_owned(), Value::from(event.object));
-            object.insert("event".to_owned(), Value::from(event.kind.as_str()));
-            object.insert("old".to_owned(), row_json(&event.old));
-            object.insert("new".to_owned(), row_json(&event.new));
-            serde_json::to_writer(&mut *out, &Value::Object(object))?;
-            writeln!(out)?;
+            // What `serde_json::to_writer` writes for the object of `row_json`s, written
+            // here without building it (a monitor prints a line per event of a burst).
+            let mut line = String::with_capacity(512);
+            line.push_str("{\"object\":");
+            push_json_str(&mut line, event.object);
+            line.push_str(",\"event\":\"");
+            line.push_str(event.kind.as_str());
+            line.push_str("\",\"old\":");
+            push_json_row(&mut line, event.fields, &chosen, event.old.as_deref());
+            line.push_str(",\"new\":");
+            push_json_row(&mut line, event.fields, &chosen, event.new.as_deref());
+            line.push_str("}\n");
+            out.write_all(line.as_bytes())?;
         }
         Mode::Terse => {
             let mut line = format!("{}:{}", event.object, event.kind.as_str());
@@ -1602,6 +1605,57 @@ fn push_json_cell(out: &mut String, cell: &Cell) {
                 }
                 out.push_str(line);
             }
+        }
+    }
+}
+
+/// Appends one row as a compact JSON object of its `chosen` fields (`null` without a row),
+/// as `serde_json::to_writer` writes the `Map` of their keys and [`Cell::json`] values.
+fn push_json_row(out: &mut String, fields: &[Field], chosen: &[usize], row: Option<&[Cell]>) {
+    let Some(row) = row else {
+        out.push_str("null");
+        return;
+    };
+    out.push('{');
+    for (col, &idx) in chosen.iter().enumerate() {
+        if col > 0 {
+            out.push(',');
+        }
+        push_json_str(out, fields[idx].key);
+        out.push(':');
+        push_json_cell_compact(out, &row[idx]);
+    }
+    out.push('}');
+}
+
+/// Appends a cell's JSON as `serde_json::to_writer` writes [`Cell::json`]: simple values
+/// written here, nested ones by `serde_json`.
+fn push_json_cell_compact(out: &mut String, cell: &Cell) {
+    match cell {
+        Cell::Null => out.push_str("null"),
+        Cell::Bool(true) => out.push_str("true"),
+        Cell::Bool(false) => out.push_str("false"),
+        Cell::Int(value) => push_int(out, *value),
+        Cell::Text(text) => push_json_str(out, text),
+        Cell::Shared(text) => push_json_str(out, text),
+        Cell::List(items) => {
+            out.push('[');
+            for (n, item) in items.iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                push_json_str(out, item);
+            }
+            out.push(']');
+        }
+        Cell::Prefix(addr, len) => {
+            out.push('"');
+            netmirror_platform::names::push_route_prefix(out, *addr, *len);
+            out.push('"');
+        }
+        Cell::Typed { json, .. } | Cell::Modal { json, .. } => {
+            // Writing into a string cannot fail, and a `Value` always serializes.
+            out.push_str(&serde_json::to_string(json).unwrap_or_default());
         }
     }
 }
