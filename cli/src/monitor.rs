@@ -41,6 +41,16 @@ static MONITOR_ROUTE_FIELDS: LazyLock<Vec<Field>> = LazyLock::new(|| {
 /// The longest wait for events before the monitor looks at signals and its namespace again.
 const TICK: Duration = Duration::from_millis(200);
 
+/// A poll that read this many events and emptied the socket is taken for a burst under way
+/// (the kernel announces one route at a time, and a monitor as fast as the burst would wake
+/// up for every few): the monitor then pauses [`BURST_PAUSE`] before it waits for the socket
+/// again, so that it wakes once per hundred events or so. Isolated events are printed at
+/// once; in a burst, an event waits at most the pause longer.
+const BURST_EVENTS: usize = 4;
+
+/// See [`BURST_EVENTS`].
+const BURST_PAUSE: Duration = Duration::from_millis(1);
+
 /// How often the namespace's name is checked.
 const NETNS_CHECK: Duration = Duration::from_secs(1);
 
@@ -236,6 +246,10 @@ pub(crate) fn run(
         // read (or the wait expired), not per event.
         if status.drained {
             printer.flush()?;
+            if status.n_events >= BURST_EVENTS {
+                // A burst: let the kernel queue more before the next wake-up.
+                std::thread::sleep(BURST_PAUSE);
+            }
         }
     }
 }
