@@ -484,6 +484,10 @@ pub(crate) struct Printer {
     selection: Selection,
     color: bool,
     out: BufWriter<Box<dyn Write + Send>>,
+    /// JSON monitors: the keys of the fields of the last event printed.
+    event_keys: Option<JsonEventKeys>,
+    /// JSON monitors: the line being written.
+    event_line: String,
 }
 
 impl Printer {
@@ -506,6 +510,8 @@ impl Printer {
             selection: Selection::from_args(&args.fields),
             color,
             out: BufWriter::with_capacity(64 * 1024, out),
+            event_keys: None,
+            event_line: String::new(),
         }
     }
 
@@ -706,7 +712,19 @@ impl Printer {
     /// without flushing it: a monitor that has more events waiting flushes once they are
     /// all printed ([`Printer::flush`]).
     pub(crate) fn event_buffered(&mut self, event: &Event<'_>) -> anyhow::Result<()> {
-        write_event(&mut self.out, self.color, self.mode, &self.selection, event)
+        if self.mode != Mode::Json {
+            return write_event(&mut self.out, self.color, self.mode, &self.selection, event);
+        }
+        // JSON: the keys of the last fields printed are kept, and one line buffer.
+        let keys = match self.event_keys.take() {
+            Some(keys) if std::ptr::eq(keys.fields, event.fields) => keys,
+            _ => JsonEventKeys::new(event.fields, self.selection.resolve(event.fields, true)?),
+        };
+        self.event_line.clear();
+        keys.push_event(&mut self.event_line, event);
+        self.event_keys = Some(keys);
+        self.out.write_all(self.event_line.as_bytes())?;
+        Ok(())
     }
 
     /// Writes to `out` instead of stdout from now on (see `crate::pipe`).
@@ -860,18 +878,9 @@ fn write_event(
     let chosen = selection.resolve(event.fields, mode == Mode::Json)?;
     match mode {
         Mode::Json => {
-            // What `serde_json::to_writer` writes for the object of `row_json`s, written
-            // here without building it (a monitor prints a line per event of a burst).
+            let keys = JsonEventKeys::new(event.fields, chosen);
             let mut line = String::with_capacity(512);
-            line.push_str("{\"object\":");
-            push_json_str(&mut line, event.object);
-            line.push_str(",\"event\":\"");
-            line.push_str(event.kind.as_str());
-            line.push_str("\",\"old\":");
-            push_json_row(&mut line, event.fields, &chosen, event.old.as_deref());
-            line.push_str(",\"new\":");
-            push_json_row(&mut line, event.fields, &chosen, event.new.as_deref());
-            line.push_str("}\n");
+            keys.push_event(&mut line, event);
             out.write_all(line.as_bytes())?;
         }
         Mode::Terse => {
@@ -1609,23 +1618,61 @@ fn push_json_cell(out: &mut String, cell: &Cell) {
     }
 }
 
-/// Appends one row as a compact JSON object of its `chosen` fields (`null` without a row),
-/// as `serde_json::to_writer` writes the `Map` of their keys and [`Cell::json`] values.
-fn push_json_row(out: &mut String, fields: &[Field], chosen: &[usize], row: Option<&[Cell]>) {
-    let Some(row) = row else {
-        out.push_str("null");
-        return;
-    };
-    out.push('{');
-    for (col, &idx) in chosen.iter().enumerate() {
-        if col > 0 {
-            out.push(',');
+/// The fields a monitor's JSON events show, with each one's key written out once
+/// (`"dst":`, then `,"gateway":` ...): a burst prints one line per event.
+struct JsonEventKeys {
+    fields: &'static [Field],
+    chosen: Vec<usize>,
+    keys: Vec<String>,
+}
+
+impl JsonEventKeys {
+    fn new(fields: &'static [Field], chosen: Vec<usize>) -> Self {
+        let keys = chosen
+            .iter()
+            .enumerate()
+            .map(|(col, &idx)| {
+                let mut key = String::from(if col == 0 { "" } else { "," });
+                push_json_str(&mut key, fields[idx].key);
+                key.push(':');
+                key
+            })
+            .collect();
+        JsonEventKeys {
+            fields,
+            chosen,
+            keys,
         }
-        push_json_str(out, fields[idx].key);
-        out.push(':');
-        push_json_cell_compact(out, &row[idx]);
     }
-    out.push('}');
+
+    /// Appends `event` as one line: what `serde_json::to_writer` writes for the object
+    /// `{"object", "event", "old", "new"}` whose rows are `Map`s of the chosen fields' keys
+    /// and [`Cell::json`] values, without building them.
+    fn push_event(&self, line: &mut String, event: &Event<'_>) {
+        line.push_str("{\"object\":");
+        push_json_str(line, event.object);
+        line.push_str(",\"event\":\"");
+        line.push_str(event.kind.as_str());
+        line.push_str("\",\"old\":");
+        self.push_row(line, event.old.as_deref());
+        line.push_str(",\"new\":");
+        self.push_row(line, event.new.as_deref());
+        line.push_str("}\n");
+    }
+
+    /// Appends one row as a compact JSON object of the chosen fields (`null` without a row).
+    fn push_row(&self, out: &mut String, row: Option<&[Cell]>) {
+        let Some(row) = row else {
+            out.push_str("null");
+            return;
+        };
+        out.push('{');
+        for (key, &idx) in self.keys.iter().zip(&self.chosen) {
+            out.push_str(key);
+            push_json_cell_compact(out, &row[idx]);
+        }
+        out.push('}');
+    }
 }
 
 /// Appends a cell's JSON as `serde_json::to_writer` writes [`Cell::json`]: simple values
