@@ -94,6 +94,9 @@ pub(crate) fn run(
             details.insert("signal".to_owned(), Value::from(signal.name()));
             let text = format!("[MONITOR] stopped by {}", signal.name());
             print_status(printer, "monitor", "stopped", details, &text)?;
+            // The process ends now: freeing the cache object by object (every route of
+            // the namespace) would only cost time, as for the nm views.
+            std::mem::forget(cache);
             return Ok(());
         }
         if let Some(watch) = &watch
