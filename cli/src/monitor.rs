@@ -41,6 +41,16 @@ static MONITOR_ROUTE_FIELDS: LazyLock<Vec<Field>> = LazyLock::new(|| {
 /// The longest wait for events before the monitor looks at signals and its namespace again.
 const TICK: Duration = Duration::from_millis(200);
 
+/// A poll that read this many events and emptied the socket is taken for a burst under way
+/// (the kernel announces one route at a time, and a monitor as fast as the burst would wake
+/// up for every few): the monitor then pauses [`BURST_PAUSE`] before it waits for the socket
+/// again, so that it wakes once per hundred events or so. Isolated events are printed at
+/// once; in a burst, an event waits at most the pause longer.
+const BURST_EVENTS: usize = 4;
+
+/// See [`BURST_EVENTS`].
+const BURST_PAUSE: Duration = Duration::from_millis(1);
+
 /// How often the namespace's name is checked.
 const NETNS_CHECK: Duration = Duration::from_secs(1);
 
@@ -75,6 +85,8 @@ pub(crate) fn run(
     );
     tracing::debug!(counts = ?cache.counts(), "monitor ready");
     let mut events = Vec::new();
+    // The names of the last route's table, protocol, type and scope: the next one's, mostly.
+    let mut route_names = kernel::NameMemo::default();
     let mut checked = Instant::now();
     loop {
         if let Some(signal) = interrupt.received() {
@@ -82,6 +94,9 @@ pub(crate) fn run(
             details.insert("signal".to_owned(), Value::from(signal.name()));
             let text = format!("[MONITOR] stopped by {}", signal.name());
             print_status(printer, "monitor", "stopped", details, &text)?;
+            // The process ends now: freeing the cache object by object (every route of
+            // the namespace) would only cost time, as for the nm views.
+            std::mem::forget(cache);
             return Ok(());
         }
         if let Some(watch) = &watch
@@ -100,8 +115,8 @@ pub(crate) fn run(
             }
         }
         events.clear();
-        cache
-            .poll(Some(TICK), &mut events)
+        let status = cache
+            .poll_status(Some(TICK), &mut events)
             .map_err(|err| kernel::explain(err, "read kernel events"))?;
         for event in &events {
             match event {
@@ -143,7 +158,7 @@ pub(crate) fn run(
                             let old = kernel::link_row(peer, &names_before);
                             let new = kernel::link_row(peer, &names);
                             if old != new {
-                                printer.event(&render::Event {
+                                printer.event_buffered(&render::Event {
                                     object: "link",
                                     kind: EventKind::Changed,
                                     fields: kernel::LINK_FIELDS,
@@ -171,8 +186,11 @@ pub(crate) fn run(
                         .or(change.old())
                         .is_none_or(|route| family.is_none_or(|family| route.family() == family));
                     if wanted(MonitorObject::Route) && in_family {
-                        let row =
-                            |route: &netmirror_platform::Route| kernel::route_row(route, &names);
+                        let row = |route: &netmirror_platform::Route| {
+                            let mut row = Vec::with_capacity(MONITOR_ROUTE_FIELDS.len());
+                            kernel::route_cells(route, &names, &mut route_names, &[], &mut row);
+                            row
+                        };
                         print_change(printer, "route", &MONITOR_ROUTE_FIELDS, change, row)?;
                     }
                 }
@@ -227,6 +245,15 @@ pub(crate) fn run(
                 other => tracing::debug!(?other, "event not shown"),
             }
         }
+        // One write for what a burst printed: flushed once the socket has nothing more to
+        // read (or the wait expired), not per event.
+        if status.drained {
+            printer.flush()?;
+            if status.n_events >= BURST_EVENTS {
+                // A burst: let the kernel queue more before the next wake-up.
+                std::thread::sleep(BURST_PAUSE);
+            }
+        }
     }
 }
 
@@ -236,14 +263,14 @@ fn print_change<T>(
     object: &str,
     fields: &'static [Field],
     change: &Change<T>,
-    row: impl Fn(&T) -> Vec<Cell>,
+    mut row: impl FnMut(&T) -> Vec<Cell>,
 ) -> anyhow::Result<()> {
     let kind = match change {
         Change::Added(_) => EventKind::Added,
         Change::Removed(_) => EventKind::Removed,
         _ => EventKind::Changed,
     };
-    printer.event(&render::Event {
+    printer.event_buffered(&render::Event {
         object,
         kind,
         fields,

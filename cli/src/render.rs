@@ -513,6 +513,10 @@ pub(crate) struct Printer {
     selection: Selection,
     color: bool,
     out: BufWriter<Box<dyn Write + Send>>,
+    /// JSON monitors: the keys of the fields of the last event printed.
+    event_keys: Option<JsonEventKeys>,
+    /// JSON monitors: the line being written.
+    event_line: String,
 }
 
 impl Printer {
@@ -535,6 +539,8 @@ impl Printer {
             selection: Selection::from_args(&args.fields),
             color,
             out: BufWriter::with_capacity(64 * 1024, out),
+            event_keys: None,
+            event_line: String::new(),
         }
     }
 
@@ -726,8 +732,27 @@ impl Printer {
 
     /// Prints a change event of a monitor (see [`write_event`]) and flushes it.
     pub(crate) fn event(&mut self, event: &Event<'_>) -> anyhow::Result<()> {
-        write_event(&mut self.out, self.color, self.mode, &self.selection, event)?;
+        self.event_buffered(event)?;
         self.out.flush()?;
+        Ok(())
+    }
+
+    /// Prints a change event of a monitor (see [`write_event`]) into the output buffer,
+    /// without flushing it: a monitor that has more events waiting flushes once they are
+    /// all printed ([`Printer::flush`]).
+    pub(crate) fn event_buffered(&mut self, event: &Event<'_>) -> anyhow::Result<()> {
+        if self.mode != Mode::Json {
+            return write_event(&mut self.out, self.color, self.mode, &self.selection, event);
+        }
+        // JSON: the keys of the last fields printed are kept, and one line buffer.
+        let keys = match self.event_keys.take() {
+            Some(keys) if std::ptr::eq(keys.fields, event.fields) => keys,
+            _ => JsonEventKeys::new(event.fields, self.selection.resolve(event.fields, true)?),
+        };
+        self.event_line.clear();
+        keys.push_event(&mut self.event_line, event);
+        self.event_keys = Some(keys);
+        self.out.write_all(self.event_line.as_bytes())?;
         Ok(())
     }
 
@@ -880,25 +905,12 @@ fn write_event(
     event: &Event<'_>,
 ) -> anyhow::Result<()> {
     let chosen = selection.resolve(event.fields, mode == Mode::Json)?;
-    let row_json = |row: &Option<Vec<Cell>>| match row {
-        Some(row) => {
-            let mut object = Map::new();
-            for &idx in &chosen {
-                object.insert(event.fields[idx].key.to_owned(), row[idx].json());
-            }
-            Value::Object(object)
-        }
-        None => Value::Null,
-    };
     match mode {
         Mode::Json => {
-            let mut object = Map::new();
-            object.insert("object".to_owned(), Value::from(event.object));
-            object.insert("event".to_owned(), Value::from(event.kind.as_str()));
-            object.insert("old".to_owned(), row_json(&event.old));
-            object.insert("new".to_owned(), row_json(&event.new));
-            serde_json::to_writer(&mut *out, &Value::Object(object))?;
-            writeln!(out)?;
+            let keys = JsonEventKeys::new(event.fields, chosen);
+            let mut line = String::with_capacity(512);
+            keys.push_event(&mut line, event);
+            out.write_all(line.as_bytes())?;
         }
         Mode::Terse => {
             let mut line = format!("{}:{}", event.object, event.kind.as_str());
@@ -1639,6 +1651,95 @@ pub(crate) fn push_json_cell(out: &mut String, cell: &Cell) {
                 }
                 out.push_str(line);
             }
+        }
+    }
+}
+
+/// The fields a monitor's JSON events show, with each one's key written out once
+/// (`"dst":`, then `,"gateway":` ...): a burst prints one line per event.
+struct JsonEventKeys {
+    fields: &'static [Field],
+    chosen: Vec<usize>,
+    keys: Vec<String>,
+}
+
+impl JsonEventKeys {
+    fn new(fields: &'static [Field], chosen: Vec<usize>) -> Self {
+        let keys = chosen
+            .iter()
+            .enumerate()
+            .map(|(col, &idx)| {
+                let mut key = String::from(if col == 0 { "" } else { "," });
+                push_json_str(&mut key, fields[idx].key);
+                key.push(':');
+                key
+            })
+            .collect();
+        JsonEventKeys {
+            fields,
+            chosen,
+            keys,
+        }
+    }
+
+    /// Appends `event` as one line: what `serde_json::to_writer` writes for the object
+    /// `{"object", "event", "old", "new"}` whose rows are `Map`s of the chosen fields' keys
+    /// and [`Cell::json`] values, without building them.
+    fn push_event(&self, line: &mut String, event: &Event<'_>) {
+        line.push_str("{\"object\":");
+        push_json_str(line, event.object);
+        line.push_str(",\"event\":\"");
+        line.push_str(event.kind.as_str());
+        line.push_str("\",\"old\":");
+        self.push_row(line, event.old.as_deref());
+        line.push_str(",\"new\":");
+        self.push_row(line, event.new.as_deref());
+        line.push_str("}\n");
+    }
+
+    /// Appends one row as a compact JSON object of the chosen fields (`null` without a row).
+    fn push_row(&self, out: &mut String, row: Option<&[Cell]>) {
+        let Some(row) = row else {
+            out.push_str("null");
+            return;
+        };
+        out.push('{');
+        for (key, &idx) in self.keys.iter().zip(&self.chosen) {
+            out.push_str(key);
+            push_json_cell_compact(out, &row[idx]);
+        }
+        out.push('}');
+    }
+}
+
+/// Appends a cell's JSON as `serde_json::to_writer` writes [`Cell::json`]: simple values
+/// written here, nested ones by `serde_json`.
+fn push_json_cell_compact(out: &mut String, cell: &Cell) {
+    match cell {
+        Cell::Null => out.push_str("null"),
+        Cell::Bool(true) => out.push_str("true"),
+        Cell::Bool(false) => out.push_str("false"),
+        Cell::Int(value) => push_int(out, *value),
+        Cell::Text(text) => push_json_str(out, text),
+        Cell::Shared(text) => push_json_str(out, text),
+        Cell::List(items) => {
+            out.push('[');
+            for (n, item) in items.iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                push_json_str(out, item);
+            }
+            out.push(']');
+        }
+        Cell::Prefix(addr, len) => {
+            out.push('"');
+            netmirror_platform::names::push_route_prefix(out, *addr, *len);
+            out.push('"');
+        }
+        Cell::Typed { json, .. } | Cell::Modal { json, .. } => {
+            // Writing into a string cannot fail, and a `Value` always serializes.
+            out.push_str(&serde_json::to_string(json).unwrap_or_default());
         }
     }
 }

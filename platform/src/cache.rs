@@ -29,7 +29,7 @@ use crate::nexthop::Nexthop;
 use crate::platform::{Chunk, Config, DumpReport, FibCounters, Platform};
 use crate::route::{Family, Route, RouteId, RouteWeakId};
 use crate::rule::{Rule, RuleId};
-use crate::socket::{NlSocket, RcvbufOutcome};
+use crate::socket::{NlSocket, RcvbufOutcome, Received};
 use crate::types::Ifindex;
 use crate::wire::{self, MsgWriter, Msgs};
 
@@ -620,12 +620,28 @@ impl Cache {
                 let wait = timeout.map(|t| t.max(Duration::from_micros(1)));
                 self.events.set_timeout(wait)?;
             }
-            match self.events.recv(nonblocking) {
-                Ok(Some(datagram)) => {
-                    let datagram = datagram.to_vec();
-                    self.apply_datagram(&datagram, out);
+            // Applied where it was read: the socket's buffer, the state and the counters
+            // are apart.
+            match self.events.recv_event(nonblocking) {
+                Ok(Received::Datagram(datagram)) => apply_datagram(
+                    &mut self.state,
+                    &mut self.stats,
+                    &mut self.resync,
+                    datagram,
+                    out,
+                ),
+                Ok(Received::Nothing) => return Ok(true),
+                Ok(Received::Truncated { len }) => {
+                    // Longer than any notification seen: its events are lost, as on an
+                    // overflow, but the socket still holds what followed.
+                    self.stats.n_malformed += 1;
+                    tracing::warn!(
+                        len,
+                        "event datagram longer than the buffer, resync scheduled"
+                    );
+                    self.resync.pending = true;
+                    self.resync.last_overrun.get_or_insert(Instant::now());
                 }
-                Ok(None) => return Ok(true),
                 Err(Error::Overrun) => self.note_overrun(out),
                 Err(err) => return Err(err),
             }
@@ -820,25 +836,16 @@ impl Cache {
         }
     }
 
+    /// Applies one datagram as if the event socket had received it (tests, fuzzing).
+    #[cfg(any(all(test, feature = "privileged"), feature = "fuzzing"))]
     pub(crate) fn apply_datagram(&mut self, datagram: &[u8], out: &mut Vec<Event>) {
-        for msg in Msgs::new(datagram) {
-            match msg {
-                Ok(msg) => {
-                    self.stats.n_messages += 1;
-                    if let Err(err) = self.state.apply(&msg, out) {
-                        self.stats.n_malformed += 1;
-                        tracing::warn!(%err, kind = msg.kind, "skipped a malformed event");
-                    }
-                }
-                Err(err) => {
-                    // The rest of the datagram is lost: resync to be sure.
-                    self.stats.n_malformed += 1;
-                    tracing::warn!(%err, "malformed datagram on the event socket, resync scheduled");
-                    self.resync.pending = true;
-                    self.resync.last_overrun.get_or_insert(Instant::now());
-                }
-            }
-        }
+        apply_datagram(
+            &mut self.state,
+            &mut self.stats,
+            &mut self.resync,
+            datagram,
+            out,
+        );
     }
 
     /// Asks the kernel again what the events applied by this poll may have changed without
@@ -899,6 +906,34 @@ impl Cache {
             .collect();
         self.state.replace_held(held, fresh, out);
         Ok(())
+    }
+}
+
+/// Applies the messages of one datagram of the event socket to `state`.
+fn apply_datagram(
+    state: &mut State,
+    stats: &mut Stats,
+    resync: &mut Resync,
+    datagram: &[u8],
+    out: &mut Vec<Event>,
+) {
+    for msg in Msgs::new(datagram) {
+        match msg {
+            Ok(msg) => {
+                stats.n_messages += 1;
+                if let Err(err) = state.apply(&msg, out) {
+                    stats.n_malformed += 1;
+                    tracing::warn!(%err, kind = msg.kind, "skipped a malformed event");
+                }
+            }
+            Err(err) => {
+                // The rest of the datagram is lost: resync to be sure.
+                stats.n_malformed += 1;
+                tracing::warn!(%err, "malformed datagram on the event socket, resync scheduled");
+                resync.pending = true;
+                resync.last_overrun.get_or_insert(Instant::now());
+            }
+        }
     }
 }
 

@@ -134,7 +134,7 @@ pub(crate) const DUMP_RCVBUF: usize = 1 << 20;
 impl Platform {
     /// Opens a platform as `config` says.
     pub fn open(config: Config) -> Result<Self> {
-        let sock = config.netns.run_in(NlSocket::open)?;
+        let mut sock = config.netns.run_in(NlSocket::open)?;
         let strict = config.strict_check && sock.set_strict_check(true);
         let rcvbuf = sock.set_rcvbuf(DUMP_RCVBUF);
         // SO_RCVTIMEO takes zero as "forever": keep a zero timeout a (tiny) timeout.

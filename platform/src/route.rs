@@ -1258,6 +1258,22 @@ impl Route {
         }
     }
 
+    /// Whether `other` has this route's prefix key ([`Route::weak_id`]): for two IPv4 routes
+    /// compared field by field, without building either key (a new route is compared with
+    /// every route of its [`RoutesByWeakId`](crate::RoutesByWeakId) bucket).
+    pub(crate) fn same_weak_id(&self, other: &Route) -> bool {
+        if self.bits & V6 == 0 && other.bits & V6 == 0 {
+            let src_len = |route: &Route| route.extra.as_ref().map_or(0, |extra| extra.src_len);
+            return self.v4[0] == other.v4[0]
+                && self.table == other.table
+                && self.priority == other.priority
+                && self.dst_len == other.dst_len
+                && self.tos == other.tos
+                && src_len(self) == src_len(other);
+        }
+        self.weak_id() == other.weak_id()
+    }
+
     /// The prefix key that `NLM_F_REPLACE` replaces.
     pub fn weak_id(&self) -> RouteWeakId {
         let (dst, src, src_len) = match &self.extra {

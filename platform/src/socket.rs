@@ -47,11 +47,33 @@ pub(crate) struct DumpOutcome {
     pub(crate) n_objects: usize,
 }
 
+/// The smallest buffer an event datagram is read with ([`NlSocket::recv_event`]): 64 KiB,
+/// of which a read touches only what the datagram fills.
+const EVENT_READ: usize = 64 * 1024;
+
+/// What [`NlSocket::recv_event`] received.
+#[derive(Debug)]
+pub(crate) enum Received<'a> {
+    /// A whole datagram from the kernel.
+    Datagram(&'a [u8]),
+    /// Nothing: the socket would block, or its receive timeout expired.
+    Nothing,
+    /// A datagram of `len` bytes, longer than the buffer: cut, its rest lost.
+    Truncated {
+        /// The datagram's full length.
+        len: usize,
+    },
+}
+
 /// A `NETLINK_ROUTE` socket with its receive buffer.
 #[derive(Debug)]
 pub(crate) struct NlSocket {
     sock: Socket,
     buf: Vec<u8>,
+    /// The buffer size [`NlSocket::recv_event`] reads with.
+    event_read: usize,
+    /// The receive timeout last set ([`NlSocket::set_timeout`]), if one was.
+    timeout: Option<Option<Duration>>,
     port: u32,
     seq: u32,
     /// Number of datagrams dropped because they did not come from the kernel.
@@ -73,6 +95,8 @@ impl NlSocket {
         Ok(NlSocket {
             sock,
             buf: Vec::with_capacity(MIN_READ),
+            event_read: EVENT_READ,
+            timeout: None,
             port: addr.port_number(),
             seq: 0,
             n_foreign: 0,
@@ -135,13 +159,19 @@ impl NlSocket {
             .map_err(|e| Error::socket("add_membership", e))
     }
 
-    pub(crate) fn set_timeout(&self, timeout: Option<Duration>) -> Result<()> {
+    /// Sets the receive timeout (`SO_RCVTIMEO`; `None`: none), unless it is set already.
+    pub(crate) fn set_timeout(&mut self, timeout: Option<Duration>) -> Result<()> {
+        if self.timeout == Some(timeout) {
+            return Ok(());
+        }
         rustix::net::sockopt::set_socket_timeout(
             &self.sock,
             rustix::net::sockopt::Timeout::Recv,
             timeout,
         )
-        .map_err(|e| Error::socket("setsockopt", e.into()))
+        .map_err(|e| Error::socket("setsockopt", e.into()))?;
+        self.timeout = Some(timeout);
+        Ok(())
     }
 
     /// Sends one buffer of one or more requests to the kernel.
@@ -211,6 +241,47 @@ impl NlSocket {
                 )));
             }
             return Ok(Some(&self.buf[..read]));
+        }
+    }
+
+    /// Receives the next event datagram (multicast notification) from the kernel in one
+    /// call, where [`NlSocket::recv`] peeks first: into a buffer of at least
+    /// [`EVENT_READ`] bytes, far above what a notification takes (the largest, a link's or a
+    /// many-hop route's, are a few KiB: the kernel sizes them for the object alone), with
+    /// `MSG_TRUNC` so that a longer one is still told by its length. Such a datagram was cut
+    /// and its rest is lost: [`Received::Truncated`] says so (the caller resyncs) and the
+    /// buffer grows to hold the next one of that size. Datagrams from any other sender are
+    /// dropped (and traced), as `recv` drops them.
+    pub(crate) fn recv_event(&mut self, nonblocking: bool) -> Result<Received<'_>> {
+        let dontwait = if nonblocking { libc::MSG_DONTWAIT } else { 0 };
+        loop {
+            self.buf.clear();
+            self.buf.reserve(self.event_read);
+            let (len, from) = match self
+                .sock
+                .recv_from(&mut self.buf, libc::MSG_TRUNC | dontwait)
+            {
+                Ok(it) => it,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) => {
+                    recv_error::<()>(err)?;
+                    return Ok(Received::Nothing);
+                }
+            };
+            if from.port_number() != 0 {
+                self.n_foreign += 1;
+                tracing::warn!(
+                    sender_port = from.port_number(),
+                    len,
+                    "dropped a netlink message not sent by the kernel"
+                );
+                continue;
+            }
+            if len > self.buf.len() {
+                self.event_read = len.next_power_of_two();
+                return Ok(Received::Truncated { len });
+            }
+            return Ok(Received::Datagram(&self.buf[..len]));
         }
     }
 

@@ -682,3 +682,62 @@ fn escape_is_borrowed_when_clean() {
     assert_eq!(escape_terse("a:\\\u{1b}"), r"a\:\\\e");
     assert_eq!(escape("\u{200b}\u{feff}"), r"\xe2\x80\x8b\xef\xbb\xbf");
 }
+
+/// A monitor's JSON line, written by hand, is byte for byte what `serde_json` writes for the
+/// same object built as `Map`s of [`Cell::json`] values.
+#[test]
+fn json_events_are_written_as_serde_json_writes_them() {
+    let rows = [
+        hostile().rows.remove(0),
+        vec![
+            Cell::Int(-42),
+            Cell::Prefix("2001:db8::".parse().unwrap(), 64),
+            Cell::Modal {
+                text: "{ ip = 10.0.0.0/8 }".into(),
+                terse: "10.0.0.0/8".into(),
+                json: serde_json::json!({"dest": "10.0.0.0", "prefix": 8, "attrs": [1, "a\"b"]}),
+            },
+            Cell::Null,
+        ],
+        vec![
+            Cell::Bool(true),
+            Cell::Prefix("0.0.0.0".parse().unwrap(), 0),
+            Cell::Bool(false),
+            Cell::List(Vec::new()),
+        ],
+    ];
+    let chosen = Selection::All.resolve(FIELDS, true).unwrap();
+    let row_json = |row: &Option<Vec<Cell>>| match row {
+        Some(row) => Value::Object(
+            chosen
+                .iter()
+                .map(|&idx| (FIELDS[idx].key.to_owned(), row[idx].json()))
+                .collect(),
+        ),
+        None => Value::Null,
+    };
+    for row in rows {
+        for kind in [EventKind::Added, EventKind::Changed, EventKind::Removed] {
+            let old = (kind != EventKind::Added).then(|| row.clone());
+            let new = (kind != EventKind::Removed).then(|| row.clone());
+            let event = event(kind, old, new);
+            let mut object = Map::new();
+            object.insert("object".to_owned(), Value::from(event.object));
+            object.insert("event".to_owned(), Value::from(kind.as_str()));
+            object.insert("old".to_owned(), row_json(&event.old));
+            object.insert("new".to_owned(), row_json(&event.new));
+            let expected = serde_json::to_string(&Value::Object(object)).unwrap() + "\n";
+            let mut out = Vec::new();
+            write_event(&mut out, false, Mode::Json, &Selection::All, &event).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), expected);
+            // The printer's path, keys kept between events, writes the same.
+            let (mut printer, buffer) = printer(true, false);
+            printer.event(&event).unwrap();
+            printer.event(&event).unwrap();
+            assert_eq!(
+                String::from_utf8(buffer.lock().unwrap().clone()).unwrap(),
+                expected.repeat(2)
+            );
+        }
+    }
+}

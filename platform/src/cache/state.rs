@@ -482,6 +482,10 @@ impl State {
                 }
                 return;
             }
+        } else if route.family() == Family::V4 && flags & wire::NLM_F_EXCL != 0 {
+            // IPv4 announces an addition with `NLM_F_EXCL` only when no route had its prefix
+            // key (`fib_table_insert` clears the flag when it finds one): no peers to place it
+            // among, so no walk of its weak-id bucket (tens of routes at 100k, hundreds at 1M).
         } else {
             let weak = route.weak_id();
             let mut peers = self
@@ -489,7 +493,7 @@ impl State {
                 .partition(self.routes_by_weak_id, &weak_bucket(&weak))
                 .into_iter()
                 .flatten()
-                .filter(|held| held.weak_id() == weak)
+                .filter(|held| held.same_weak_id(&route))
                 .map(|held| Route::id(held));
             let first = peers.next();
             let last = peers.next_back().or(first);

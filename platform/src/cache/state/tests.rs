@@ -710,3 +710,58 @@ fn a_bridge_port_message_updates_the_port_data() {
     assert_eq!(events.len(), 1);
     assert_eq!(port(&state)[0], ("state".into(), AttrValue::Uint(1)));
 }
+
+/// An IPv4 `RTM_NEWROUTE` of `dst`/24, metric 5, on ifindex 2, via `gateway` if any.
+fn v4_route_msg(flags: u16, dst: [u8; 4], gateway: Option<[u8; 4]>) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut msg = wire::MsgWriter::new(&mut buf, wire::RTM_NEWROUTE, flags, 0);
+    // rtmsg: AF_INET, /24, main table, protocol boot, universe scope, unicast.
+    msg.raw(&[2, 24, 0, 0, 254, 3, 0, 1, 0, 0, 0, 0]);
+    msg.attr(1, &dst);
+    msg.attr_u32(4, 2);
+    if let Some(gateway) = gateway {
+        msg.attr(5, &gateway);
+    }
+    msg.attr_u32(6, 5);
+    msg.attr_u32(15, 254);
+    msg.finish();
+    buf
+}
+
+/// An IPv4 addition the kernel flags `NLM_F_EXCL` (no route had its prefix key) goes last,
+/// without a look at its peers; one without the flag goes among its peers as the flags say.
+#[test]
+fn ipv4_routes_go_where_the_kernels_flags_put_them() {
+    let mut state = State::new();
+    let create = wire::NLM_F_CREATE;
+    for (flags, dst, gateway) in [
+        (create | wire::NLM_F_EXCL, [10, 20, 0, 0], None),
+        (create | wire::NLM_F_EXCL, [10, 30, 0, 0], None),
+        // `ip route prepend`: before the first peer.
+        (create, [10, 20, 0, 0], Some([192, 0, 2, 2])),
+        // `ip route append`: after the last peer.
+        (create | NLM_F_APPEND, [10, 20, 0, 0], Some([192, 0, 2, 3])),
+        (create | wire::NLM_F_EXCL, [10, 40, 0, 0], None),
+    ] {
+        let events = apply_one(&mut state, &v4_route_msg(flags, dst, gateway));
+        assert!(
+            matches!(events[..], [Event::Route(Change::Added(_))]),
+            "{events:?}"
+        );
+    }
+    let order: Vec<String> = state
+        .routes
+        .iter()
+        .map(|route| format!("{} {:?}", route.dst(), route.gateway()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "10.20.0.0 Some(192.0.2.2)",
+            "10.20.0.0 None",
+            "10.20.0.0 Some(192.0.2.3)",
+            "10.30.0.0 None",
+            "10.40.0.0 None",
+        ]
+    );
+}
