@@ -187,9 +187,9 @@ pub(crate) fn run(
                         .is_none_or(|route| family.is_none_or(|family| route.family() == family));
                     if wanted(MonitorObject::Route) && in_family {
                         let row = |route: &netmirror_platform::Route| {
-                            let mut row = Vec::with_capacity(MONITOR_ROUTE_FIELDS.len());
-                            kernel::route_cells(route, &names, &mut route_names, &[], &mut row);
-                            row
+                            (0..MONITOR_ROUTE_FIELDS.len())
+                                .map(|idx| kernel::route_cell(route, &names, &mut route_names, idx))
+                                .collect()
                         };
                         print_change(printer, "route", &MONITOR_ROUTE_FIELDS, change, row)?;
                     }
