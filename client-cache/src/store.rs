@@ -109,6 +109,10 @@ pub(crate) struct Slot {
     pub(crate) ready: bool,
     /// The user has been told about this object (an `Added` without a `Removed` since).
     pub(crate) visible: bool,
+    /// The slot held an object that the service removed, and stays as a placeholder while
+    /// something still references it: a target that went away before its referrers caught
+    /// up, not a reference to an object that never was (no `DanglingReference` for it).
+    pub(crate) gone: bool,
     mark: u32,
 }
 
@@ -181,6 +185,7 @@ impl Store {
     /// Put `obj` into slot `id` (replacing what was there) and update its references.
     pub(crate) fn set_object(&mut self, id: ObjId, obj: Object) -> Option<Object> {
         let old = self.slots[id as usize].obj.replace(obj);
+        self.slots[id as usize].gone = false;
         self.update_refs(id);
         self.touch(id);
         old
@@ -190,6 +195,7 @@ impl Store {
     pub(crate) fn take_object(&mut self, id: ObjId) -> Option<Object> {
         let old = self.slots[id as usize].obj.take();
         if old.is_some() {
+            self.slots[id as usize].gone = true;
             self.update_refs(id);
             self.touch(id);
             self.maybe_free.push(id);

@@ -41,7 +41,10 @@ impl Core {
         let batch = std::mem::take(&mut self.batch);
         let (region, n_touched) = self.store.update_readiness();
         // Dangling references are reported for objects whose references were just set; a
-        // target that goes away before its referrers catch up is the service's business.
+        // target that goes away before its referrers catch up is the service's business, also
+        // when a referrer changes in between for another reason (NetworkManager removes an
+        // active connection, and may change the manager's other properties, before it
+        // updates `ActiveConnections`).
         let removed = batch.removed;
         let mut added = Vec::new();
         // Only needed to filter the batch's other events: not built for a plain load.
@@ -67,7 +70,8 @@ impl Core {
             let slot = self.store.slot(id);
             if touched && slot.obj.is_some() && !slot.ready && self.resolve {
                 for &t in &slot.refs_out {
-                    if self.store.slot(t).obj.is_none() {
+                    let target = self.store.slot(t);
+                    if target.obj.is_none() && !target.gone {
                         dangling.push((slot.path.clone(), self.store.slot(t).path.clone()));
                     }
                 }
@@ -224,5 +228,97 @@ mod tests {
             }]
         );
         assert_eq!(prop(&core, "/o/1", I, "A"), Some(2));
+    }
+
+    /// A referrer declared with two `o` properties, `Peer` and `Other`, and a `u32` `A`.
+    mod references {
+        use std::collections::HashMap;
+
+        use zbus::{ObjectPath, Variant};
+
+        use super::*;
+        use crate::debug::WarningKind;
+        use crate::meta::{InterfaceDecl, Registry};
+
+        const R: &str = "org.example.Ref";
+
+        fn props(a: u32, refs: &[(&str, &str)]) -> HashMap<String, Variant<'static>> {
+            let mut props = HashMap::from([("A".to_owned(), Variant::from(a))]);
+            for (name, path) in refs {
+                let path = ObjectPath::try_from(*path).unwrap().into_owned();
+                props.insert((*name).to_owned(), Variant::from(path));
+            }
+            props
+        }
+
+        /// Loaded with `/m` (whose `Peer` is `/t`, `Other` none) and `/t`.
+        fn core() -> crate::core::Core {
+            let mut cfg = config();
+            cfg.registry = Registry::generic().with(InterfaceDecl::new(
+                R,
+                [("A", "u", None), ("Other", "o", None), ("Peer", "o", None)],
+            ));
+            let mut core = bus_core(cfg);
+            core.start();
+            answer_name_owner(&mut core, OWNER);
+            let call = take_call(&mut core, "GetManagedObjects");
+            let m = props(0, &[("Peer", "/t"), ("Other", "/")]);
+            let objects: HashMap<ObjectPath<'static>, HashMap<String, _>> = [
+                ("/m", HashMap::from([(R.to_owned(), m)])),
+                ("/t", HashMap::from([(R.to_owned(), props(0, &[]))])),
+            ]
+            .into_iter()
+            .map(|(p, i)| (ObjectPath::try_from(p).unwrap().into_owned(), i))
+            .collect();
+            core.handle(&reply_to(&call).build(&(objects,)).unwrap());
+            core.commit();
+            assert!(core.is_loaded());
+            assert_eq!(core.diagnostics().count(WarningKind::DanglingReference), 0);
+            drain(&mut core);
+            core
+        }
+
+        fn changed(path: &str, a: u32, refs: &[(&str, &str)]) -> zbus::Message {
+            signal(path, "org.freedesktop.DBus.Properties", "PropertiesChanged")
+                .sender(OWNER)
+                .build(&(R, props(a, refs), &[] as &[&str]))
+                .unwrap()
+        }
+
+        #[test]
+        fn a_target_removed_before_its_referrer_catches_up_is_not_dangling() {
+            let mut core = core();
+            // The service removes /t, then changes another reference of /m before it updates
+            // /m's Peer (NetworkManager: an active connection removed, the manager's
+            // PrimaryConnection changed, then its ActiveConnections), in batches of their
+            // own, as a reader may hand them over.
+            core.handle(&interfaces_removed("/t", &[R]));
+            core.commit();
+            core.handle(&changed("/m", 1, &[("Other", "/m")]));
+            core.commit();
+            assert_eq!(core.diagnostics().count(WarningKind::DanglingReference), 0);
+            core.handle(&changed("/m", 2, &[("Peer", "/")]));
+            core.commit();
+            assert_eq!(core.diagnostics().count(WarningKind::DanglingReference), 0);
+            assert!(
+                drain(&mut core)
+                    .iter()
+                    .any(|ev| matches!(ev, Event::Removed { path, .. } if &**path == "/t"))
+            );
+        }
+
+        #[test]
+        fn a_reference_to_an_object_that_never_was_is_dangling() {
+            let mut core = core();
+            core.handle(&changed("/m", 1, &[("Other", "/never")]));
+            core.commit();
+            assert_eq!(core.diagnostics().count(WarningKind::DanglingReference), 1);
+            // A target that was removed and comes back is an object again: no warning.
+            core.handle(&interfaces_removed("/t", &[R]));
+            core.handle(&interfaces_added("/t", &[(R, &[("A", 5)])]));
+            core.handle(&changed("/m", 2, &[("Other", "/t")]));
+            core.commit();
+            assert_eq!(core.diagnostics().count(WarningKind::DanglingReference), 1);
+        }
     }
 }
