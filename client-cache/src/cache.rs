@@ -492,8 +492,8 @@ impl ObjectCache {
     }
 
     /// The next event, or `None` if nothing happens within `timeout` (or the connection
-    /// closed). The timer is on zbus's own runtime (see [`timer_at`]), so this works on any
-    /// executor. Cancel-safe, as [`ObjectCache::next_event`].
+    /// closed). The timer is on zbus's own runtime (zruntime, the reactor the connection runs
+    /// on), so this works on any executor. Cancel-safe, as [`ObjectCache::next_event`].
     pub async fn next_event_timeout(&mut self, timeout: Duration) -> Option<Event> {
         self.next_event_deadline(Instant::now() + timeout).await
     }
