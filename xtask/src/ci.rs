@@ -145,6 +145,11 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     step("publish --dry-run", || {
         // Every published crate packaged and built from its package alone, in dependency
         // order; the unpublished siblings come from cargo's local overlay of the packages.
+        forget_earlier_packages(
+            &ci_target_dir(),
+            cargo_home().as_deref(),
+            &crate_version(root)?,
+        )?;
         let mut publish = cargo();
         publish.args(["publish", "--dry-run", "--allow-dirty", "--locked"]);
         for name in PUBLISHED {
@@ -158,6 +163,50 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// Removes what an earlier `publish --dry-run` of this checkout left behind: the packaging
+/// folder (with cargo's overlay registry) and the copies of our own crates that cargo unpacked
+/// from that overlay into `$CARGO_HOME/registry/src`. Cargo names that unpack folder after the
+/// overlay's path, so a checkout at the same path gets the same folder, and it reuses an
+/// unpacked `name-version` found there without comparing it with the new package: a CI
+/// machine that keeps `~/.cargo` between runs then verifies the crates against an older tree
+/// (it built a `cache.rs` that still used a removed dependency). Only folders named after our
+/// published crates at this version are removed; the downloaded dependencies stay.
+fn forget_earlier_packages(
+    target: &Path,
+    cargo_home: Option<&Path>,
+    version: &str,
+) -> anyhow::Result<()> {
+    let package = target.join("package");
+    if package.exists() {
+        std::fs::remove_dir_all(&package)
+            .with_context(|| format!("removing {}", package.display()))?;
+    }
+    let Some(cargo_home) = cargo_home else {
+        return Ok(());
+    };
+    let Ok(sources) = std::fs::read_dir(cargo_home.join("registry/src")) else {
+        return Ok(());
+    };
+    for source in sources {
+        let source = source?.path();
+        for name in PUBLISHED {
+            let unpacked = source.join(format!("{name}-{version}"));
+            if unpacked.exists() {
+                std::fs::remove_dir_all(&unpacked)
+                    .with_context(|| format!("removing {}", unpacked.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Cargo's home folder as cargo finds it: `$CARGO_HOME`, else `~/.cargo`.
+fn cargo_home() -> Option<std::path::PathBuf> {
+    std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cargo")))
 }
 
 /// Where the outside user's crate lives: not a workspace member, it depends on the libraries
@@ -564,4 +613,38 @@ fn owned_by_a_running_process(
             .any(|process| owned_process(process) && process.cmdline.contains(dir));
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_earlier_dry_runs_unpacked_crates_are_forgotten_and_nothing_else() {
+        let base = std::env::temp_dir().join(format!("xtask-forget-{}", std::process::id()));
+        let target = base.join("target");
+        let home = base.join("cargo-home");
+        let overlay = home.join("registry/src/-0123456789abcdef");
+        let crates_io = home.join("registry/src/index.crates.io-1949cf8c6b5b557f");
+        for dir in [
+            target.join("package/tmp-registry"),
+            overlay.join("netmirror-client-cache-0.1.0/src"),
+            overlay.join("netmirror-platform-0.1.0"),
+            overlay.join("netmirror-platform-0.2.0"),
+            crates_io.join("zbus-6.0.0"),
+        ] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        forget_earlier_packages(&target, Some(&home), "0.1.0").unwrap();
+        assert!(!target.join("package").exists());
+        assert!(!overlay.join("netmirror-client-cache-0.1.0").exists());
+        assert!(!overlay.join("netmirror-platform-0.1.0").exists());
+        // Another version and the downloaded dependencies stay.
+        assert!(overlay.join("netmirror-platform-0.2.0").exists());
+        assert!(crates_io.join("zbus-6.0.0").exists());
+        // Nothing to forget is no error.
+        forget_earlier_packages(&target, Some(&home), "0.1.0").unwrap();
+        forget_earlier_packages(&target, None, "0.1.0").unwrap();
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 }
