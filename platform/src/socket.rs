@@ -211,12 +211,7 @@ impl NlSocket {
             if from.port_number() != 0 {
                 // Consume it without reading it: only the kernel may speak.
                 let _ = self.sock.recv_from(&mut &mut scratch[..], libc::MSG_TRUNC);
-                self.n_foreign += 1;
-                tracing::warn!(
-                    sender_port = from.port_number(),
-                    len,
-                    "dropped a netlink message not sent by the kernel"
-                );
+                self.drop_foreign(from.port_number(), len);
                 continue;
             }
             self.buf.clear();
@@ -227,11 +222,7 @@ impl NlSocket {
                 Err(err) => return recv_error(err),
             };
             if from.port_number() != 0 {
-                self.n_foreign += 1;
-                tracing::warn!(
-                    sender_port = from.port_number(),
-                    "dropped a foreign message"
-                );
+                self.drop_foreign(from.port_number(), read);
                 continue;
             }
             if read > self.buf.len() {
@@ -242,6 +233,17 @@ impl NlSocket {
             }
             return Ok(Some(&self.buf[..read]));
         }
+    }
+
+    /// Counts and traces a datagram that another process sent (`sender_port` is not the
+    /// kernel's 0), which the caller has consumed and drops.
+    fn drop_foreign(&mut self, sender_port: u32, len: usize) {
+        self.n_foreign += 1;
+        tracing::warn!(
+            sender_port,
+            len,
+            "dropped a netlink message not sent by the kernel"
+        );
     }
 
     /// Receives the next event datagram (multicast notification) from the kernel in one
@@ -269,12 +271,7 @@ impl NlSocket {
                 }
             };
             if from.port_number() != 0 {
-                self.n_foreign += 1;
-                tracing::warn!(
-                    sender_port = from.port_number(),
-                    len,
-                    "dropped a netlink message not sent by the kernel"
-                );
+                self.drop_foreign(from.port_number(), len);
                 continue;
             }
             if len > self.buf.len() {
