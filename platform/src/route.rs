@@ -1497,61 +1497,62 @@ impl Route {
     /// one the general path builds from the same message.
     #[inline]
     fn parse_v4_plain(payload: &[u8]) -> Option<Route> {
-        let (hdr, mut nlas) = payload.split_at_checked(RTMSG_LEN)?;
+        let (hdr, mut nlas) = payload.split_first_chunk::<RTMSG_LEN>()?;
         let rtm_flags = wire::u32_at(hdr, 8);
         if hdr[0] != AF_INET || hdr[2] != 0 || rtm_flags > 0xffff {
             return None;
         }
-        let mut route = Route {
-            v4: [[0; 4]; 3],
-            table: u32::from(hdr[4]),
-            priority: 0,
-            oif: 0,
+        // Whole words, kept in registers: the route is written once at the end.
+        let [mut dst, mut gateway, mut prefsrc] = [0u32; 3];
+        let (mut oif, mut priority, mut table) = (0u32, 0u32, u32::from(hdr[4]));
+        let mut bits = 0u8;
+        while !nlas.is_empty() {
+            // Each attribute: 4 bytes of header (length 8, type) and a 4-byte value.
+            let (attr, rest) = nlas.split_first_chunk::<8>()?;
+            if u16::from_ne_bytes([attr[0], attr[1]]) != 8 {
+                return None;
+            }
+            let value = u32::from_ne_bytes([attr[4], attr[5], attr[6], attr[7]]);
+            match u16::from_ne_bytes([attr[2], attr[3]]) {
+                RTA_DST => {
+                    dst = value;
+                    bits |= HAS_DST;
+                }
+                RTA_GATEWAY => {
+                    gateway = value;
+                    bits |= HAS_GATEWAY;
+                }
+                RTA_PREFSRC => {
+                    prefsrc = value;
+                    bits |= HAS_PREFSRC;
+                }
+                RTA_OIF => {
+                    oif = value;
+                    bits |= HAS_OIF;
+                }
+                RTA_PRIORITY => {
+                    priority = value;
+                    bits |= HAS_PRIORITY;
+                }
+                RTA_TABLE => table = value,
+                _ => return None,
+            }
+            nlas = rest;
+        }
+        Some(Route {
+            v4: [dst, gateway, prefsrc].map(u32::to_ne_bytes),
+            table,
+            priority,
+            oif,
             flags: rtm_flags as u16,
             dst_len: hdr[1],
             tos: hdr[3],
             protocol: hdr[5],
             scope: hdr[6],
             kind: hdr[7],
-            bits: 0,
+            bits,
             extra: None,
-        };
-        while !nlas.is_empty() {
-            // Each attribute: 4 bytes of header (length 8, type) and a 4-byte value.
-            let &[l0, l1, k0, k1, a, b, c, d, ref rest @ ..] = nlas else {
-                return None;
-            };
-            if u16::from_ne_bytes([l0, l1]) != 8 {
-                return None;
-            }
-            let value = [a, b, c, d];
-            match u16::from_ne_bytes([k0, k1]) {
-                RTA_DST => {
-                    route.v4[0] = value;
-                    route.bits |= HAS_DST;
-                }
-                RTA_GATEWAY => {
-                    route.v4[1] = value;
-                    route.bits |= HAS_GATEWAY;
-                }
-                RTA_PREFSRC => {
-                    route.v4[2] = value;
-                    route.bits |= HAS_PREFSRC;
-                }
-                RTA_OIF => {
-                    route.oif = u32::from_ne_bytes(value);
-                    route.bits |= HAS_OIF;
-                }
-                RTA_PRIORITY => {
-                    route.priority = u32::from_ne_bytes(value);
-                    route.bits |= HAS_PRIORITY;
-                }
-                RTA_TABLE => route.table = u32::from_ne_bytes(value),
-                _ => return None,
-            }
-            nlas = rest;
-        }
-        Some(route)
+        })
     }
 
     /// On nexthop object `id` (`nhid`): the kernel takes the gateway, device and hops from
