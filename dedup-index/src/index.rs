@@ -256,6 +256,22 @@ where
     })
 }
 
+/// Whether the object in `slot` has the id of `obj`. The bulk append compares this way so
+/// that an incoming object's id is built only when a probe meets a matching tag (rare while a
+/// dump fills an empty index), not built up front and carried along with the object.
+#[inline]
+fn slot_has_id_of<T: Object>(objs: &[Option<Arc<T>>], slot: u32, obj: &T) -> bool {
+    let Some(Some(held)) = objs.get(slot as usize) else {
+        return false;
+    };
+    match (held.id_ref(), obj.id_ref()) {
+        (Some(held), Some(id)) => held == id,
+        (Some(held), None) => *held == obj.id(),
+        (None, Some(id)) => held.id() == *id,
+        (None, None) => held.id() == obj.id(),
+    }
+}
+
 #[inline]
 fn bit_of(slot: u32) -> (usize, u64) {
     ((slot / 64) as usize, 1u64 << (slot % 64))
@@ -554,59 +570,64 @@ impl<T: Object> DedupIndex<T> {
         let (lower, _) = objs.size_hint();
         self.reserve(lower.saturating_sub(self.len));
         let mut n_changed = 0;
-        let mut looked_up: Vec<(Incoming<T>, T::Id, u64)> = Vec::with_capacity(APPEND_BATCH);
-        let mut batch: Vec<(Incoming<T>, T::Id, u64)> = Vec::with_capacity(APPEND_BATCH);
+        let mut looked_up: Vec<(Incoming<T>, u64)> = Vec::with_capacity(APPEND_BATCH);
+        let mut batch: Vec<(Incoming<T>, u64)> = Vec::with_capacity(APPEND_BATCH);
         loop {
             // First look every id of a batch up (loads only, so the processor overlaps the
             // cache misses of the whole batch), then put the objects not found in their
             // `Arc`s, then add them. The allocator's lock is an atomic operation, which waits
             // for every outstanding miss: taken between lookups it would serialise them.
+            // Only the hash of each id is kept: the id is built again where a probe meets a
+            // matching tag ([`slot_has_id_of`]), which spares building, storing and moving it
+            // for every object.
             looked_up.extend(objs.by_ref().take(APPEND_BATCH).map(|obj| {
-                let id = obj.get().id();
-                let hash = self.hasher.hash_one(&id);
-                (obj, id, hash)
+                let hash = match obj.get().id_ref() {
+                    Some(id) => self.hasher.hash_one(id),
+                    None => self.hasher.hash_one(obj.get().id()),
+                };
+                (obj, hash)
             }));
             // A loop of lookups alone: short, so many of them fit in the processor's window.
             let mut found = 0u64;
             let objs_now = &self.objs;
-            for (i, (_, id, hash)) in looked_up.iter().enumerate() {
+            for (i, (obj, hash)) in looked_up.iter().enumerate() {
                 if self
                     .ids
-                    .find(*hash, |slot| slot_has_id(objs_now, slot, id))
+                    .find(*hash, |slot| slot_has_id_of(objs_now, slot, obj.get()))
                     .is_some()
                 {
                     found |= 1 << i;
                 }
             }
-            batch.extend(looked_up.drain(..).enumerate().map(|(i, (obj, id, hash))| {
+            batch.extend(looked_up.drain(..).enumerate().map(|(i, (obj, hash))| {
                 let obj = match obj {
                     Incoming::Owned(obj) if found & (1 << i) == 0 => {
                         Incoming::Shared(Arc::new(obj))
                     }
                     obj => obj,
                 };
-                (obj, id, hash)
+                (obj, hash)
             }));
             if batch.is_empty() {
                 return Ok(n_changed);
             }
-            for (obj, id, hash) in batch.drain(..) {
-                n_changed += usize::from(self.append_one(obj, id, hash)?);
+            for (obj, hash) in batch.drain(..) {
+                n_changed += usize::from(self.append_one(obj, hash)?);
             }
         }
     }
 
-    /// One object of [`append_all`](Self::append_all), with its id and the hash of its id;
+    /// One object of [`append_all`](Self::append_all), with the hash of its id;
     /// true if it was added or replaced.
     #[inline]
-    fn append_one(&mut self, obj: Incoming<T>, id: T::Id, hash: u64) -> Result<bool> {
+    fn append_one(&mut self, obj: Incoming<T>, hash: u64) -> Result<bool> {
         if self.ids.room() == 0 {
             self.grow_ids();
         }
         let objs = &self.objs;
         match self
             .ids
-            .find_or_free(hash, |slot| slot_has_id(objs, slot, &id))
+            .find_or_free(hash, |slot| slot_has_id_of(objs, slot, obj.get()))
         {
             Probe::Found(_, slot) => {
                 if matches!(self.objs.get(slot as usize), Some(Some(held)) if **held == *obj.get())

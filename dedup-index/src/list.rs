@@ -120,7 +120,10 @@ impl Links {
     #[inline]
     pub(crate) fn ensure(&mut self, n_slots: usize) {
         for lane in &mut self.lanes {
-            if lane.len() < n_slots {
+            // One slot more, as every new slot of a load asks: a push, cheaper than `resize`.
+            if lane.len() + 1 == n_slots {
+                lane.push(Link::UNTRACKED);
+            } else if lane.len() < n_slots {
                 lane.resize(n_slots, Link::UNTRACKED);
             }
         }

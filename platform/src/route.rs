@@ -1366,6 +1366,15 @@ impl Route {
     /// Parses an `RTM_NEWROUTE`/`RTM_DELROUTE` payload (after the netlink header).
     /// Returns `Ok(None)` for families other than IPv4 and IPv6 (e.g. multicast routes).
     pub fn parse(payload: &[u8]) -> Result<Option<Self>> {
+        if let Some(route) = Route::parse_v4_plain(payload) {
+            return Ok(Some(route));
+        }
+        Route::parse_general(payload)
+    }
+
+    /// [`Route::parse`] for every message, without the one-pass path of the common IPv4
+    /// route.
+    fn parse_general(payload: &[u8]) -> Result<Option<Self>> {
         let Some(hdr) = payload.get(..RTMSG_LEN) else {
             return Err(Error::malformed("route message shorter than rtmsg"));
         };
@@ -1478,6 +1487,72 @@ impl Route {
             route.extra = Some(share_extra(extra));
         }
         Ok(Some(route))
+    }
+
+    /// The common IPv4 route in one pass (most of a large dump): no source prefix, flags in
+    /// 16 bits, and nothing but 4-byte destination, gateway, preferred source, device,
+    /// priority and table attributes, which need no [`RouteExtra`]. `None` for anything else
+    /// (another attribute, another size, a malformed tail): [`Route::parse`] then takes its
+    /// general path from the start, which also reports what is malformed. The route is the
+    /// one the general path builds from the same message.
+    #[inline]
+    fn parse_v4_plain(payload: &[u8]) -> Option<Route> {
+        let (hdr, mut nlas) = payload.split_first_chunk::<RTMSG_LEN>()?;
+        let rtm_flags = wire::u32_at(hdr, 8);
+        if hdr[0] != AF_INET || hdr[2] != 0 || rtm_flags > 0xffff {
+            return None;
+        }
+        // Whole words, kept in registers: the route is written once at the end.
+        let [mut dst, mut gateway, mut prefsrc] = [0u32; 3];
+        let (mut oif, mut priority, mut table) = (0u32, 0u32, u32::from(hdr[4]));
+        let mut bits = 0u8;
+        while !nlas.is_empty() {
+            // Each attribute: 4 bytes of header (length 8, type) and a 4-byte value.
+            let (attr, rest) = nlas.split_first_chunk::<8>()?;
+            if u16::from_ne_bytes([attr[0], attr[1]]) != 8 {
+                return None;
+            }
+            let value = u32::from_ne_bytes([attr[4], attr[5], attr[6], attr[7]]);
+            match u16::from_ne_bytes([attr[2], attr[3]]) {
+                RTA_DST => {
+                    dst = value;
+                    bits |= HAS_DST;
+                }
+                RTA_GATEWAY => {
+                    gateway = value;
+                    bits |= HAS_GATEWAY;
+                }
+                RTA_PREFSRC => {
+                    prefsrc = value;
+                    bits |= HAS_PREFSRC;
+                }
+                RTA_OIF => {
+                    oif = value;
+                    bits |= HAS_OIF;
+                }
+                RTA_PRIORITY => {
+                    priority = value;
+                    bits |= HAS_PRIORITY;
+                }
+                RTA_TABLE => table = value,
+                _ => return None,
+            }
+            nlas = rest;
+        }
+        Some(Route {
+            v4: [dst, gateway, prefsrc].map(u32::to_ne_bytes),
+            table,
+            priority,
+            oif,
+            flags: rtm_flags as u16,
+            dst_len: hdr[1],
+            tos: hdr[3],
+            protocol: hdr[5],
+            scope: hdr[6],
+            kind: hdr[7],
+            bits,
+            extra: None,
+        })
     }
 
     /// On nexthop object `id` (`nhid`): the kernel takes the gateway, device and hops from
@@ -1768,6 +1843,99 @@ mod size_tests {
         // The parts a multipath route pays for: a hop keeps its rare attributes boxed.
         assert!(std::mem::size_of::<NextHop>() <= 32);
         assert!(std::mem::size_of::<Rare>() <= 144);
+    }
+}
+
+#[cfg(test)]
+mod v4_plain_tests {
+    use super::*;
+
+    /// An `rtmsg` (family, dst_len, src_len, tos, table, protocol, scope, type, flags) and
+    /// the attributes, each given as (length field, type, value).
+    fn message(hdr: [u8; 8], flags: u32, attrs: &[(u16, u16, &[u8])]) -> Vec<u8> {
+        let mut buf = hdr.to_vec();
+        buf.extend_from_slice(&flags.to_ne_bytes());
+        for &(len, kind, value) in attrs {
+            buf.extend_from_slice(&len.to_ne_bytes());
+            buf.extend_from_slice(&kind.to_ne_bytes());
+            buf.extend_from_slice(value);
+            while !buf.len().is_multiple_of(4) {
+                buf.push(0);
+            }
+        }
+        buf
+    }
+
+    /// The one-pass path gives what the general path gives, for the messages it takes and
+    /// for those it leaves to the general path (which then reports what is malformed).
+    #[test]
+    fn plain_ipv4_path_agrees_with_the_general_path() {
+        let dst: &[u8] = &[10, 1, 2, 0];
+        let gw: &[u8] = &[192, 0, 2, 2];
+        let u32_of = |n: u32| n.to_ne_bytes();
+        let (oif, table, prio) = (u32_of(3), u32_of(100), u32_of(7));
+        let hdr = [AF_INET, 24, 0, 0, 254, 3, 0, 1];
+        let plain = [
+            (8, RTA_TABLE, &table[..]),
+            (8, RTA_DST, dst),
+            (8, RTA_GATEWAY, gw),
+            (8, RTA_OIF, &oif[..]),
+        ];
+        let mut cases = vec![
+            message(hdr, 0, &plain),
+            message(hdr, 0, &plain[1..]),
+            message(hdr, 0, &[]),
+            message(
+                hdr,
+                0,
+                &[(8, RTA_PRIORITY, &prio[..]), (8, RTA_PREFSRC, gw)],
+            ),
+            // The same attribute twice: the last one counts on both paths.
+            message(hdr, 0, &[(8, RTA_DST, gw), (8, RTA_DST, dst)]),
+            // RTNH_F_ONLINK in the flags, a 16-bit flag, another scope and TOS.
+            message([AF_INET, 32, 0, 4, 254, 4, 253, 1], 0x4, &plain),
+            message(hdr, 0x8000, &plain),
+            // Left to the general path: flags above 16 bits, a source prefix, other
+            // attributes and families, odd sizes and malformed tails.
+            message(hdr, 0x1_0000, &plain),
+            message([AF_INET, 24, 8, 0, 254, 3, 0, 1], 0, &[(8, RTA_SRC, dst)]),
+            message(hdr, 0, &[(8, RTA_DST, dst), (8, RTA_MARK, &prio[..])]),
+            message(hdr, 0, &[(8, RTA_DST, dst), (8, RTA_IIF, &oif[..])]),
+            message(hdr, 0, &[(8, RTA_DST | 0x8000, dst)]),
+            message(hdr, 0, &[(7, RTA_DST, &dst[..3])]),
+            message(hdr, 0, &[(6, RTA_TABLE, &[1, 0])]),
+            message(hdr, 0, &[(12, RTA_DST, &[10, 1, 2, 0, 0, 0, 0, 0])]),
+            message(hdr, 0, &[(16, RTA_DST, dst)]),
+            message(
+                [AF_INET6, 64, 0, 0, 254, 3, 0, 1],
+                0,
+                &[(8, RTA_OIF, &oif[..])],
+            ),
+            message([128, 24, 0, 0, 254, 3, 0, 1], 0, &plain),
+        ];
+        let mut cut = message(hdr, 0, &plain);
+        cut.truncate(cut.len() - 3);
+        cases.push(cut);
+        let mut tail = message(hdr, 0, &plain);
+        tail.extend_from_slice(&[4, 0, 0]);
+        cases.push(tail);
+        cases.push(hdr[..7].to_vec());
+        for payload in &cases {
+            let one_pass = Route::parse(payload);
+            let general = Route::parse_general(payload);
+            assert_eq!(
+                format!("{one_pass:?}"),
+                format!("{general:?}"),
+                "{payload:?}"
+            );
+            if let (Ok(Some(a)), Ok(Some(b))) = (&one_pass, &general) {
+                assert_eq!(a, b);
+                assert_eq!(a.id(), b.id());
+            }
+        }
+        // The common route does take the one-pass path.
+        assert!(Route::parse_v4_plain(&cases[0]).is_some());
+        assert!(Route::parse_v4_plain(&cases[7]).is_none());
     }
 }
 
