@@ -523,6 +523,14 @@ pub(crate) struct NameMemo {
     prefsrc: Option<(IpAddr, String)>,
 }
 
+impl NameMemo {
+    /// Forgets the device name held: the link names it was taken from changed (a monitor's
+    /// names follow the links, and a renamed link keeps its index).
+    pub(crate) fn forget_devices(&mut self) {
+        self.dev = None;
+    }
+}
+
 /// The text of `addr` (see [`address`]), from `memo` when it holds `addr`.
 fn memo_address(memo: &mut Option<(IpAddr, String)>, addr: IpAddr) -> &str {
     if memo.as_ref().is_none_or(|(held, _)| *held != addr) {

@@ -137,6 +137,8 @@ pub(crate) fn run(
                         names.insert(link.ifindex(), link.name());
                         names.set_up(link.ifindex(), kernel::is_up(link));
                     }
+                    // A renamed (or gone) link's routes show its new name from now on.
+                    route_names.forget_devices();
                     if wanted(MonitorObject::Link) {
                         let row = |link: &netmirror_platform::Link| kernel::link_row(link, &names);
                         print_change(printer, "link", kernel::LINK_FIELDS, change, row)?;
@@ -377,6 +379,46 @@ mod tests {
         (0..MONITOR_ROUTE_FIELDS.len())
             .map(|idx| kernel::route_cell(route, names, &mut NameMemo::default(), idx))
             .collect()
+    }
+
+    /// A route's device, held in the monitor's memo of names, is the link's new name once
+    /// the link is renamed (the memo forgets its device on every link event).
+    #[test]
+    fn a_renamed_link_names_the_routes_on_it_anew() {
+        let routes = sample_routes();
+        let mut names = sample_names();
+        let route = &routes[0];
+        let (mut printer, out) = printer(false, false, &[]);
+        let mut memo = NameMemo::default();
+        for rename in [None, Some("v1"), None, Some("v\u{1b}2")] {
+            if let Some(name) = rename {
+                names.insert(3u32, name);
+                memo.forget_devices();
+            }
+            let mut rows = RouteRows {
+                old: None,
+                new: Some(route),
+                names: &names,
+                memo: &mut memo,
+            };
+            printer
+                .event_rows("route", EventKind::Added, &MONITOR_ROUTE_FIELDS, &mut rows)
+                .unwrap();
+        }
+        printer.flush().unwrap();
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        let devs: Vec<&str> = text
+            .lines()
+            .map(|line| {
+                line.split(" dev ")
+                    .nth(1)
+                    .unwrap()
+                    .split(' ')
+                    .next()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(devs, ["v0", "v1", "v1", "v\\e2"], "{text}");
     }
 
     /// A route event written from the routes (one memo of names for them all) is byte for byte
