@@ -523,6 +523,14 @@ pub(crate) struct NameMemo {
     prefsrc: Option<(IpAddr, String)>,
 }
 
+impl NameMemo {
+    /// Forgets the device name held: the link names it was taken from changed (a monitor's
+    /// names follow the links, and a renamed link keeps its index).
+    pub(crate) fn forget_devices(&mut self) {
+        self.dev = None;
+    }
+}
+
 /// The text of `addr` (see [`address`]), from `memo` when it holds `addr`.
 fn memo_address(memo: &mut Option<(IpAddr, String)>, addr: IpAddr) -> &str {
     if memo.as_ref().is_none_or(|(held, _)| *held != addr) {
@@ -758,6 +766,19 @@ impl LazyRow for RouteRow<'_> {
     }
 
     fn push_json(&mut self, idx: usize, out: &mut String) {
+        self.push_json_as(idx, out, render::push_json_cell);
+    }
+
+    fn push_json_compact(&mut self, idx: usize, out: &mut String) {
+        self.push_json_as(idx, out, render::push_json_cell_compact);
+    }
+}
+
+impl RouteRow<'_> {
+    /// Appends field `idx`'s JSON value: what every route's field has (addresses, names,
+    /// numbers, what is missing) written here, the others' cells by `cell_json` (which
+    /// writes `null`, numbers, strings and `[]` as this does, nested values its own way).
+    fn push_json_as(&mut self, idx: usize, out: &mut String, cell_json: fn(&mut String, &Cell)) {
         use route_field as f;
         match idx {
             f::FAMILY => {
@@ -805,7 +826,7 @@ impl LazyRow for RouteRow<'_> {
                 } else if let Some(named) = self.named(idx) {
                     out.push_str(&named.json);
                 } else {
-                    self.with_cell(idx, |cell| render::push_json_cell(out, cell));
+                    self.with_cell(idx, |cell| cell_json(out, cell));
                 }
             }
         }
@@ -1403,4 +1424,4 @@ pub(crate) fn route_count(printer: &mut Printer, kernel: &KernelArgs) -> anyhow:
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

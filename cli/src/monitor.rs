@@ -17,13 +17,13 @@ use std::time::{Duration, Instant};
 
 use std::sync::LazyLock;
 
-use netmirror_platform::{Cache, Change, Config, Event};
+use netmirror_platform::{Cache, Change, Config, Event, Route};
 use serde_json::{Map, Value};
 
 use crate::args::{KernelArgs, MonitorArgs, MonitorObject};
 use crate::failure::Failure;
 use crate::kernel::{self, LinkNames};
-use crate::render::{self, Cell, EventKind, Field, Printer};
+use crate::render::{self, Cell, EventKind, EventRows, Field, Printer};
 use crate::signals::Interrupt;
 
 /// The route columns of monitor lines: those of `route`, with the next hops shown by default
@@ -44,12 +44,13 @@ const TICK: Duration = Duration::from_millis(200);
 /// A poll that read this many events and emptied the socket is taken for a burst under way
 /// (the kernel announces one route at a time, and a monitor as fast as the burst would wake
 /// up for every few): the monitor then pauses [`BURST_PAUSE`] before it waits for the socket
-/// again, so that it wakes once per hundred events or so. Isolated events are printed at
-/// once; in a burst, an event waits at most the pause longer.
+/// again, so that it wakes once per few hundred events (a 100k-route `ip -batch` announces
+/// about 70 a millisecond). Isolated events are printed at once; in a burst, an event waits
+/// at most the pause longer.
 const BURST_EVENTS: usize = 4;
 
 /// See [`BURST_EVENTS`].
-const BURST_PAUSE: Duration = Duration::from_millis(1);
+const BURST_PAUSE: Duration = Duration::from_millis(3);
 
 /// How often the namespace's name is checked.
 const NETNS_CHECK: Duration = Duration::from_secs(1);
@@ -137,6 +138,8 @@ pub(crate) fn run(
                         names.insert(link.ifindex(), link.name());
                         names.set_up(link.ifindex(), kernel::is_up(link));
                     }
+                    // A renamed (or gone) link's routes show its new name from now on.
+                    route_names.forget_devices();
                     if wanted(MonitorObject::Link) {
                         let row = |link: &netmirror_platform::Link| kernel::link_row(link, &names);
                         print_change(printer, "link", kernel::LINK_FIELDS, change, row)?;
@@ -186,12 +189,18 @@ pub(crate) fn run(
                         .or(change.old())
                         .is_none_or(|route| family.is_none_or(|family| route.family() == family));
                     if wanted(MonitorObject::Route) && in_family {
-                        let row = |route: &netmirror_platform::Route| {
-                            (0..MONITOR_ROUTE_FIELDS.len())
-                                .map(|idx| kernel::route_cell(route, &names, &mut route_names, idx))
-                                .collect()
+                        let mut rows = RouteRows {
+                            old: change.old().map(|route| &**route),
+                            new: change.new().map(|route| &**route),
+                            names: &names,
+                            memo: &mut route_names,
                         };
-                        print_change(printer, "route", &MONITOR_ROUTE_FIELDS, change, row)?;
+                        printer.event_rows(
+                            "route",
+                            event_kind(change),
+                            &MONITOR_ROUTE_FIELDS,
+                            &mut rows,
+                        )?;
                     }
                 }
                 Event::Rule(change) => {
@@ -265,18 +274,53 @@ fn print_change<T>(
     change: &Change<T>,
     mut row: impl FnMut(&T) -> Vec<Cell>,
 ) -> anyhow::Result<()> {
-    let kind = match change {
-        Change::Added(_) => EventKind::Added,
-        Change::Removed(_) => EventKind::Removed,
-        _ => EventKind::Changed,
-    };
     printer.event_buffered(&render::Event {
         object,
-        kind,
+        kind: event_kind(change),
         fields,
         old: change.old().map(|old| row(old)),
         new: change.new().map(|new| row(new)),
     })
+}
+
+/// What `change` is: `added`, `removed` or `changed`.
+fn event_kind<T>(change: &Change<T>) -> EventKind {
+    match change {
+        Change::Added(_) => EventKind::Added,
+        Change::Removed(_) => EventKind::Removed,
+        _ => EventKind::Changed,
+    }
+}
+
+/// A route's change, its rows written from the routes with [`kernel::RouteRow`].
+struct RouteRows<'a> {
+    old: Option<&'a Route>,
+    new: Option<&'a Route>,
+    names: &'a LinkNames,
+    memo: &'a mut kernel::NameMemo,
+}
+
+impl EventRows for RouteRows<'_> {
+    type Row<'r>
+        = kernel::RouteRow<'r>
+    where
+        Self: 'r;
+
+    fn old_row(&mut self) -> Option<kernel::RouteRow<'_>> {
+        self.old.map(|route| kernel::RouteRow {
+            route,
+            names: self.names,
+            memo: &mut *self.memo,
+        })
+    }
+
+    fn new_row(&mut self) -> Option<kernel::RouteRow<'_>> {
+        self.new.map(|route| kernel::RouteRow {
+            route,
+            names: self.names,
+            memo: &mut *self.memo,
+        })
+    }
 }
 
 /// Prints a line about the monitor itself: the cache's `overrun` and `resynced`, the
@@ -293,4 +337,142 @@ fn print_status(
     json.insert("event".to_owned(), Value::from(event));
     json.extend(details);
     printer.status(&Value::Object(json), text)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{self, Write};
+    use std::sync::{Arc, Mutex};
+
+    use netmirror_platform::Route;
+
+    use super::{MONITOR_ROUTE_FIELDS, RouteRows};
+    use crate::args::{ColorChoice, OutputArgs};
+    use crate::kernel::tests::{sample_names, sample_routes};
+    use crate::kernel::{self, LinkNames, NameMemo};
+    use crate::render::{self, Cell, EventKind, Printer};
+
+    /// A printer writing into a shared buffer.
+    fn printer(json: bool, terse: bool, fields: &[&str]) -> (Printer, Arc<Mutex<Vec<u8>>>) {
+        struct Shared(Arc<Mutex<Vec<u8>>>);
+        impl Write for Shared {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let buffer = Arc::default();
+        let args = OutputArgs {
+            json,
+            terse,
+            fields: fields.iter().map(|field| field.to_string()).collect(),
+            color: ColorChoice::Never,
+        };
+        let out = Box::new(Shared(Arc::clone(&buffer)));
+        (Printer::with_writer(&args, false, out), buffer)
+    }
+
+    /// A route's row made whole, cell by cell (each with a memo of its own).
+    fn cells(route: &Route, names: &LinkNames) -> Vec<Cell> {
+        (0..MONITOR_ROUTE_FIELDS.len())
+            .map(|idx| kernel::route_cell(route, names, &mut NameMemo::default(), idx))
+            .collect()
+    }
+
+    /// A route's device, held in the monitor's memo of names, is the link's new name once
+    /// the link is renamed (the memo forgets its device on every link event).
+    #[test]
+    fn a_renamed_link_names_the_routes_on_it_anew() {
+        let routes = sample_routes();
+        let mut names = sample_names();
+        let route = &routes[0];
+        let (mut printer, out) = printer(false, false, &[]);
+        let mut memo = NameMemo::default();
+        for rename in [None, Some("v1"), None, Some("v\u{1b}2")] {
+            if let Some(name) = rename {
+                names.insert(3u32, name);
+                memo.forget_devices();
+            }
+            let mut rows = RouteRows {
+                old: None,
+                new: Some(route),
+                names: &names,
+                memo: &mut memo,
+            };
+            printer
+                .event_rows("route", EventKind::Added, &MONITOR_ROUTE_FIELDS, &mut rows)
+                .unwrap();
+        }
+        printer.flush().unwrap();
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        let devs: Vec<&str> = text
+            .lines()
+            .map(|line| {
+                line.split(" dev ")
+                    .nth(1)
+                    .unwrap()
+                    .split(' ')
+                    .next()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(devs, ["v0", "v1", "v1", "v\\e2"], "{text}");
+    }
+
+    /// A route event written from the routes (one memo of names for them all) is byte for byte
+    /// the event of their whole rows, for people, `--terse` and `--json`, with the default
+    /// fields, all of them and a few: every route added, removed, and changed into every
+    /// other (and into itself).
+    #[test]
+    fn route_events_written_from_routes_are_those_of_their_cells() {
+        let routes = sample_routes();
+        let names = sample_names();
+        let some: Vec<Option<&Route>> = routes.iter().map(Some).chain([None]).collect();
+        for (json, terse) in [(true, false), (false, false), (false, true)] {
+            for fields in [&[][..], &["all"], &["DST", "metric", "nexthops", "encap"]] {
+                let (mut whole, whole_out) = printer(json, terse, fields);
+                let (mut lazy, lazy_out) = printer(json, terse, fields);
+                let mut memo = NameMemo::default();
+                for &old in &some {
+                    for &new in &some {
+                        let kind = match (old, new) {
+                            (None, None) => continue,
+                            (None, Some(_)) => EventKind::Added,
+                            (Some(_), None) => EventKind::Removed,
+                            (Some(_), Some(_)) => EventKind::Changed,
+                        };
+                        whole
+                            .event_buffered(&render::Event {
+                                object: "route",
+                                kind,
+                                fields: &MONITOR_ROUTE_FIELDS,
+                                old: old.map(|route| cells(route, &names)),
+                                new: new.map(|route| cells(route, &names)),
+                            })
+                            .unwrap();
+                        let mut rows = RouteRows {
+                            old,
+                            new,
+                            names: &names,
+                            memo: &mut memo,
+                        };
+                        lazy.event_rows("route", kind, &MONITOR_ROUTE_FIELDS, &mut rows)
+                            .unwrap();
+                    }
+                }
+                whole.flush().unwrap();
+                lazy.flush().unwrap();
+                let whole = String::from_utf8(whole_out.lock().unwrap().clone()).unwrap();
+                let lazy = String::from_utf8(lazy_out.lock().unwrap().clone()).unwrap();
+                assert_eq!(lazy.lines().count(), some.len() * some.len() - 1);
+                for (lazy, whole) in lazy.lines().zip(whole.lines()) {
+                    assert_eq!(lazy, whole, "json {json}, terse {terse}, fields {fields:?}");
+                }
+                assert_eq!(lazy, whole);
+            }
+        }
+    }
 }

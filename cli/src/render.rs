@@ -235,6 +235,28 @@ pub(crate) trait LazyRow {
     fn push_json(&mut self, idx: usize, out: &mut String) {
         self.with_cell(idx, |cell| push_json_cell(out, cell));
     }
+
+    /// Appends field `idx`'s JSON value on one line, as `serde_json::to_writer` writes
+    /// [`Cell::json`] (a monitor's events: [`push_json_cell_compact`]).
+    fn push_json_compact(&mut self, idx: usize, out: &mut String) {
+        self.with_cell(idx, |cell| push_json_cell_compact(out, cell));
+    }
+}
+
+/// The rows of one change a monitor prints with [`Printer::event_rows`]: the object before
+/// and after it, each as a [`LazyRow`] (written one after the other, so both may share a
+/// memo of names).
+pub(crate) trait EventRows {
+    /// A row of the change's object.
+    type Row<'r>: LazyRow
+    where
+        Self: 'r;
+
+    /// The object before the change (none for `added`).
+    fn old_row(&mut self) -> Option<Self::Row<'_>>;
+
+    /// The object after the change (none for `removed`).
+    fn new_row(&mut self) -> Option<Self::Row<'_>>;
 }
 
 /// A row made whole beforehand.
@@ -526,7 +548,11 @@ impl Printer {
     }
 
     /// A printer on `out` (tests print into a buffer).
-    fn with_writer(args: &OutputArgs, color: bool, out: Box<dyn Write + Send>) -> Printer {
+    pub(crate) fn with_writer(
+        args: &OutputArgs,
+        color: bool,
+        out: Box<dyn Write + Send>,
+    ) -> Printer {
         let mode = if args.json {
             Mode::Json
         } else if args.terse {
@@ -745,15 +771,58 @@ impl Printer {
             return write_event(&mut self.out, self.color, self.mode, &self.selection, event);
         }
         // JSON: the keys of the last fields printed are kept, and one line buffer.
-        let keys = match self.event_keys.take() {
-            Some(keys) if std::ptr::eq(keys.fields, event.fields) => keys,
-            _ => JsonEventKeys::new(event.fields, self.selection.resolve(event.fields, true)?),
-        };
+        let keys = self.event_keys(event.fields)?;
         self.event_line.clear();
         keys.push_event(&mut self.event_line, event);
         self.event_keys = Some(keys);
         self.out.write_all(self.event_line.as_bytes())?;
         Ok(())
+    }
+
+    /// Prints a change event of a monitor as [`Printer::event_buffered`] prints its
+    /// [`Event`], the rows asked for field by field: JSON is written straight from them,
+    /// without making their cells.
+    pub(crate) fn event_rows(
+        &mut self,
+        object: &str,
+        kind: EventKind,
+        fields: &'static [Field],
+        rows: &mut impl EventRows,
+    ) -> anyhow::Result<()> {
+        if self.mode != Mode::Json {
+            fn cells(fields: &[Field], mut row: impl LazyRow) -> Vec<Cell> {
+                (0..fields.len())
+                    .map(|idx| row.with_cell(idx, Cell::clone))
+                    .collect()
+            }
+            let old = rows.old_row().map(|row| cells(fields, row));
+            let new = rows.new_row().map(|row| cells(fields, row));
+            return self.event_buffered(&Event {
+                object,
+                kind,
+                fields,
+                old,
+                new,
+            });
+        }
+        let keys = self.event_keys(fields)?;
+        self.event_line.clear();
+        keys.push_head(&mut self.event_line, object, kind);
+        keys.push_lazy_row(&mut self.event_line, rows.old_row());
+        self.event_line.push_str(",\"new\":");
+        keys.push_lazy_row(&mut self.event_line, rows.new_row());
+        self.event_line.push_str("}\n");
+        self.event_keys = Some(keys);
+        self.out.write_all(self.event_line.as_bytes())?;
+        Ok(())
+    }
+
+    /// The JSON keys of `fields`: those of the last event when it had the same.
+    fn event_keys(&mut self, fields: &'static [Field]) -> Result<JsonEventKeys, clap::Error> {
+        Ok(match self.event_keys.take() {
+            Some(keys) if std::ptr::eq(keys.fields, fields) => keys,
+            _ => JsonEventKeys::new(fields, self.selection.resolve(fields, true)?),
+        })
     }
 
     /// Writes to `out` instead of stdout from now on (see `crate::pipe`).
@@ -1686,15 +1755,34 @@ impl JsonEventKeys {
     /// `{"object", "event", "old", "new"}` whose rows are `Map`s of the chosen fields' keys
     /// and [`Cell::json`] values, without building them.
     fn push_event(&self, line: &mut String, event: &Event<'_>) {
-        line.push_str("{\"object\":");
-        push_json_str(line, event.object);
-        line.push_str(",\"event\":\"");
-        line.push_str(event.kind.as_str());
-        line.push_str("\",\"old\":");
+        self.push_head(line, event.object, event.kind);
         self.push_row(line, event.old.as_deref());
         line.push_str(",\"new\":");
         self.push_row(line, event.new.as_deref());
         line.push_str("}\n");
+    }
+
+    /// Appends the start of an event's line, up to the value of `old`.
+    fn push_head(&self, line: &mut String, object: &str, kind: EventKind) {
+        line.push_str("{\"object\":");
+        push_json_str(line, object);
+        line.push_str(",\"event\":\"");
+        line.push_str(kind.as_str());
+        line.push_str("\",\"old\":");
+    }
+
+    /// Appends one row as [`JsonEventKeys::push_row`] does, its values written by the row.
+    fn push_lazy_row(&self, out: &mut String, row: Option<impl LazyRow>) {
+        let Some(mut row) = row else {
+            out.push_str("null");
+            return;
+        };
+        out.push('{');
+        for (key, &idx) in self.keys.iter().zip(&self.chosen) {
+            out.push_str(key);
+            row.push_json_compact(idx, out);
+        }
+        out.push('}');
     }
 
     /// Appends one row as a compact JSON object of the chosen fields (`null` without a row).
@@ -1714,7 +1802,7 @@ impl JsonEventKeys {
 
 /// Appends a cell's JSON as `serde_json::to_writer` writes [`Cell::json`]: simple values
 /// written here, nested ones by `serde_json`.
-fn push_json_cell_compact(out: &mut String, cell: &Cell) {
+pub(crate) fn push_json_cell_compact(out: &mut String, cell: &Cell) {
     match cell {
         Cell::Null => out.push_str("null"),
         Cell::Bool(true) => out.push_str("true"),

@@ -201,14 +201,11 @@ fn route_field_indexes_follow_route_fields() {
     }
 }
 
-/// What `route show` writes of a route without making its cells is what its cells give, for
-/// people and for scripts: plain IPv4 and IPv6 routes, one on an unknown link, one with a
-/// preferred source and a name to escape, a multipath one and one with rare attributes; each
-/// written twice, so the second comes from the memo.
-#[test]
-fn a_route_row_writes_what_its_cells_write() {
-    use super::{NameMemo, RouteRow, route_cell};
-    use crate::render::{LazyRow, push_json_cell};
+/// Routes of every shape the route writers handle: plain IPv4 and IPv6 routes, one on an
+/// unknown link, one with a preferred source and a name to escape, a multipath one, one with
+/// rare attributes, one of another table and protocol with a metric (with
+/// [`sample_names`]).
+pub(crate) fn sample_routes() -> Vec<Route> {
     // rtmsg: family, dst_len, src_len, tos, table, proto, scope, type, flags.
     let v4 = [2, 24, 0, 0, 254, 3, 0, 1, 0, 0, 0, 0];
     let v6 = [10, 48, 0, 0, 254, 3, 0, 1, 0, 0, 0, 0];
@@ -280,15 +277,44 @@ fn a_route_row_writes_what_its_cells_write() {
             ],
         ),
     ];
+    let other_table = [2, 24, 0, 0, 252, 4, 0, 1, 0, 0, 0, 0];
+    let payloads = payloads.into_iter().chain([payload(
+        &other_table,
+        &[
+            attr(15, &100u32.to_ne_bytes()),
+            attr(1, &[10, 92, 0, 0]),
+            attr(5, &[192, 0, 2, 3]),
+            attr(4, &3u32.to_ne_bytes()),
+            attr(6, &200u32.to_ne_bytes()),
+        ],
+    )]);
+    payloads
+        .map(|payload| Route::parse(&payload).unwrap().unwrap())
+        .collect()
+}
+
+/// The link names of [`sample_routes`].
+pub(crate) fn sample_names() -> LinkNames {
     let mut names = names();
     names.insert(4u32, "odd\tname");
+    names
+}
+
+/// What `route show` writes of a route without making its cells is what its cells give, for
+/// people and for scripts, for each of [`sample_routes`]; each written twice, so the second
+/// comes from the memo.
+#[test]
+fn a_route_row_writes_what_its_cells_write() {
+    use super::{NameMemo, RouteRow, route_cell};
+    use crate::render::{LazyRow, push_json_cell};
+    let routes = sample_routes();
+    let names = sample_names();
     let mut memo = NameMemo::default();
-    for payload in payloads.iter().chain(&payloads) {
-        let route = Route::parse(payload).unwrap().unwrap();
+    for route in routes.iter().chain(&routes) {
         for (idx, field) in ROUTE_FIELDS.iter().enumerate() {
-            let cell = route_cell(&route, &names, &mut NameMemo::default(), idx);
+            let cell = route_cell(route, &names, &mut NameMemo::default(), idx);
             let mut row = RouteRow {
-                route: &route,
+                route,
                 names: &names,
                 memo: &mut memo,
             };

@@ -469,6 +469,16 @@ impl State {
     /// prepend`) before the first. A route the cache already holds is updated where it is; an
     /// IPv6 sibling added to a held multipath route is merged into it in the kernel's order.
     fn apply_new_route(&mut self, route: Route, flags: u16, out: &mut Vec<Event>) {
+        if route.family() == Family::V4 && flags & wire::NLM_F_EXCL != 0 {
+            // IPv4 announces an addition with `NLM_F_EXCL` only when no route had its prefix
+            // key (`fib_table_insert` clears the flag when it finds one): no peers to place it
+            // among, so no walk of its weak-id bucket (tens of routes at 100k, hundreds at 1M),
+            // and no look for a held route first (one held is updated where it is).
+            if let Some(event) = upsert(&mut self.routes, route, Event::Route) {
+                out.push(event);
+            }
+            return;
+        }
         let id = route.id();
         if let Some(held) = self.routes.get(&id) {
             if flags & wire::NLM_F_REPLACE == 0
@@ -482,10 +492,6 @@ impl State {
                 }
                 return;
             }
-        } else if route.family() == Family::V4 && flags & wire::NLM_F_EXCL != 0 {
-            // IPv4 announces an addition with `NLM_F_EXCL` only when no route had its prefix
-            // key (`fib_table_insert` clears the flag when it finds one): no peers to place it
-            // among, so no walk of its weak-id bucket (tens of routes at 100k, hundreds at 1M).
         } else {
             let weak = route.weak_id();
             let mut peers = self
