@@ -297,47 +297,75 @@ impl NlSocket {
     ) -> Result<DumpOutcome> {
         self.send(request)?;
         let port = self.port;
-        let mut outcome = DumpOutcome::default();
-        let mut first_err: Option<Error> = None;
+        let mut state = DumpState::default();
         loop {
             let Some(datagram) = self.recv(false)? else {
                 return Err(Error::Timeout);
             };
-            for msg in Msgs::new(datagram) {
-                let msg = msg?;
-                if msg.seq != seq || (msg.port != port && msg.port != 0) {
-                    tracing::trace!(seq = msg.seq, "skipping a stale message");
-                    continue;
+            if let Some(end) = state.datagram(datagram, seq, port, &mut on_msg) {
+                return end;
+            }
+        }
+    }
+}
+
+/// What a dump has seen so far ([`NlSocket::dump`]): its outcome and the first error of
+/// its `on_msg`.
+#[derive(Default)]
+struct DumpState {
+    outcome: DumpOutcome,
+    first_err: Option<Error>,
+}
+
+impl DumpState {
+    /// Takes the messages of one datagram of the dump of `seq` to the socket of `port`:
+    /// object messages go to `on_msg`. `Some` once the dump is over: its outcome, or its
+    /// error (the kernel's, a malformed message's, or the first of `on_msg`).
+    fn datagram(
+        &mut self,
+        datagram: &[u8],
+        seq: u32,
+        port: u32,
+        on_msg: &mut impl FnMut(&Msg<'_>) -> Result<()>,
+    ) -> Option<Result<DumpOutcome>> {
+        for msg in Msgs::new(datagram) {
+            let msg = match msg {
+                Ok(msg) => msg,
+                Err(err) => return Some(Err(err)),
+            };
+            if msg.seq != seq || (msg.port != port && msg.port != 0) {
+                tracing::trace!(seq = msg.seq, "skipping a stale message");
+                continue;
+            }
+            if msg.flags & wire::NLM_F_DUMP_INTR != 0 {
+                self.outcome.interrupted = true;
+            }
+            if msg.flags & wire::NLM_F_DUMP_FILTERED != 0 {
+                self.outcome.filtered = true;
+            }
+            match msg.kind {
+                wire::NLMSG_DONE => {
+                    return Some(match self.first_err.take() {
+                        Some(err) => Err(err),
+                        None => Ok(self.outcome),
+                    });
                 }
-                if msg.flags & wire::NLM_F_DUMP_INTR != 0 {
-                    outcome.interrupted = true;
-                }
-                if msg.flags & wire::NLM_F_DUMP_FILTERED != 0 {
-                    outcome.filtered = true;
-                }
-                match msg.kind {
-                    wire::NLMSG_DONE => {
-                        return match first_err {
-                            Some(err) => Err(err),
-                            None => Ok(outcome),
-                        };
-                    }
-                    wire::NLMSG_ERROR => {
-                        if let Some(err) = wire::parse_error(&msg)? {
-                            return Err(Error::Kernel(err));
-                        }
-                    }
-                    wire::NLMSG_NOOP => {}
-                    wire::NLMSG_OVERRUN => return Err(Error::Overrun),
-                    _ => {
-                        outcome.n_objects += 1;
-                        if let Err(err) = on_msg(&msg) {
-                            first_err.get_or_insert(err);
-                        }
+                wire::NLMSG_ERROR => match wire::parse_error(&msg) {
+                    Ok(None) => {}
+                    Ok(Some(err)) => return Some(Err(Error::Kernel(err))),
+                    Err(err) => return Some(Err(err)),
+                },
+                wire::NLMSG_NOOP => {}
+                wire::NLMSG_OVERRUN => return Some(Err(Error::Overrun)),
+                _ => {
+                    self.outcome.n_objects += 1;
+                    if let Err(err) = on_msg(&msg) {
+                        self.first_err.get_or_insert(err);
                     }
                 }
             }
         }
+        None
     }
 }
 
