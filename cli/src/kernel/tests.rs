@@ -203,8 +203,8 @@ fn route_field_indexes_follow_route_fields() {
 
 /// What `route show` writes of a route without making its cells is what its cells give, for
 /// people and for scripts: plain IPv4 and IPv6 routes, one on an unknown link, one with a
-/// preferred source and a name to escape, a multipath one and one with rare attributes; each
-/// written twice, so the second comes from the memo.
+/// preferred source and a name to escape, a multipath one and one with rare attributes, IPv6
+/// ones with each kind of router preference; each written twice, so the second comes from the memo.
 #[test]
 fn a_route_row_writes_what_its_cells_write() {
     use super::{NameMemo, RouteRow, route_cell};
@@ -279,6 +279,9 @@ fn a_route_row_writes_what_its_cells_write() {
                 attr(20, &[0]),
             ],
         ),
+        // Router preferences by name (high) and by number (2 has none).
+        payload(&v6, &[table.clone(), attr(1, &v6_dst), attr(20, &[1])]),
+        payload(&v6, &[table.clone(), attr(1, &v6_dst), attr(20, &[2])]),
     ];
     let mut names = names();
     names.insert(4u32, "odd\tname");
