@@ -315,9 +315,9 @@ impl NlSocket {
     /// the messages of one datagram to `on_msg` (a printer formats them), the other is
     /// already in the kernel for the next. The two meet through [`PIPELINE_BUFFERS`] buffers
     /// that go round between them, so memory stays bounded whatever `on_msg`'s pace. Each
-    /// datagram is read in one call (no peek): a dump's datagrams are at most 32 KiB (see
-    /// [`MIN_READ`]), the buffers [`PIPELINE_READ`]; a longer one is an error, as a truncated
-    /// read is for [`NlSocket::recv`]. Same answer, errors and draining as `dump`; when the
+    /// datagram is read in one call (no peek): a route dump's datagrams are at most 32 KiB
+    /// (see [`MIN_READ`]; only link dumps may need more), as are the buffers; a longer one
+    /// is an error, as a truncated read is for [`NlSocket::recv`]. Same answer, errors and draining as `dump`; when the
     /// thread cannot be started, this is `dump`.
     pub(crate) fn dump_pipelined(
         &mut self,
@@ -390,12 +390,14 @@ impl NlSocket {
 }
 
 /// How many datagram buffers go round between the threads of [`NlSocket::dump_pipelined`]:
-/// one being filled, one being read, and some slack for either side's hiccups.
-const PIPELINE_BUFFERS: usize = 4;
+/// one being filled while the other is read. Each costs the 32 KiB a datagram fills of it in
+/// resident memory; more give no more overlap (the kernel fills one datagram per `recvmsg`).
+const PIPELINE_BUFFERS: usize = 2;
 
-/// The capacity of each buffer of [`NlSocket::dump_pipelined`]: above the 32 KiB a dump's
-/// datagrams take, so that the kernel still sizes them at its 32 KiB cap.
-const PIPELINE_READ: usize = 64 * 1024;
+/// The capacity of each buffer of [`NlSocket::dump_pipelined`]: the 32 KiB the kernel caps
+/// a dump's datagrams at (it sizes them after the largest buffer passed to `recvmsg`, up to
+/// 32 KiB less its own overhead), so that no byte of them stays untouched.
+const PIPELINE_READ: usize = MIN_READ;
 
 /// Receives the next datagram from the kernel into `buf` in one call, as
 /// [`NlSocket::recv`] does with a peek first: datagrams from any other sender are dropped and
