@@ -805,7 +805,16 @@ impl RouteRow<'_> {
             f::SRC if self.route.src().is_none() => out.push_str("null"),
             f::ENCAP if self.route.encap().is_none() => out.push_str("null"),
             f::REALMS if self.route.realms().is_none() => out.push_str("null"),
-            f::PREF if self.route.pref().is_none() => out.push_str("null"),
+            // An IPv6 route's router preference: a name, or a number as text (neither needs
+            // escaping).
+            f::PREF => match self.route.pref() {
+                Some(pref) => {
+                    out.push('"');
+                    out.push_str(&names::pref(pref));
+                    out.push('"');
+                }
+                None => out.push_str("null"),
+            },
             f::MARK if self.route.mark().is_none() => out.push_str("null"),
             f::IIF if self.route.iif().is_none() => out.push_str("null"),
             f::TTL_PROPAGATE if self.route.ttl_propagate().is_none() => out.push_str("null"),

@@ -1153,24 +1153,9 @@ fn needs_escape(ch: char) -> bool {
 
 /// Appends a number in decimal (as `Display` writes it, without the formatting machinery).
 pub(crate) fn push_int(line: &mut String, value: i64) {
-    if value < 0 {
-        line.push('-');
-    }
-    let mut rest = value.unsigned_abs();
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        // `rest % 10` is below 10, so the cast keeps it whole.
-        digits[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    for &digit in &digits[start..] {
-        line.push(char::from(digit));
-    }
+    // `itoa` writes the digits into a buffer on the stack and hands them over as one `&str`
+    // (no `fmt`, no per-character push).
+    line.push_str(itoa::Buffer::new().format(value));
 }
 
 /// Appends `count` spaces.

@@ -468,6 +468,7 @@ impl NexthopQuery<'_> {
         let mut report = VisitReport::new(filtered, false);
         let result = visit_dump(
             self.platform,
+            false,
             |buf, seq| {
                 let mut msg = MsgWriter::new(
                     buf,

@@ -193,6 +193,24 @@ impl Platform {
         )
     }
 
+    /// [`Platform::dump_visit`] with [`NlSocket::dump_pipelined`]: the datagrams are received
+    /// on a scoped second thread while `on_msg` runs on this one. For the dumps of many
+    /// objects whose `on_msg` does real work (`route show` formats each route): the kernel's
+    /// work for the next datagram overlaps it.
+    pub(crate) fn dump_visit_pipelined(
+        &self,
+        build: impl Fn(&mut Vec<u8>, u32),
+        on_msg: impl FnMut(&Msg<'_>) -> Result<()>,
+        on_interrupted: impl FnMut() -> Result<bool>,
+    ) -> Result<DumpReport> {
+        self.retry(
+            build,
+            &mut (on_msg, on_interrupted),
+            |sock, request, seq, (on_msg, _)| sock.dump_pipelined(request, seq, &mut *on_msg),
+            |(_, on_interrupted)| on_interrupted(),
+        )
+    }
+
     /// [`Platform::dump_visit`] with [`NlSocket::dump_parallel`]: the dump is received and
     /// parsed on a scoped second thread while `sink` consumes the objects in chunks on this
     /// one. When an attempt comes back interrupted, `sink` gets [`Chunk::Restart`] and the

@@ -11,7 +11,7 @@ use crate::platform::{DumpReport, Platform};
 use crate::route::{Family, RTMSG_LEN, Route};
 use crate::rule::Rule;
 use crate::types::{Ifindex, Protocol, RouteType, Table};
-use crate::wire::{self, MsgWriter};
+use crate::wire::{self, Msg, MsgWriter};
 
 const RTA_OIF: u16 = 4;
 const RTA_TABLE: u16 = 15;
@@ -161,9 +161,13 @@ const STOPPED: &str = "the visitor stopped";
 
 /// One dump through `visitor`: `parse` turns each message into an object, `keep` applies the
 /// query's filters (the same ones `execute` applies, since it is built on this); a dump error
-/// that `ignore` accepts counts as an empty dump.
+/// that `ignore` accepts counts as an empty dump. `pipelined`: received on a second thread
+/// while `parse`, `keep` and the visitor run on this one ([`Platform::dump_visit_pipelined`]),
+/// for the dumps that can be large.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn visit_dump<T, V: Visitor<T>>(
     platform: &Platform,
+    pipelined: bool,
     build: impl Fn(&mut Vec<u8>, u32),
     parse: impl Fn(&[u8]) -> Result<Option<T>>,
     keep: impl Fn(&T) -> bool,
@@ -173,44 +177,46 @@ pub(crate) fn visit_dump<T, V: Visitor<T>>(
 ) -> std::result::Result<(), V::Error> {
     visitor.begin()?;
     let state = RefCell::new((visitor, None::<V::Error>));
-    let outcome = platform.dump_visit(
-        build,
-        |msg| {
-            let mut state = state.borrow_mut();
-            if state.1.is_some() {
-                return Ok(());
+    let on_msg = |msg: &Msg<'_>| {
+        let mut state = state.borrow_mut();
+        if state.1.is_some() {
+            return Ok(());
+        }
+        if let Some(item) = parse(msg.payload)?
+            && keep(&item)
+            && let Err(err) = state.0.item(item)
+        {
+            state.1 = Some(err);
+            return Err(Error::InvalidArgument(STOPPED.to_owned()));
+        }
+        Ok(())
+    };
+    let on_interrupted = || {
+        let mut state = state.borrow_mut();
+        if state.1.is_some() {
+            return Ok(false);
+        }
+        match state.0.interrupted() {
+            Ok(again) => {
+                if again {
+                    state.0.begin().map_err(|err| {
+                        state.1 = Some(err);
+                        Error::InvalidArgument(STOPPED.to_owned())
+                    })?;
+                }
+                Ok(again)
             }
-            if let Some(item) = parse(msg.payload)?
-                && keep(&item)
-                && let Err(err) = state.0.item(item)
-            {
+            Err(err) => {
                 state.1 = Some(err);
-                return Err(Error::InvalidArgument(STOPPED.to_owned()));
+                Err(Error::InvalidArgument(STOPPED.to_owned()))
             }
-            Ok(())
-        },
-        || {
-            let mut state = state.borrow_mut();
-            if state.1.is_some() {
-                return Ok(false);
-            }
-            match state.0.interrupted() {
-                Ok(again) => {
-                    if again {
-                        state.0.begin().map_err(|err| {
-                            state.1 = Some(err);
-                            Error::InvalidArgument(STOPPED.to_owned())
-                        })?;
-                    }
-                    Ok(again)
-                }
-                Err(err) => {
-                    state.1 = Some(err);
-                    Err(Error::InvalidArgument(STOPPED.to_owned()))
-                }
-            }
-        },
-    );
+        }
+    };
+    let outcome = if pipelined {
+        platform.dump_visit_pipelined(build, on_msg, on_interrupted)
+    } else {
+        platform.dump_visit(build, on_msg, on_interrupted)
+    };
     let (_, stopped) = state.into_inner();
     if let Some(err) = stopped {
         return Err(err);
@@ -366,6 +372,7 @@ impl RouteQuery<'_> {
         for &family in families {
             visit_dump(
                 self.platform,
+                true,
                 |buf, seq| self.emit(buf, seq, family, strict),
                 Route::parse,
                 |route| self.matches(route),
@@ -464,6 +471,7 @@ impl LinkQuery<'_> {
         let mut report = VisitReport::new(false, true);
         visit_dump(
             self.platform,
+            false,
             build,
             Link::parse,
             |_| true,
@@ -483,6 +491,7 @@ impl LinkQuery<'_> {
         let mut report = VisitReport::new(false, true);
         visit_dump(
             self.platform,
+            false,
             |buf, seq| {
                 let mut msg = MsgWriter::new(
                     buf,
@@ -544,6 +553,7 @@ impl AddressQuery<'_> {
         let ifindex = self.ifindex;
         visit_dump(
             self.platform,
+            false,
             |buf, seq| {
                 let mut msg = MsgWriter::new(
                     buf,
@@ -611,6 +621,7 @@ impl RuleQuery<'_> {
         for &family in families {
             visit_dump(
                 self.platform,
+                false,
                 |buf, seq| {
                     let mut msg = MsgWriter::new(
                         buf,

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 use std::time::Duration;
 
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
@@ -12,6 +12,8 @@ use crate::error::{Error, Result};
 use crate::platform::Chunk;
 use crate::wire::{self, Msg, Msgs};
 
+#[cfg(test)]
+mod dump_tests;
 #[cfg(test)]
 mod tests;
 
@@ -294,47 +296,218 @@ impl NlSocket {
     ) -> Result<DumpOutcome> {
         self.send(request)?;
         let port = self.port;
-        let mut outcome = DumpOutcome::default();
-        let mut first_err: Option<Error> = None;
+        let mut state = DumpState::default();
         loop {
             let Some(datagram) = self.recv(false)? else {
                 return Err(Error::Timeout);
             };
-            for msg in Msgs::new(datagram) {
-                let msg = msg?;
-                if msg.seq != seq || (msg.port != port && msg.port != 0) {
-                    tracing::trace!(seq = msg.seq, "skipping a stale message");
-                    continue;
-                }
-                if msg.flags & wire::NLM_F_DUMP_INTR != 0 {
-                    outcome.interrupted = true;
-                }
-                if msg.flags & wire::NLM_F_DUMP_FILTERED != 0 {
-                    outcome.filtered = true;
-                }
-                match msg.kind {
-                    wire::NLMSG_DONE => {
-                        return match first_err {
-                            Some(err) => Err(err),
-                            None => Ok(outcome),
-                        };
-                    }
-                    wire::NLMSG_ERROR => {
-                        if let Some(err) = wire::parse_error(&msg)? {
-                            return Err(Error::Kernel(err));
+            if let Some(end) = state.datagram(datagram, seq, port, &mut on_msg) {
+                return end;
+            }
+        }
+    }
+
+    /// [`NlSocket::dump`] with the receiving on a scoped second thread: the kernel fills each
+    /// datagram of a dump inside the `recvmsg` that asks for it, so while this thread hands
+    /// the messages of one datagram to `on_msg` (a printer formats them), the other is
+    /// already in the kernel for the next. The two meet through [`PIPELINE_BUFFERS`] buffers
+    /// that go round between them, so memory stays bounded whatever `on_msg`'s pace. Each
+    /// datagram is read in one call (no peek): a route dump's datagrams are at most 32 KiB
+    /// (see [`MIN_READ`]; only link dumps may need more), as are the buffers; a longer one
+    /// is an error, as a truncated read is for [`NlSocket::recv`]. Same answer, errors and draining as `dump`; when the
+    /// thread cannot be started, this is `dump`.
+    pub(crate) fn dump_pipelined(
+        &mut self,
+        request: &[u8],
+        seq: u32,
+        mut on_msg: impl FnMut(&Msg<'_>) -> Result<()>,
+    ) -> Result<DumpOutcome> {
+        let port = self.port;
+        let sock = &self.sock;
+        let (full_tx, full_rx) = mpsc::sync_channel::<Result<Vec<u8>>>(PIPELINE_BUFFERS);
+        let (free_tx, free_rx) = mpsc::sync_channel::<Vec<u8>>(PIPELINE_BUFFERS);
+        for _ in 0..PIPELINE_BUFFERS {
+            // Allocated here, so the receiving thread allocates nothing (no malloc arena of
+            // its own); untouched capacity costs no memory.
+            let _ = free_tx.send(Vec::with_capacity(PIPELINE_READ));
+        }
+        let pipelined = std::thread::scope(|scope| {
+            let receiver = std::thread::Builder::new()
+                .name("netmirror-dump".into())
+                .spawn_scoped(scope, move || {
+                    let mut n_foreign = 0;
+                    while let Ok(mut buf) = free_rx.recv() {
+                        let read = recv_whole(sock, &mut buf, &mut n_foreign);
+                        let last = read.as_ref().map_or(true, |()| ends_dump(&buf, seq, port));
+                        // The other side stopped listening: it returned.
+                        if full_tx.send(read.map(|()| buf)).is_err() || last {
+                            break;
                         }
                     }
-                    wire::NLMSG_NOOP => {}
-                    wire::NLMSG_OVERRUN => return Err(Error::Overrun),
-                    _ => {
-                        outcome.n_objects += 1;
-                        if let Err(err) = on_msg(&msg) {
-                            first_err.get_or_insert(err);
-                        }
+                    n_foreign
+                });
+            let Ok(receiver) = receiver else {
+                return None;
+            };
+            let answer = self.send(request).and_then(|()| {
+                let mut state = DumpState::default();
+                loop {
+                    let buf = full_rx.recv().map_err(|_| {
+                        Error::socket(
+                            "dump",
+                            io::Error::other("the dump's receiving thread stopped"),
+                        )
+                    })??;
+                    let end = state.datagram(&buf, seq, port, &mut on_msg);
+                    // Never blocks: the channel holds every buffer there is.
+                    let _ = free_tx.send(buf);
+                    if let Some(end) = end {
+                        return end;
+                    }
+                }
+            });
+            // A receiver still waiting for a buffer, or to hand one over, sees the channel
+            // closed and ends.
+            drop(free_tx);
+            drop(full_rx);
+            let n_foreign = receiver.join().unwrap_or(0);
+            Some((answer, n_foreign))
+        });
+        match pipelined {
+            Some((answer, n_foreign)) => {
+                self.n_foreign += n_foreign;
+                answer
+            }
+            None => {
+                tracing::debug!("no thread for the dump's receiving: receiving on this one");
+                self.dump(request, seq, on_msg)
+            }
+        }
+    }
+}
+
+/// How many datagram buffers go round between the threads of [`NlSocket::dump_pipelined`]:
+/// one being filled while the other is read. Each costs the 32 KiB a datagram fills of it in
+/// resident memory; more give no more overlap (the kernel fills one datagram per `recvmsg`).
+const PIPELINE_BUFFERS: usize = 2;
+
+/// The capacity of each buffer of [`NlSocket::dump_pipelined`]: the 32 KiB the kernel caps
+/// a dump's datagrams at (it sizes them after the largest buffer passed to `recvmsg`, up to
+/// 32 KiB less its own overhead), so that no byte of them stays untouched.
+const PIPELINE_READ: usize = MIN_READ;
+
+/// Receives the next datagram from the kernel into `buf` in one call, as
+/// [`NlSocket::recv`] does with a peek first: datagrams from any other sender are dropped and
+/// counted in `n_foreign`, a receive timeout is [`Error::Timeout`], a datagram longer than
+/// `buf`'s capacity an error.
+fn recv_whole(sock: &Socket, buf: &mut Vec<u8>, n_foreign: &mut u64) -> Result<()> {
+    loop {
+        buf.clear();
+        let (len, from) = match sock.recv_from(buf, libc::MSG_TRUNC) {
+            Ok(it) => it,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => {
+                recv_error::<()>(err)?;
+                return Err(Error::Timeout);
+            }
+        };
+        if from.port_number() != 0 {
+            *n_foreign += 1;
+            tracing::warn!(
+                sender_port = from.port_number(),
+                len,
+                "dropped a netlink message not sent by the kernel"
+            );
+            continue;
+        }
+        if len > buf.len() {
+            return Err(Error::malformed(format!(
+                "datagram of {len} bytes truncated to {}",
+                buf.len()
+            )));
+        }
+        return Ok(());
+    }
+}
+
+/// True when `datagram` ends the dump of `seq` to the socket of `port`: it holds that dump's
+/// `NLMSG_DONE`, its error or overrun, or a message that does not parse. Exactly where
+/// [`DumpState::datagram`] returns `Some`, without calling anything for the objects: what the
+/// receiving thread of [`NlSocket::dump_pipelined`] stops after.
+fn ends_dump(datagram: &[u8], seq: u32, port: u32) -> bool {
+    for msg in Msgs::new(datagram) {
+        let Ok(msg) = msg else {
+            return true;
+        };
+        if msg.seq != seq || (msg.port != port && msg.port != 0) {
+            continue;
+        }
+        match msg.kind {
+            wire::NLMSG_DONE | wire::NLMSG_OVERRUN => return true,
+            wire::NLMSG_ERROR if !matches!(wire::parse_error(&msg), Ok(None)) => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// What a dump has seen so far ([`NlSocket::dump`]): its outcome and the first error of
+/// its `on_msg`.
+#[derive(Default)]
+struct DumpState {
+    outcome: DumpOutcome,
+    first_err: Option<Error>,
+}
+
+impl DumpState {
+    /// Takes the messages of one datagram of the dump of `seq` to the socket of `port`:
+    /// object messages go to `on_msg`. `Some` once the dump is over: its outcome, or its
+    /// error (the kernel's, a malformed message's, or the first of `on_msg`).
+    fn datagram(
+        &mut self,
+        datagram: &[u8],
+        seq: u32,
+        port: u32,
+        on_msg: &mut impl FnMut(&Msg<'_>) -> Result<()>,
+    ) -> Option<Result<DumpOutcome>> {
+        for msg in Msgs::new(datagram) {
+            let msg = match msg {
+                Ok(msg) => msg,
+                Err(err) => return Some(Err(err)),
+            };
+            if msg.seq != seq || (msg.port != port && msg.port != 0) {
+                tracing::trace!(seq = msg.seq, "skipping a stale message");
+                continue;
+            }
+            if msg.flags & wire::NLM_F_DUMP_INTR != 0 {
+                self.outcome.interrupted = true;
+            }
+            if msg.flags & wire::NLM_F_DUMP_FILTERED != 0 {
+                self.outcome.filtered = true;
+            }
+            match msg.kind {
+                wire::NLMSG_DONE => {
+                    return Some(match self.first_err.take() {
+                        Some(err) => Err(err),
+                        None => Ok(self.outcome),
+                    });
+                }
+                wire::NLMSG_ERROR => match wire::parse_error(&msg) {
+                    Ok(None) => {}
+                    Ok(Some(err)) => return Some(Err(Error::Kernel(err))),
+                    Err(err) => return Some(Err(err)),
+                },
+                wire::NLMSG_NOOP => {}
+                wire::NLMSG_OVERRUN => return Some(Err(Error::Overrun)),
+                _ => {
+                    self.outcome.n_objects += 1;
+                    if let Err(err) = on_msg(&msg) {
+                        self.first_err.get_or_insert(err);
                     }
                 }
             }
         }
+        None
     }
 }
 

@@ -203,7 +203,7 @@ fn route_field_indexes_follow_route_fields() {
 
 /// Routes of every shape the route writers handle: plain IPv4 and IPv6 routes, one on an
 /// unknown link, one with a preferred source and a name to escape, a multipath one, one with
-/// rare attributes, one of another table and protocol with a metric (with
+/// rare attributes, IPv6 ones with each kind of router preference, one of another table and protocol with a metric (with
 /// [`sample_names`]).
 pub(crate) fn sample_routes() -> Vec<Route> {
     // rtmsg: family, dst_len, src_len, tos, table, proto, scope, type, flags.
@@ -276,6 +276,9 @@ pub(crate) fn sample_routes() -> Vec<Route> {
                 attr(20, &[0]),
             ],
         ),
+        // Router preferences by name (high) and by number (2 has none).
+        payload(&v6, &[table.clone(), attr(1, &v6_dst), attr(20, &[1])]),
+        payload(&v6, &[table.clone(), attr(1, &v6_dst), attr(20, &[2])]),
     ];
     let other_table = [2, 24, 0, 0, 252, 4, 0, 1, 0, 0, 0, 0];
     let payloads = payloads.into_iter().chain([payload(

@@ -741,3 +741,23 @@ fn json_events_are_written_as_serde_json_writes_them() {
         }
     }
 }
+
+#[test]
+fn push_int_writes_what_display_writes() {
+    for value in [
+        0,
+        1,
+        -1,
+        9,
+        10,
+        1024,
+        -4096,
+        4_294_967_295,
+        i64::MAX,
+        i64::MIN,
+    ] {
+        let mut line = String::from("x");
+        push_int(&mut line, value);
+        assert_eq!(line, format!("x{value}"));
+    }
+}
