@@ -213,7 +213,7 @@ impl NlSocket {
             if from.port_number() != 0 {
                 // Consume it without reading it: only the kernel may speak.
                 let _ = self.sock.recv_from(&mut &mut scratch[..], libc::MSG_TRUNC);
-                self.drop_foreign(from.port_number(), len);
+                drop_foreign(&mut self.n_foreign, from.port_number(), len);
                 continue;
             }
             self.buf.clear();
@@ -224,7 +224,7 @@ impl NlSocket {
                 Err(err) => return recv_error(err),
             };
             if from.port_number() != 0 {
-                self.drop_foreign(from.port_number(), read);
+                drop_foreign(&mut self.n_foreign, from.port_number(), read);
                 continue;
             }
             if read > self.buf.len() {
@@ -235,17 +235,6 @@ impl NlSocket {
             }
             return Ok(Some(&self.buf[..read]));
         }
-    }
-
-    /// Counts and traces a datagram that another process sent (`sender_port` is not the
-    /// kernel's 0), which the caller has consumed and drops.
-    fn drop_foreign(&mut self, sender_port: u32, len: usize) {
-        self.n_foreign += 1;
-        tracing::warn!(
-            sender_port,
-            len,
-            "dropped a netlink message not sent by the kernel"
-        );
     }
 
     /// Receives the next event datagram (multicast notification) from the kernel in one
@@ -273,7 +262,7 @@ impl NlSocket {
                 }
             };
             if from.port_number() != 0 {
-                self.drop_foreign(from.port_number(), len);
+                drop_foreign(&mut self.n_foreign, from.port_number(), len);
                 continue;
             }
             if len > self.buf.len() {
@@ -412,12 +401,7 @@ fn recv_whole(sock: &Socket, buf: &mut Vec<u8>, n_foreign: &mut u64) -> Result<(
             }
         };
         if from.port_number() != 0 {
-            *n_foreign += 1;
-            tracing::warn!(
-                sender_port = from.port_number(),
-                len,
-                "dropped a netlink message not sent by the kernel"
-            );
+            drop_foreign(n_foreign, from.port_number(), len);
             continue;
         }
         if len > buf.len() {
@@ -428,6 +412,17 @@ fn recv_whole(sock: &Socket, buf: &mut Vec<u8>, n_foreign: &mut u64) -> Result<(
         }
         return Ok(());
     }
+}
+
+/// Counts (in `n_foreign`) and traces a datagram that another process sent (`sender_port`
+/// is not the kernel's 0), which the caller has consumed and drops.
+fn drop_foreign(n_foreign: &mut u64, sender_port: u32, len: usize) {
+    *n_foreign += 1;
+    tracing::warn!(
+        sender_port,
+        len,
+        "dropped a netlink message not sent by the kernel"
+    );
 }
 
 /// True when `datagram` ends the dump of `seq` to the socket of `port`: it holds that dump's

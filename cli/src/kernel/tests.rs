@@ -203,8 +203,8 @@ fn route_field_indexes_follow_route_fields() {
 
 /// Routes of every shape the route writers handle: plain IPv4 and IPv6 routes, one on an
 /// unknown link, one with a preferred source and a name to escape, a multipath one, one with
-/// rare attributes, IPv6 ones with each kind of router preference, one of another table and protocol with a metric (with
-/// [`sample_names`]).
+/// rare attributes, IPv6 ones with each kind of router preference, one of another table and
+/// protocol with a metric (with [`sample_names`]).
 pub(crate) fn sample_routes() -> Vec<Route> {
     // rtmsg: family, dst_len, src_len, tos, table, proto, scope, type, flags.
     let v4 = [2, 24, 0, 0, 254, 3, 0, 1, 0, 0, 0, 0];
