@@ -191,6 +191,9 @@ pub struct DedupIndex<T: Object> {
     touched: (usize, usize),
     /// Slot numbers, hashed by the id of their object.
     ids: IdTable,
+    /// How many times `ids` was rebuilt (wrapping): a position found in it before is still
+    /// one of the same table while this is unchanged.
+    ids_built: u32,
     hasher: DefaultHashBuilder,
     /// One partition table per lane; lane 0 is [`Primary`].
     pub(crate) tables: Vec<Box<dyn PartitionTable<T>>>,
@@ -297,6 +300,7 @@ impl<T: Object> DedupIndex<T> {
             hashes: Vec::with_capacity(capacity),
             touched: (0, 0),
             ids: IdTable::with_capacity(capacity),
+            ids_built: 0,
             hasher: DefaultHashBuilder::default(),
             tables,
             free: NIL,
@@ -588,17 +592,21 @@ impl<T: Object> DedupIndex<T> {
                 (obj, hash)
             }));
             // A loop of lookups alone: short, so many of them fit in the processor's window.
+            // Each miss keeps where its object would go, so that adding it needs no second
+            // probe while that place stays free ([`Self::append_one`]).
             let mut found = 0u64;
+            let mut free = [None; APPEND_BATCH];
             let objs_now = &self.objs;
             for (i, (obj, hash)) in looked_up.iter().enumerate() {
-                if self
+                match self
                     .ids
-                    .find(*hash, |slot| slot_has_id_of(objs_now, slot, obj.get()))
-                    .is_some()
+                    .find_or_free(*hash, |slot| slot_has_id_of(objs_now, slot, obj.get()))
                 {
-                    found |= 1 << i;
+                    Probe::Found(..) => found |= 1 << i,
+                    Probe::Vacant(pos) => free[i] = pos,
                 }
             }
+            let built = self.ids_built;
             batch.extend(looked_up.drain(..).enumerate().map(|(i, (obj, hash))| {
                 let obj = match obj {
                     Incoming::Owned(obj) if found & (1 << i) == 0 => {
@@ -611,24 +619,42 @@ impl<T: Object> DedupIndex<T> {
             if batch.is_empty() {
                 return Ok(n_changed);
             }
-            for (obj, hash) in batch.drain(..) {
-                n_changed += usize::from(self.append_one(obj, hash)?);
+            for (i, (obj, hash)) in batch.drain(..).enumerate() {
+                let free = free.get(i).copied().flatten().map(|pos| (pos, built));
+                n_changed += usize::from(self.append_one(obj, hash, free)?);
             }
         }
     }
 
     /// One object of [`append_all`](Self::append_all), with the hash of its id;
     /// true if it was added or replaced.
+    ///
+    /// `free` is where a lookup of this id (in the id table of that rebuild count) found no
+    /// entry and would have put it. While the table is the same and that entry is still free,
+    /// a probe now would end there too: the entries before it on the probe were taken then
+    /// and an append takes entries without freeing any; and another object with this id
+    /// added since, which a probe would find, took that very entry (the first free one of
+    /// the same probe).
     #[inline]
-    fn append_one(&mut self, obj: Incoming<T>, hash: u64) -> Result<bool> {
+    fn append_one(
+        &mut self,
+        obj: Incoming<T>,
+        hash: u64,
+        free: Option<(Pos, u32)>,
+    ) -> Result<bool> {
         if self.ids.room() == 0 {
             self.grow_ids();
         }
         let objs = &self.objs;
-        match self
-            .ids
-            .find_or_free(hash, |slot| slot_has_id_of(objs, slot, obj.get()))
-        {
+        let probe = match free {
+            Some((pos, built)) if built == self.ids_built && self.ids.is_free(pos) => {
+                Probe::Vacant(Some(pos))
+            }
+            _ => self
+                .ids
+                .find_or_free(hash, |slot| slot_has_id_of(objs, slot, obj.get())),
+        };
+        match probe {
             Probe::Found(_, slot) => {
                 if matches!(self.objs.get(slot as usize), Some(Some(held)) if **held == *obj.get())
                 {
@@ -955,6 +981,7 @@ impl<T: Object> DedupIndex<T> {
             }
         }
         self.ids = ids;
+        self.ids_built = self.ids_built.wrapping_add(1);
     }
 
     /// The slot a new entry takes: the first free one, or the next new one.

@@ -261,6 +261,17 @@ impl IdTable {
         }
     }
 
+    /// Whether an insert may take the entry at `pos` as [`find_or_free`](Self::find_or_free)
+    /// would offer it: deleted, or empty while the table has room.
+    #[inline]
+    pub(crate) fn is_free(&self, pos: Pos) -> bool {
+        match self.groups.get(pos.group).map(|g| g.tags[pos.entry]) {
+            Some(DELETED) => true,
+            Some(EMPTY) => self.growth_left > 0,
+            _ => false,
+        }
+    }
+
     fn tag_at(&self, pos: Pos) -> u8 {
         self.groups
             .get(pos.group)

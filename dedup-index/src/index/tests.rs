@@ -1105,3 +1105,23 @@ fn append_all_grows_from_empty_past_reserved_room() {
     let expected: Vec<u32> = (0..1000).filter(|i| i % 7 == 3 && *i != 500).collect();
     assert_eq!(on_3, expected);
 }
+
+#[test]
+fn append_all_finds_a_new_id_added_earlier_in_the_same_batch() {
+    // Both copies of each new id miss the lookup of their batch and are offered the same
+    // free entry: the later one must find the earlier one instead, also across tombstones
+    // (the removed ids) and across the growth of the id table within a batch.
+    let mut fx = Fixture::with(&(0..40).map(|i| r(i, 1)).collect::<Vec<_>>());
+    for i in 0..40 {
+        fx.index.remove(&i);
+    }
+    let objs: Vec<R> = (100..400)
+        .flat_map(|i| [r(i, 1), R { v: 1, ..r(i, 2) }])
+        .collect();
+    assert_eq!(fx.index.append_all(objs), Ok(600));
+    fx.index.validate().unwrap();
+    assert_eq!(fx.index.len(), 300);
+    for i in 100..400 {
+        assert_eq!(fx.index.get(&i).map(|obj| obj.v), Some(1));
+    }
+}
