@@ -967,7 +967,13 @@ impl<T: Object> DedupIndex<T> {
     fn rebuild_ids(&mut self, capacity: usize) {
         self.ids = IdTable::new();
         let mut ids = IdTable::with_capacity(capacity.max(self.len));
-        if ids.short_hashes_suffice() {
+        if ids.short_hashes_suffice() && self.len == self.hashes.len() {
+            // No free slot (as after a load): every kept hash is an entry's, and the objects
+            // need not be read.
+            for (slot, &short) in self.hashes.iter().enumerate() {
+                ids.insert_unique(expand_short_hash(short), slot as u32);
+            }
+        } else if ids.short_hashes_suffice() {
             for (slot, (obj, &short)) in self.objs.iter().zip(&self.hashes).enumerate() {
                 if obj.is_some() {
                     ids.insert_unique(expand_short_hash(short), slot as u32);

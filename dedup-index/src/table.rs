@@ -296,6 +296,7 @@ impl IdTable {
     /// Adds `slot` with `hash`, known not to be in the table, without comparing it with any
     /// entry: for filling a new table (from [`with_capacity`](Self::with_capacity), with room
     /// for every entry and no tombstones). Without room (a sizing mistake) nothing is added.
+    #[inline]
     pub(crate) fn insert_unique(&mut self, hash: u64, slot: u32) {
         if self.growth_left == 0 {
             return;
