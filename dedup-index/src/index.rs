@@ -13,7 +13,7 @@
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::BuildHasher;
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -585,10 +585,7 @@ impl<T: Object> DedupIndex<T> {
             // matching tag ([`slot_has_id_of`]), which spares building, storing and moving it
             // for every object.
             looked_up.extend(objs.by_ref().take(APPEND_BATCH).map(|obj| {
-                let hash = match obj.get().id_ref() {
-                    Some(id) => self.hasher.hash_one(id),
-                    None => self.hasher.hash_one(obj.get().id()),
-                };
+                let hash = self.hash_of(obj.get());
                 (obj, hash)
             }));
             // A loop of lookups alone: short, so many of them fit in the processor's window.
@@ -1014,6 +1011,21 @@ impl<T: Object> DedupIndex<T> {
             Probe::Vacant(Some(pos)) => Ok(pos),
             Probe::Vacant(None) | Probe::Found(..) => {
                 Err(Error::CapacityExceeded { max: MAX_SLOTS })
+            }
+        }
+    }
+
+    /// The hash of the id of `obj`, as [`find_slot`](Self::find_slot) hashes that id.
+    #[inline]
+    fn hash_of(&self, obj: &T) -> u64 {
+        match obj.id_ref() {
+            Some(id) => self.hasher.hash_one(id),
+            None => {
+                let mut state = self.hasher.build_hasher();
+                obj.hash_id(&mut state);
+                let hash = state.finish();
+                debug_assert_eq!(hash, self.hasher.hash_one(obj.id()), "Object::hash_id");
+                hash
             }
         }
     }

@@ -2,7 +2,7 @@
 //! way of grouping it, and [`IndexHandle`], the typed name of one index type inside one index.
 
 use std::fmt;
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 
 /// An immutable value stored in a [`DedupIndex`](crate::DedupIndex).
@@ -56,6 +56,16 @@ pub trait Object: Eq {
     /// Contract: when it returns `Some(id)`, `id` equals what [`id`](Self::id) returns.
     fn id_ref(&self) -> Option<&Self::Id> {
         None
+    }
+
+    /// Feeds the identity of this object to `state`, as `self.id().hash(state)` does (the
+    /// default), but without building the id where the object can write it from its own
+    /// fields: the index hashes the id of every object it adds. Used only when
+    /// [`id_ref`](Self::id_ref) returns `None`.
+    ///
+    /// Contract: the same writes to `state` as [`Hash::hash`] of [`id`](Self::id).
+    fn hash_id<H: Hasher>(&self, state: &mut H) {
+        self.id().hash(state);
     }
 }
 

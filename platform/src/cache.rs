@@ -213,6 +213,9 @@ impl Object for Route {
     fn id(&self) -> RouteId {
         Route::id(self)
     }
+    fn hash_id<H: std::hash::Hasher>(&self, state: &mut H) {
+        Route::hash_id(self, state);
+    }
 }
 
 impl Object for Rule {

@@ -605,6 +605,25 @@ enum IdInner {
     },
 }
 
+/// The three words an IPv4 [`RouteId`] hashes as, from its fields.
+#[inline]
+fn v4_id_words(
+    table: u32,
+    priority: u32,
+    oif: u32,
+    dst: [u8; 4],
+    gateway: [u8; 4],
+    small: [u8; 4],
+) -> [u64; 3] {
+    let word = |hi: u32, lo: u32| (u64::from(hi) << 32) | u64::from(lo);
+    let half = |bytes: [u8; 4]| u32::from_ne_bytes(bytes);
+    [
+        word(table, priority),
+        word(oif, half(dst)),
+        word(half(gateway), half(small)),
+    ]
+}
+
 impl std::hash::Hash for RouteId {
     /// Whole words rather than field by field (a derived hash feeds each array as a slice,
     /// length first): the cache hashes an id for every route it loads.
@@ -628,9 +647,9 @@ impl std::hash::Hash for RouteId {
                 gateway,
                 small,
             } => {
-                state.write_u64(word(*table, *priority));
-                state.write_u64(word(*oif, half(*dst)));
-                state.write_u64(word(half(*gateway), half(*small)));
+                for word in v4_id_words(*table, *priority, *oif, *dst, *gateway, *small) {
+                    state.write_u64(word);
+                }
             }
             IdInner::V6 {
                 table,
@@ -1133,6 +1152,31 @@ impl Route {
         self.oif()
             .into_iter()
             .chain(self.multipath().iter().map(|hop| hop.ifindex))
+    }
+
+    /// Hashes [`Route::id`] as [`RouteId`]'s `Hash` does, without building it for the common
+    /// IPv4 route (the cache hashes the id of every route it loads).
+    pub(crate) fn hash_id<H: std::hash::Hasher>(&self, state: &mut H) {
+        if self.extra.is_none() && self.bits & V6 == 0 {
+            let has_gateway = self.bits & HAS_GATEWAY != 0;
+            let words = v4_id_words(
+                self.table,
+                self.priority,
+                if self.bits & HAS_OIF != 0 {
+                    self.oif
+                } else {
+                    0
+                },
+                self.v4[0],
+                if has_gateway { self.v4[1] } else { [0; 4] },
+                [self.dst_len, self.tos, self.kind, u8::from(has_gateway)],
+            );
+            for word in words {
+                state.write_u64(word);
+            }
+        } else {
+            std::hash::Hash::hash(&self.id(), state);
+        }
     }
 
     /// The kernel's identity of this route.
