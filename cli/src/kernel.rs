@@ -820,7 +820,7 @@ impl RouteRow<'_> {
             f::TTL_PROPAGATE if self.route.ttl_propagate().is_none() => out.push_str("null"),
             f::NEXTHOPS if self.route.multipath().is_empty() => out.push_str("[]"),
             f::FLAGS if self.route.flags() == 0 => out.push_str("[]"),
-            f::METRICS if self.route.metrics().is_empty() => out.push_str("[]"),
+            f::METRICS if !self.route.has_metrics() => out.push_str("[]"),
             f::UNKNOWN if self.route.unknown_attributes().is_empty() => out.push_str("[]"),
             _ => {
                 if let Some(addr) = self.plain_address(idx) {

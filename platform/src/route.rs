@@ -1127,6 +1127,12 @@ impl Route {
             .collect()
     }
 
+    /// Whether the route has any metric ([`Route::metrics`] not empty), without collecting
+    /// them.
+    pub fn has_metrics(&self) -> bool {
+        Nlas::new(&self.rare().metrics).any(|(kind, _)| kind != RTAX_LOCK)
+    }
+
     /// The firewall mark (`RTA_MARK`), if any.
     pub fn mark(&self) -> Option<u32> {
         self.extra.as_ref().and_then(|extra| extra.rare().mark)

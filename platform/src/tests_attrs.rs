@@ -438,6 +438,7 @@ fn golden_route_via_inet6() {
     assert_eq!(route.family(), Family::V4);
     assert_eq!(route.gateway(), Some(ip("fe80::1")));
     assert!(route.unknown_attributes().is_empty());
+    assert!(!route.has_metrics());
     assert_eq!(
         route_lines(&route, DEV, false),
         ["10.80.0.0/16 via inet6 fe80::1 dev v0"]
@@ -478,6 +479,7 @@ fn golden_route_metrics_realms_onlink() {
     let route = route(ROUTE_METRICS);
     assert_eq!(names::route_flags(route.flags()), ["onlink"]);
     assert_eq!(route.realms(), Some((5 << 16) | 6));
+    assert!(route.has_metrics());
     let metrics: Vec<(String, String, bool)> = route
         .metrics()
         .iter()

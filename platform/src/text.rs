@@ -357,7 +357,7 @@ pub(crate) fn decode_all(payload: &[u8]) {
     let dev: IfName<'_> = &default_name;
     if let Ok(Some(route)) = Route::parse(payload) {
         let _ = route_lines(&route, dev, true);
-        let _ = route.metrics();
+        assert_eq!(route.has_metrics(), !route.metrics().is_empty());
         if let Some(encap) = route.encap() {
             let _ = encap.fields();
         }
