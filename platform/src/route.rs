@@ -455,8 +455,11 @@ fn share_extra(extra: RouteExtra) -> Arc<RouteExtra> {
             .iter()
             .position(|held| held.as_deref() == Some(&extra))
         {
-            // Move-to-front: the hit is found first next time.
-            recent[..=at].rotate_right(1);
+            // Move-to-front: the hit is found first next time (mostly it is the front one
+            // already, and a rotation of one is not free).
+            if at > 0 {
+                recent[..=at].rotate_right(1);
+            }
             return recent[0].clone().unwrap_or_else(|| Arc::new(extra));
         }
         let shared = Arc::new(extra);
