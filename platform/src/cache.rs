@@ -651,6 +651,7 @@ impl Cache {
 
     /// Whether event datagrams already read wait to be applied: [`Cache::drain`] has work
     /// though the socket may not be readable.
+    #[cfg(any(feature = "tokio", feature = "async-io"))]
     pub(crate) fn holds_events(&self) -> bool {
         self.events.holds_events()
     }

@@ -294,6 +294,7 @@ impl NlSocket {
 
     /// Whether event datagrams already read wait to be handed out: the socket need not be
     /// readable for [`NlSocket::recv_event`] to have more.
+    #[cfg(any(feature = "tokio", feature = "async-io"))]
     pub(crate) fn holds_events(&self) -> bool {
         self.events.next < self.events.got.len()
     }
