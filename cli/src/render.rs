@@ -1461,16 +1461,7 @@ impl Printer {
             .iter()
             .map(|&idx| bounds.get(idx).copied().flatten())
             .collect();
-        let json_keys = chosen
-            .iter()
-            .enumerate()
-            .map(|(col, &idx)| {
-                let mut key = String::from(if col == 0 { "\n    \"" } else { ",\n    \"" });
-                push_json_str_body(&mut key, fields[idx].key);
-                key.push_str("\": ");
-                key
-            })
-            .collect();
+        let json_keys = json_keys(fields, &chosen, "\n    \"", ",\n    \"", "\": ");
         Ok(RowStream {
             fields,
             chosen,
@@ -1773,6 +1764,28 @@ pub(crate) fn push_json_cell(out: &mut String, cell: &Cell) {
 
 /// The fields a monitor's JSON events show, with each one's key written out once
 /// (`"dst":`, then `,"gateway":` ...): a burst prints one line per event.
+/// The JSON keys of the `chosen` fields with what surrounds each: `first` (before the first
+/// key) or `rest` (before the others) and `after`. A [`RowStream`]'s pretty rows take
+/// `"\n    \"", ",\n    \"", "\": "`, a monitor's one-line events `"\"", ",\"", "\":"`.
+fn json_keys(
+    fields: &[Field],
+    chosen: &[usize],
+    first: &str,
+    rest: &str,
+    after: &str,
+) -> Vec<String> {
+    chosen
+        .iter()
+        .enumerate()
+        .map(|(col, &idx)| {
+            let mut key = String::from(if col == 0 { first } else { rest });
+            push_json_str_body(&mut key, fields[idx].key);
+            key.push_str(after);
+            key
+        })
+        .collect()
+}
+
 struct JsonEventKeys {
     fields: &'static [Field],
     chosen: Vec<usize>,
@@ -1781,16 +1794,7 @@ struct JsonEventKeys {
 
 impl JsonEventKeys {
     fn new(fields: &'static [Field], chosen: Vec<usize>) -> Self {
-        let keys = chosen
-            .iter()
-            .enumerate()
-            .map(|(col, &idx)| {
-                let mut key = String::from(if col == 0 { "" } else { "," });
-                push_json_str(&mut key, fields[idx].key);
-                key.push(':');
-                key
-            })
-            .collect();
+        let keys = json_keys(fields, &chosen, "\"", ",\"", "\":");
         JsonEventKeys {
             fields,
             chosen,
