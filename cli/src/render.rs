@@ -790,6 +790,16 @@ impl Printer {
         rows: &mut impl EventRows,
     ) -> anyhow::Result<()> {
         if self.mode != Mode::Json {
+            // An object added or removed: its one row written field by field.
+            if rows.old_row().is_none() {
+                if let Some(row) = rows.new_row() {
+                    return self.event_row_text(object, kind, fields, row);
+                }
+            } else if rows.new_row().is_none()
+                && let Some(row) = rows.old_row()
+            {
+                return self.event_row_text(object, kind, fields, row);
+            }
             fn cells(fields: &[Field], mut row: impl LazyRow) -> Vec<Cell> {
                 (0..fields.len())
                     .map(|idx| row.with_cell(idx, Cell::clone))
@@ -814,6 +824,52 @@ impl Printer {
         self.event_line.push_str("}\n");
         self.event_keys = Some(keys);
         self.out.write_all(self.event_line.as_bytes())?;
+        Ok(())
+    }
+
+    /// Prints, for people or `--terse`, an event of one object (added or removed) as
+    /// [`write_event`] prints it, its fields written from `row` one by one: no row of cells.
+    fn event_row_text(
+        &mut self,
+        object: &str,
+        kind: EventKind,
+        fields: &'static [Field],
+        mut row: impl LazyRow,
+    ) -> anyhow::Result<()> {
+        use std::fmt::Write as _;
+        let chosen = self.selection.resolve(fields, false)?;
+        let line = &mut self.event_line;
+        line.clear();
+        if self.mode == Mode::Terse {
+            line.push_str(object);
+            line.push(':');
+            line.push_str(kind.as_str());
+            for &idx in &chosen {
+                line.push(':');
+                row.with_cell(idx, |cell| push_escaped(line, &cell.terse(), true));
+            }
+        } else {
+            let style = paint(self.color, kind_style(kind));
+            line.push('[');
+            line.push_str(&object.to_uppercase());
+            write!(line, "] {style}{}{style:#} ", kind.as_str())?;
+            let mut first = true;
+            for &idx in &chosen {
+                row.with_cell(idx, |cell| {
+                    if shown(cell) {
+                        if !first {
+                            line.push(' ');
+                        }
+                        first = false;
+                        line.push_str(fields[idx].key);
+                        line.push(' ');
+                        cell.push_text(line);
+                    }
+                });
+            }
+        }
+        line.push('\n');
+        self.out.write_all(line.as_bytes())?;
         Ok(())
     }
 
@@ -999,16 +1055,7 @@ fn write_event(
                 _ => chosen.clone(),
             };
             let text = event_text(event, &chosen, &compared);
-            let style = paint(
-                color,
-                match event.kind {
-                    EventKind::Added => Style::new().fg_color(Some(AnsiColor::Green.into())),
-                    EventKind::Removed => Style::new().fg_color(Some(AnsiColor::Red.into())),
-                    EventKind::Changed | EventKind::Updated => {
-                        Style::new().fg_color(Some(AnsiColor::Yellow.into()))
-                    }
-                },
-            );
+            let style = paint(color, kind_style(event.kind));
             let tag = format!("[{}]", event.object.to_uppercase());
             writeln!(out, "{tag} {style}{}{style:#} {text}", event.kind.as_str())?;
         }
@@ -1016,11 +1063,26 @@ fn write_event(
     Ok(())
 }
 
+/// The colour of an event's kind for people: green `added`, red `removed`, yellow the rest.
+fn kind_style(kind: EventKind) -> Style {
+    match kind {
+        EventKind::Added => Style::new().fg_color(Some(AnsiColor::Green.into())),
+        EventKind::Removed => Style::new().fg_color(Some(AnsiColor::Red.into())),
+        EventKind::Changed | EventKind::Updated => {
+            Style::new().fg_color(Some(AnsiColor::Yellow.into()))
+        }
+    }
+}
+
+/// Whether an event for people names a field of this value (not when it is missing).
+fn shown(cell: &Cell) -> bool {
+    *cell != Cell::Null && *cell != Cell::List(Vec::new())
+}
+
 /// The text of an event for people: the object's fields, then what changed as `old -> new`
 /// among the `compared` fields.
 fn event_text(event: &Event<'_>, chosen: &[usize], compared: &[usize]) -> String {
-    let shown =
-        |row: &[Cell], idx: usize| row[idx] != Cell::Null && row[idx] != Cell::List(Vec::new());
+    let shown = |row: &[Cell], idx: usize| shown(&row[idx]);
     let describe = |row: &[Cell], skip: &dyn Fn(usize) -> bool| {
         chosen
             .iter()
@@ -1399,16 +1461,7 @@ impl Printer {
             .iter()
             .map(|&idx| bounds.get(idx).copied().flatten())
             .collect();
-        let json_keys = chosen
-            .iter()
-            .enumerate()
-            .map(|(col, &idx)| {
-                let mut key = String::from(if col == 0 { "\n    \"" } else { ",\n    \"" });
-                push_json_str_body(&mut key, fields[idx].key);
-                key.push_str("\": ");
-                key
-            })
-            .collect();
+        let json_keys = json_keys(fields, &chosen, "\n    \"", ",\n    \"", "\": ");
         Ok(RowStream {
             fields,
             chosen,
@@ -1711,6 +1764,28 @@ pub(crate) fn push_json_cell(out: &mut String, cell: &Cell) {
 
 /// The fields a monitor's JSON events show, with each one's key written out once
 /// (`"dst":`, then `,"gateway":` ...): a burst prints one line per event.
+/// The JSON keys of the `chosen` fields with what surrounds each: `first` (before the first
+/// key) or `rest` (before the others) and `after`. A [`RowStream`]'s pretty rows take
+/// `"\n    \"", ",\n    \"", "\": "`, a monitor's one-line events `"\"", ",\"", "\":"`.
+fn json_keys(
+    fields: &[Field],
+    chosen: &[usize],
+    first: &str,
+    rest: &str,
+    after: &str,
+) -> Vec<String> {
+    chosen
+        .iter()
+        .enumerate()
+        .map(|(col, &idx)| {
+            let mut key = String::from(if col == 0 { first } else { rest });
+            push_json_str_body(&mut key, fields[idx].key);
+            key.push_str(after);
+            key
+        })
+        .collect()
+}
+
 struct JsonEventKeys {
     fields: &'static [Field],
     chosen: Vec<usize>,
@@ -1719,16 +1794,7 @@ struct JsonEventKeys {
 
 impl JsonEventKeys {
     fn new(fields: &'static [Field], chosen: Vec<usize>) -> Self {
-        let keys = chosen
-            .iter()
-            .enumerate()
-            .map(|(col, &idx)| {
-                let mut key = String::from(if col == 0 { "" } else { "," });
-                push_json_str(&mut key, fields[idx].key);
-                key.push(':');
-                key
-            })
-            .collect();
+        let keys = json_keys(fields, &chosen, "\"", ",\"", "\":");
         JsonEventKeys {
             fields,
             chosen,

@@ -214,9 +214,14 @@ impl<R: Reactor> Core<R> {
             }
             let mut out = Vec::new();
             let until = Instant::now() + STEP_TIME;
-            let step = self.reactor.poll_drain(cx, &mut || {
-                cache.drain(Some(Duration::ZERO), Some(until), &mut out)
-            });
+            let step = if cache.holds_events() {
+                // Datagrams read and held: no readiness to wait for (the socket may be empty).
+                Poll::Ready(cache.drain(Some(Duration::ZERO), Some(until), &mut out))
+            } else {
+                self.reactor.poll_drain(cx, &mut || {
+                    cache.drain(Some(Duration::ZERO), Some(until), &mut out)
+                })
+            };
             match step {
                 Poll::Ready(result) => {
                     self.since_yield += STEP_COST;

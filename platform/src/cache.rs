@@ -652,6 +652,13 @@ impl Cache {
         Ok(false)
     }
 
+    /// Whether event datagrams already read wait to be applied: [`Cache::drain`] has work
+    /// though the socket may not be readable.
+    #[cfg(any(feature = "tokio", feature = "async-io"))]
+    pub(crate) fn holds_events(&self) -> bool {
+        self.events.holds_events()
+    }
+
     /// Whether [`Cache::kernel_work`] has something to do after a drain that ended
     /// `drained`: re-dumps the applied events call for, or a resync that is due. A pure
     /// check, no I/O.
@@ -942,7 +949,9 @@ fn apply_datagram(
 
 impl AsFd for Cache {
     /// The event socket: readable when [`Cache::poll`] has work. Register it with an event
-    /// loop and call [`Cache::poll_status`] with a zero timeout when it is readable.
+    /// loop and call [`Cache::poll_status`] with a zero timeout when it is readable, again
+    /// until it says the socket was drained: the cache reads datagrams several at a time, and
+    /// those it holds do not make the socket readable.
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.events.as_fd()
     }

@@ -2,11 +2,14 @@
 //! receive buffer, extended acks, sender checks, and dumps with `NLM_F_DUMP_INTR` detection.
 
 use std::collections::VecDeque;
-use std::io;
+use std::io::{self, IoSliceMut};
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 use std::time::Duration;
 
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
+use nix::errno::Errno;
+use nix::sys::socket::{MsgFlags, MultiHeaders, NetlinkAddr, recvmmsg};
 
 use crate::error::{Error, Result};
 use crate::platform::Chunk;
@@ -53,6 +56,22 @@ pub(crate) struct DumpOutcome {
 /// of which a read touches only what the datagram fills.
 const EVENT_READ: usize = 64 * 1024;
 
+/// How many event datagrams one `recvmmsg` reads at most ([`NlSocket::recv_event`]): a
+/// burst's events cost a system call per 32 instead of one each.
+const EVENT_BATCH: usize = 32;
+
+/// Event datagrams read together by one `recvmmsg`, handed out one at a time.
+#[derive(Debug, Default)]
+struct EventBatch {
+    /// [`EVENT_BATCH`] buffers of the same size, end to end (zeroed once, in pages the
+    /// system maps as the datagrams fill them).
+    bufs: Vec<u8>,
+    /// Each datagram read: its full length (read with `MSG_TRUNC`) and its sender's port.
+    got: Vec<(usize, u32)>,
+    /// How many of `got` were handed out.
+    next: usize,
+}
+
 /// What [`NlSocket::recv_event`] received.
 #[derive(Debug)]
 pub(crate) enum Received<'a> {
@@ -74,6 +93,8 @@ pub(crate) struct NlSocket {
     buf: Vec<u8>,
     /// The buffer size [`NlSocket::recv_event`] reads with.
     event_read: usize,
+    /// Event datagrams read and not yet handed out ([`NlSocket::recv_event`]).
+    events: EventBatch,
     /// The receive timeout last set ([`NlSocket::set_timeout`]), if one was.
     timeout: Option<Option<Duration>>,
     port: u32,
@@ -98,6 +119,7 @@ impl NlSocket {
             sock,
             buf: Vec::with_capacity(MIN_READ),
             event_read: EVENT_READ,
+            events: EventBatch::default(),
             timeout: None,
             port: addr.port_number(),
             seq: 0,
@@ -237,39 +259,83 @@ impl NlSocket {
         }
     }
 
-    /// Receives the next event datagram (multicast notification) from the kernel in one
-    /// call, where [`NlSocket::recv`] peeks first: into a buffer of at least
-    /// [`EVENT_READ`] bytes, far above what a notification takes (the largest, a link's or a
-    /// many-hop route's, are a few KiB: the kernel sizes them for the object alone), with
-    /// `MSG_TRUNC` so that a longer one is still told by its length. Such a datagram was cut
-    /// and its rest is lost: [`Received::Truncated`] says so (the caller resyncs) and the
-    /// buffer grows to hold the next one of that size. Datagrams from any other sender are
-    /// dropped (and traced), as `recv` drops them.
+    /// The next event datagram (multicast notification) from the kernel: read with up to
+    /// [`EVENT_BATCH`] − 1 that follow it in one `recvmmsg` (which waits, unless
+    /// `nonblocking`, for the first only), the others handed out by the next calls before
+    /// the socket is read again (they leave the socket's queue in the same order, held
+    /// here instead of there). Each buffer has at least [`EVENT_READ`] bytes, far above
+    /// what a notification takes (the largest, a link's or a many-hop route's, are a few
+    /// KiB: the kernel sizes them for the object alone), and reads with `MSG_TRUNC` so that
+    /// a longer one is still told by its length. Such a datagram was cut and its rest is
+    /// lost: [`Received::Truncated`] says so (the caller resyncs) and the buffers grow to
+    /// hold the next one of that size. Datagrams from any other sender are dropped (and
+    /// traced), as `recv` drops them.
     pub(crate) fn recv_event(&mut self, nonblocking: bool) -> Result<Received<'_>> {
-        let dontwait = if nonblocking { libc::MSG_DONTWAIT } else { 0 };
         loop {
-            self.buf.clear();
-            self.buf.reserve(self.event_read);
-            let (len, from) = match self
-                .sock
-                .recv_from(&mut self.buf, libc::MSG_TRUNC | dontwait)
-            {
-                Ok(it) => it,
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-                Err(err) => {
-                    recv_error::<()>(err)?;
-                    return Ok(Received::Nothing);
-                }
-            };
-            if from.port_number() != 0 {
-                drop_foreign(&mut self.n_foreign, from.port_number(), len);
+            if self.events.next == self.events.got.len() && !self.read_events(nonblocking)? {
+                return Ok(Received::Nothing);
+            }
+            let at = self.events.next;
+            self.events.next += 1;
+            let (len, port) = self.events.got[at];
+            if port != 0 {
+                drop_foreign(&mut self.n_foreign, port, len);
                 continue;
             }
-            if len > self.buf.len() {
+            let size = self.events.bufs.len() / EVENT_BATCH;
+            if len > size {
                 self.event_read = len.next_power_of_two();
                 return Ok(Received::Truncated { len });
             }
-            return Ok(Received::Datagram(&self.buf[..len]));
+            let start = at * size;
+            return Ok(Received::Datagram(&self.events.bufs[start..start + len]));
+        }
+    }
+
+    /// Whether event datagrams already read wait to be handed out: the socket need not be
+    /// readable for [`NlSocket::recv_event`] to have more.
+    #[cfg(any(feature = "tokio", feature = "async-io"))]
+    pub(crate) fn holds_events(&self) -> bool {
+        self.events.next < self.events.got.len()
+    }
+
+    /// Reads up to [`EVENT_BATCH`] event datagrams into the batch, which held none left to
+    /// hand out; false when there was none to read (or the receive timeout expired).
+    fn read_events(&mut self, nonblocking: bool) -> Result<bool> {
+        let EventBatch { bufs, got, next } = &mut self.events;
+        got.clear();
+        *next = 0;
+        if bufs.len() != EVENT_BATCH * self.event_read {
+            *bufs = vec![0; EVENT_BATCH * self.event_read];
+        }
+        let wait = if nonblocking {
+            MsgFlags::MSG_DONTWAIT
+        } else {
+            MsgFlags::MSG_WAITFORONE
+        };
+        loop {
+            let mut headers = MultiHeaders::<NetlinkAddr>::preallocate(EVENT_BATCH, None);
+            let mut slices: Vec<[IoSliceMut<'_>; 1]> = bufs
+                .chunks_exact_mut(self.event_read)
+                .map(|buf| [IoSliceMut::new(buf)])
+                .collect();
+            match recvmmsg(
+                self.sock.as_raw_fd(),
+                &mut headers,
+                slices.iter_mut(),
+                MsgFlags::MSG_TRUNC | wait,
+                None,
+            ) {
+                Ok(read) => {
+                    got.extend(read.map(|msg| (msg.bytes, msg.address.map_or(0, |a| a.pid()))));
+                    return Ok(!got.is_empty());
+                }
+                Err(Errno::EINTR) => continue,
+                Err(errno) => {
+                    recv_error::<()>(io::Error::from(errno))?;
+                    return Ok(false);
+                }
+            }
         }
     }
 

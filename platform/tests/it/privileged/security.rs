@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
-use netmirror_platform::Cache;
+use netmirror_platform::{Cache, Change, Event};
 
-use super::support::{config, netns_with_veth, settle};
+use super::support::{config, ip, netns_with_veth, settle};
 use crate::support::bounded;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -48,6 +48,49 @@ fn a_message_from_user_space_is_ignored() {
         assert!(events.is_empty(), "{events:?}");
         assert_eq!(cache.stats().n_foreign, 1);
         assert_eq!(cache.routes().count(), before);
+        assert!(
+            !cache
+                .routes()
+                .any(|route| route.dst() == "10.66.0.0".parse::<std::net::IpAddr>().unwrap())
+        );
+    });
+}
+
+/// The event socket reads several datagrams a call: forged ones among the kernel's are each
+/// dropped and counted, and every kernel event of the same reads is applied, in order.
+#[test]
+fn forged_messages_among_kernel_events_are_dropped_one_by_one() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let mut cache = Cache::open(config(&ns)).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        let port = cache.port();
+        let sock = ns
+            .run(|| {
+                let mut sock = Socket::new(NETLINK_ROUTE).unwrap();
+                sock.bind_auto().unwrap();
+                sock
+            })
+            .unwrap();
+        const N: u8 = 40;
+        for i in 1..=N {
+            sock.send_to(&forged_route(), &SocketAddr::new(port, 0), 0)
+                .unwrap();
+            ip(&ns, &format!("route add 198.51.100.{i}/32 via 192.0.2.2"));
+        }
+
+        let events = settle(&mut cache, Duration::from_secs(10));
+        let added: Vec<String> = events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Route(Change::Added(route)) => Some(route.dst().to_string()),
+                _ => None,
+            })
+            .filter(|dst| dst.starts_with("198.51.100."))
+            .collect();
+        let expected: Vec<String> = (1..=N).map(|i| format!("198.51.100.{i}")).collect();
+        assert_eq!(added, expected, "{events:?}");
+        assert_eq!(cache.stats().n_foreign, u64::from(N));
         assert!(
             !cache
                 .routes()
