@@ -341,38 +341,18 @@ fn print_status(
 
 #[cfg(test)]
 mod tests {
-    use std::io::{self, Write};
     use std::sync::{Arc, Mutex};
 
     use netmirror_platform::Route;
 
     use super::{MONITOR_ROUTE_FIELDS, RouteRows};
-    use crate::args::{ColorChoice, OutputArgs};
     use crate::kernel::tests::{sample_names, sample_routes};
     use crate::kernel::{self, LinkNames, NameMemo};
     use crate::render::{self, Cell, EventKind, Printer};
 
-    /// A printer writing into a shared buffer.
+    /// A printer writing into a shared buffer, without colour.
     fn printer(json: bool, terse: bool, fields: &[&str]) -> (Printer, Arc<Mutex<Vec<u8>>>) {
-        struct Shared(Arc<Mutex<Vec<u8>>>);
-        impl Write for Shared {
-            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
-            }
-        }
-        let buffer = Arc::default();
-        let args = OutputArgs {
-            json,
-            terse,
-            fields: fields.iter().map(|field| field.to_string()).collect(),
-            color: ColorChoice::Never,
-        };
-        let out = Box::new(Shared(Arc::clone(&buffer)));
-        (Printer::with_writer(&args, false, out), buffer)
+        render::tests::printer_with(json, terse, fields, false)
     }
 
     /// A route's row made whole, cell by cell (each with a memo of its own).

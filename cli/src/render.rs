@@ -1393,7 +1393,7 @@ fn value_style(color: bool, text: &str) -> Style {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// How many rows an aligned table holds to measure its columns before it writes any: a dump
 /// that ends sooner prints exactly as a table of the whole answer would.

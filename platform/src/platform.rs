@@ -178,35 +178,27 @@ impl Platform {
     /// decides whether it is done again (`on_interrupted` returns `Ok(true)` after
     /// forgetting what the attempt delivered) or kept as it is (`Ok(false)`: the report's
     /// `kept_interrupted` says so); a printer that has already written the attempt's first
-    /// objects cannot take them back.
+    /// objects cannot take them back. `pipelined`: with [`NlSocket::dump_pipelined`], the
+    /// datagrams are received on a scoped second thread while `on_msg` runs on this one, for
+    /// the dumps of many objects whose `on_msg` does real work (`route show` formats each
+    /// route): the kernel's work for the next datagram overlaps it.
     pub(crate) fn dump_visit(
         &self,
         build: impl Fn(&mut Vec<u8>, u32),
+        pipelined: bool,
         on_msg: impl FnMut(&Msg<'_>) -> Result<()>,
         on_interrupted: impl FnMut() -> Result<bool>,
     ) -> Result<DumpReport> {
         self.retry(
             build,
             &mut (on_msg, on_interrupted),
-            |sock, request, seq, (on_msg, _)| sock.dump(request, seq, &mut *on_msg),
-            |(_, on_interrupted)| on_interrupted(),
-        )
-    }
-
-    /// [`Platform::dump_visit`] with [`NlSocket::dump_pipelined`]: the datagrams are received
-    /// on a scoped second thread while `on_msg` runs on this one. For the dumps of many
-    /// objects whose `on_msg` does real work (`route show` formats each route): the kernel's
-    /// work for the next datagram overlaps it.
-    pub(crate) fn dump_visit_pipelined(
-        &self,
-        build: impl Fn(&mut Vec<u8>, u32),
-        on_msg: impl FnMut(&Msg<'_>) -> Result<()>,
-        on_interrupted: impl FnMut() -> Result<bool>,
-    ) -> Result<DumpReport> {
-        self.retry(
-            build,
-            &mut (on_msg, on_interrupted),
-            |sock, request, seq, (on_msg, _)| sock.dump_pipelined(request, seq, &mut *on_msg),
+            |sock, request, seq, (on_msg, _)| {
+                if pipelined {
+                    sock.dump_pipelined(request, seq, &mut *on_msg)
+                } else {
+                    sock.dump(request, seq, &mut *on_msg)
+                }
+            },
             |(_, on_interrupted)| on_interrupted(),
         )
     }

@@ -162,7 +162,7 @@ const STOPPED: &str = "the visitor stopped";
 /// One dump through `visitor`: `parse` turns each message into an object, `keep` applies the
 /// query's filters (the same ones `execute` applies, since it is built on this); a dump error
 /// that `ignore` accepts counts as an empty dump. `pipelined`: received on a second thread
-/// while `parse`, `keep` and the visitor run on this one ([`Platform::dump_visit_pipelined`]),
+/// while `parse`, `keep` and the visitor run on this one ([`NlSocket::dump_pipelined`](crate::socket::NlSocket::dump_pipelined)),
 /// for the dumps that can be large.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn visit_dump<T, V: Visitor<T>>(
@@ -212,11 +212,7 @@ pub(crate) fn visit_dump<T, V: Visitor<T>>(
             }
         }
     };
-    let outcome = if pipelined {
-        platform.dump_visit_pipelined(build, on_msg, on_interrupted)
-    } else {
-        platform.dump_visit(build, on_msg, on_interrupted)
-    };
+    let outcome = platform.dump_visit(build, pipelined, on_msg, on_interrupted);
     let (_, stopped) = state.into_inner();
     if let Some(err) = stopped {
         return Err(err);

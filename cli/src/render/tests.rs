@@ -601,7 +601,7 @@ fn printer(json: bool, terse: bool) -> (Printer, std::sync::Arc<std::sync::Mutex
 }
 
 /// A printer writing into a shared buffer, with `--fields` and colour.
-fn printer_with(
+pub(crate) fn printer_with(
     json: bool,
     terse: bool,
     fields: &[&str],
