@@ -603,6 +603,14 @@ async fn assert_cache_equals_get_managed_objects(cache: &mut ObjectCache) {
         &(),
     );
     let reply = cache.drive(call).await.unwrap().unwrap();
+    // What the cache handled before that reply may have started a reload of its own (a
+    // reconcile, after a signal about an unknown object): the signals after it are superseded
+    // by its reply, so the cache is whole only once that reply is in. The service changes
+    // nothing more, so that reply holds what `truth` holds.
+    assert!(
+        cache.wait_until(|c| c.is_loaded(), LIMIT).await.unwrap(),
+        "the cache's own reload ends"
+    );
     let (truth,): (std::collections::HashMap<zbus::OwnedObjectPath, Ifaces>,) =
         reply.body().deserialize().unwrap();
     let mut cached: Vec<&str> = cache.objects().map(|o| o.path()).collect();
