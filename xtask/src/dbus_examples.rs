@@ -129,6 +129,14 @@ impl Running {
         Ok(())
     }
 
+    /// Kills it (when it still runs) and waits for it: the check has read what it needed.
+    fn kill(mut self) {
+        self.done.store(true, Ordering::SeqCst);
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Reads the rest of its output and waits for it to exit successfully.
     fn finish(mut self) -> anyhow::Result<Vec<String>> {
         let mut rest = Vec::new();
@@ -322,61 +330,177 @@ fn changes(
 /// The veth the check adds while `nm_devices` watches.
 const VETH: &str = "nmxex0";
 
-/// `nm_devices` against `ci_bus nm`: its list equals `nmcli device`, and a veth added
-/// meanwhile is reported as added, then as changing state.
+/// The state the daemon leaves a new veth in: managed, with no profile to activate
+/// (`no-auto-default=*`).
+const SETTLED: &str = "disconnected";
+
+/// `nm_devices` against `ci_bus nm`: its list equals `nmcli device`; a veth pair added meanwhile
+/// is reported as added, every state change it prints starts where the example last showed the
+/// device, and both devices end in the state nmcli then shows.
 fn network_manager(examples: &Path, ci_bus: &PathBuf) -> anyhow::Result<()> {
     let mut bus = Running::start("ci_bus", Command::new(ci_bus).arg("nm"))?;
     let address = bus.line()?;
     let mut watcher = Running::start(
         "nm_devices",
         Command::new(examples.join("nm_devices"))
-            .args(["--events", "4", "--seconds", "30"])
+            .args(["--events", "6", "--seconds", "30"])
             .env("DBUS_SYSTEM_BUS_ADDRESS", &address),
     )?;
     let listed = watcher.until("watching")?;
-    let nmcli = cmd::read(
-        Command::new("nmcli")
-            .args(["-t", "-f", "DEVICE,TYPE,STATE", "device"])
-            .env("DBUS_SYSTEM_BUS_ADDRESS", &address),
-    )?;
+    let nmcli_devices = |fields: &str| {
+        cmd::read(
+            Command::new("nmcli")
+                .args(["-t", "-f", fields, "device"])
+                .env("DBUS_SYSTEM_BUS_ADDRESS", &address),
+        )
+    };
     // nmcli sorts devices its own way: compared as sets.
-    let mut truth: Vec<String> = nmcli
+    let mut truth: Vec<String> = nmcli_devices("DEVICE,TYPE,STATE")?
         .lines()
         .map(|line| format!("device {}", line.replace(':', " ")))
         .collect();
     truth.sort();
-    let mut listed = listed;
-    listed.sort();
-    if truth.is_empty() || listed != truth {
-        bail!("nm_devices listed {listed:?}, nmcli shows {truth:?}");
+    let mut sorted = listed.clone();
+    sorted.sort();
+    if truth.is_empty() || sorted != truth {
+        bail!("nm_devices listed {sorted:?}, nmcli shows {truth:?}");
     }
+    let mut shown = DeviceStates::listed(&listed)?;
     bus.command(&format!("veth {VETH}"))?;
-    // The pair's two devices appear, then change state as the daemon takes them over. Which
-    // of the two the daemon announces first is its own business (the kernel registers the
-    // peer first, and the example stops after four events): one of them must be added and
-    // then change state.
-    let changes = watcher.finish()?;
+    // The pair's devices appear, then change state as the daemon takes them over. Which of the
+    // two the daemon announces first is its own business, and so is whether the first changes
+    // come before a client sees the device (it is then added in a later state). Read until the
+    // example shows both settled, checking each line on the way.
     let peer = format!("{VETH}-peer");
-    let added_then_changed = |name: &str| {
-        let added = changes
-            .iter()
-            .position(|line| line.starts_with(&format!("added {name} ")));
-        let changed = changes
-            .iter()
-            .position(|line| line.starts_with(&format!("{name}: ")) && line.contains(" -> "));
-        matches!((added, changed), (Some(added), Some(changed)) if added < changed)
-    };
-    if !changes.iter().any(|line| {
-        line.starts_with(&format!("added {VETH} ")) || line.starts_with(&format!("added {peer} "))
-    }) {
-        bail!("nm_devices did not print `added {VETH} ...` or `added {peer} ...`: {changes:?}");
+    while shown.state(VETH) != Some(SETTLED) || shown.state(&peer) != Some(SETTLED) {
+        let line = watcher.line()?;
+        shown
+            .apply(&line)
+            .with_context(|| format!("nm_devices printed:\n{}", watcher.output.join("\n")))?;
     }
-    if !added_then_changed(VETH) && !added_then_changed(&peer) {
-        bail!(
-            "nm_devices did not print a state change of {VETH} or {peer} after its addition: \
-             {changes:?}"
-        );
+    let nmcli = nmcli_devices("DEVICE,STATE")?;
+    for device in [VETH, peer.as_str()] {
+        let line = format!("{device}:{SETTLED}");
+        if !nmcli.lines().any(|l| l == line) {
+            bail!("nm_devices shows {device} {SETTLED}, nmcli shows:\n{nmcli}");
+        }
     }
+    watcher.kill();
     eprintln!("xtask: example `nm_devices` ran");
     Ok(())
+}
+
+/// Each device's state as `nm_devices` last showed it, from its listing and its event lines.
+#[derive(Debug, Default)]
+struct DeviceStates(std::collections::HashMap<String, String>);
+
+impl DeviceStates {
+    /// From the listing's `device NAME TYPE STATE` lines.
+    fn listed(lines: &[String]) -> anyhow::Result<Self> {
+        let mut states = Self::default();
+        for line in lines {
+            let mut words = line.splitn(4, ' ');
+            let (Some("device"), Some(name), Some(_), Some(state)) =
+                (words.next(), words.next(), words.next(), words.next())
+            else {
+                bail!("nm_devices listed {line:?}");
+            };
+            // A change line words the state without nmcli's `(externally)`.
+            let state = state.strip_suffix(" (externally)").unwrap_or(state);
+            states.0.insert(name.to_owned(), state.to_owned());
+        }
+        Ok(states)
+    }
+
+    fn state(&self, device: &str) -> Option<&str> {
+        self.0.get(device).map(String::as_str)
+    }
+
+    /// Applies an event line: `added NAME STATE` for a device not shown yet, or
+    /// `NAME: OLD -> NEW (REASON)` where OLD is the state last shown for NAME.
+    fn apply(&mut self, line: &str) -> anyhow::Result<()> {
+        if let Some(added) = line.strip_prefix("added ") {
+            let (name, state) = added
+                .split_once(' ')
+                .with_context(|| format!("no state in {line:?}"))?;
+            if self.0.insert(name.to_owned(), state.to_owned()).is_some() {
+                bail!("{name} was added, but it was shown already");
+            }
+            return Ok(());
+        }
+        let (name, change) = line
+            .split_once(": ")
+            .with_context(|| format!("neither an addition nor a change: {line:?}"))?;
+        let (old, new) = change
+            .split_once(" -> ")
+            .with_context(|| format!("no `OLD -> NEW` in {line:?}"))?;
+        let new = new.split_once(" (").map_or(new, |(new, _reason)| new);
+        match self.0.get_mut(name) {
+            Some(state) if state == old => {
+                new.clone_into(state);
+                Ok(())
+            }
+            Some(state) => bail!("{name} changed from {old}, but it was last shown {state}"),
+            None => bail!("{name} changed state before it was shown"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn states(lines: &[&str]) -> anyhow::Result<DeviceStates> {
+        let listed = vec!["device lo loopback connected (externally)".to_owned()];
+        let mut states = DeviceStates::listed(&listed)?;
+        for line in lines {
+            states.apply(line)?;
+        }
+        Ok(states)
+    }
+
+    #[test]
+    fn a_device_added_then_taken_over_or_added_settled_is_followed() {
+        // Both orders the daemon was seen to use.
+        let taken_over = states(&[
+            "added nmxex0-peer unmanaged",
+            "nmxex0-peer: unmanaged -> unavailable (Device is now managed)",
+            "nmxex0-peer: unavailable -> disconnected (Carrier/link changed)",
+            "added nmxex0 disconnected",
+        ])
+        .unwrap();
+        let settled = states(&[
+            "added nmxex0-peer disconnected",
+            "added nmxex0 disconnected",
+        ])
+        .unwrap();
+        for states in [taken_over, settled] {
+            assert_eq!(states.state("nmxex0"), Some(SETTLED));
+            assert_eq!(states.state("nmxex0-peer"), Some(SETTLED));
+            assert_eq!(states.state("lo"), Some("connected"));
+        }
+    }
+
+    #[test]
+    fn a_lost_change_a_change_before_the_addition_and_a_double_addition_are_refused() {
+        let lost = states(&[
+            "added nmxex0 unmanaged",
+            "nmxex0: unavailable -> disconnected (Carrier/link changed)",
+        ]);
+        assert!(
+            lost.unwrap_err()
+                .to_string()
+                .contains("last shown unmanaged")
+        );
+        let early = states(&["nmxex0: unmanaged -> unavailable (Device is now managed)"]);
+        assert!(
+            early
+                .unwrap_err()
+                .to_string()
+                .contains("before it was shown")
+        );
+        let twice = states(&["added lo connected"]);
+        assert!(twice.unwrap_err().to_string().contains("shown already"));
+        assert!(states(&["something else"]).is_err());
+    }
 }

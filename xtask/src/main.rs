@@ -43,7 +43,20 @@ commands:
                          checked against `ip -j`
 ";
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // With `RUST_BACKTRACE` set, `{e:?}` ends in the error's backtrace: the causes
+            // are said again last, where a log's tail shows them.
+            eprintln!("Error: {e:?}");
+            eprintln!("xtask: failed: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let root = project_root();
     std::env::set_current_dir(&root)?;
