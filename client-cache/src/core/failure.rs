@@ -27,8 +27,8 @@ impl Core {
         };
         self.rep.trace(format_args!("load failed: {error}"));
         if std::mem::take(&mut self.reconciling) {
-            // The cache stays as it was (the signals during the reconcile were superseded by
-            // it, so it may be behind): say so, and let the next suspicion try again.
+            // The cache stays as the signals left it (they applied during the reconcile);
+            // only the check failed: say so, and let the next suspicion try again.
             self.load = Load::Done;
             self.batch.dirty = true;
             self.batch.failed = Some(error);
@@ -45,7 +45,10 @@ impl Core {
     /// A fetch failed for another reason than an error reply (timeout, malformed reply): during
     /// the load, the load fails; afterwards the object keeps a failed fetch, with a warning.
     pub(super) fn fetch_failed(&mut self, id: ObjId, path: Arc<str>, cause: CallFailure) {
-        let announced = matches!(self.load, Load::Done) && !self.load_announce;
+        // During a reconcile the cache is loaded and announced: a fetch that fails then is
+        // the object's, not the reconcile's.
+        let announced =
+            (matches!(self.load, Load::Done) || self.reconciling) && !self.load_announce;
         if !announced {
             let dest = self.service_dest();
             self.fail(&Call::Fetch(id, path.clone()), &dest, &path, cause);

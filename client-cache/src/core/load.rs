@@ -717,4 +717,51 @@ mod tests {
         );
         assert_eq!(core.diagnostics().count(crate::WarningKind::Diverged), 1);
     }
+
+    #[test]
+    fn signals_during_a_reconcile_apply_and_are_no_differences() {
+        let mut core = loaded_core(&[
+            ("/o/1", &[("org.example.I", &[("A", 1)])]),
+            ("/o/2", &[("org.example.I", &[("A", 1)])]),
+        ]);
+        drain(&mut core);
+        assert!(core.reconcile());
+        // Changes the service makes before it answers: signalled first, then in the reply.
+        core.handle(&properties_changed_from(
+            OWNER,
+            "/o/1",
+            "org.example.I",
+            &[("A", 2)],
+            &[],
+        ));
+        core.handle(&interfaces_added("/o/3", &[("org.example.I", &[("A", 3)])]));
+        core.handle(&interfaces_removed("/o/2", &["org.example.I"]));
+        core.commit();
+        assert_eq!(prop(&core, "/o/1", "org.example.I", "A"), Some(2));
+        assert_eq!(prop(&core, "/o/3", "org.example.I", "A"), Some(3));
+        assert_eq!(prop(&core, "/o/2", "org.example.I", "A"), None);
+        let events = drain(&mut core);
+        assert!(
+            events.contains(&Event::Added {
+                path: "/o/3".into()
+            }),
+            "{events:?}"
+        );
+        answer_managed_objects(
+            &mut core,
+            &[
+                ("/o/1", &[("org.example.I", &[("A", 2)])]),
+                ("/o/3", &[("org.example.I", &[("A", 3)])]),
+            ],
+        );
+        core.commit();
+        let events = drain(&mut core);
+        assert_eq!(
+            events,
+            [Event::Reconciled { differences: 0 }, Event::Loaded],
+            "the signals left nothing to mend"
+        );
+        assert_eq!(core.diagnostics().count(crate::WarningKind::Diverged), 0);
+        assert_eq!(core.diagnostics().superseded_signals, 0);
+    }
 }

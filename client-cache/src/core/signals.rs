@@ -1,8 +1,8 @@
 //! The owner's signals applied to the store (phase 1 of a batch): `InterfacesAdded`,
 //! `InterfacesRemoved` and `PropertiesChanged` (invalidated properties included), noting old
 //! values, removed objects and touched slots for the batch's events. Signals that arrive before
-//! the pending load's reply are superseded by it; during a load by path they wait for its
-//! `GetAll` replies.
+//! the pending load's reply are superseded by it (not during a reconcile, whose store is
+//! complete: they apply as usual); during a load by path they wait for its `GetAll` replies.
 
 use smallvec::SmallVec;
 use zbus::message::{Header, Message};
@@ -38,6 +38,9 @@ impl Core {
             return false;
         }
         match &mut self.load {
+            // A reconcile's store is complete and live: its signals apply as usual, and the
+            // reply, authoritative, then finds only what was really lost.
+            Load::Full if self.reconciling => {}
             Load::Full | Load::Resolving | Load::Idle | Load::Failed => {
                 self.rep.diag.superseded_signals += 1;
                 self.rep.trace(format_args!(
