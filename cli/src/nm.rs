@@ -16,7 +16,7 @@ use crate::args::{Bus, KernelArgs, NmAction, NmArgs};
 use crate::bus;
 use crate::failure::{self, Failure};
 use crate::pipe::{self, Pipe};
-use crate::render::{self, Cell, EventKind, Field, Printer, Prop, Table};
+use crate::render::{self, Cell, EventKind, Field, ModalCell, Printer, Prop, Table, TypedCell};
 
 /// Columns of `nm general`, as `nmcli general` names them, in the order of its `-f all`
 /// (METERED, which nmcli does not show, last).
@@ -333,10 +333,10 @@ pub(crate) fn general_table(nm: &NmClient) -> Table {
         let flag_cell = |on: Option<bool>| on.map_or(Cell::Null, enabled);
         // RUNNING and STARTUP read as nmcli's words, booleans in JSON.
         let word = |on: bool, yes: &str, no: &str| {
-            Cell::Typed {
+            Cell::from(TypedCell {
                 text: (if on { yes } else { no }).to_owned(),
                 json: serde_json::Value::Bool(on),
-            }
+            })
         };
         table.push(vec![
             word(nm.is_running(), "running", "not running"),
@@ -940,11 +940,11 @@ fn type_cell(setting: Option<&str>) -> Cell {
     let Some(setting) = setting.filter(|s| !s.is_empty()) else {
         return Cell::Null;
     };
-    Cell::Modal {
+    Cell::from(ModalCell {
         text: nmc::type_alias(setting).to_owned(),
         terse: setting.to_owned(),
         json: serde_json::Value::String(setting.to_owned()),
-    }
+    })
 }
 
 /// A profile's row.
@@ -1144,10 +1144,10 @@ fn setting_cell(
     }
     let decoded = |text: Option<String>| match text {
         Some(text) if text.is_empty() => Cell::Null,
-        Some(text) => Cell::Typed {
+        Some(text) => Cell::from(TypedCell {
             text,
             json: bus::json(value),
-        },
+        }),
         None => bus::cell(value),
     };
     if SECRET_KEYS.contains(&key) {
@@ -1158,22 +1158,22 @@ fn setting_cell(
         ("addresses", _) if ip => decoded(setting_addresses(values)),
         ("routes", _) if ip => match setting_routes(values) {
             Some((text, _)) if text.is_empty() => Cell::Null,
-            Some((text, terse)) => Cell::Modal {
+            Some((text, terse)) => Cell::from(ModalCell {
                 text,
                 terse,
                 json: bus::json(value),
-            },
+            }),
             None => bus::cell(value),
         },
         ("dns", _) if ip => decoded(setting_dns(setting, values)),
-        ("metered", V::I32(n)) if setting == "connection" => Cell::Typed {
+        ("metered", V::I32(n)) if setting == "connection" => Cell::from(TypedCell {
             text: nmc::Metered::from_u32(u32::try_from(*n).unwrap_or(0)).to_string(),
             json: bus::json(value),
-        },
-        (_, V::Bool(on)) => Cell::Typed {
+        }),
+        (_, V::Bool(on)) => Cell::from(TypedCell {
             text: if *on { "yes" } else { "no" }.to_owned(),
             json: bus::json(value),
-        },
+        }),
         (_, V::Bytes(bytes)) => decoded(Some(bytes_text(key, bytes))),
         (_, V::Strs(items)) => decoded(Some(items.join(","))),
         (_, V::Dict(dict)) if dict.entries.is_empty() => Cell::Null,
@@ -1202,11 +1202,11 @@ fn default_cell((text, terse): (&'static str, &'static str)) -> Cell {
         } else {
             serde_json::Value::String(terse.to_owned())
         };
-        Cell::Modal {
+        Cell::from(ModalCell {
             text: text.to_owned(),
             terse: terse.to_owned(),
             json,
-        }
+        })
     }
 }
 
@@ -1458,10 +1458,10 @@ const DEVICE_STATE: usize = 2;
 /// An enumeration's value: its name for people, `{"name": .., "value": n}` in JSON.
 fn enum_cell(name: impl std::fmt::Display, number: u32) -> Cell {
     let name = name.to_string();
-    Cell::Typed {
+    Cell::from(TypedCell {
         json: serde_json::json!({"name": name, "value": number}),
         text: name,
-    }
+    })
 }
 
 /// The state as nmcli shows it for `device`, when the state is `state`.
