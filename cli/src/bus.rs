@@ -8,7 +8,7 @@ use serde_json::Value as Json;
 
 use crate::args::{Bus, usage_error};
 use crate::failure::Failure;
-use crate::render::Cell;
+use crate::render::{Cell, TypedCell};
 
 /// Connects to `bus`: the system bus honours `DBUS_SYSTEM_BUS_ADDRESS`, the session bus
 /// `DBUS_SESSION_BUS_ADDRESS`.
@@ -109,15 +109,15 @@ pub(crate) fn cell(value: &Value) -> Cell {
     if let Value::Bytes(bytes) = value
         && let Some(text) = c_string(bytes)
     {
-        return Cell::Typed {
+        return Cell::from(TypedCell {
             text: text.to_owned(),
             json: Json::String(text.to_owned()),
-        };
+        });
     }
-    Cell::Typed {
+    Cell::from(TypedCell {
         text: value.to_string(),
         json: json(value),
-    }
+    })
 }
 
 /// The text of a byte string (`ay`) that is a C string: UTF-8 without control characters,

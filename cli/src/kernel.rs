@@ -16,7 +16,9 @@ use serde_json::{Map, Value};
 
 use crate::args::{self, Family, KernelArgs, RouteSelector};
 use crate::failure::Failure;
-use crate::render::{self, Cell, Field, LazyRow, Mode, Printer, RowStream, StreamMark, Table};
+use crate::render::{
+    self, Cell, Field, LazyRow, Mode, Printer, RowStream, StreamMark, Table, TypedCell,
+};
 
 /// Columns of `link`.
 pub(crate) const LINK_FIELDS: &[Field] = &[
@@ -372,10 +374,10 @@ pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
         // A parent in another namespace (IFLA_LINK_NETNSID) is only an index there: never
         // named after a local link that happens to have the same index.
         match (link.parent(), link.link_netnsid()) {
-            (Some(parent), Some(_)) => Cell::Typed {
+            (Some(parent), Some(_)) => Cell::from(TypedCell {
                 text: format!("if{parent}"),
                 json: Value::Null,
-            },
+            }),
             (Some(parent), None) => names.name(parent).into(),
             (None, _) => Cell::Null,
         },
@@ -438,10 +440,10 @@ fn linkinfo_cell(link: &Link) -> Cell {
             object.insert("info_slave_data".to_owned(), data(link.port_data()).into());
         }
     }
-    Cell::Typed {
+    Cell::from(TypedCell {
         text: text.join(","),
         json: Value::Object(object),
-    }
+    })
 }
 
 /// A decoded attribute value in JSON: numbers as numbers, lists as arrays, a flag as `true`,
@@ -472,10 +474,10 @@ pub(crate) fn unknown_cell(attrs: &[(u16, Box<[u8]>)]) -> Cell {
         .map(|(kind, data)| format!("attr{kind}={}", names::hex(data)))
         .collect::<Vec<_>>()
         .join(",");
-    Cell::Typed {
+    Cell::from(TypedCell {
         text,
         json: Value::Array(json),
-    }
+    })
 }
 
 /// An address's row.
@@ -626,10 +628,10 @@ pub(crate) fn route_cell(
                 .iter()
                 .map(|hop| hop.gateway.map_or_else(|| "-".to_owned(), address))
                 .collect();
-            Cell::Typed {
+            Cell::from(TypedCell {
                 text: gateways.join(","),
                 json: Value::Null,
-            }
+            })
         }
         f::GATEWAY => route.gateway().map_or(Cell::Null, address_cell),
         f::DEV => match route.oif() {
@@ -638,10 +640,10 @@ pub(crate) fn route_cell(
                 .clone(),
             None if !hops.is_empty() => {
                 let devs: Vec<String> = hops.iter().map(|hop| names.name(hop.ifindex)).collect();
-                Cell::Typed {
+                Cell::from(TypedCell {
                     text: devs.join(","),
                     json: Value::Null,
-                }
+                })
             }
             None => Cell::Null,
         },
@@ -892,10 +894,10 @@ fn nexthops_cell(route: &Route, names: &LinkNames) -> Cell {
             Value::Object(object)
         })
         .collect();
-    Cell::Typed {
+    Cell::from(TypedCell {
         text: text.join("; "),
         json: Value::Array(json),
-    }
+    })
 }
 
 /// An encapsulation: `{"type": "ip", "id": 1, "dst": "1.2.3.4", ...}` (nested, where `ip -j`
@@ -906,12 +908,12 @@ fn encap_cell(encap: &platform::Encap) -> Cell {
     for (name, value) in encap.fields() {
         object.insert(name.into_owned(), attr_json(&value));
     }
-    Cell::Typed {
+    Cell::from(TypedCell {
         text: platform::text::encap_text(encap)
             .trim_start_matches("encap ")
             .to_owned(),
         json: Value::Object(object),
-    }
+    })
 }
 
 /// Realms as `ip -j` shapes a route's `flow`: `{"from": "5", "to": "6"}` (`to` only when
@@ -923,10 +925,10 @@ fn flow_cell(flow: u32) -> Cell {
         object.insert("from".to_owned(), from.to_string().into());
     }
     object.insert("to".to_owned(), to.to_string().into());
-    Cell::Typed {
+    Cell::from(TypedCell {
         text: names::realms(flow),
         json: Value::Object(object),
-    }
+    })
 }
 
 /// Metrics as `ip -j -d` shapes them (`[{"mtu": 1400, "congestion": "cubic", ...}]`), with
@@ -956,10 +958,10 @@ fn metrics_cell(route: &Route) -> Cell {
         object.insert("lock".to_owned(), Value::Array(locked));
     }
     let text: Vec<String> = metrics.iter().map(platform::text::metric_text).collect();
-    Cell::Typed {
+    Cell::from(TypedCell {
         text: text.join(" "),
         json: Value::Array(vec![Value::Object(object)]),
-    }
+    })
 }
 
 /// An address as a cell (see [`address`]).

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use crate::args::{self, KernelArgs, NexthopArgs};
 use crate::kernel::{self, LinkNames};
-use crate::render::{Cell, Field, Printer};
+use crate::render::{Cell, Field, Printer, TypedCell};
 
 /// Columns of `nexthop`; the JSON keys are those of `ip -j nexthop`.
 pub(crate) const NEXTHOP_FIELDS: &[Field] = &[
@@ -74,10 +74,10 @@ pub(crate) fn nexthop_row(nh: &Nexthop, names: &LinkNames) -> Vec<Cell> {
                 Value::Object(member)
             })
             .collect();
-        Cell::Typed {
+        Cell::from(TypedCell {
             text,
             json: Value::Array(json),
-        }
+        })
     } else {
         Cell::Null
     };
@@ -97,10 +97,10 @@ pub(crate) fn nexthop_row(nh: &Nexthop, names: &LinkNames) -> Vec<Cell> {
                 text.push(format!("{key} {}", value / per));
             }
         }
-        Cell::Typed {
+        Cell::from(TypedCell {
             text: text.join(" "),
             json: Value::Object(json),
-        }
+        })
     });
     let group_type = match nh.group_type() {
         Some(0) => Cell::Text("mpath".into()),

@@ -3,20 +3,20 @@
 //!
 //! `nm device IFACE` loads everything: nmcli's sections follow the device's references.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use netmirror_client_cache::Event;
 use netmirror_client_cache::nm::{
     self as nmc, ActiveConnection, Device, DeviceCapabilities, DeviceInterfaceFlags, NmClient,
     NmEvent, Profile, RadioFlags,
 };
+use netmirror_client_cache::{CacheBuilder, Event};
 
 use crate::args::{Bus, KernelArgs, NmAction, NmArgs};
 use crate::bus;
 use crate::failure::{self, Failure};
 use crate::pipe::{self, Pipe};
-use crate::render::{self, Cell, EventKind, Field, Printer, Prop, Table};
+use crate::render::{self, Cell, EventKind, Field, ModalCell, Printer, Prop, Table, TypedCell};
 
 /// Columns of `nm general`, as `nmcli general` names them, in the order of its `-f all`
 /// (METERED, which nmcli does not show, last).
@@ -106,13 +106,14 @@ pub(crate) fn run(
         let conn = bus::connect(bus).await?;
         match &args.action {
             None | Some(NmAction::General) => {
-                let nm = load(&conn, bus, timeout).await?;
+                let nm = load(&conn, bus, lean(timeout)).await?;
                 let printed = printer.table(&general_table(&nm));
                 finish(printer, printed)
             }
             Some(NmAction::Device { iface: None, .. }) => {
-                let nm = load(&conn, bus, timeout).await?;
-                let printed = printer.table(&device_table(&nm.devices()));
+                let mut nm = load(&conn, bus, lean(timeout)).await?;
+                let shared = SharedProfiles::read(&mut nm).await?;
+                let printed = printer.table(&device_table(&nm.devices(), &shared));
                 finish(printer, printed)
             }
             Some(NmAction::Device {
@@ -123,7 +124,7 @@ pub(crate) fn run(
                 // Everything is loaded, not only the device (`NmClient::device_by_iface`):
                 // nmcli's sections follow the device's references (active connection,
                 // profile, IP and DHCP configurations, available profiles).
-                let nm = load(&conn, bus, timeout).await?;
+                let nm = load(&conn, bus, full(timeout)).await?;
                 // Realized devices only, as nmcli: a bond or VLAN profile gives the daemon an
                 // unrealized placeholder device (in `AllDevices`), which `nmcli device show`
                 // does not find either.
@@ -146,12 +147,12 @@ pub(crate) fn run(
                 finish(printer, printed)
             }
             Some(NmAction::Connection { id: None, .. }) => {
-                let nm = load(&conn, bus, timeout).await?;
+                let nm = load(&conn, bus, full(timeout)).await?;
                 let printed = printer.table(&connection_table(&nm));
                 finish(printer, printed)
             }
             Some(NmAction::Connection { id: Some(id), .. }) => {
-                let nm = load(&conn, bus, timeout).await?;
+                let nm = load(&conn, bus, full(timeout)).await?;
                 let profile = nm
                     .connections()
                     .into_iter()
@@ -161,8 +162,9 @@ pub(crate) fn run(
                 finish(printer, printed)
             }
             Some(NmAction::Active) => {
-                let nm = load(&conn, bus, timeout).await?;
-                let printed = printer.table(&active_table(&nm.active_connections()));
+                let mut nm = load(&conn, bus, lean(timeout)).await?;
+                let shared = SharedProfiles::read(&mut nm).await?;
+                let printed = printer.table(&active_table(&nm.active_connections(), &shared));
                 finish(printer, printed)
             }
             Some(NmAction::Monitor) => monitor(printer, &conn, bus, timeout).await,
@@ -188,10 +190,89 @@ fn finish(printer: &mut Printer, printed: anyhow::Result<()>) -> ! {
     std::process::exit(i32::from(status))
 }
 
+/// Everything, the profiles' settings too: for the views that show profiles.
+fn full(timeout: Duration) -> CacheBuilder {
+    NmClient::builder().timeout(timeout)
+}
+
+/// Everything but the profiles' settings: for the views that show none (the manager, devices,
+/// active connections). With 551 profiles their decoded settings are most of a full load's
+/// memory; the few settings those views rank by come from [`SharedProfiles::read`].
+fn lean(timeout: Duration) -> CacheBuilder {
+    NmClient::builder_without_settings().timeout(timeout)
+}
+
+/// The profiles of the active connections whose `ipv4.method` or `ipv6.method` is `shared`:
+/// what nmcli's orders of devices and active connections read of the profiles
+/// ([`nmc::cmp_active_by`]), for a cache loaded without the profiles' settings ([`lean`]).
+pub(crate) struct SharedProfiles(HashSet<(String, &'static str)>);
+
+impl SharedProfiles {
+    /// Asks the daemon for the settings of each active connection's profile (`GetSettings`,
+    /// one by one: there are few). A profile whose settings the daemon refuses (one hidden from
+    /// the user) counts as not shared, as in a full cache, where it has no settings; so does
+    /// one whose call fails otherwise, with a warning, as a full cache's failed fetch.
+    pub(crate) async fn read(nm: &mut NmClient) -> anyhow::Result<Self> {
+        let mut paths: Vec<String> = nm
+            .active_connections()
+            .iter()
+            .filter_map(|active| active.connection())
+            .map(|profile| profile.path().to_owned())
+            .collect();
+        paths.sort_unstable();
+        paths.dedup();
+        let mut shared = HashSet::new();
+        for path in paths {
+            let settings = match nm.settings_at(&path).await {
+                Ok(settings) => settings,
+                Err(err) => {
+                    if !is_denied(&err) {
+                        tracing::warn!("fetch for {path}: {err}");
+                    }
+                    continue;
+                }
+            };
+            for setting in ["ipv4", "ipv6"] {
+                let method = settings.get(setting).and_then(|props| props.get("method"));
+                if method.is_some_and(
+                    |v| matches!(&**v, zbus::Variant::Str(s) if s.as_str() == "shared"),
+                ) {
+                    shared.insert((path.clone(), setting));
+                }
+            }
+        }
+        Ok(Self(shared))
+    }
+
+    /// Whether the profile of `active` has `setting.method` `shared`.
+    fn shared(&self, active: &ActiveConnection<'_>, setting: &str) -> bool {
+        active.connection().is_some_and(|profile| {
+            self.0
+                .iter()
+                .any(|(path, s)| path == profile.path() && *s == setting)
+        })
+    }
+}
+
+/// Whether the daemon refused a call for want of permission.
+fn is_denied(err: &netmirror_client_cache::Error) -> bool {
+    match err {
+        netmirror_client_cache::Error::NotAuthorized { .. } => true,
+        netmirror_client_cache::Error::Call(call) => call
+            .error_name()
+            .is_some_and(|name| name.ends_with(".PermissionDenied")),
+        _ => false,
+    }
+}
+
 /// Loads NetworkManager's state; its absence is an error.
-async fn load(conn: &zbus::Connection, bus: &Bus, timeout: Duration) -> anyhow::Result<NmClient> {
+async fn load(
+    conn: &zbus::Connection,
+    bus: &Bus,
+    builder: CacheBuilder,
+) -> anyhow::Result<NmClient> {
     let progress = crate::progress::Progress::start("loading NetworkManager");
-    let nm = NmClient::from_builder(conn, NmClient::builder().timeout(timeout))
+    let nm = NmClient::from_builder(conn, builder)
         .await
         .map_err(|err| bus::explain(err, bus, SERVICE_NAME))?;
     drop(progress);
@@ -251,9 +332,11 @@ pub(crate) fn general_table(nm: &NmClient) -> Table {
         // warning), is shown as missing, not as "disabled".
         let flag_cell = |on: Option<bool>| on.map_or(Cell::Null, enabled);
         // RUNNING and STARTUP read as nmcli's words, booleans in JSON.
-        let word = |on: bool, yes: &str, no: &str| Cell::Typed {
-            text: (if on { yes } else { no }).to_owned(),
-            json: serde_json::Value::Bool(on),
+        let word = |on: bool, yes: &str, no: &str| {
+            Cell::from(TypedCell {
+                text: (if on { yes } else { no }).to_owned(),
+                json: serde_json::Value::Bool(on),
+            })
         };
         table.push(vec![
             word(nm.is_running(), "running", "not running"),
@@ -308,9 +391,11 @@ fn device_row(device: &Device<'_>) -> Vec<Cell> {
 }
 
 /// `nm device`: the realized devices, in nmcli's order.
-pub(crate) fn device_table(devices: &[Device<'_>]) -> Table {
+pub(crate) fn device_table(devices: &[Device<'_>], shared: &SharedProfiles) -> Table {
     let mut devices = devices.to_vec();
-    devices.sort_by(nmc::cmp_devices);
+    devices.sort_by(|a, b| {
+        nmc::cmp_devices_by(a, b, &|active, setting| shared.shared(active, setting))
+    });
     let mut table = Table::new(DEVICE_FIELDS);
     for device in &devices {
         table.push(device_row(device));
@@ -855,11 +940,11 @@ fn type_cell(setting: Option<&str>) -> Cell {
     let Some(setting) = setting.filter(|s| !s.is_empty()) else {
         return Cell::Null;
     };
-    Cell::Modal {
+    Cell::from(ModalCell {
         text: nmc::type_alias(setting).to_owned(),
         terse: setting.to_owned(),
         json: serde_json::Value::String(setting.to_owned()),
-    }
+    })
 }
 
 /// A profile's row.
@@ -1059,10 +1144,10 @@ fn setting_cell(
     }
     let decoded = |text: Option<String>| match text {
         Some(text) if text.is_empty() => Cell::Null,
-        Some(text) => Cell::Typed {
+        Some(text) => Cell::from(TypedCell {
             text,
             json: bus::json(value),
-        },
+        }),
         None => bus::cell(value),
     };
     if SECRET_KEYS.contains(&key) {
@@ -1073,22 +1158,22 @@ fn setting_cell(
         ("addresses", _) if ip => decoded(setting_addresses(values)),
         ("routes", _) if ip => match setting_routes(values) {
             Some((text, _)) if text.is_empty() => Cell::Null,
-            Some((text, terse)) => Cell::Modal {
+            Some((text, terse)) => Cell::from(ModalCell {
                 text,
                 terse,
                 json: bus::json(value),
-            },
+            }),
             None => bus::cell(value),
         },
         ("dns", _) if ip => decoded(setting_dns(setting, values)),
-        ("metered", V::I32(n)) if setting == "connection" => Cell::Typed {
+        ("metered", V::I32(n)) if setting == "connection" => Cell::from(TypedCell {
             text: nmc::Metered::from_u32(u32::try_from(*n).unwrap_or(0)).to_string(),
             json: bus::json(value),
-        },
-        (_, V::Bool(on)) => Cell::Typed {
+        }),
+        (_, V::Bool(on)) => Cell::from(TypedCell {
             text: if *on { "yes" } else { "no" }.to_owned(),
             json: bus::json(value),
-        },
+        }),
         (_, V::Bytes(bytes)) => decoded(Some(bytes_text(key, bytes))),
         (_, V::Strs(items)) => decoded(Some(items.join(","))),
         (_, V::Dict(dict)) if dict.entries.is_empty() => Cell::Null,
@@ -1117,11 +1202,11 @@ fn default_cell((text, terse): (&'static str, &'static str)) -> Cell {
         } else {
             serde_json::Value::String(terse.to_owned())
         };
-        Cell::Modal {
+        Cell::from(ModalCell {
             text: text.to_owned(),
             terse: terse.to_owned(),
             json,
-        }
+        })
     }
 }
 
@@ -1285,10 +1370,11 @@ fn active_row(active: &ActiveConnection<'_>) -> Vec<Cell> {
 }
 
 /// `nm active`, in nmcli's order: the more important first, then by name and path.
-pub(crate) fn active_table(actives: &[ActiveConnection<'_>]) -> Table {
+pub(crate) fn active_table(actives: &[ActiveConnection<'_>], shared: &SharedProfiles) -> Table {
     let mut actives = actives.to_vec();
+    let shared = |active: &ActiveConnection<'_>, setting: &str| shared.shared(active, setting);
     actives.sort_by(|a, b| {
-        nmc::cmp_active(Some(*b), Some(*a))
+        nmc::cmp_active_by(Some(*b), Some(*a), &shared)
             .then_with(|| a.id().cmp(&b.id()))
             .then_with(|| a.path().cmp(b.path()))
     });
@@ -1320,7 +1406,7 @@ pub(crate) fn overview(timeout: Duration) -> Overview {
     let bus = Bus::System;
     let result: anyhow::Result<Overview> = zbus::block_on(async {
         let conn = bus::connect(&bus).await?;
-        let nm = NmClient::from_builder(&conn, NmClient::builder().timeout(timeout))
+        let mut nm = NmClient::from_builder(&conn, lean(timeout))
             .await
             .map_err(|err| bus::explain(err, &bus, SERVICE_NAME))?;
         if !nm.is_running() {
@@ -1328,9 +1414,10 @@ pub(crate) fn overview(timeout: Duration) -> Overview {
                 "NetworkManager is not running on the {bus}"
             )));
         }
+        let shared = SharedProfiles::read(&mut nm).await?;
         let overview = Overview::Running {
             general: general_table(&nm),
-            devices: device_table(&nm.devices()),
+            devices: device_table(&nm.devices(), &shared),
         };
         // The process ends soon after the overview is printed: freeing the cache object by
         // object here would cost about a sixth of the command's CPU for nothing.
@@ -1371,10 +1458,10 @@ const DEVICE_STATE: usize = 2;
 /// An enumeration's value: its name for people, `{"name": .., "value": n}` in JSON.
 fn enum_cell(name: impl std::fmt::Display, number: u32) -> Cell {
     let name = name.to_string();
-    Cell::Typed {
+    Cell::from(TypedCell {
         json: serde_json::json!({"name": name, "value": number}),
         text: name,
-    }
+    })
 }
 
 /// The state as nmcli shows it for `device`, when the state is `state`.

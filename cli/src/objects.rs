@@ -11,7 +11,7 @@ use crate::args::{Bus, ObjectsAction, ObjectsArgs, ObjectsTarget, usage_error};
 use crate::bus;
 use crate::failure::Failure;
 use crate::pipe::{self, Pipe};
-use crate::render::{self, Cell, EventKind, Field, Printer, Table};
+use crate::render::{self, Cell, EventKind, Field, Printer, Table, TypedCell};
 
 /// Columns of `objects`.
 const OBJECT_FIELDS: &[Field] = &[
@@ -378,10 +378,10 @@ fn properties_cell(object: ObjectRef<'_>, wanted: &dyn Fn(&str) -> bool) -> Cell
         }
         json.insert(iface.name().to_owned(), serde_json::Value::Object(props));
     }
-    Cell::Typed {
+    Cell::from(TypedCell {
         text: text.join(" "),
         json: serde_json::Value::Object(json),
-    }
+    })
 }
 
 /// The last part of an interface name (`Block` of `org.freedesktop.UDisks2.Block`).

@@ -242,6 +242,13 @@ impl<'a> Reader<'a> {
     }
 
     fn array_value(&mut self, elem: &[u8], depth: u32) -> WireResult<Value> {
+        /// The elements without the room a growing vector keeps: decoded values live as long
+        /// as the cache holds them (a profile's settings are dictionaries of a few entries,
+        /// where the spare room was about a third of their memory).
+        fn exact<T>(mut items: Vec<T>) -> Vec<T> {
+            items.shrink_to_fit();
+            items
+        }
         let align = alignment(elem);
         let end = self.array(align)?;
         let items_left = |this: &mut Self| this.more(end, align);
@@ -289,7 +296,7 @@ impl<'a> Reader<'a> {
                     None if !bytes.is_empty() => Value::VariantBytes(bytes.into()),
                     items => Value::Array(Box::new(Array {
                         element: "v".into(),
-                        items: items.unwrap_or_default(),
+                        items: exact(items.unwrap_or_default()),
                     })),
                 }
             }
@@ -314,7 +321,7 @@ impl<'a> Reader<'a> {
                 Value::Dict(Box::new(Dict {
                     key: String::from_utf8_lossy(k).into(),
                     value: String::from_utf8_lossy(v).into(),
-                    entries,
+                    entries: exact(entries),
                 }))
             }
             _ => {
@@ -324,7 +331,7 @@ impl<'a> Reader<'a> {
                 }
                 Value::Array(Box::new(Array {
                     element: String::from_utf8_lossy(elem).into(),
-                    items,
+                    items: exact(items),
                 }))
             }
         })

@@ -273,10 +273,10 @@ fn varied_rows() -> Vec<Vec<Cell>> {
             // What a hostile kernel name or service string may hold.
             Cell::Shared(std::sync::Arc::from("\u{1b}[31mE\u{7}")),
             Cell::Text("a\nb:c\\".into()),
-            Cell::Typed {
+            Cell::from(TypedCell {
                 text: "\u{1b}]0;title\u{7}\u{9b}\u{202e}".into(),
                 json: Value::from("x"),
-            },
+            }),
             Cell::List(vec!["\r\t".into(), "\u{7f}".into()]),
         ]])
         .chain([vec![
@@ -287,14 +287,14 @@ fn varied_rows() -> Vec<Vec<Cell>> {
         ]])
         .chain([vec![
             "connected".into(),
-            Cell::Typed {
+            Cell::from(TypedCell {
                 text: String::new(),
                 json: Value::Null,
-            },
-            Cell::Typed {
+            }),
+            Cell::from(TypedCell {
                 text: "yes".into(),
                 json: Value::Bool(true),
-            },
+            }),
             "x\\y".into(),
         ]])
         .collect()
@@ -518,10 +518,10 @@ fn hostile() -> Table {
     table.push(vec![
         "\u{1b}[31mE\u{7}".into(),
         Cell::Shared(std::sync::Arc::from("osc\u{1b}]0;owned\u{7}")),
-        Cell::Typed {
+        Cell::from(TypedCell {
             text: "line\nforged:record\r".into(),
             json: Value::from("line\nforged:record\r"),
-        },
+        }),
         Cell::List(vec![
             "\u{9b}31m".into(),
             "rtl\u{202e}txt".into(),
@@ -692,11 +692,11 @@ fn json_events_are_written_as_serde_json_writes_them() {
         vec![
             Cell::Int(-42),
             Cell::Prefix("2001:db8::".parse().unwrap(), 64),
-            Cell::Modal {
+            Cell::from(ModalCell {
                 text: "{ ip = 10.0.0.0/8 }".into(),
                 terse: "10.0.0.0/8".into(),
                 json: serde_json::json!({"dest": "10.0.0.0", "prefix": 8, "attrs": [1, "a\"b"]}),
-            },
+            }),
             Cell::Null,
         ],
         vec![

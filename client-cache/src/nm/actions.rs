@@ -546,6 +546,22 @@ impl NmClient {
         reply.body().deserialize().map_err(|e| malformed(e, "read"))
     }
 
+    /// The settings of the profile at `path` as the daemon has them now (`GetSettings`),
+    /// whether or not the cache holds them (a cache built with
+    /// [`NmClient::builder_without_settings`] does not) or shows the profile; nothing is kept.
+    pub async fn settings_at(&mut self, path: &str) -> Result<SettingsMap> {
+        let reply = self
+            .call(
+                path,
+                iface::CONNECTION,
+                "GetSettings",
+                &(),
+                &format!("read the settings of {path}"),
+            )
+            .await?;
+        reply.body().deserialize().map_err(|e| malformed(e, "read"))
+    }
+
     /// Replace profile `profile`'s settings (`Update2`) and wait until the cache has fetched
     /// them again. An active device keeps what it applied (except `connection.zone` and
     /// `connection.metered`, unless [`UpdateOptions::no_reapply`]) until

@@ -129,20 +129,30 @@ impl NmClient {
     /// The cache configuration NetworkManager needs: its declarations, its ObjectManager path,
     /// and `GetSettings` for every profile (refreshed on `Updated`).
     pub fn builder() -> CacheBuilder {
+        Self::builder_without_settings().fetch(FetchSpec {
+            interface: iface::CONNECTION.into(),
+            method: netmirror_dbus_meta::nm::settings_connection::methods::GET_SETTINGS
+                .name()
+                .into(),
+            refresh: Some(
+                netmirror_dbus_meta::nm::settings_connection::signals::UPDATED
+                    .name()
+                    .into(),
+            ),
+        })
+    }
+
+    /// [`NmClient::builder`] without `GetSettings`: for views that show no profile settings
+    /// (devices, the manager, active connections). Every object is still loaded and kept in
+    /// sync; only the profiles' settings are not asked for, so that no profile counts as visible
+    /// ([`NmClient::connections`] is empty: NMClient's visibility rule needs the daemon's
+    /// answer to `GetSettings`). With 551 profiles the decoded settings are most of a load's
+    /// memory. A profile's settings can still be read with [`NmClient::settings_at`]; the
+    /// orders of [`cmp_active_by`] and [`cmp_devices_by`] take them from there.
+    pub fn builder_without_settings() -> CacheBuilder {
         ObjectCache::builder(SERVICE)
             .manager_path(MANAGER_PATH)
             .registry(Registry::network_manager())
-            .fetch(FetchSpec {
-                interface: iface::CONNECTION.into(),
-                method: netmirror_dbus_meta::nm::settings_connection::methods::GET_SETTINGS
-                    .name()
-                    .into(),
-                refresh: Some(
-                    netmirror_dbus_meta::nm::settings_connection::signals::UPDATED
-                        .name()
-                        .into(),
-                ),
-            })
     }
 
     /// Load everything from the daemon on `conn` (the daemon may be absent: the cache is then

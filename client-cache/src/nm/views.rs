@@ -680,15 +680,29 @@ pub fn cmp_active(
     a: Option<ActiveConnection<'_>>,
     b: Option<ActiveConnection<'_>>,
 ) -> std::cmp::Ordering {
+    cmp_active_by(a, b, &profile_shared)
+}
+
+/// Whether the profile of `ac`, as the cache holds it, has `setting.method` `shared`.
+fn profile_shared(ac: &ActiveConnection<'_>, setting: &str) -> bool {
+    ac.connection()
+        .is_some_and(|p| p.setting(setting, "method").and_then(Value::as_str) == Some("shared"))
+}
+
+/// [`cmp_active`] with the profiles' `ipv4.method`/`ipv6.method` from `shared` (whether the
+/// profile of an active connection has `setting.method` `shared`) instead of the cache: for a
+/// cache built without the profiles' settings
+/// ([`NmClient::builder_without_settings`](super::NmClient::builder_without_settings)).
+pub fn cmp_active_by(
+    a: Option<ActiveConnection<'_>>,
+    b: Option<ActiveConnection<'_>>,
+    shared: &dyn Fn(&ActiveConnection<'_>, &str) -> bool,
+) -> std::cmp::Ordering {
     let (a, b) = match (a, b) {
         (None, None) => return std::cmp::Ordering::Equal,
         (None, Some(_)) => return std::cmp::Ordering::Less,
         (Some(_), None) => return std::cmp::Ordering::Greater,
         (Some(a), Some(b)) => (a, b),
-    };
-    let shared = |ac: &ActiveConnection<'_>, setting: &str| {
-        ac.connection()
-            .is_some_and(|p| p.setting(setting, "method").and_then(Value::as_str) == Some("shared"))
     };
     let n_addresses = |ac: &ActiveConnection<'_>| {
         ac.ip4_config().map_or(0, |c| c.addresses().len())
@@ -711,10 +725,19 @@ pub fn cmp_active(
 /// nmcli's order of devices (`nmcli device`): higher state first, then the more important
 /// active connection, then type name, interface name and path.
 pub fn cmp_devices(a: &Device<'_>, b: &Device<'_>) -> std::cmp::Ordering {
+    cmp_devices_by(a, b, &profile_shared)
+}
+
+/// [`cmp_devices`] with the active connections ranked by [`cmp_active_by`] with `shared`.
+pub fn cmp_devices_by(
+    a: &Device<'_>,
+    b: &Device<'_>,
+    shared: &dyn Fn(&ActiveConnection<'_>, &str) -> bool,
+) -> std::cmp::Ordering {
     let state = |d: &Device<'_>| d.state().map(DeviceState::to_u32);
     state(b)
         .cmp(&state(a))
-        .then_with(|| cmp_active(b.active_connection(), a.active_connection()))
+        .then_with(|| cmp_active_by(b.active_connection(), a.active_connection(), shared))
         .then_with(|| a.type_name().cmp(&b.type_name()))
         .then_with(|| a.interface().cmp(&b.interface()))
         .then_with(|| a.path().cmp(b.path()))
