@@ -2,8 +2,9 @@
 //! `netmirror` that `route show` (IPv4, IPv6, both, JSON, terse), `addr`, `link` and `rule`
 //! run, as callgrind sees them on a throwaway namespace with a few hundred routes of each
 //! family. `cli/build.rs` has the linker put them first in the binary's code, so those
-//! commands map fewer code pages (see there). Run it as root after a change of the toolchain,
-//! of dependencies, or of what those commands call; it needs `valgrind` and `nm`.
+//! commands map fewer code pages (see there). The same functions of the bench profile's build
+//! follow under their names there. Run it as root after a change of the toolchain, of
+//! dependencies, or of what those commands call; it needs `valgrind` and `nm`.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -65,33 +66,78 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     }
     let _ = std::fs::remove_dir_all(&dir);
     // Only the binary's own functions (callgrind also names the C library's).
-    let symbols = cmd::read(Command::new("nm").arg("--defined-only").arg(&binary))?;
-    let code: HashSet<&str> = symbols
-        .lines()
-        .filter_map(
-            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
-                [_, kind, name] if kind.eq_ignore_ascii_case("t") => Some(name),
-                _ => None,
-            },
-        )
+    let symbols = code_symbols(&binary)?;
+    let listed: Vec<&String> = order
+        .iter()
+        .filter(|name| symbols.contains(*name))
         .collect();
+    if listed.is_empty() {
+        bail!("callgrind named none of the binary's functions");
+    }
+    // The bench profile's build of the same code (which `cargo xtask bench` measures) names
+    // the functions of the workspace's crates and dependencies with other hashes (cargo's
+    // metadata covers the profile): the same functions under those names, listed after.
+    cmd::run(cmd::cargo().args(["build", "--profile", "bench", "-p", "netmirror"]))?;
+    let mut by_stem: std::collections::HashMap<&str, Vec<&str>> = Default::default();
+    let bench_symbols = code_symbols(&binary)?;
+    for name in &bench_symbols {
+        if let Some(stem) = legacy_stem(name) {
+            by_stem.entry(stem).or_default().push(name);
+        }
+    }
+    let mut bench_names = Vec::new();
+    for name in &listed {
+        let Some(stem) = legacy_stem(name) else {
+            continue;
+        };
+        for other in by_stem.get(stem).into_iter().flatten() {
+            if !symbols.contains(*other) && seen.insert((*other).to_owned()) {
+                bench_names.push((*other).to_owned());
+            }
+        }
+    }
     let mut list = String::from(
         "# The functions `route show`, `addr`, `link` and `rule` run, which cli/build.rs has\n\
          # the linker put first in the release binary's code. Written by\n\
          # `cargo xtask symbol-order` (as root): run it again after a change of the toolchain,\n\
          # of dependencies, or of what those commands call.\n",
     );
-    let mut n_listed = 0;
-    for name in order.iter().filter(|name| code.contains(name.as_str())) {
+    for name in listed.iter().copied().chain(&bench_names) {
         let _ = writeln!(list, "{name}");
-        n_listed += 1;
-    }
-    if n_listed == 0 {
-        bail!("callgrind named none of the binary's functions");
     }
     std::fs::write(root.join(OUT), list).with_context(|| format!("cannot write {OUT}"))?;
-    eprintln!("xtask: {OUT}: {n_listed} functions");
+    eprintln!(
+        "xtask: {OUT}: {} functions, and {} names of the bench profile's build",
+        listed.len(),
+        bench_names.len()
+    );
     Ok(())
+}
+
+/// The names of the functions `binary` defines.
+fn code_symbols(binary: &Path) -> anyhow::Result<HashSet<String>> {
+    let symbols = cmd::read(Command::new("nm").arg("--defined-only").arg(binary))?;
+    Ok(symbols
+        .lines()
+        .filter_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                [_, kind, name] if kind.eq_ignore_ascii_case("t") => Some(name.to_owned()),
+                _ => None,
+            },
+        )
+        .collect())
+}
+
+/// A legacy-mangled name without its hash (`_ZN...17h<16 hex digits>E`), which differs
+/// between profiles; `None` for other names (v0-mangled ones: the standard library's, the
+/// same in every profile).
+fn legacy_stem(name: &str) -> Option<&str> {
+    let body = name.strip_prefix("_ZN")?.strip_suffix('E')?;
+    let (stem, hash) = body.split_at_checked(body.len().checked_sub(19)?)?;
+    let hex = hash.strip_prefix("17h")?;
+    hex.bytes()
+        .all(|byte| byte.is_ascii_hexdigit())
+        .then_some(stem)
 }
 
 /// Fills `netns` as scenario 2 of the comparisons does, on a smaller scale: a veth pair,
