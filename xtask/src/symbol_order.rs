@@ -2,8 +2,8 @@
 //! `netmirror` that `route show` (IPv4, IPv6, both, JSON, terse), `addr`, `link` and `rule`
 //! run, as callgrind sees them on a throwaway namespace with a few hundred routes of each
 //! family. `cli/build.rs` has the linker put them first in the binary's code, so those
-//! commands map fewer code pages (see there). The same functions of the bench profile's build
-//! follow under their names there. Run it as root after a change of the toolchain, of
+//! commands map fewer code pages (see there). The same functions of the build `cargo bench`
+//! makes follow under their names there. Run it as root after a change of the toolchain, of
 //! dependencies, or of what those commands call; it needs `valgrind` and `nm`.
 
 use std::collections::HashSet;
@@ -74,10 +74,11 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     if listed.is_empty() {
         bail!("callgrind named none of the binary's functions");
     }
-    // The bench profile's build of the same code (which `cargo xtask bench` measures) names
-    // the functions of the workspace's crates and dependencies with other hashes (cargo's
-    // metadata covers the profile): the same functions under those names, listed after.
-    cmd::run(cmd::cargo().args(["build", "--profile", "bench", "-p", "netmirror"]))?;
+    // The build of the same code that `cargo xtask bench` measures (bench profile, crate
+    // features of the dev-dependencies on) names the functions of the workspace's crates and
+    // dependencies with other hashes (cargo's metadata covers the profile and the features):
+    // the same functions under those names, listed after.
+    cmd::run(cmd::cargo().args(["bench", "--no-run", "-p", "netmirror", "--bench", "compare"]))?;
     let mut by_stem: std::collections::HashMap<&str, Vec<&str>> = Default::default();
     let bench_symbols = code_symbols(&binary)?;
     for name in &bench_symbols {
@@ -107,7 +108,7 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     }
     std::fs::write(root.join(OUT), list).with_context(|| format!("cannot write {OUT}"))?;
     eprintln!(
-        "xtask: {OUT}: {} functions, and {} names of the bench profile's build",
+        "xtask: {OUT}: {} functions, and {} names of the bench build's",
         listed.len(),
         bench_names.len()
     );
