@@ -707,7 +707,8 @@ pub fn hw_address(bytes: &[u8]) -> Option<String> {
 }
 
 /// A prefix as `ip` prints a route's destination: `default` for a zero-length prefix, the bare
-/// address for a host route, `ADDR/LEN` otherwise.
+/// address for a host route, `ADDR/LEN` otherwise; addresses as `inet_ntop` writes them (see
+/// [`push_ipv6`]).
 pub fn route_prefix(addr: IpAddr, len: u8) -> String {
     let mut text = String::with_capacity(if addr.is_ipv4() { 18 } else { 43 });
     push_route_prefix(&mut text, addr, len);
@@ -720,49 +721,55 @@ pub fn push_route_prefix(text: &mut String, addr: IpAddr, len: u8) {
     let full = if addr.is_ipv4() { 32 } else { 128 };
     match (addr, len) {
         (_, 0) => text.push_str("default"),
-        // The common case, written by hand: `Display` through `format!` costs several times
-        // more, which shows when `ip route show` prints a million routes.
+        // Written by hand: `Display` through `format!` costs several times more, which shows
+        // when `ip route show` prints a million routes.
         (IpAddr::V4(v4), len) => {
-            for (idx, octet) in v4.octets().into_iter().enumerate() {
-                if idx > 0 {
-                    text.push('.');
-                }
-                push_decimal(text, octet);
-            }
+            push_ipv4(text, v4.octets());
             if len != full {
                 text.push('/');
                 push_decimal(text, len);
             }
         }
-        (IpAddr::V6(v6), len) if !is_v4_mapped(&v6) => {
+        (IpAddr::V6(v6), len) => {
             push_ipv6(text, &v6);
             if len != full {
                 text.push('/');
                 push_decimal(text, len);
             }
         }
-        (addr, len) if len == full => {
-            use std::fmt::Write as _;
-            let _ = write!(text, "{addr}");
-        }
-        (addr, len) => {
-            use std::fmt::Write as _;
-            let _ = write!(text, "{addr}/{len}");
-        }
     }
 }
 
-/// Whether `Display` writes this address with a dotted IPv4 tail (`::ffff:a.b.c.d`): left to
-/// it.
-fn is_v4_mapped(addr: &Ipv6Addr) -> bool {
-    matches!(addr.segments(), [0, 0, 0, 0, 0, 0xffff, _, _])
+/// Appends an IPv4 address in dotted decimal.
+fn push_ipv4(text: &mut String, octets: [u8; 4]) {
+    for (idx, octet) in octets.into_iter().enumerate() {
+        if idx > 0 {
+            text.push('.');
+        }
+        push_decimal(text, octet);
+    }
 }
 
-/// Appends an IPv6 address as `Display` writes it (RFC 5952: lowercase hex without leading
-/// zeros, the first longest run of two or more zero groups as `::`), without the formatting
-/// machinery, which costs several times more per address.
+/// Appends an IPv6 address as `inet_ntop`, and so `ip`, writes it: lowercase hex without
+/// leading zeros, the first longest run of two or more zero groups as `::` (RFC 5952, as
+/// `Display` too), and an IPv4 address carried in IPv6 with its last 32 bits dotted:
+/// `::ffff:a.b.c.d` (mapped, as `Display` too) and `::a.b.c.d` (compatible: the first six
+/// groups zero and the seventh not, where `Display` writes `::102:304`). Without the
+/// formatting machinery, which costs several times more per address.
 fn push_ipv6(text: &mut String, addr: &Ipv6Addr) {
     let groups = addr.segments();
+    let [.., a, b, c, d] = addr.octets();
+    match groups {
+        [0, 0, 0, 0, 0, 0xffff, _, _] => {
+            text.push_str("::ffff:");
+            return push_ipv4(text, [a, b, c, d]);
+        }
+        [0, 0, 0, 0, 0, 0, seventh, _] if seventh != 0 => {
+            text.push_str("::");
+            return push_ipv4(text, [a, b, c, d]);
+        }
+        _ => {}
+    }
     let (mut best_at, mut best_len, mut run_at, mut run_len) = (0, 0, 0, 0);
     for (at, group) in groups.iter().enumerate() {
         if *group == 0 {

@@ -85,10 +85,10 @@ fn cargo_again(cargo: &Command) -> Command {
 
 /// A network namespace named as the test fixtures name theirs (`nmx-<pid>-...`, so a
 /// leftover of a killed run is recognised), deleted on drop.
-struct Netns(String);
+pub(crate) struct Netns(pub(crate) String);
 
 impl Netns {
-    fn add(what: &str) -> anyhow::Result<Self> {
+    pub(crate) fn add(what: &str) -> anyhow::Result<Self> {
         let name = format!("{}{}-{what}", crate::ci::NETNS_PREFIX, std::process::id());
         cmd::run(Command::new("ip").args(["netns", "add", &name]))?;
         Ok(Netns(name))

@@ -11,6 +11,7 @@ mod dbus_examples;
 mod deb;
 mod examples;
 mod soak;
+mod symbol_order;
 mod system;
 mod tidy;
 
@@ -41,6 +42,9 @@ commands:
                          (root, not in CI) N minutes (default 30) of kernel churn with
                          `netmirror monitor` running: its RSS over time, its final state
                          checked against `ip -j`
+  symbol-order           (root, needs valgrind) write cli/symbol-order.txt, the functions
+                         `route show`, `addr`, `link` and `rule` run, which the release
+                         binary's linker puts first (see cli/build.rs)
 ";
 
 fn main() -> std::process::ExitCode {
@@ -79,6 +83,7 @@ fn run() -> anyhow::Result<()> {
             deb::run(&root, &target, &assets_dir, &ci::crate_version(&root)?)
         }
         "soak" => soak::run(rest),
+        "symbol-order" => symbol_order::run(&root),
         "examples" => {
             let target = std::env::var_os("CARGO_TARGET_DIR")
                 .map_or_else(|| root.join("target"), PathBuf::from);

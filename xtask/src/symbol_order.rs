@@ -1,0 +1,186 @@
+//! `cargo xtask symbol-order`: writes `cli/symbol-order.txt`, the functions of the release
+//! `netmirror` that `route show` (IPv4, IPv6, both, JSON, terse), `addr`, `link` and `rule`
+//! run, as callgrind sees them on a throwaway namespace with a few hundred routes of each
+//! family. `cli/build.rs` has the linker put them first in the binary's code, so those
+//! commands map fewer code pages (see there). The same functions of the build `cargo bench`
+//! makes follow under their names there. Run it as root after a change of the toolchain, of
+//! dependencies, or of what those commands call; it needs `valgrind` and `nm`.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, bail};
+
+use crate::cmd;
+use crate::examples::Netns;
+
+/// Where the list goes, in the CLI's crate (it is part of its package).
+const OUT: &str = "cli/symbol-order.txt";
+
+/// The commands whose functions are listed, in this order (`route show`'s first: it prints
+/// the most).
+const COMMANDS: &[&[&str]] = &[
+    &["route", "show", "-6"],
+    &["route", "show", "-4"],
+    &["route", "show"],
+    &["--json", "route", "show"],
+    &["-t", "route", "show"],
+    &["addr"],
+    &["link"],
+    &["rule"],
+];
+
+pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
+    if !crate::system::is_root() {
+        bail!("symbol-order needs root (it makes a throwaway network namespace)");
+    }
+    cmd::run(cmd::cargo().args(["build", "--release", "-p", "netmirror"]))?;
+    let binary = root.join("target/release/netmirror");
+    let netns = Netns::add("order")?;
+    fill(&netns.0)?;
+    let dir = std::env::temp_dir().join(format!("netmirror-order-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let mut order = Vec::new();
+    let mut seen = HashSet::new();
+    for (n, args) in COMMANDS.iter().enumerate() {
+        let out = dir.join(format!("callgrind.{n}"));
+        let mut valgrind = Command::new("valgrind");
+        valgrind
+            .args(["--tool=callgrind", "--demangle=no"])
+            .arg(format!("--callgrind-out-file={}", out.display()))
+            .arg(&binary)
+            .args(["--netns", &netns.0])
+            .args(*args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd::run(&mut valgrind)?;
+        let text = std::fs::read_to_string(&out)?;
+        for name in functions(&text) {
+            if seen.insert(name.to_owned()) {
+                order.push(name.to_owned());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    // Only the binary's own functions (callgrind also names the C library's).
+    let symbols = code_symbols(&binary)?;
+    let listed: Vec<&String> = order
+        .iter()
+        .filter(|name| symbols.contains(*name))
+        .collect();
+    if listed.is_empty() {
+        bail!("callgrind named none of the binary's functions");
+    }
+    // The build of the same code that `cargo xtask bench` measures (bench profile, crate
+    // features of the dev-dependencies on) names the functions of the workspace's crates and
+    // dependencies with other hashes (cargo's metadata covers the profile and the features):
+    // the same functions under those names, listed after.
+    cmd::run(cmd::cargo().args(["bench", "--no-run", "-p", "netmirror", "--bench", "compare"]))?;
+    let mut by_stem: std::collections::HashMap<&str, Vec<&str>> = Default::default();
+    let bench_symbols = code_symbols(&binary)?;
+    for name in &bench_symbols {
+        if let Some(stem) = legacy_stem(name) {
+            by_stem.entry(stem).or_default().push(name);
+        }
+    }
+    let mut bench_names = Vec::new();
+    for name in &listed {
+        let Some(stem) = legacy_stem(name) else {
+            continue;
+        };
+        for other in by_stem.get(stem).into_iter().flatten() {
+            if !symbols.contains(*other) && seen.insert((*other).to_owned()) {
+                bench_names.push((*other).to_owned());
+            }
+        }
+    }
+    let mut list = String::from(
+        "# The functions `route show`, `addr`, `link` and `rule` run, which cli/build.rs has\n\
+         # the linker put first in the release binary's code. Written by\n\
+         # `cargo xtask symbol-order` (as root): run it again after a change of the toolchain,\n\
+         # of dependencies, or of what those commands call.\n",
+    );
+    for name in listed.iter().copied().chain(&bench_names) {
+        let _ = writeln!(list, "{name}");
+    }
+    std::fs::write(root.join(OUT), list).with_context(|| format!("cannot write {OUT}"))?;
+    eprintln!(
+        "xtask: {OUT}: {} functions, and {} names of the bench build's",
+        listed.len(),
+        bench_names.len()
+    );
+    Ok(())
+}
+
+/// The names of the functions `binary` defines.
+fn code_symbols(binary: &Path) -> anyhow::Result<HashSet<String>> {
+    let symbols = cmd::read(Command::new("nm").arg("--defined-only").arg(binary))?;
+    Ok(symbols
+        .lines()
+        .filter_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                [_, kind, name] if kind.eq_ignore_ascii_case("t") => Some(name.to_owned()),
+                _ => None,
+            },
+        )
+        .collect())
+}
+
+/// A legacy-mangled name without its hash (`_ZN...17h<16 hex digits>E`), which differs
+/// between profiles; `None` for other names (v0-mangled ones: the standard library's, the
+/// same in every profile).
+fn legacy_stem(name: &str) -> Option<&str> {
+    let body = name.strip_prefix("_ZN")?.strip_suffix('E')?;
+    let (stem, hash) = body.split_at_checked(body.len().checked_sub(19)?)?;
+    let hex = hash.strip_prefix("17h")?;
+    hex.bytes()
+        .all(|byte| byte.is_ascii_hexdigit())
+        .then_some(stem)
+}
+
+/// Fills `netns` as scenario 2 of the comparisons does, on a smaller scale: a veth pair,
+/// 250 IPv4 routes `via 192.0.2.2` and 250 IPv6 ones `via 2001:db8::2`.
+fn fill(netns: &str) -> anyhow::Result<()> {
+    let mut batch = String::from(
+        "link add veth0 type veth peer name veth1\n\
+         addr add 192.0.2.1/24 dev veth0\n\
+         addr add 2001:db8::1/64 dev veth0 nodad\n\
+         link set lo up\n\
+         link set veth0 up\n\
+         link set veth1 up\n",
+    );
+    for idx in 0..250 {
+        let _ = writeln!(batch, "route add 16.0.{idx}.0/24 via 192.0.2.2");
+        let _ = writeln!(batch, "route add 2a00:0:{idx:x}::/48 via 2001:db8::2");
+    }
+    let mut ip = Command::new("ip")
+        .args(["-n", netns, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .context("cannot start `ip -batch`")?;
+    ip.stdin
+        .take()
+        .context("no stdin")?
+        .write_all(batch.as_bytes())?;
+    let status = ip.wait()?;
+    if !status.success() {
+        bail!("`ip -n {netns} -batch -` failed: {status}");
+    }
+    Ok(())
+}
+
+/// The names callgrind gives the functions it saw, in the order it first names them (a
+/// name comes once, in an `fn=(N) NAME` or `cfn=(N) NAME` line; later lines have the
+/// number only); without the `'N` it adds to a recursive call's name.
+fn functions(callgrind: &str) -> impl Iterator<Item = &str> {
+    callgrind.lines().filter_map(|line| {
+        let rest = line
+            .strip_prefix("fn=(")
+            .or_else(|| line.strip_prefix("cfn=("))?;
+        let (_, name) = rest.split_once(") ")?;
+        Some(name.split('\'').next().unwrap_or(name))
+    })
+}
