@@ -40,7 +40,7 @@ pub(crate) fn run(examples: &Path, privileged: bool) -> anyhow::Result<()> {
 
 /// A child whose stdout is read line by line; killed when it outlives [`LIMIT`] or is dropped
 /// while running.
-struct Running {
+pub(crate) struct Running {
     name: String,
     child: Child,
     stdin: Option<ChildStdin>,
@@ -51,7 +51,7 @@ struct Running {
 }
 
 impl Running {
-    fn start(name: &str, command: &mut Command) -> anyhow::Result<Self> {
+    pub(crate) fn start(name: &str, command: &mut Command) -> anyhow::Result<Self> {
         eprintln!("$ {}", cmd::show(command));
         let mut child = command
             .stdin(Stdio::piped())
@@ -89,7 +89,7 @@ impl Running {
     }
 
     /// The next line it prints.
-    fn line(&mut self) -> anyhow::Result<String> {
+    pub(crate) fn line(&mut self) -> anyhow::Result<String> {
         match self.lines.next() {
             Some(line) => {
                 let line = line?;
@@ -118,7 +118,7 @@ impl Running {
     }
 
     /// Sends a command line (to `ci_bus`) and waits for its `done`.
-    fn command(&mut self, line: &str) -> anyhow::Result<()> {
+    pub(crate) fn command(&mut self, line: &str) -> anyhow::Result<()> {
         let stdin = self.stdin.as_mut().context("stdin closed")?;
         writeln!(stdin, "{line}")?;
         stdin.flush()?;

@@ -1,7 +1,8 @@
 //! `cargo xtask symbol-order`: writes `cli/symbol-order.txt`, the functions of the release
 //! `netmirror` that `route show` (IPv4, IPv6, both, JSON, terse), `addr`, `link` and `rule`
 //! run, as callgrind sees them on a throwaway namespace with a few hundred routes of each
-//! family. `cli/build.rs` has the linker put them first in the binary's code, so those
+//! family, then those of the `nm` lists and the overview against NetworkManager sandboxed on a
+//! private bus (client-cache's `ci_bus nm`) with a few profiles. `cli/build.rs` has the linker put them first in the binary's code, so those
 //! commands map fewer code pages (see there). The same functions of the build `cargo bench`
 //! makes follow under their names there. Run it as root after a change of the toolchain, of
 //! dependencies, or of what those commands call; it needs `valgrind` and `nm`.
@@ -15,6 +16,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, bail};
 
 use crate::cmd;
+use crate::dbus_examples::Running;
 use crate::examples::Netns;
 
 /// Where the list goes, in the CLI's crate (it is part of its package).
@@ -31,6 +33,55 @@ const COMMANDS: &[&[&str]] = &[
     &["addr"],
     &["link"],
     &["rule"],
+];
+
+/// The NetworkManager commands whose functions follow (bench scenario 1's, then the other
+/// lists), run against the daemon sandboxed on a private bus (client-cache's `ci_bus nm`) with
+/// a few profiles of several types, one of them active.
+const NM_COMMANDS: &[&[&str]] = &[
+    &["-t", "nm", "device"],
+    &["-t", "nm", "connection"],
+    &[],
+    &["nm", "active"],
+    &["nm", "device"],
+    &["nm", "connection"],
+    &["--json", "nm", "connection"],
+];
+
+/// The profiles `nmcli connection add` makes for [`NM_COMMANDS`]; the first is activated.
+const NM_PROFILES: &[&[&str]] = &[
+    &[
+        "type",
+        "ethernet",
+        "ifname",
+        "nmxo0",
+        "con-name",
+        "order-eth",
+        "ipv4.method",
+        "manual",
+        "ipv4.addresses",
+        "192.0.2.1/24",
+        "ipv6.method",
+        "disabled",
+    ],
+    &[
+        "type",
+        "bridge",
+        "ifname",
+        "nmxobr",
+        "con-name",
+        "order-bridge",
+    ],
+    &[
+        "type",
+        "vlan",
+        "dev",
+        "nmxo0",
+        "id",
+        "7",
+        "con-name",
+        "order-vlan",
+    ],
 ];
 
 pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
@@ -64,6 +115,32 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
             }
         }
     }
+    drop(netns);
+    let mut trace = |n: usize, args: &[&str], bus: &str| -> anyhow::Result<()> {
+        let out = dir.join(format!("callgrind.nm.{n}"));
+        cmd::run(
+            Command::new("valgrind")
+                .args(["--tool=callgrind", "--demangle=no"])
+                .arg(format!("--callgrind-out-file={}", out.display()))
+                .arg(&binary)
+                .args(args)
+                .env("DBUS_SYSTEM_BUS_ADDRESS", bus)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )?;
+        let text = std::fs::read_to_string(&out)?;
+        for name in functions(&text) {
+            if seen.insert(name.to_owned()) {
+                order.push(name.to_owned());
+            }
+        }
+        Ok(())
+    };
+    let (daemon, address) = network_manager(root).context("the NetworkManager sandbox")?;
+    for (n, args) in NM_COMMANDS.iter().enumerate() {
+        trace(n, args, &address)?;
+    }
+    drop(daemon);
     let _ = std::fs::remove_dir_all(&dir);
     // Only the binary's own functions (callgrind also names the C library's).
     let symbols = code_symbols(&binary)?;
@@ -98,8 +175,8 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
         }
     }
     let mut list = String::from(
-        "# The functions `route show`, `addr`, `link` and `rule` run, which cli/build.rs has\n\
-         # the linker put first in the release binary's code. Written by\n\
+        "# The functions `route show`, `addr`, `link`, `rule` and the `nm` lists run, which\n\
+         # cli/build.rs has the linker put first in the release binary's code. Written by\n\
          # `cargo xtask symbol-order` (as root): run it again after a change of the toolchain,\n\
          # of dependencies, or of what those commands call.\n",
     );
@@ -113,6 +190,35 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
         bench_names.len()
     );
     Ok(())
+}
+
+/// Starts NetworkManager on a private bus (`ci_bus nm`, stopped when the returned process is
+/// dropped) and gives it a veth pair and [`NM_PROFILES`] (the first activated); returns the
+/// process and the bus address.
+fn network_manager(root: &Path) -> anyhow::Result<(Running, String)> {
+    cmd::run(cmd::cargo().args([
+        "build",
+        "-p",
+        "netmirror-client-cache",
+        "--example",
+        "ci_bus",
+    ]))?;
+    let ci_bus = root.join("target/debug/examples/ci_bus");
+    let mut bus = Running::start("ci_bus", Command::new(ci_bus).arg("nm"))?;
+    let address = bus.line()?;
+    bus.command("veth nmxo0")?;
+    let nmcli = |args: &[&str]| {
+        cmd::read(
+            Command::new("nmcli")
+                .args(args)
+                .env("DBUS_SYSTEM_BUS_ADDRESS", &address),
+        )
+    };
+    for profile in NM_PROFILES {
+        nmcli(&[&["connection", "add"], *profile].concat())?;
+    }
+    nmcli(&["--wait", "30", "connection", "up", "order-eth"])?;
+    Ok((bus, address))
 }
 
 /// The names of the functions `binary` defines.
