@@ -972,8 +972,7 @@ fn address_cell(addr: IpAddr) -> Cell {
 
 /// An address as `ip` prints it: a prefix of full length prints as the bare address.
 fn address(addr: IpAddr) -> String {
-    let full = if addr.is_ipv4() { 32 } else { 128 };
-    names::route_prefix(addr, full)
+    names::address(addr)
 }
 
 /// A rule's row.

@@ -715,6 +715,13 @@ pub fn route_prefix(addr: IpAddr, len: u8) -> String {
     text
 }
 
+/// An address as `ip` prints it, gateways and sources included: `inet_ntop`'s text (see
+/// [`push_ipv6`]), where `Display` writes an IPv4-compatible IPv6 address in hex.
+pub fn address(addr: IpAddr) -> String {
+    let full = if addr.is_ipv4() { 32 } else { 128 };
+    route_prefix(addr, full)
+}
+
 /// Appends [`route_prefix`]'s text to `text` (a printer writing a million routes reuses one
 /// buffer).
 pub fn push_route_prefix(text: &mut String, addr: IpAddr, len: u8) {

@@ -303,7 +303,7 @@ impl Encap {
                             .rev()
                             .filter_map(|at| srh.get(8 + at * 16..8 + at * 16 + 16))
                             .filter_map(|seg| <[u8; 16]>::try_from(seg).ok())
-                            .map(|seg| Ipv6Addr::from(seg).to_string())
+                            .map(|seg| crate::names::address(IpAddr::V6(Ipv6Addr::from(seg))))
                             .collect();
                         out.push((Cow::Borrowed("segs"), AttrValue::List(segs)));
                     } else {

@@ -53,7 +53,7 @@ pub fn route_lines(route: &Route, dev: IfName<'_>, details: bool) -> Vec<String>
         }
     }
     if let Some(prefsrc) = route.prefsrc() {
-        words.push(format!("src {prefsrc}"));
+        words.push(format!("src {}", names::address(prefsrc)));
     }
     if route.family() == Family::V6 || route.priority() != 0 {
         words.push(format!("metric {}", route.priority()));
@@ -159,7 +159,7 @@ pub fn nexthop_text(nh: &Nexthop, dev: IfName<'_>) -> String {
         }
     }
     if let Some(gateway) = nh.gateway() {
-        words.push(format!("via {gateway}"));
+        words.push(format!("via {}", names::address(gateway)));
     }
     if let Some(oif) = nh.oif() {
         words.push(format!("dev {}", dev(oif.into())));
@@ -179,9 +179,9 @@ pub fn nexthop_text(nh: &Nexthop, dev: IfName<'_>) -> String {
 /// `via GW`, or `via inet6 GW` for a gateway of the other family.
 fn via_text(family: Family, gateway: std::net::IpAddr) -> String {
     match (family, gateway) {
-        (Family::V4, std::net::IpAddr::V6(v6)) => format!("via inet6 {v6}"),
+        (Family::V4, std::net::IpAddr::V6(_)) => format!("via inet6 {}", names::address(gateway)),
         (Family::V6, std::net::IpAddr::V4(v4)) => format!("via inet {v4}"),
-        (_, gateway) => format!("via {gateway}"),
+        (_, gateway) => format!("via {}", names::address(gateway)),
     }
 }
 
@@ -252,10 +252,18 @@ pub fn address_text(addr: &Address) -> String {
     let mut words = vec![family.to_owned()];
     match addr.peer() {
         Some(peer) => {
-            words.push(addr.local().to_string());
-            words.push(format!("peer {peer}/{}", addr.prefix_len()));
+            words.push(names::address(addr.local()));
+            words.push(format!(
+                "peer {}/{}",
+                names::address(peer),
+                addr.prefix_len()
+            ));
         }
-        None => words.push(format!("{}/{}", addr.local(), addr.prefix_len())),
+        None => words.push(format!(
+            "{}/{}",
+            names::address(addr.local()),
+            addr.prefix_len()
+        )),
     }
     if let Some(brd) = addr.broadcast() {
         words.push(format!("brd {brd}"));

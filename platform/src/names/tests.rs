@@ -219,6 +219,32 @@ fn ipv6_prefixes_written_by_hand_match_display() {
     }
 }
 
+#[test]
+fn addresses_gateways_and_addresses_in_text_lines_as_ip_prints_them() {
+    for text in [
+        "::102:304",
+        "::1:0",
+        "::ffff:1.2.3.4",
+        "::1",
+        "::",
+        "2001:db8::1",
+        "0.0.0.0",
+        "192.0.2.1",
+    ] {
+        let addr: IpAddr = text.parse().unwrap();
+        assert_eq!(address(addr), ntop(addr), "{text}");
+    }
+    // The text lines (`-d`, the monitor's text, multipath hops) write gateways and
+    // addresses the same way.
+    let compatible: IpAddr = "::1.2.3.4".parse().unwrap();
+    let route = crate::Route::new("2001:db8::".parse().unwrap(), 64).with_gateway(compatible);
+    let line = crate::text::route_lines(&route, &crate::text::default_name, false).join(" ");
+    assert!(line.contains("via ::1.2.3.4"), "{line}");
+    let addr = crate::Address::new(crate::Ifindex(1), compatible, 96);
+    let line = crate::text::address_text(&addr);
+    assert!(line.starts_with("inet6 ::1.2.3.4/96 "), "{line}");
+}
+
 proptest::proptest! {
     /// Any address and length, groups biased towards zero so that runs of zeros of every
     /// length and place come up, written as `Display` writes it.
