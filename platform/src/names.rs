@@ -707,16 +707,18 @@ pub fn hw_address(bytes: &[u8]) -> Option<String> {
 }
 
 /// A prefix as `ip` prints a route's destination: `default` for a zero-length prefix, the bare
-/// address for a host route, `ADDR/LEN` otherwise; addresses as `inet_ntop` writes them (see
-/// [`push_ipv6`]).
+/// address for a host route, `ADDR/LEN` otherwise; addresses as `inet_ntop` writes them: IPv6
+/// in lowercase hex with the first longest run of zero groups as `::`, and an IPv4 address
+/// carried in IPv6 dotted (`::ffff:192.0.2.1`, and `::1.2.3.4` where `Display` writes
+/// `::102:304`).
 pub fn route_prefix(addr: IpAddr, len: u8) -> String {
     let mut text = String::with_capacity(if addr.is_ipv4() { 18 } else { 43 });
     push_route_prefix(&mut text, addr, len);
     text
 }
 
-/// An address as `ip` prints it, gateways and sources included: `inet_ntop`'s text (see
-/// [`push_ipv6`]), where `Display` writes an IPv4-compatible IPv6 address in hex.
+/// An address as `ip` prints it, gateways and sources included: `inet_ntop`'s text, as
+/// [`route_prefix`] writes a host route's destination.
 pub fn address(addr: IpAddr) -> String {
     let full = if addr.is_ipv4() { 32 } else { 128 };
     route_prefix(addr, full)
