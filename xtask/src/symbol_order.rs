@@ -96,17 +96,19 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(&dir)?;
     let mut order = Vec::new();
     let mut seen = HashSet::new();
-    for (n, args) in COMMANDS.iter().enumerate() {
-        let out = dir.join(format!("callgrind.{n}"));
+    // Runs `netmirror ARGS` under callgrind (`setup` adds its namespace or bus) and appends the
+    // functions it names that no earlier run named.
+    let mut trace = |name: String, args: &[&str], setup: &dyn Fn(&mut Command)| {
+        let out = dir.join(name);
         let mut valgrind = Command::new("valgrind");
         valgrind
             .args(["--tool=callgrind", "--demangle=no"])
             .arg(format!("--callgrind-out-file={}", out.display()))
             .arg(&binary)
-            .args(["--netns", &netns.0])
-            .args(*args)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
+        setup(&mut valgrind);
+        valgrind.args(args);
         cmd::run(&mut valgrind)?;
         let text = std::fs::read_to_string(&out)?;
         for name in functions(&text) {
@@ -114,31 +116,23 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
                 order.push(name.to_owned());
             }
         }
+        anyhow::Ok(())
+    };
+    for (n, args) in COMMANDS.iter().enumerate() {
+        trace(format!("callgrind.{n}"), args, &|valgrind: &mut Command| {
+            valgrind.args(["--netns", &netns.0]);
+        })?;
     }
     drop(netns);
-    let mut trace = |n: usize, args: &[&str], bus: &str| -> anyhow::Result<()> {
-        let out = dir.join(format!("callgrind.nm.{n}"));
-        cmd::run(
-            Command::new("valgrind")
-                .args(["--tool=callgrind", "--demangle=no"])
-                .arg(format!("--callgrind-out-file={}", out.display()))
-                .arg(&binary)
-                .args(args)
-                .env("DBUS_SYSTEM_BUS_ADDRESS", bus)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null()),
-        )?;
-        let text = std::fs::read_to_string(&out)?;
-        for name in functions(&text) {
-            if seen.insert(name.to_owned()) {
-                order.push(name.to_owned());
-            }
-        }
-        Ok(())
-    };
     let (daemon, address) = network_manager(root).context("the NetworkManager sandbox")?;
     for (n, args) in NM_COMMANDS.iter().enumerate() {
-        trace(n, args, &address)?;
+        trace(
+            format!("callgrind.nm.{n}"),
+            args,
+            &|valgrind: &mut Command| {
+                valgrind.env("DBUS_SYSTEM_BUS_ADDRESS", &address);
+            },
+        )?;
     }
     drop(daemon);
     let _ = std::fs::remove_dir_all(&dir);

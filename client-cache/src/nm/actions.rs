@@ -534,30 +534,22 @@ impl NmClient {
     /// and send back with [`NmClient::update_profile`].
     pub async fn profile_settings(&mut self, profile: &str) -> Result<SettingsMap> {
         let path = self.profile_path(profile)?;
-        let reply = self
-            .call(
-                &path,
-                iface::CONNECTION,
-                "GetSettings",
-                &(),
-                &format!("read profile {profile:?}"),
-            )
-            .await?;
-        reply.body().deserialize().map_err(|e| malformed(e, "read"))
+        self.get_settings(&path, &format!("read profile {profile:?}"))
+            .await
     }
 
     /// The settings of the profile at `path` as the daemon has them now (`GetSettings`),
     /// whether or not the cache holds them (a cache built with
     /// [`NmClient::builder_without_settings`] does not) or shows the profile; nothing is kept.
     pub async fn settings_at(&mut self, path: &str) -> Result<SettingsMap> {
+        self.get_settings(path, &format!("read the settings of {path}"))
+            .await
+    }
+
+    /// `GetSettings` on the profile at `path`; `what` words the call in an error.
+    async fn get_settings(&mut self, path: &str, what: &str) -> Result<SettingsMap> {
         let reply = self
-            .call(
-                path,
-                iface::CONNECTION,
-                "GetSettings",
-                &(),
-                &format!("read the settings of {path}"),
-            )
+            .call(path, iface::CONNECTION, "GetSettings", &(), what)
             .await?;
         reply.body().deserialize().map_err(|e| malformed(e, "read"))
     }
