@@ -302,6 +302,7 @@ fn load_v4(ctx: &Ctx, load: &mut Section, mut filter: Option<&mut Section>) -> a
 
 fn load_v6(ctx: &Ctx, load: &mut Section) -> anyhow::Result<()> {
     let ns = route_ns()?;
+    let baseline = count_baseline(ctx, &ns);
     let size = ctx.plan.v6_routes;
     let file = ctx.scratch_file("v6.batch");
     write_v6_batch(&file, 0..size)?;
@@ -335,14 +336,7 @@ fn load_v6(ctx: &Ctx, load: &mut Section) -> anyhow::Result<()> {
     let ip_json = ip(&ns, "-6 -j route show", &["-6", "-j", "route", "show"]);
     load.comparisons
         .push(ctx.compare(&case("show --json"), &json, &ip_json, no_setup));
-    let count = ours(ctx, &ns, &["route", "count"]);
-    load.comparisons
-        .push(ctx.compare(&case("count"), &count, &ip_show, no_setup));
-    if let Some(says) = count_says(ctx, &ns)
-        && let Some(memory) = says.split(" ⏎ ").find(|line| line.contains("bytes"))
-    {
-        load.headline(case("`route count` says"), memory.to_owned());
-    }
+    count_rows(ctx, load, &ns, &ip_show, &case, baseline, size);
     let (floor_cmp, floor_says) =
         floor::compare(ctx, ns.name(), &format!("{} IPv6", human(size)), false);
     load.headline(case("load / raw dump floor"), floor_says);
