@@ -1270,7 +1270,12 @@ impl<T: Object> DedupIndex<T> {
     /// Removes the entry in slot `slot` and returns its object.
     pub(crate) fn remove_slot(&mut self, slot: u32) -> Option<Arc<T>> {
         let obj = self.objs.get_mut(slot as usize)?.take()?;
-        let hash = self.hasher.hash_one(obj.id());
+        // The id table is searched for the slot number, so the kept short hash finds it as
+        // well as the id's full hash would, without building and hashing the id.
+        let hash = match self.hashes.get(slot as usize) {
+            Some(&short) if self.ids.short_hashes_suffice() => expand_short_hash(short),
+            _ => self.hash_of(&obj),
+        };
         if let Some((pos, _)) = self.ids.find(hash, |s| s == slot) {
             self.ids.remove_at(pos);
         }
