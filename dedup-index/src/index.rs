@@ -1102,14 +1102,16 @@ impl<T: Object> DedupIndex<T> {
         self.len += 1;
     }
 
-    /// Puts slot `slot` (whose object was taken and whose lanes are unlinked) on the free list.
+    /// Puts slot `slot` (whose object was taken and whose lanes are unlinked, so untracked) on
+    /// the free list.
     fn free_slot(&mut self, slot: u32) {
-        for lane in 0..self.tables.len() {
-            let at = self.lane(lane).at(slot);
-            self.links[at] = Link::UNTRACKED;
-        }
         let at = self.lane(0).at(slot);
-        self.links[at].next = self.free;
+        if let Some(link) = self.links.get_mut(at) {
+            *link = Link {
+                prev: list::UNTRACKED,
+                next: self.free,
+            };
+        }
         self.free = slot;
         self.len -= 1;
     }
@@ -1250,23 +1252,17 @@ impl<T: Object> DedupIndex<T> {
         }
     }
 
-    /// Unlinks slot `slot`, which held `obj`, from every lane.
+    /// Unlinks slot `slot`, which held `obj`, from every lane. Each index type finds the
+    /// partition from the object and reads the slot's link only in a lane that tracks it.
+    #[inline]
     fn unlink_all(&mut self, slot: u32, obj: &T) {
-        for lane_idx in 0..self.tables.len() {
-            let lane = self.lane(lane_idx);
-            if !self.links[lane.at(slot)].is_tracked() {
-                continue;
-            }
-            match self.tables[lane_idx].locate(obj) {
-                Located::Found(p) => self.unlink_from(lane_idx, p, slot),
-                Located::Untracked | Located::Missing => {
-                    tracing::warn!(
-                        lane = lane_idx,
-                        slot,
-                        "index type gave another partition for the same object"
-                    );
-                    self.links[lane.at(slot)] = Link::UNTRACKED;
-                }
+        for (lane_idx, table) in self.tables.iter_mut().enumerate() {
+            if !table.unlink(self.links.lane_mut(lane_idx), slot, obj) {
+                tracing::warn!(
+                    lane = lane_idx,
+                    slot,
+                    "index type gave another partition for the same object"
+                );
             }
         }
     }
@@ -1274,7 +1270,12 @@ impl<T: Object> DedupIndex<T> {
     /// Removes the entry in slot `slot` and returns its object.
     pub(crate) fn remove_slot(&mut self, slot: u32) -> Option<Arc<T>> {
         let obj = self.objs.get_mut(slot as usize)?.take()?;
-        let hash = self.hasher.hash_one(obj.id());
+        // The id table is searched for the slot number, so the kept short hash finds it as
+        // well as the id's full hash would, without building and hashing the id.
+        let hash = match self.hashes.get(slot as usize) {
+            Some(&short) if self.ids.short_hashes_suffice() => expand_short_hash(short),
+            _ => self.hash_of(&obj),
+        };
         if let Some((pos, _)) = self.ids.find(hash, |s| s == slot) {
             self.ids.remove_at(pos);
         }

@@ -103,6 +103,12 @@ impl Links {
         self.lanes.get(at.lane)?.get(at.slot as usize)
     }
 
+    /// The links of one lane, by slot (empty for a lane that does not exist).
+    #[inline]
+    pub(crate) fn lane_mut(&mut self, lane: usize) -> &mut [Link] {
+        self.lanes.get_mut(lane).map_or(&mut [], Vec::as_mut_slice)
+    }
+
     /// The link at `at`, if that slot has links.
     #[inline]
     pub(crate) fn get_mut(&mut self, at: At) -> Option<&mut Link> {
@@ -298,6 +304,32 @@ pub(crate) fn unlink(links: &mut Links, lane: Lane, head: &mut Head, slot: u32) 
     }
     head.len = head.len.saturating_sub(1);
     set(links, lane, slot, Link::UNTRACKED);
+}
+
+/// Unlinks `slot`, whose links are `link`, from `head`'s list in one lane (whose links are
+/// `lane`) and marks it untracked there: [`unlink`] on a lane's slice, with the slot's links
+/// already read.
+#[inline]
+pub(crate) fn unlink_in(lane: &mut [Link], head: &mut Head, slot: u32, link: Link) {
+    let Link { prev, next } = link;
+    if is_slot(prev) {
+        if let Some(prev_link) = lane.get_mut(prev as usize) {
+            prev_link.next = next;
+        }
+    } else {
+        head.first = next;
+    }
+    if is_slot(next) {
+        if let Some(next_link) = lane.get_mut(next as usize) {
+            next_link.prev = prev;
+        }
+    } else {
+        head.last = prev;
+    }
+    head.len = head.len.saturating_sub(1);
+    if let Some(link) = lane.get_mut(slot as usize) {
+        *link = Link::UNTRACKED;
+    }
 }
 
 /// Writes one element per page of the spare room of `vec` between the elements `from` and

@@ -11,7 +11,7 @@ use std::hash::{BuildHasher, Hash};
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
-use crate::list::Head;
+use crate::list::{self, Head, Link};
 use crate::object::{DENSE_KEYS, IndexType};
 
 /// Where an object falls in one index type.
@@ -31,6 +31,12 @@ pub(crate) trait PartitionTable<T>: Send + Sync {
     fn locate(&self, obj: &T) -> Located;
     /// Finds the partition of `obj`, creating it (with an empty head) if needed.
     fn locate_or_insert(&mut self, obj: &T) -> Option<u32>;
+    /// Unlinks `slot`, which holds `obj`, from its list in this index type (`lane` being the
+    /// links of its lane) and removes the partition if that emptied it. When the index type
+    /// does not track `obj`, the slot's link is not even read. Returns false if the slot was
+    /// linked but its partition was not found (an index type that broke its contract); the
+    /// slot is then only marked untracked.
+    fn unlink(&mut self, lane: &mut [Link], slot: u32, obj: &T) -> bool;
     /// The list heads, by partition number.
     fn heads(&self) -> &[Head];
     /// The list heads, by partition number.
@@ -173,6 +179,35 @@ where
         let key = self.index_type.partition(obj)?;
         let dense = dense_number::<T, X>(&self.index_type, &key);
         Some(self.find_or_insert_key(key, dense))
+    }
+
+    #[inline]
+    fn unlink(&mut self, lane: &mut [Link], slot: u32, obj: &T) -> bool {
+        // The contract: a slot is linked in this lane exactly when `partition` gives a key.
+        let Some(key) = self.index_type.partition(obj) else {
+            return true;
+        };
+        let Some(&link) = lane.get(slot as usize) else {
+            return true;
+        };
+        if !link.is_tracked() {
+            return true;
+        }
+        let dense = dense_number::<T, X>(&self.index_type, &key);
+        let Some(p) = self.find_dense(&key, dense).or_else(|| self.find_key(&key)) else {
+            if let Some(link) = lane.get_mut(slot as usize) {
+                *link = Link::UNTRACKED;
+            }
+            return false;
+        };
+        let Some(head) = self.heads.get_mut(p as usize) else {
+            return false;
+        };
+        list::unlink_in(lane, head, slot, link);
+        if head.len == 0 {
+            PartitionTable::<T>::remove(self, p);
+        }
+        true
     }
 
     fn heads(&self) -> &[Head] {
