@@ -774,6 +774,87 @@ impl LazyRow for RouteRow<'_> {
     fn push_json_compact(&mut self, idx: usize, out: &mut String) {
         self.push_json_as(idx, out, render::push_json_cell_compact);
     }
+
+    fn json_shape(&mut self) -> Option<u64> {
+        Some(self.fixed().into())
+    }
+
+    fn json_fixed(&mut self, idx: usize) -> Option<&'static str> {
+        use route_field as f;
+        let fixed = self.fixed();
+        let null = |bit: u32| (fixed & bit != 0).then_some("null");
+        let empty = |bit: u32| (fixed & bit != 0).then_some("[]");
+        match idx {
+            f::FAMILY if fixed & fixed::V6 != 0 => Some("\"inet6\""),
+            f::FAMILY => Some("\"inet\""),
+            f::GATEWAY => null(fixed::NO_GATEWAY),
+            f::DEV => null(fixed::NO_DEV),
+            f::PREFSRC => null(fixed::NO_PREFSRC),
+            f::SRC => null(fixed::NO_SRC),
+            f::NHID => null(fixed::NO_NHID),
+            f::ENCAP => null(fixed::NO_ENCAP),
+            f::REALMS => null(fixed::NO_REALMS),
+            f::PREF => null(fixed::NO_PREF),
+            f::EXPIRES => null(fixed::NO_EXPIRES),
+            f::MARK => null(fixed::NO_MARK),
+            f::IIF => null(fixed::NO_IIF),
+            f::TTL_PROPAGATE => null(fixed::NO_TTL_PROPAGATE),
+            f::NEXTHOPS => empty(fixed::NO_NEXTHOPS),
+            f::FLAGS => empty(fixed::NO_FLAGS),
+            f::METRICS => empty(fixed::NO_METRICS),
+            f::UNKNOWN => empty(fixed::NO_UNKNOWN),
+            _ => None,
+        }
+    }
+}
+
+/// The bits of [`RouteRow::fixed`]: the family, and what a route lacks.
+mod fixed {
+    pub(super) const V6: u32 = 1 << 0;
+    pub(super) const NO_GATEWAY: u32 = 1 << 1;
+    pub(super) const NO_DEV: u32 = 1 << 2;
+    pub(super) const NO_PREFSRC: u32 = 1 << 3;
+    pub(super) const NO_SRC: u32 = 1 << 4;
+    pub(super) const NO_NHID: u32 = 1 << 5;
+    pub(super) const NO_ENCAP: u32 = 1 << 6;
+    pub(super) const NO_REALMS: u32 = 1 << 7;
+    pub(super) const NO_PREF: u32 = 1 << 8;
+    pub(super) const NO_EXPIRES: u32 = 1 << 9;
+    pub(super) const NO_MARK: u32 = 1 << 10;
+    pub(super) const NO_IIF: u32 = 1 << 11;
+    pub(super) const NO_TTL_PROPAGATE: u32 = 1 << 12;
+    pub(super) const NO_NEXTHOPS: u32 = 1 << 13;
+    pub(super) const NO_FLAGS: u32 = 1 << 14;
+    pub(super) const NO_METRICS: u32 = 1 << 15;
+    pub(super) const NO_UNKNOWN: u32 = 1 << 16;
+}
+
+impl RouteRow<'_> {
+    /// The fields whose JSON is fixed for this route, as [`fixed`] bits: its family, and each
+    /// field it lacks (written `null` or `[]` by [`RouteRow::push_json_as`]). A gateway or a
+    /// device is lacking only on a route that is not multipath.
+    fn fixed(&self) -> u32 {
+        let route = self.route;
+        let bit = |lacks: bool, bit: u32| if lacks { bit } else { 0 };
+        let plain = route.multipath().is_empty();
+        bit(route.family() == platform::Family::V6, fixed::V6)
+            | bit(plain && route.gateway().is_none(), fixed::NO_GATEWAY)
+            | bit(plain && route.oif().is_none(), fixed::NO_DEV)
+            | bit(route.prefsrc().is_none(), fixed::NO_PREFSRC)
+            | bit(route.src().is_none(), fixed::NO_SRC)
+            | bit(route.nh_id().is_none(), fixed::NO_NHID)
+            | bit(route.encap().is_none(), fixed::NO_ENCAP)
+            | bit(route.realms().is_none(), fixed::NO_REALMS)
+            | bit(route.pref().is_none(), fixed::NO_PREF)
+            | bit(route.expires().is_none(), fixed::NO_EXPIRES)
+            | bit(route.mark().is_none(), fixed::NO_MARK)
+            | bit(route.iif().is_none(), fixed::NO_IIF)
+            | bit(route.ttl_propagate().is_none(), fixed::NO_TTL_PROPAGATE)
+            | bit(plain, fixed::NO_NEXTHOPS)
+            | bit(route.flags() == 0, fixed::NO_FLAGS)
+            | bit(!route.has_metrics(), fixed::NO_METRICS)
+            | bit(route.unknown_attributes().is_empty(), fixed::NO_UNKNOWN)
+    }
 }
 
 impl RouteRow<'_> {

@@ -264,6 +264,25 @@ pub(crate) trait LazyRow {
     fn push_json_compact(&mut self, idx: usize, out: &mut String) {
         self.with_cell(idx, |cell| push_json_cell_compact(out, cell));
     }
+
+    /// A key for the row's fixed values: every row with the same key has the same
+    /// [`LazyRow::json_fixed`] for every field. `None`, the default: the row has none.
+    ///
+    /// A monitor's JSON event writes a row's fixed values together with their keys, as
+    /// pieces of text kept while the next rows have the same key (in a burst of routes,
+    /// mostly every row).
+    fn json_shape(&mut self) -> Option<u64> {
+        None
+    }
+
+    /// Field `idx`'s compact JSON when it is fixed at compile time (`null`, `[]`, a name),
+    /// which only [`LazyRow::json_shape`] decides: exactly what
+    /// [`LazyRow::push_json_compact`] writes for it. `None`, the default: the value is
+    /// written by [`LazyRow::push_json_compact`].
+    fn json_fixed(&mut self, idx: usize) -> Option<&'static str> {
+        let _ = idx;
+        None
+    }
 }
 
 /// The rows of one change a monitor prints with [`Printer::event_rows`]: the object before
@@ -839,7 +858,7 @@ impl Printer {
                 new,
             });
         }
-        let keys = self.event_keys(fields)?;
+        let mut keys = self.event_keys(fields)?;
         self.event_line.clear();
         keys.push_head(&mut self.event_line, object, kind);
         keys.push_lazy_row(&mut self.event_line, rows.old_row());
@@ -1812,6 +1831,18 @@ struct JsonEventKeys {
     fields: &'static [Field],
     chosen: Vec<usize>,
     keys: Vec<String>,
+    /// The [`LazyRow::json_shape`] of the last row [`JsonEventKeys::push_lazy_row`] wrote
+    /// that had one, and what writes a row of that shape.
+    shaped: Option<(u64, Vec<Piece>)>,
+}
+
+/// A part of a row of JSON written by [`JsonEventKeys::push_lazy_row`].
+#[derive(Debug)]
+enum Piece {
+    /// Text written as it is: keys, fixed values, braces.
+    Text(String),
+    /// The value of field `idx`, written by the row.
+    Field(usize),
 }
 
 impl JsonEventKeys {
@@ -1821,7 +1852,29 @@ impl JsonEventKeys {
             fields,
             chosen,
             keys,
+            shaped: None,
         }
+    }
+
+    /// What writes `row` and the rows of its shape: the keys, and the fixed values between
+    /// the other fields, joined into one text each.
+    fn pieces(&self, row: &mut impl LazyRow) -> Vec<Piece> {
+        let mut pieces = Vec::new();
+        let mut text = String::from("{");
+        for (key, &idx) in self.keys.iter().zip(&self.chosen) {
+            text.push_str(key);
+            match row.json_fixed(idx) {
+                Some(value) => text.push_str(value),
+                None => {
+                    pieces.push(Piece::Text(std::mem::take(&mut text)));
+                    pieces.push(Piece::Field(idx));
+                }
+            }
+        }
+        text.push('}');
+        pieces.push(Piece::Text(text));
+        pieces.retain(|piece| !matches!(piece, Piece::Text(text) if text.is_empty()));
+        pieces
     }
 
     /// Appends `event` as one line: what `serde_json::to_writer` writes for the object
@@ -1845,17 +1898,34 @@ impl JsonEventKeys {
     }
 
     /// Appends one row as [`JsonEventKeys::push_row`] does, its values written by the row.
-    fn push_lazy_row(&self, out: &mut String, row: Option<impl LazyRow>) {
+    /// The fixed values of a row with a shape ([`LazyRow::json_shape`]) are written with
+    /// their keys as the pieces of text of the last row of that shape.
+    fn push_lazy_row(&mut self, out: &mut String, row: Option<impl LazyRow>) {
         let Some(mut row) = row else {
             out.push_str("null");
             return;
         };
-        out.push('{');
-        for (key, &idx) in self.keys.iter().zip(&self.chosen) {
-            out.push_str(key);
-            row.push_json_compact(idx, out);
+        let Some(shape) = row.json_shape() else {
+            out.push('{');
+            for (key, &idx) in self.keys.iter().zip(&self.chosen) {
+                out.push_str(key);
+                row.push_json_compact(idx, out);
+            }
+            out.push('}');
+            return;
+        };
+        if self.shaped.as_ref().is_none_or(|(held, _)| *held != shape) {
+            self.shaped = Some((shape, self.pieces(&mut row)));
         }
-        out.push('}');
+        let Some((_, pieces)) = &self.shaped else {
+            return;
+        };
+        for piece in pieces {
+            match piece {
+                Piece::Text(text) => out.push_str(text),
+                Piece::Field(idx) => row.push_json_compact(*idx, out),
+            }
+        }
     }
 
     /// Appends one row as a compact JSON object of the chosen fields (`null` without a row).

@@ -329,6 +329,12 @@ fn a_route_row_writes_what_its_cells_write() {
             push_json_cell(&mut json, &cell);
             row.push_json(idx, &mut lazy_json);
             assert_eq!(lazy_json, json, "{} of {route:?}", field.key);
+            // A fixed value is what the row writes for it (on a monitor's one line).
+            let mut compact = String::new();
+            row.push_json_compact(idx, &mut compact);
+            if let Some(fixed) = row.json_fixed(idx) {
+                assert_eq!(fixed, compact, "{} of {route:?}", field.key);
+            }
         }
     }
 }
