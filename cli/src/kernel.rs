@@ -523,6 +523,10 @@ pub(crate) struct NameMemo {
     /// The last gateway and preferred source, as text (many routes share them).
     gateway: Option<(IpAddr, String)>,
     prefsrc: Option<(IpAddr, String)>,
+    /// What the last text for people written of each field [`Shown`] knows showed (see
+    /// [`LazyRow::same_tail`]), and which of them were written (bit `1 << idx`).
+    shown: Shown,
+    shown_fields: u32,
 }
 
 impl NameMemo {
@@ -530,6 +534,92 @@ impl NameMemo {
     /// names follow the links, and a renamed link keeps its index).
     pub(crate) fn forget_devices(&mut self) {
         self.dev = None;
+        self.shown_fields = 0;
+    }
+}
+
+/// What the fields of a route whose text follows from one number or address show: equal
+/// values, equal texts. Its family, type, gateway and device (unless they are a multipath
+/// route's lists), table, protocol, scope, metric, preferred source and TOS.
+#[derive(Clone, Copy, PartialEq, Default)]
+struct Shown {
+    v6: bool,
+    kind: u8,
+    gateway: Option<Option<IpAddr>>,
+    dev: Option<Option<u32>>,
+    table: u32,
+    protocol: u8,
+    scope: u8,
+    metric: u32,
+    prefsrc: Option<IpAddr>,
+    tos: u8,
+}
+
+impl Shown {
+    fn of(route: &Route) -> Shown {
+        let multipath = !route.multipath().is_empty();
+        let gateway = route.gateway();
+        Shown {
+            v6: route.family() == platform::Family::V6,
+            kind: route.kind().0,
+            // `None`: a list of the hops' (not compared).
+            gateway: (gateway.is_some() || !multipath).then_some(gateway),
+            dev: (route.oif().is_some() || !multipath).then(|| route.oif().map(u32::from)),
+            table: route.table().0,
+            protocol: route.protocol().0,
+            scope: route.scope().0,
+            metric: route.priority(),
+            prefsrc: route.prefsrc(),
+            tos: route.tos(),
+        }
+    }
+
+    /// Whether field `idx` shows the same in both (false for a field not compared).
+    #[inline]
+    fn same(&self, other: &Shown, idx: usize) -> bool {
+        use route_field as f;
+        match idx {
+            f::FAMILY => self.v6 == other.v6,
+            f::TYPE => self.kind == other.kind,
+            f::GATEWAY => self.gateway.is_some() && self.gateway == other.gateway,
+            f::DEV => self.dev.is_some() && self.dev == other.dev,
+            f::TABLE => self.table == other.table,
+            f::PROTOCOL => self.protocol == other.protocol,
+            f::SCOPE => self.scope == other.scope,
+            f::METRIC => self.metric == other.metric,
+            f::PREFSRC => self.prefsrc == other.prefsrc,
+            f::TOS => self.tos == other.tos,
+            _ => false,
+        }
+    }
+
+    /// Sets field `idx` to `route`'s; false when it is not compared (a field not known,
+    /// or a multipath route's list).
+    fn set(&mut self, route: &Route, idx: usize) -> bool {
+        use route_field as f;
+        match idx {
+            f::FAMILY => self.v6 = route.family() == platform::Family::V6,
+            f::TYPE => self.kind = route.kind().0,
+            f::GATEWAY => {
+                let gateway = route.gateway();
+                self.gateway =
+                    (gateway.is_some() || route.multipath().is_empty()).then_some(gateway);
+                return self.gateway.is_some();
+            }
+            f::DEV => {
+                let oif = route.oif().map(u32::from);
+                self.dev = (oif.is_some() || route.multipath().is_empty()).then_some(oif);
+                return self.dev.is_some();
+            }
+            f::TABLE => self.table = route.table().0,
+            f::PROTOCOL => self.protocol = route.protocol().0,
+            f::SCOPE => self.scope = route.scope().0,
+            f::METRIC => self.metric = route.priority(),
+            f::PREFSRC => self.prefsrc = route.prefsrc(),
+            f::TOS => self.tos = route.tos(),
+            _ => return false,
+        }
+        true
     }
 }
 
@@ -750,6 +840,15 @@ impl LazyRow for RouteRow<'_> {
 
     fn push_text(&mut self, idx: usize, out: &mut String) {
         use route_field as f;
+        if idx < 32 {
+            // The bit is clear for a field whose text is not compared.
+            let memo = &mut *self.memo;
+            if memo.shown.set(self.route, idx) {
+                memo.shown_fields |= 1 << idx;
+            } else {
+                memo.shown_fields &= !(1 << idx);
+            }
+        }
         match idx {
             f::FAMILY => out.push_str(family_name(self.route.family())),
             f::DST => names::push_route_prefix(out, self.route.dst(), self.route.dst_len()),
@@ -765,6 +864,22 @@ impl LazyRow for RouteRow<'_> {
                 }
             }
         }
+    }
+
+    fn same_tail(&mut self, fields: &[usize]) -> usize {
+        let now = Shown::of(self.route);
+        let memo = &*self.memo;
+        // Mostly every field is as before: one comparison.
+        let all = now == memo.shown;
+        fields
+            .iter()
+            .rev()
+            .take_while(|&&idx| {
+                idx < 32
+                    && memo.shown_fields & (1 << idx) != 0
+                    && (all || now.same(&memo.shown, idx))
+            })
+            .count()
     }
 
     fn push_json(&mut self, idx: usize, out: &mut String) {

@@ -254,6 +254,16 @@ pub(crate) trait LazyRow {
         self.with_cell(idx, |cell| cell.push_text(out));
     }
 
+    /// How many of the last of `fields` (field indexes, in the order written) have for
+    /// certain the text for people that [`LazyRow::push_text`] last appended for each (rows
+    /// that share what they remember, such as a route's [`NameMemo`](crate::kernel::NameMemo),
+    /// written one after the other): an aligned [`RowStream`] then copies that part of the
+    /// line before instead of writing it again. 0 when not known.
+    fn same_tail(&mut self, fields: &[usize]) -> usize {
+        let _ = fields;
+        0
+    }
+
     /// Appends field `idx`'s JSON value (as [`RowStream`] writes a cell's).
     fn push_json(&mut self, idx: usize, out: &mut String) {
         self.with_cell(idx, |cell| push_json_cell(out, cell));
@@ -1451,6 +1461,12 @@ pub(crate) struct RowStream<'p> {
     measured: Vec<usize>,
     /// A reused line.
     line: String,
+    /// Human mode without color, once the widths are settled: the last row's line as
+    /// written (before its trailing spaces are trimmed), where each chosen column starts in
+    /// it, and whether it is there to copy from (see [`LazyRow::same_tail`]).
+    last_line: String,
+    last_starts: Vec<usize>,
+    has_last: bool,
     /// JSON: what comes before each chosen field's value (`,\n    "key": `), made once.
     json_keys: Vec<String>,
     /// Only lines ([`Printer::lines`]): no header, no columns.
@@ -1519,6 +1535,9 @@ impl<'p> RowStream<'p> {
             held_ends: Vec::new(),
             measured: Vec::new(),
             line: String::new(),
+            last_line: String::new(),
+            last_starts: Vec::new(),
+            has_last: false,
             json_keys: Vec::new(),
             raw,
         }
@@ -1597,6 +1616,8 @@ impl RowStream<'_> {
             return false;
         }
         self.rows = mark.rows;
+        // The rows remembered may be taken back: the next one is written whole.
+        self.has_last = false;
         self.pending.truncate(mark.pending);
         self.held.truncate(mark.held);
         self.held_ends.truncate(mark.held_ends);
@@ -1662,17 +1683,40 @@ impl RowStream<'_> {
         let widths = self.widths.as_deref().unwrap_or(&[]);
         let last = self.chosen.len().saturating_sub(1);
         if !color {
-            // Straight into the output: no line of its own to copy.
+            // Straight into the output: no line of its own to copy. The columns from `reuse`
+            // on show what they showed in the row before (a route's gateway, device, table
+            // ... mostly do): that part of its line is copied, padding and all (a column's
+            // padding follows from its own text only).
+            let n_cols = self.chosen.len();
+            let mut reuse = n_cols;
+            if self.has_last && self.last_starts.len() == n_cols {
+                reuse -= row.same_tail(&self.chosen).min(n_cols);
+            }
+            self.last_starts.resize(n_cols, 0);
             let out = &mut self.pending;
             let line_start = out.len();
-            for (col, &idx) in self.chosen.iter().enumerate() {
+            for (col, &idx) in self.chosen[..reuse].iter().enumerate() {
                 let start = out.len();
+                self.last_starts[col] = start - line_start;
                 row.push_text(idx, out);
                 if col != last {
                     let width = width_of(&out[start..]);
                     push_spaces(out, widths[col].saturating_sub(width) + 2);
                 }
             }
+            if reuse < n_cols {
+                let from = self.last_starts[reuse];
+                let to = out.len() - line_start;
+                out.push_str(&self.last_line[from..]);
+                for start in &mut self.last_starts[reuse..] {
+                    *start = *start - from + to;
+                }
+            }
+            if reuse > 0 {
+                self.last_line.clear();
+                self.last_line.push_str(&out[line_start..]);
+            }
+            self.has_last = true;
             let kept = out[line_start..].trim_end().len();
             out.truncate(line_start + kept);
             out.push('\n');
