@@ -527,6 +527,8 @@ pub(crate) struct NameMemo {
     /// [`LazyRow::same_tail`]), and which of them were written (bit `1 << idx`).
     shown: Shown,
     shown_fields: u32,
+    /// The same for the last JSON written of each field.
+    json_fields: u32,
 }
 
 impl NameMemo {
@@ -535,12 +537,15 @@ impl NameMemo {
     pub(crate) fn forget_devices(&mut self) {
         self.dev = None;
         self.shown_fields = 0;
+        self.json_fields = 0;
     }
 }
 
-/// What the fields of a route whose text follows from one number or address show: equal
-/// values, equal texts. Its family, type, gateway and device (unless they are a multipath
-/// route's lists), table, protocol, scope, metric, preferred source and TOS.
+/// What the fields of a route whose text and JSON follow from one number or address show:
+/// equal values, equal texts. Its family, type, gateway and device (unless they are a
+/// multipath route's lists), table, protocol, scope, metric, preferred source and TOS; with
+/// the rare parts ([`Shown::of`]), its flags and preference, and which of the fields most
+/// routes lack it lacks (their text then shows nothing).
 #[derive(Clone, Copy, PartialEq, Default)]
 struct Shown {
     v6: bool,
@@ -553,10 +558,67 @@ struct Shown {
     metric: u32,
     prefsrc: Option<IpAddr>,
     tos: u8,
+    flags: u32,
+    pref: Option<u8>,
+    /// The fields of [`RARE_FIELDS`] the route lacks (bit `1 << idx`).
+    lacks: u32,
+}
+
+/// The fields that most routes lack, compared in [`Shown`] only as lacking.
+const RARE_FIELDS: [usize; 11] = {
+    use route_field as f;
+    [
+        f::SRC,
+        f::NEXTHOPS,
+        f::NHID,
+        f::ENCAP,
+        f::REALMS,
+        f::EXPIRES,
+        f::MARK,
+        f::IIF,
+        f::TTL_PROPAGATE,
+        f::METRICS,
+        f::UNKNOWN,
+    ]
+};
+
+/// Whether `route` lacks field `idx` of [`RARE_FIELDS`] (false for another field).
+fn lacks(route: &Route, idx: usize) -> bool {
+    use route_field as f;
+    match idx {
+        f::SRC => route.src().is_none(),
+        f::NEXTHOPS => route.multipath().is_empty(),
+        f::NHID => route.nh_id().is_none(),
+        f::ENCAP => route.encap().is_none(),
+        f::REALMS => route.realms().is_none(),
+        f::EXPIRES => route.expires().is_none(),
+        f::MARK => route.mark().is_none(),
+        f::IIF => route.iif().is_none(),
+        f::TTL_PROPAGATE => route.ttl_propagate().is_none(),
+        f::METRICS => !route.has_metrics(),
+        f::UNKNOWN => route.unknown_attributes().is_empty(),
+        _ => false,
+    }
 }
 
 impl Shown {
-    fn of(route: &Route) -> Shown {
+    /// The fields of `route`; its flags, preference and rare fields too when `rare` (else
+    /// they stay unknown).
+    fn of(route: &Route, rare: bool) -> Shown {
+        let mut shown = Shown::of_common(route);
+        if rare {
+            shown.flags = route.flags();
+            shown.pref = route.pref();
+            for idx in RARE_FIELDS {
+                if lacks(route, idx) {
+                    shown.lacks |= 1 << idx;
+                }
+            }
+        }
+        shown
+    }
+
+    fn of_common(route: &Route) -> Shown {
         let multipath = !route.multipath().is_empty();
         let gateway = route.gateway();
         Shown {
@@ -571,6 +633,9 @@ impl Shown {
             metric: route.priority(),
             prefsrc: route.prefsrc(),
             tos: route.tos(),
+            flags: 0,
+            pref: None,
+            lacks: 0,
         }
     }
 
@@ -589,6 +654,9 @@ impl Shown {
             f::METRIC => self.metric == other.metric,
             f::PREFSRC => self.prefsrc == other.prefsrc,
             f::TOS => self.tos == other.tos,
+            f::FLAGS => self.flags == other.flags,
+            f::PREF => self.pref == other.pref,
+            idx if idx < 32 => self.lacks & other.lacks & (1 << idx) != 0,
             _ => false,
         }
     }
@@ -617,6 +685,17 @@ impl Shown {
             f::METRIC => self.metric = route.priority(),
             f::PREFSRC => self.prefsrc = route.prefsrc(),
             f::TOS => self.tos = route.tos(),
+            f::FLAGS => self.flags = route.flags(),
+            f::PREF => self.pref = route.pref(),
+            idx if idx < 32 && RARE_FIELDS.contains(&idx) => {
+                let lacking = lacks(route, idx);
+                if lacking {
+                    self.lacks |= 1 << idx;
+                } else {
+                    self.lacks &= !(1 << idx);
+                }
+                return lacking;
+            }
             _ => return false,
         }
         true
@@ -843,6 +922,7 @@ impl LazyRow for RouteRow<'_> {
         if idx < 32 {
             // The bit is clear for a field whose text is not compared.
             let memo = &mut *self.memo;
+            memo.json_fields &= !(1 << idx);
             if memo.shown.set(self.route, idx) {
                 memo.shown_fields |= 1 << idx;
             } else {
@@ -867,7 +947,7 @@ impl LazyRow for RouteRow<'_> {
     }
 
     fn same_tail(&mut self, fields: &[usize]) -> usize {
-        let now = Shown::of(self.route);
+        let now = Shown::of(self.route, false);
         let memo = &*self.memo;
         // Mostly every field is as before: one comparison.
         let all = now == memo.shown;
@@ -877,6 +957,21 @@ impl LazyRow for RouteRow<'_> {
             .take_while(|&&idx| {
                 idx < 32
                     && memo.shown_fields & (1 << idx) != 0
+                    && (all || now.same(&memo.shown, idx))
+            })
+            .count()
+    }
+
+    fn same_json_tail(&mut self, fields: &[usize]) -> usize {
+        let now = Shown::of(self.route, true);
+        let memo = &*self.memo;
+        let all = now == memo.shown;
+        fields
+            .iter()
+            .rev()
+            .take_while(|&&idx| {
+                idx < 32
+                    && memo.json_fields & (1 << idx) != 0
                     && (all || now.same(&memo.shown, idx))
             })
             .count()
@@ -897,6 +992,17 @@ impl RouteRow<'_> {
     /// writes `null`, numbers, strings and `[]` as this does, nested values its own way).
     fn push_json_as(&mut self, idx: usize, out: &mut String, cell_json: fn(&mut String, &Cell)) {
         use route_field as f;
+        if idx < 32 {
+            // As `push_text` does, for the JSON (the values of the fields compared make the
+            // same JSON in both shapes).
+            let memo = &mut *self.memo;
+            memo.shown_fields &= !(1 << idx);
+            if memo.shown.set(self.route, idx) {
+                memo.json_fields |= 1 << idx;
+            } else {
+                memo.json_fields &= !(1 << idx);
+            }
+        }
         match idx {
             f::FAMILY => {
                 out.push('"');

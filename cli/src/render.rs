@@ -264,6 +264,12 @@ pub(crate) trait LazyRow {
         0
     }
 
+    /// [`LazyRow::same_tail`] for the JSON that [`LazyRow::push_json`] appends.
+    fn same_json_tail(&mut self, fields: &[usize]) -> usize {
+        let _ = fields;
+        0
+    }
+
     /// Appends field `idx`'s JSON value (as [`RowStream`] writes a cell's).
     fn push_json(&mut self, idx: usize, out: &mut String) {
         self.with_cell(idx, |cell| push_json_cell(out, cell));
@@ -1463,7 +1469,8 @@ pub(crate) struct RowStream<'p> {
     line: String,
     /// Human mode without color, once the widths are settled: the last row's line as
     /// written (before its trailing spaces are trimmed), where each chosen column starts in
-    /// it, and whether it is there to copy from (see [`LazyRow::same_tail`]).
+    /// it, and whether it is there to copy from (see [`LazyRow::same_tail`]); JSON: the last
+    /// row's fields, between its braces.
     last_line: String,
     last_starts: Vec<usize>,
     has_last: bool,
@@ -1654,13 +1661,36 @@ impl RowStream<'_> {
     }
 
     /// One row as `serde_json`'s pretty printer writes an element of an array of objects.
+    /// The fields from `reuse` on have the values they had in the row before: that part of
+    /// it is copied (as [`RowStream::human_row`] copies a line's).
     fn json_row(&mut self, row: &mut impl LazyRow) {
+        let n_fields = self.chosen.len();
+        let mut reuse = n_fields;
+        if self.has_last && self.last_starts.len() == n_fields {
+            reuse -= row.same_json_tail(&self.chosen).min(n_fields);
+        }
+        self.last_starts.resize(n_fields, 0);
         let out = &mut self.pending;
         out.push_str(if self.rows == 0 { "[\n  {" } else { ",\n  {" });
-        for (key, &idx) in self.json_keys.iter().zip(&self.chosen) {
+        let row_start = out.len();
+        for (col, (key, &idx)) in self.json_keys.iter().zip(&self.chosen[..reuse]).enumerate() {
+            self.last_starts[col] = out.len() - row_start;
             out.push_str(key);
             row.push_json(idx, out);
         }
+        if reuse < n_fields {
+            let from = self.last_starts[reuse];
+            let to = out.len() - row_start;
+            out.push_str(&self.last_line[from..]);
+            for start in &mut self.last_starts[reuse..] {
+                *start = *start - from + to;
+            }
+        }
+        if reuse > 0 {
+            self.last_line.clear();
+            self.last_line.push_str(&out[row_start..]);
+        }
+        self.has_last = true;
         out.push_str(if self.chosen.is_empty() { "}" } else { "\n  }" });
     }
 
