@@ -523,6 +523,12 @@ pub(crate) struct NameMemo {
     /// The last gateway and preferred source, as text (many routes share them).
     gateway: Option<(IpAddr, String)>,
     prefsrc: Option<(IpAddr, String)>,
+    /// What the last text for people written of each field [`Shown`] knows showed (see
+    /// [`LazyRow::same_tail`]), and which of them were written (bit `1 << idx`).
+    shown: Shown,
+    shown_fields: u32,
+    /// The same for the last JSON written of each field.
+    json_fields: u32,
 }
 
 impl NameMemo {
@@ -530,6 +536,169 @@ impl NameMemo {
     /// names follow the links, and a renamed link keeps its index).
     pub(crate) fn forget_devices(&mut self) {
         self.dev = None;
+        self.shown_fields = 0;
+        self.json_fields = 0;
+    }
+}
+
+/// What the fields of a route whose text and JSON follow from one number or address show:
+/// equal values, equal texts. Its family, type, gateway and device (unless they are a
+/// multipath route's lists), table, protocol, scope, metric, preferred source and TOS; with
+/// the rare parts ([`Shown::of`]), its flags and preference, and which of the fields most
+/// routes lack it lacks (their text then shows nothing).
+#[derive(Clone, Copy, PartialEq, Default)]
+struct Shown {
+    v6: bool,
+    kind: u8,
+    gateway: Option<Option<IpAddr>>,
+    dev: Option<Option<u32>>,
+    table: u32,
+    protocol: u8,
+    scope: u8,
+    metric: u32,
+    prefsrc: Option<IpAddr>,
+    tos: u8,
+    flags: u32,
+    pref: Option<u8>,
+    /// The fields of [`RARE_FIELDS`] the route lacks (bit `1 << idx`).
+    lacks: u32,
+}
+
+/// The fields that most routes lack, compared in [`Shown`] only as lacking.
+const RARE_FIELDS: [usize; 11] = {
+    use route_field as f;
+    [
+        f::SRC,
+        f::NEXTHOPS,
+        f::NHID,
+        f::ENCAP,
+        f::REALMS,
+        f::EXPIRES,
+        f::MARK,
+        f::IIF,
+        f::TTL_PROPAGATE,
+        f::METRICS,
+        f::UNKNOWN,
+    ]
+};
+
+/// Whether `route` lacks field `idx` of [`RARE_FIELDS`] (false for another field).
+fn lacks(route: &Route, idx: usize) -> bool {
+    use route_field as f;
+    match idx {
+        f::SRC => route.src().is_none(),
+        f::NEXTHOPS => route.multipath().is_empty(),
+        f::NHID => route.nh_id().is_none(),
+        f::ENCAP => route.encap().is_none(),
+        f::REALMS => route.realms().is_none(),
+        f::EXPIRES => route.expires().is_none(),
+        f::MARK => route.mark().is_none(),
+        f::IIF => route.iif().is_none(),
+        f::TTL_PROPAGATE => route.ttl_propagate().is_none(),
+        f::METRICS => !route.has_metrics(),
+        f::UNKNOWN => route.unknown_attributes().is_empty(),
+        _ => false,
+    }
+}
+
+impl Shown {
+    /// The fields of `route`; its flags, preference and rare fields too when `rare` (else
+    /// they stay unknown).
+    fn of(route: &Route, rare: bool) -> Shown {
+        let mut shown = Shown::of_common(route);
+        if rare {
+            shown.flags = route.flags();
+            shown.pref = route.pref();
+            for idx in RARE_FIELDS {
+                if lacks(route, idx) {
+                    shown.lacks |= 1 << idx;
+                }
+            }
+        }
+        shown
+    }
+
+    fn of_common(route: &Route) -> Shown {
+        let multipath = !route.multipath().is_empty();
+        let gateway = route.gateway();
+        Shown {
+            v6: route.family() == platform::Family::V6,
+            kind: route.kind().0,
+            // `None`: a list of the hops' (not compared).
+            gateway: (gateway.is_some() || !multipath).then_some(gateway),
+            dev: (route.oif().is_some() || !multipath).then(|| route.oif().map(u32::from)),
+            table: route.table().0,
+            protocol: route.protocol().0,
+            scope: route.scope().0,
+            metric: route.priority(),
+            prefsrc: route.prefsrc(),
+            tos: route.tos(),
+            flags: 0,
+            pref: None,
+            lacks: 0,
+        }
+    }
+
+    /// Whether field `idx` shows the same in both (false for a field not compared).
+    #[inline]
+    fn same(&self, other: &Shown, idx: usize) -> bool {
+        use route_field as f;
+        match idx {
+            f::FAMILY => self.v6 == other.v6,
+            f::TYPE => self.kind == other.kind,
+            f::GATEWAY => self.gateway.is_some() && self.gateway == other.gateway,
+            f::DEV => self.dev.is_some() && self.dev == other.dev,
+            f::TABLE => self.table == other.table,
+            f::PROTOCOL => self.protocol == other.protocol,
+            f::SCOPE => self.scope == other.scope,
+            f::METRIC => self.metric == other.metric,
+            f::PREFSRC => self.prefsrc == other.prefsrc,
+            f::TOS => self.tos == other.tos,
+            f::FLAGS => self.flags == other.flags,
+            f::PREF => self.pref == other.pref,
+            idx if idx < 32 => self.lacks & other.lacks & (1 << idx) != 0,
+            _ => false,
+        }
+    }
+
+    /// Sets field `idx` to `route`'s; false when it is not compared (a field not known,
+    /// or a multipath route's list).
+    fn set(&mut self, route: &Route, idx: usize) -> bool {
+        use route_field as f;
+        match idx {
+            f::FAMILY => self.v6 = route.family() == platform::Family::V6,
+            f::TYPE => self.kind = route.kind().0,
+            f::GATEWAY => {
+                let gateway = route.gateway();
+                self.gateway =
+                    (gateway.is_some() || route.multipath().is_empty()).then_some(gateway);
+                return self.gateway.is_some();
+            }
+            f::DEV => {
+                let oif = route.oif().map(u32::from);
+                self.dev = (oif.is_some() || route.multipath().is_empty()).then_some(oif);
+                return self.dev.is_some();
+            }
+            f::TABLE => self.table = route.table().0,
+            f::PROTOCOL => self.protocol = route.protocol().0,
+            f::SCOPE => self.scope = route.scope().0,
+            f::METRIC => self.metric = route.priority(),
+            f::PREFSRC => self.prefsrc = route.prefsrc(),
+            f::TOS => self.tos = route.tos(),
+            f::FLAGS => self.flags = route.flags(),
+            f::PREF => self.pref = route.pref(),
+            idx if idx < 32 && RARE_FIELDS.contains(&idx) => {
+                let lacking = lacks(route, idx);
+                if lacking {
+                    self.lacks |= 1 << idx;
+                } else {
+                    self.lacks &= !(1 << idx);
+                }
+                return lacking;
+            }
+            _ => return false,
+        }
+        true
     }
 }
 
@@ -750,6 +919,16 @@ impl LazyRow for RouteRow<'_> {
 
     fn push_text(&mut self, idx: usize, out: &mut String) {
         use route_field as f;
+        if idx < 32 {
+            // The bit is clear for a field whose text is not compared.
+            let memo = &mut *self.memo;
+            memo.json_fields &= !(1 << idx);
+            if memo.shown.set(self.route, idx) {
+                memo.shown_fields |= 1 << idx;
+            } else {
+                memo.shown_fields &= !(1 << idx);
+            }
+        }
         match idx {
             f::FAMILY => out.push_str(family_name(self.route.family())),
             f::DST => names::push_route_prefix(out, self.route.dst(), self.route.dst_len()),
@@ -765,6 +944,37 @@ impl LazyRow for RouteRow<'_> {
                 }
             }
         }
+    }
+
+    fn same_tail(&mut self, fields: &[usize]) -> usize {
+        let now = Shown::of(self.route, false);
+        let memo = &*self.memo;
+        // Mostly every field is as before: one comparison.
+        let all = now == memo.shown;
+        fields
+            .iter()
+            .rev()
+            .take_while(|&&idx| {
+                idx < 32
+                    && memo.shown_fields & (1 << idx) != 0
+                    && (all || now.same(&memo.shown, idx))
+            })
+            .count()
+    }
+
+    fn same_json_tail(&mut self, fields: &[usize]) -> usize {
+        let now = Shown::of(self.route, true);
+        let memo = &*self.memo;
+        let all = now == memo.shown;
+        fields
+            .iter()
+            .rev()
+            .take_while(|&&idx| {
+                idx < 32
+                    && memo.json_fields & (1 << idx) != 0
+                    && (all || now.same(&memo.shown, idx))
+            })
+            .count()
     }
 
     fn push_json(&mut self, idx: usize, out: &mut String) {
@@ -863,6 +1073,17 @@ impl RouteRow<'_> {
     /// writes `null`, numbers, strings and `[]` as this does, nested values its own way).
     fn push_json_as(&mut self, idx: usize, out: &mut String, cell_json: fn(&mut String, &Cell)) {
         use route_field as f;
+        if idx < 32 {
+            // As `push_text` does, for the JSON (the values of the fields compared make the
+            // same JSON in both shapes).
+            let memo = &mut *self.memo;
+            memo.shown_fields &= !(1 << idx);
+            if memo.shown.set(self.route, idx) {
+                memo.json_fields |= 1 << idx;
+            } else {
+                memo.json_fields &= !(1 << idx);
+            }
+        }
         match idx {
             f::FAMILY => {
                 out.push('"');

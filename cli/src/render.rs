@@ -254,6 +254,22 @@ pub(crate) trait LazyRow {
         self.with_cell(idx, |cell| cell.push_text(out));
     }
 
+    /// How many of the last of `fields` (field indexes, in the order written) have for
+    /// certain the text for people that [`LazyRow::push_text`] last appended for each (rows
+    /// that share what they remember, such as a route's [`NameMemo`](crate::kernel::NameMemo),
+    /// written one after the other): an aligned [`RowStream`] then copies that part of the
+    /// line before instead of writing it again. 0 when not known.
+    fn same_tail(&mut self, fields: &[usize]) -> usize {
+        let _ = fields;
+        0
+    }
+
+    /// [`LazyRow::same_tail`] for the JSON that [`LazyRow::push_json`] appends.
+    fn same_json_tail(&mut self, fields: &[usize]) -> usize {
+        let _ = fields;
+        0
+    }
+
     /// Appends field `idx`'s JSON value (as [`RowStream`] writes a cell's).
     fn push_json(&mut self, idx: usize, out: &mut String) {
         self.with_cell(idx, |cell| push_json_cell(out, cell));
@@ -1470,6 +1486,13 @@ pub(crate) struct RowStream<'p> {
     measured: Vec<usize>,
     /// A reused line.
     line: String,
+    /// Human mode without color, once the widths are settled: the last row's line as
+    /// written (before its trailing spaces are trimmed), where each chosen column starts in
+    /// it, and whether it is there to copy from (see [`LazyRow::same_tail`]); JSON: the last
+    /// row's fields, between its braces.
+    last_line: String,
+    last_starts: Vec<usize>,
+    has_last: bool,
     /// JSON: what comes before each chosen field's value (`,\n    "key": `), made once.
     json_keys: Vec<String>,
     /// Only lines ([`Printer::lines`]): no header, no columns.
@@ -1538,6 +1561,9 @@ impl<'p> RowStream<'p> {
             held_ends: Vec::new(),
             measured: Vec::new(),
             line: String::new(),
+            last_line: String::new(),
+            last_starts: Vec::new(),
+            has_last: false,
             json_keys: Vec::new(),
             raw,
         }
@@ -1616,6 +1642,8 @@ impl RowStream<'_> {
             return false;
         }
         self.rows = mark.rows;
+        // The rows remembered may be taken back: the next one is written whole.
+        self.has_last = false;
         self.pending.truncate(mark.pending);
         self.held.truncate(mark.held);
         self.held_ends.truncate(mark.held_ends);
@@ -1652,13 +1680,36 @@ impl RowStream<'_> {
     }
 
     /// One row as `serde_json`'s pretty printer writes an element of an array of objects.
+    /// The fields from `reuse` on have the values they had in the row before: that part of
+    /// it is copied (as [`RowStream::human_row`] copies a line's).
     fn json_row(&mut self, row: &mut impl LazyRow) {
+        let n_fields = self.chosen.len();
+        let mut reuse = n_fields;
+        if self.has_last && self.last_starts.len() == n_fields {
+            reuse -= row.same_json_tail(&self.chosen).min(n_fields);
+        }
+        self.last_starts.resize(n_fields, 0);
         let out = &mut self.pending;
         out.push_str(if self.rows == 0 { "[\n  {" } else { ",\n  {" });
-        for (key, &idx) in self.json_keys.iter().zip(&self.chosen) {
+        let row_start = out.len();
+        for (col, (key, &idx)) in self.json_keys.iter().zip(&self.chosen[..reuse]).enumerate() {
+            self.last_starts[col] = out.len() - row_start;
             out.push_str(key);
             row.push_json(idx, out);
         }
+        if reuse < n_fields {
+            let from = self.last_starts[reuse];
+            let to = out.len() - row_start;
+            out.push_str(&self.last_line[from..]);
+            for start in &mut self.last_starts[reuse..] {
+                *start = *start - from + to;
+            }
+        }
+        if reuse > 0 {
+            self.last_line.clear();
+            self.last_line.push_str(&out[row_start..]);
+        }
+        self.has_last = true;
         out.push_str(if self.chosen.is_empty() { "}" } else { "\n  }" });
     }
 
@@ -1681,17 +1732,40 @@ impl RowStream<'_> {
         let widths = self.widths.as_deref().unwrap_or(&[]);
         let last = self.chosen.len().saturating_sub(1);
         if !color {
-            // Straight into the output: no line of its own to copy.
+            // Straight into the output: no line of its own to copy. The columns from `reuse`
+            // on show what they showed in the row before (a route's gateway, device, table
+            // ... mostly do): that part of its line is copied, padding and all (a column's
+            // padding follows from its own text only).
+            let n_cols = self.chosen.len();
+            let mut reuse = n_cols;
+            if self.has_last && self.last_starts.len() == n_cols {
+                reuse -= row.same_tail(&self.chosen).min(n_cols);
+            }
+            self.last_starts.resize(n_cols, 0);
             let out = &mut self.pending;
             let line_start = out.len();
-            for (col, &idx) in self.chosen.iter().enumerate() {
+            for (col, &idx) in self.chosen[..reuse].iter().enumerate() {
                 let start = out.len();
+                self.last_starts[col] = start - line_start;
                 row.push_text(idx, out);
                 if col != last {
                     let width = width_of(&out[start..]);
                     push_spaces(out, widths[col].saturating_sub(width) + 2);
                 }
             }
+            if reuse < n_cols {
+                let from = self.last_starts[reuse];
+                let to = out.len() - line_start;
+                out.push_str(&self.last_line[from..]);
+                for start in &mut self.last_starts[reuse..] {
+                    *start = *start - from + to;
+                }
+            }
+            if reuse > 0 {
+                self.last_line.clear();
+                self.last_line.push_str(&out[line_start..]);
+            }
+            self.has_last = true;
             let kept = out[line_start..].trim_end().len();
             out.truncate(line_start + kept);
             out.push('\n');

@@ -1422,6 +1422,9 @@ impl Route {
         if let Some(route) = Route::parse_v4_plain(payload) {
             return Ok(Some(route));
         }
+        if let Some(route) = Route::parse_v6_plain(payload) {
+            return Ok(Some(route));
+        }
         Route::parse_general(payload)
     }
 
@@ -1605,6 +1608,82 @@ impl Route {
             kind: hdr[7],
             bits,
             extra: None,
+        })
+    }
+
+    /// The common IPv6 route in one pass, as [`Route::parse_v4_plain`] the IPv4 one: no
+    /// source prefix, flags in 16 bits, and nothing but 16-byte destination, gateway and
+    /// preferred source, device, priority, table, preference and cache information without
+    /// a remaining lifetime (what the kernel sends for a static or kernel route). `None` for
+    /// anything else, which the general path then parses from the start. The route is the
+    /// one the general path builds from the same message, its extra parts shared as there.
+    #[inline]
+    fn parse_v6_plain(payload: &[u8]) -> Option<Route> {
+        let (hdr, mut nlas) = payload.split_first_chunk::<RTMSG_LEN>()?;
+        let rtm_flags = wire::u32_at(hdr, 8);
+        if hdr[0] != AF_INET6 || hdr[2] != 0 || rtm_flags > 0xffff {
+            return None;
+        }
+        let mut extra = RouteExtra::default();
+        let (mut oif, mut priority, mut table) = (0u32, 0u32, u32::from(hdr[4]));
+        let mut bits = V6;
+        while !nlas.is_empty() {
+            let (head, _) = nlas.split_first_chunk::<4>()?;
+            let len = usize::from(u16::from_ne_bytes([head[0], head[1]]));
+            if len < 4 || len > nlas.len() {
+                return None;
+            }
+            let kind = u16::from_ne_bytes([head[2], head[3]]) & 0x3fff;
+            let value = &nlas[4..len];
+            nlas = nlas.get(len.next_multiple_of(4)..).unwrap_or(&[]);
+            match kind {
+                RTA_DST => {
+                    extra.v6[0] = Ipv6Addr::from(<[u8; 16]>::try_from(value).ok()?);
+                    bits |= HAS_DST;
+                }
+                RTA_GATEWAY => {
+                    extra.v6[1] = Ipv6Addr::from(<[u8; 16]>::try_from(value).ok()?);
+                    bits |= HAS_GATEWAY;
+                }
+                RTA_PREFSRC => {
+                    extra.v6[2] = Ipv6Addr::from(<[u8; 16]>::try_from(value).ok()?);
+                    bits |= HAS_PREFSRC;
+                }
+                RTA_OIF => {
+                    oif = nla_u32(value)?;
+                    bits |= HAS_OIF;
+                }
+                RTA_PRIORITY => {
+                    priority = nla_u32(value)?;
+                    bits |= HAS_PRIORITY;
+                }
+                RTA_TABLE => table = nla_u32(value)?,
+                RTA_PREF => extra.pref = nla_u8(value),
+                // A remaining lifetime goes among the rare parts: the general path's.
+                RTA_CACHEINFO if value.len() >= 12 && wire::u32_at(value, 8) != 0 => {
+                    return None;
+                }
+                RTA_CACHEINFO => {}
+                _ => return None,
+            }
+        }
+        let mut v4 = [[0; 4]; 3];
+        if move_dst_inline(&mut v4, &mut extra.v6[0]) {
+            bits |= DST_INLINE;
+        }
+        Some(Route {
+            v4,
+            table,
+            priority,
+            oif,
+            flags: rtm_flags as u16,
+            dst_len: hdr[1],
+            tos: hdr[3],
+            protocol: hdr[5],
+            scope: hdr[6],
+            kind: hdr[7],
+            bits,
+            extra: Some(share_extra(extra)),
         })
     }
 
@@ -1989,6 +2068,86 @@ mod v4_plain_tests {
         // The common route does take the one-pass path.
         assert!(Route::parse_v4_plain(&cases[0]).is_some());
         assert!(Route::parse_v4_plain(&cases[7]).is_none());
+    }
+
+    /// The same for the one-pass path of IPv6 routes.
+    #[test]
+    fn plain_ipv6_path_agrees_with_the_general_path() {
+        let dst: &[u8] = &[0x2a, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let far: &[u8] = &[0x2a, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9];
+        let gw: &[u8] = &[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+        let u32_of = |n: u32| n.to_ne_bytes();
+        let (oif, table, prio) = (u32_of(3), u32_of(254), u32_of(1024));
+        let mut cacheinfo = [0u8; 32];
+        cacheinfo[4..8].copy_from_slice(&u32_of(5));
+        let mut expiring = cacheinfo;
+        expiring[8..12].copy_from_slice(&u32_of(3000));
+        let hdr = [AF_INET6, 48, 0, 0, 254, 3, 0, 1];
+        let plain = [
+            (8, RTA_TABLE, &table[..]),
+            (20, RTA_DST, dst),
+            (8, RTA_PRIORITY, &prio[..]),
+            (20, RTA_GATEWAY, gw),
+            (8, RTA_OIF, &oif[..]),
+            (36, RTA_CACHEINFO, &cacheinfo[..]),
+            (5, RTA_PREF, &[0][..]),
+        ];
+        let mut cases = vec![
+            message(hdr, 0, &plain),
+            message(hdr, 0, &plain[1..]),
+            message(hdr, 0, &[]),
+            message(hdr, 0, &[(20, RTA_DST, far), (20, RTA_PREFSRC, gw)]),
+            message(
+                [AF_INET6, 128, 0, 0, 254, 3, 0, 1],
+                0,
+                &[(20, RTA_DST, far)],
+            ),
+            // The same attribute twice: the last one counts on both paths.
+            message(hdr, 0, &[(20, RTA_DST, gw), (20, RTA_DST, dst)]),
+            message(hdr, 0, &[(5, RTA_PREF, &[3][..]), (4, RTA_PREF, &[][..])]),
+            message(hdr, 0x200, &plain),
+            message(hdr, 0, &[(20, RTA_DST | 0x8000, dst)]),
+            message(hdr, 0, &[(16, RTA_CACHEINFO, &cacheinfo[..12])]),
+            message(hdr, 0, &[(12, RTA_CACHEINFO, &cacheinfo[..8])]),
+            // Left to the general path: flags above 16 bits, a source prefix, a remaining
+            // lifetime, other attributes, odd sizes and malformed tails.
+            message(hdr, 0x1_0000, &plain),
+            message([AF_INET6, 48, 64, 0, 254, 3, 0, 1], 0, &[(20, RTA_SRC, gw)]),
+            message(hdr, 0, &[(36, RTA_CACHEINFO, &expiring[..])]),
+            message(hdr, 0, &[(20, RTA_DST, dst), (8, RTA_MARK, &prio[..])]),
+            message(hdr, 0, &[(20, RTA_DST, dst), (8, RTA_IIF, &oif[..])]),
+            message(hdr, 0, &[(19, RTA_DST, &dst[..15])]),
+            message(hdr, 0, &[(8, RTA_GATEWAY, &gw[..4])]),
+            message(hdr, 0, &[(6, RTA_TABLE, &[1, 0])]),
+            message(hdr, 0, &[(24, RTA_DST, &[dst, &[0; 4]].concat())]),
+            message(hdr, 0, &[(28, RTA_DST, dst)]),
+        ];
+        let mut cut = message(hdr, 0, &plain);
+        cut.truncate(cut.len() - 10);
+        cases.push(cut);
+        let mut tail = message(hdr, 0, &plain);
+        tail.extend_from_slice(&[4, 0, 0]);
+        cases.push(tail);
+        cases.push(hdr[..7].to_vec());
+        for payload in &cases {
+            let one_pass = Route::parse(payload);
+            let general = Route::parse_general(payload);
+            assert_eq!(
+                format!("{one_pass:?}"),
+                format!("{general:?}"),
+                "{payload:?}"
+            );
+            if let (Ok(Some(a)), Ok(Some(b))) = (&one_pass, &general) {
+                assert_eq!(a, b);
+                assert_eq!(a.id(), b.id());
+                assert_eq!(a.weak_hash(), b.weak_hash());
+            }
+        }
+        // The common route does take the one-pass path.
+        assert!(Route::parse_v6_plain(&cases[0]).is_some());
+        assert!(Route::parse_v6_plain(&cases[3]).is_some());
+        assert!(Route::parse_v6_plain(&cases[11]).is_none());
+        assert!(Route::parse_v6_plain(&cases[13]).is_none());
     }
 }
 

@@ -338,3 +338,48 @@ fn a_route_row_writes_what_its_cells_write() {
         }
     }
 }
+
+/// A settled route table copies the part of a line that shows what the line before showed
+/// ([`RouteRow`]'s `same_tail`), and JSON the fields that have the values of the row before:
+/// what it writes is what writing every cell writes, for routes that mostly repeat the one
+/// before and routes that do not, with any fields.
+#[test]
+fn a_route_stream_copying_from_the_line_before_writes_what_its_cells_write() {
+    use super::{NameMemo, RouteRow, route_bounds, route_row};
+    use crate::render::LOOKAHEAD_ROWS;
+    use crate::render::tests::printer_with;
+    let routes = sample_routes();
+    let names = sample_names();
+    // Runs of one route (every third row steps slowly), and the routes in turn.
+    let order: Vec<&Route> = (0..LOOKAHEAD_ROWS + 40 * routes.len())
+        .map(|n| &routes[if n % 3 == 0 { n / 7 } else { n } % routes.len()])
+        .collect();
+    let fields: [&[&str]; 4] = [&[], &["all"], &["dst", "metric", "gateway"], &["type"]];
+    for (fields, json) in fields.into_iter().flat_map(|f| [(f, false), (f, true)]) {
+        let write = |lazy: bool| {
+            let (mut printer, buffer) = printer_with(json, false, fields, false);
+            let mut stream = printer.rows(ROUTE_FIELDS, &route_bounds(None)).unwrap();
+            let mut memo = NameMemo::default();
+            for &route in &order {
+                if lazy {
+                    let mut row = RouteRow {
+                        route,
+                        names: &names,
+                        memo: &mut memo,
+                    };
+                    stream.lazy_row(&mut row).unwrap();
+                } else {
+                    stream.row(&route_row(route, &names)).unwrap();
+                }
+            }
+            stream.finish().unwrap();
+            let bytes = buffer.lock().unwrap().clone();
+            String::from_utf8(bytes).unwrap()
+        };
+        let (copied, whole) = (write(true), write(false));
+        if !json {
+            assert_eq!(copied.lines().count(), order.len() + 1);
+        }
+        assert_eq!(copied, whole, "{fields:?} json={json}");
+    }
+}
