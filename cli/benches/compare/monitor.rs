@@ -1,7 +1,8 @@
-//! Scenario 4: a burst of route additions (`ip -batch`) while `netmirror --json monitor route`
-//! and, beside it, `ip monitor route` run on the same namespace: events seen against
-//! expected, the monitor's set of routes against a fresh dump afterwards, and what each
-//! monitor process cost (CPU, peak RSS) to absorb the burst.
+//! Scenario 4: a burst of route additions (`ip -batch`) while `netmirror --json monitor route`,
+//! `netmirror monitor route` (text, one line per event as `ip` prints them) and
+//! `ip monitor route` run on the same namespace: events seen against expected, the JSON
+//! monitor's set of routes against a fresh dump afterwards, and what each monitor process cost
+//! (CPU, peak RSS) to absorb the burst.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -20,7 +21,7 @@ use super::report::Section;
 use super::routes::{self, MONITOR_BASE};
 use crate::{Ctx, progress};
 
-pub(crate) const TITLE: &str = "4. A burst of route events: `netmirror monitor route` (and `ip monitor route`) during `ip -batch`";
+pub(crate) const TITLE: &str = "4. A burst of route events: `netmirror monitor route` (text and --json) and `ip monitor route` during `ip -batch`";
 
 /// Marks the start and the end of the burst in both monitors' output.
 const SENTINEL_START: &str = "198.51.100.0/24";
@@ -88,8 +89,9 @@ impl Monitor {
         }
     }
 
-    /// Stops the monitor (SIGTERM to the runner's child) and returns the runner's figures line.
-    fn stop(mut self) -> (String, String) {
+    /// Stops the monitor (SIGTERM to the runner's child) and returns the runner's figures
+    /// line, its CPU time (ms) and the monitor's stderr.
+    fn stop(mut self) -> (String, Option<f64>, String) {
         let runner_pid = self.runner.id();
         let children =
             std::fs::read_to_string(format!("/proc/{runner_pid}/task/{runner_pid}/children"))
@@ -107,25 +109,28 @@ impl Monitor {
         if !self.exited() {
             let _ = self.runner.kill();
         }
-        let figures = match self.runner.wait_with_output() {
+        let (figures, cpu_ms) = match self.runner.wait_with_output() {
             Ok(out) => {
                 let fields: Vec<u64> = String::from_utf8_lossy(&out.stdout)
                     .split_whitespace()
                     .filter_map(|f| f.parse().ok())
                     .collect();
                 match fields[..] {
-                    [_, cpu_us, rss_kib, _] => format!(
-                        "CPU {:.0} ms (user+sys), peak RSS {:.1} MiB",
-                        cpu_us as f64 / 1e3,
-                        rss_kib as f64 / 1024.0
-                    ),
-                    _ => "no figures".to_owned(),
+                    [_, cpu_us, rss_kib, _] => {
+                        let cpu_ms = cpu_us as f64 / 1e3;
+                        let figures = format!(
+                            "CPU {cpu_ms:.0} ms (user+sys), peak RSS {:.1} MiB",
+                            rss_kib as f64 / 1024.0
+                        );
+                        (figures, Some(cpu_ms))
+                    }
+                    _ => ("no figures".to_owned(), None),
                 }
             }
-            Err(err) => format!("no figures for `{}`: {err}", self.label),
+            Err(err) => (format!("no figures for `{}`: {err}", self.label), None),
         };
         let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
-        (figures, stderr)
+        (figures, cpu_ms, stderr)
     }
 }
 
@@ -204,7 +209,7 @@ fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
     let ns = routes::route_ns()?;
     let n = ctx.plan.monitor_routes;
     section.setup(format!(
-        "One namespace; both monitors start, a route {SENTINEL_START} shows they listen, then \
+        "One namespace; the three monitors start, a route {SENTINEL_START} shows they listen, then \
          `ip -batch` adds {n} /24 routes from {MONITOR_BASE} `via 192.0.2.2`, then a route \
          {SENTINEL_END} marks the end; each monitor gets up to {}s to show it.",
         DRAIN_TIMEOUT.as_secs()
@@ -220,6 +225,14 @@ fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
         &ctx.netmirror,
         &ours_args,
     )?;
+    let text_args = ["--netns", ns.name(), "monitor", "route"];
+    let mut text = Monitor::start(
+        ctx,
+        "netmirror monitor route",
+        "netmirror-monitor-text",
+        &ctx.netmirror,
+        &text_args,
+    )?;
     let ip_args = ["-n", ns.name(), "monitor", "route"];
     let mut reference = Monitor::start(
         ctx,
@@ -232,9 +245,11 @@ fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
     thread::sleep(Duration::from_millis(300));
     add_route(&ns, SENTINEL_START)?;
     let ours_ready = ours.wait_for("198.51.100.0", READY_TIMEOUT);
+    let text_ready = text.wait_for("198.51.100.0", READY_TIMEOUT);
     let ip_ready = reference.wait_for("198.51.100.0", READY_TIMEOUT);
     if !ours_ready {
-        let (_, stderr) = ours.stop();
+        let (_, _, stderr) = ours.stop();
+        let _ = text.stop();
         let _ = reference.stop();
         section.fact(
             "netmirror monitor",
@@ -255,11 +270,14 @@ fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
     let drain_started = Instant::now();
     let ours_done = ours.wait_for("203.0.113.0", DRAIN_TIMEOUT);
     let ours_drain = drain_started.elapsed().as_secs_f64();
+    let text_done = text_ready && text.wait_for("203.0.113.0", DRAIN_TIMEOUT);
     let ip_done = ip_ready && reference.wait_for("203.0.113.0", Duration::from_secs(10));
     let ours_text = ours.output();
+    let text_text = text.output();
     let ip_text = reference.output();
-    let (ours_figures, ours_stderr) = ours.stop();
-    let (ip_figures, ip_stderr) = reference.stop();
+    let (ours_figures, ours_cpu, ours_stderr) = ours.stop();
+    let (text_figures, text_cpu, text_stderr) = text.stop();
+    let (ip_figures, ip_cpu, ip_stderr) = reference.stop();
 
     let fresh =
         routes::run_quiet(Command::new("ip").args(["-n", ns.name(), "-j", "route", "show"]))?;
@@ -321,7 +339,7 @@ fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
             "no (timed out)".to_owned()
         },
     );
-    section.fact("netmirror monitor process", ours_figures);
+    section.fact("netmirror monitor process (--json)", ours_figures);
     if !ours_stderr.trim().is_empty() {
         section.fact(
             "netmirror monitor stderr (last lines)",
@@ -342,6 +360,40 @@ fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
             measure::last_lines(&ip_stderr, 2),
         );
     }
+    // The text monitor's lines name the route after `dst `: `[ROUTE] added type unicast dst
+    // 80.0.0.0/24 gateway ...`.
+    let text_seen = text_text
+        .lines()
+        .filter(|line| line.starts_with("[ROUTE] added"))
+        .filter_map(|line| line.split(" dst ").nth(1)?.split_whitespace().next())
+        .filter(|dst| in_burst(dst, n))
+        .count();
+    section.headline(
+        "netmirror monitor route (text): burst routes printed (expected)",
+        format!(
+            "{text_seen} ({n}){}",
+            if text_done {
+                ""
+            } else {
+                ", end marker not seen"
+            }
+        ),
+    );
+    section.fact("netmirror monitor process (text)", text_figures);
+    if !text_stderr.trim().is_empty() {
+        section.fact(
+            "netmirror monitor (text) stderr (last lines)",
+            measure::last_lines(&text_stderr, 2),
+        );
+    }
+    let ratio = |ours: Option<f64>| match (ours, ip_cpu) {
+        (Some(ours), Some(ip)) if ip > 0.0 => format!("{:.2}", ours / ip),
+        _ => "--".to_owned(),
+    };
+    section.headline(
+        "CPU to absorb the burst, netmirror ÷ ip monitor route: text / --json (target ≤ 0.5, #19)",
+        format!("{} / {}", ratio(text_cpu), ratio(ours_cpu)),
+    );
     Ok(())
 }
 
