@@ -102,7 +102,10 @@ pub struct FetchSpec {
 /// The entries of a fetch's reply that the cache keeps (see
 /// [`CacheBuilder::keep_fetched`](crate::CacheBuilder::keep_fetched)): outer key, then the
 /// inner keys kept under it.
-pub(crate) type KeepFetched = Arc<[(Box<str>, Box<[Box<str>]>)]>;
+pub(crate) type KeepFetched = Arc<KeptEntries>;
+
+/// The entries kept of a fetch's reply: each outer key with its inner keys.
+pub(crate) type KeptEntries = [(Box<str>, Box<[Box<str>]>)];
 
 /// What to load: everything, or only what the caller asked for (the server filters).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -43,10 +43,7 @@ pub(crate) fn body_value(msg: &Message) -> WireResult<Value> {
 /// dictionaries with string keys (`a{sa{s…}}`), the others passed over without being decoded;
 /// a body of another type is read whole. See
 /// [`CacheBuilder::keep_fetched`](crate::CacheBuilder::keep_fetched).
-pub(crate) fn body_value_keeping(
-    msg: &Message,
-    keep: &[(Box<str>, Box<[Box<str>]>)],
-) -> WireResult<Value> {
+pub(crate) fn body_value_keeping(msg: &Message, keep: &super::KeptEntries) -> WireResult<Value> {
     let body = msg.body();
     let sig = body.signature().to_string();
     let mut r = Reader::for_body(body.data());
