@@ -30,6 +30,7 @@ impl PreparedLoad {
             manager_path: "/".into(),
             registry,
             fetches: Vec::new(),
+            keep_fetched: None,
             scope: Scope::All,
             debug: DebugConfig::tolerant(),
             timeout: crate::core::DEFAULT_TIMEOUT,

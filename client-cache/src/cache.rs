@@ -45,6 +45,7 @@ impl CacheBuilder {
                 manager_path: "/".into(),
                 registry: Registry::generic(),
                 fetches: Vec::new(),
+                keep_fetched: None,
                 scope: Scope::All,
                 debug: DebugConfig::process_default(),
                 timeout: DEFAULT_TIMEOUT,
@@ -69,6 +70,32 @@ impl CacheBuilder {
     /// Fetch per-object data with a method call (see [`FetchSpec`]).
     pub fn fetch(mut self, spec: FetchSpec) -> Self {
         self.cfg.fetches.push(spec);
+        self
+    }
+
+    /// Keep only some entries of the fetches' replies ([`FetchSpec`]), for a program that reads
+    /// a few of them: the others are passed over while the reply is decoded, and cost no
+    /// memory. `keep` lists outer keys, each with the inner keys kept under it: a reply that
+    /// is a dictionary of dictionaries with string keys (`a{sa{s…}}`, such as NetworkManager's
+    /// `GetSettings` `a{sa{sv}}`) keeps the listed outer keys with, of their entries, only
+    /// the listed inner ones, in the order the service sent them; an outer key with none of
+    /// its inner keys there is left out too. A reply of another type is kept whole. Without
+    /// this every reply is kept whole.
+    ///
+    /// What is kept is what [`Object::fetched`] and the
+    /// [`Event::Refetched`] events show. A recording ([`CacheBuilder::record_to`]) holds the
+    /// messages, not this choice: a replay keeps what its own builder says.
+    pub fn keep_fetched(mut self, keep: &[(&str, &[&str])]) -> Self {
+        self.cfg.keep_fetched = Some(
+            keep.iter()
+                .map(|(outer, inner)| {
+                    (
+                        Box::<str>::from(*outer),
+                        inner.iter().map(|k| Box::<str>::from(*k)).collect(),
+                    )
+                })
+                .collect(),
+        );
         self
     }
 

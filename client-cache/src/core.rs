@@ -99,6 +99,14 @@ pub struct FetchSpec {
     pub refresh: Option<String>,
 }
 
+/// The entries of a fetch's reply that the cache keeps (see
+/// [`CacheBuilder::keep_fetched`](crate::CacheBuilder::keep_fetched)): outer key, then the
+/// inner keys kept under it.
+pub(crate) type KeepFetched = Arc<KeptEntries>;
+
+/// The entries kept of a fetch's reply: each outer key with its inner keys.
+pub(crate) type KeptEntries = [(Box<str>, Box<[Box<str>]>)];
+
 /// What to load: everything, or only what the caller asked for (the server filters).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -137,6 +145,8 @@ pub(crate) struct Config {
     pub(crate) manager_path: String,
     pub(crate) registry: Registry,
     pub(crate) fetches: Vec<FetchSpec>,
+    /// Which entries of the fetches' replies to keep (`None`: all of them).
+    pub(crate) keep_fetched: Option<KeepFetched>,
     pub(crate) scope: Scope,
     pub(crate) debug: DebugConfig,
     /// How long a call may wait for its reply.

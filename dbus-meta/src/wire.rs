@@ -181,6 +181,70 @@ impl<'a> Reader<'a> {
         self.value_at(sig, 0)
     }
 
+    /// Pass over one value of the single complete type `sig` without decoding it: nothing is
+    /// allocated, an array is passed by its length (its elements are not looked at), a
+    /// variant's signature and a string's terminating nul are checked. For a reader that keeps
+    /// only some of a body's values (the rest cost no [`Value`]s).
+    pub fn skip(&mut self, sig: &[u8]) -> WireResult<()> {
+        self.skip_at(sig, 0)
+    }
+
+    fn skip_at(&mut self, sig: &[u8], depth: u32) -> WireResult<()> {
+        if depth > MAX_DEPTH {
+            return err("values nested too deep");
+        }
+        let Some(&code) = sig.first() else {
+            return err("empty signature");
+        };
+        let sig = &sig[..single_type_len(sig)?];
+        match code {
+            b'y' => {
+                self.u8()?;
+            }
+            b'n' | b'q' => {
+                self.u16()?;
+            }
+            b'b' | b'i' | b'u' | b'h' => {
+                self.u32()?;
+            }
+            b'x' | b't' | b'd' => {
+                self.u64()?;
+            }
+            b's' | b'o' => {
+                let len = self.u32()? as usize;
+                self.take(len)?;
+                if self.take(1)? != [0] {
+                    return err("string without its terminating nul");
+                }
+            }
+            b'g' => {
+                self.sig()?;
+            }
+            b'v' => {
+                let inner = self.sig()?;
+                if inner.is_empty() || single_type_len(inner)? != inner.len() {
+                    return err("variant signature is not one complete type");
+                }
+                self.skip_at(inner, depth + 1)?;
+            }
+            b'(' => {
+                self.align(8)?;
+                let mut rest = &sig[1..sig.len().saturating_sub(1)];
+                while !rest.is_empty() {
+                    let n = single_type_len(rest)?;
+                    self.skip_at(&rest[..n], depth + 1)?;
+                    rest = &rest[n..];
+                }
+            }
+            b'a' => {
+                let end = self.array(alignment(&sig[1..]))?;
+                self.pos = end;
+            }
+            _ => return err("unknown type code in signature"),
+        }
+        Ok(())
+    }
+
     /// Read a variant whose content must have signature `expected` (or any, if `None`).
     /// Returns `Ok(Err(actual))` when the types differ (the value is skipped).
     pub fn variant_expect(&mut self, expected: Option<&[u8]>) -> WireResult<Result<Value, String>> {

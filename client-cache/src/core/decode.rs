@@ -14,8 +14,8 @@ use crate::{
     object::Interface,
 };
 use netmirror_dbus_meta::{
-    Value,
-    wire::{Reader, WireResult},
+    Dict, Value,
+    wire::{Reader, WireResult, single_type_len},
 };
 
 /// Whether `msg`'s body has signature `want` (zbus shows a body of several values as a
@@ -37,6 +37,61 @@ pub(crate) fn body_value(msg: &Message) -> WireResult<Value> {
     let mut r = Reader::for_body(body.data());
     let sig = body.signature().to_string();
     r.value(sig.as_bytes())
+}
+
+/// [`body_value`] keeping only `keep`'s entries (outer key, inner keys) of a dictionary of
+/// dictionaries with string keys (`a{sa{s…}}`), the others passed over without being decoded;
+/// a body of another type is read whole. See
+/// [`CacheBuilder::keep_fetched`](crate::CacheBuilder::keep_fetched).
+pub(crate) fn body_value_keeping(msg: &Message, keep: &super::KeptEntries) -> WireResult<Value> {
+    let body = msg.body();
+    let sig = body.signature().to_string();
+    let mut r = Reader::for_body(body.data());
+    // `a{sa{sT}}` with `T` one complete type: `inner` is `a{sT}`, `value` is `T`.
+    let shape = sig
+        .strip_prefix("a{sa{s")
+        .and_then(|rest| rest.strip_suffix("}}"))
+        .filter(|value| single_type_len(value.as_bytes()).ok() == Some(value.len()))
+        .map(|value| (&sig[3..sig.len() - 1], value));
+    let Some((inner, value)) = shape else {
+        return r.value(sig.as_bytes());
+    };
+    let end = r.array(8)?;
+    let mut kept = Vec::new();
+    while r.more(end, 8)? {
+        let outer = r.str()?;
+        let Some((_, keys)) = keep.iter().find(|(k, _)| **k == *outer) else {
+            r.skip(inner.as_bytes())?;
+            continue;
+        };
+        let inner_end = r.array(8)?;
+        let mut entries = Vec::new();
+        while r.more(inner_end, 8)? {
+            let key = r.str()?;
+            if keys.iter().any(|k| **k == *key) {
+                entries.push((Value::Str(key.into()), r.value(value.as_bytes())?));
+            } else {
+                r.skip(value.as_bytes())?;
+            }
+        }
+        if !entries.is_empty() {
+            entries.shrink_to_fit();
+            kept.push((
+                Value::Str(outer.into()),
+                Value::Dict(Box::new(Dict {
+                    key: "s".into(),
+                    value: value.into(),
+                    entries,
+                })),
+            ));
+        }
+    }
+    kept.shrink_to_fit();
+    Ok(Value::Dict(Box::new(Dict {
+        key: "s".into(),
+        value: inner.into(),
+        entries: kept,
+    })))
 }
 
 /// The first string of `msg`'s body (an error's text, a name owner, an introspection).

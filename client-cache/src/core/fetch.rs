@@ -8,7 +8,7 @@ use zbus::message::Message;
 
 use super::{
     Call, Core,
-    decode::{ErrorReply, body_value, reply_serial},
+    decode::{ErrorReply, body_value, body_value_keeping, reply_serial},
 };
 use crate::{debug::WarningKind, object::Fetch, store::ObjId};
 
@@ -102,6 +102,10 @@ impl Core {
         if !current {
             return;
         }
+        let decoded = || match &self.cfg.keep_fetched {
+            Some(keep) => body_value_keeping(msg, keep),
+            None => body_value(msg),
+        };
         let fetched = match error {
             Some(e) => {
                 // A permission check is the caller's business, not a protocol problem.
@@ -113,7 +117,7 @@ impl Core {
                 }
                 Fetch::Failed(e.name.as_str().into())
             }
-            None => match body_value(msg) {
+            None => match decoded() {
                 Ok(v) => Fetch::Done(v),
                 Err(e) => {
                     self.rep.warn(
@@ -237,6 +241,95 @@ mod tests {
                 "org.freedesktop.DBus.Error.AccessDenied".into()
             ))
         );
+        assert_eq!(core.diagnostics().warnings, 0);
+    }
+
+    #[test]
+    fn kept_entries_are_those_a_whole_reply_has() {
+        use std::collections::BTreeMap;
+        use zbus::Variant;
+        let keep: &[(&str, &[&str])] = &[
+            ("connection", &["id", "type", "interface-name"]),
+            ("ipv4", &["method"]),
+            ("proxy", &["method"]),
+            ("bond", &["options"]),
+        ];
+        let mut cfg = config();
+        cfg.fetches.push(FetchSpec {
+            interface: S.into(),
+            method: "GetSettings".into(),
+            refresh: None,
+        });
+        cfg.keep_fetched = crate::CacheBuilder::new("x")
+            .keep_fetched(keep)
+            .cfg
+            .keep_fetched;
+        let mut core = bus_core(cfg);
+        core.start();
+        answer_name_owner(&mut core, OWNER);
+        let gmo = take_call(&mut core, "GetManagedObjects");
+        core.out.clear();
+        core.handle(
+            &reply_to(&gmo)
+                .build(&(managed_objects(&[
+                    ("/s/1", &[(S, &[])]),
+                    ("/s/2", &[(S, &[])]),
+                ]),))
+                .unwrap(),
+        );
+        core.commit();
+        let mut settings: BTreeMap<&str, BTreeMap<&str, Variant<'_>>> = BTreeMap::new();
+        let connection = settings.entry("connection").or_default();
+        connection.insert("id", Variant::from("c-1"));
+        connection.insert(
+            "uuid",
+            Variant::from("95d44725-2959-49db-a659-339bec8becd9"),
+        );
+        connection.insert("type", Variant::from("vlan"));
+        connection.insert("autoconnect", Variant::from(false));
+        connection.insert("permissions", Variant::from(vec!["user:x"]));
+        let ipv4 = settings.entry("ipv4").or_default();
+        let mut address = BTreeMap::new();
+        address.insert("address", Variant::from("192.0.2.1"));
+        address.insert("prefix", Variant::from(24u32));
+        ipv4.insert("address-data", Variant::from(vec![address]));
+        ipv4.insert("dns", Variant::from(vec![1u32, 2]));
+        ipv4.insert("method", Variant::from("manual"));
+        ipv4.insert("route-metric", Variant::from(-1i64));
+        settings.entry("proxy").or_default();
+        settings
+            .entry("vlan")
+            .or_default()
+            .insert("id", Variant::from(7u32));
+        let get = take_call(&mut core, "GetSettings");
+        let reply = reply_to(&get).build(&(&settings,)).unwrap();
+        core.handle(&reply);
+        // A reply of another type is kept whole.
+        let get = take_call(&mut core, "GetSettings");
+        core.handle(&reply_to(&get).build(&(7u32,)).unwrap());
+        core.commit();
+        // What the whole reply decodes to, less what is not kept.
+        let Value::Dict(mut whole) = crate::core::decode::body_value(&reply).unwrap() else {
+            panic!("not a dictionary");
+        };
+        whole.entries.retain_mut(|(outer, inner)| {
+            let Some((_, keys)) = keep.iter().find(|(k, _)| Some(*k) == outer.as_str()) else {
+                return false;
+            };
+            let Value::Dict(inner) = inner else {
+                panic!("not a dictionary");
+            };
+            inner
+                .entries
+                .retain(|(key, _)| keys.iter().any(|k| Some(*k) == key.as_str()));
+            !inner.entries.is_empty()
+        });
+        assert_eq!(whole.entries.len(), 2, "{whole:?}");
+        assert_eq!(
+            fetched(&core, "/s/1"),
+            Some(Fetch::Done(Value::Dict(whole)))
+        );
+        assert_eq!(fetched(&core, "/s/2"), Some(Fetch::Done(Value::U32(7))));
         assert_eq!(core.diagnostics().warnings, 0);
     }
 }

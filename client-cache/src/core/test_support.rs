@@ -25,6 +25,7 @@ pub(crate) fn config() -> Config {
         manager_path: "/".into(),
         registry: Registry::generic(),
         fetches: Vec::new(),
+        keep_fetched: None,
         scope: Scope::All,
         debug: DebugConfig::tolerant(),
         timeout: DEFAULT_TIMEOUT,

@@ -155,6 +155,18 @@ impl NmClient {
             .registry(Registry::network_manager())
     }
 
+    /// [`NmClient::builder`] keeping of each profile's settings only [`LISTED_SETTINGS`]
+    /// (with [`CacheBuilder::keep_fetched`]): for a listing of profiles, such as nmcli's
+    /// `connection show`. Every object is loaded and kept in sync and every profile's
+    /// settings are asked for, so the same profiles are visible as with
+    /// [`NmClient::builder`], and [`Profile`]'s accessors and the orders of [`cmp_active`] and
+    /// [`cmp_devices`] answer the same; [`Profile::settings`] holds only those few settings
+    /// (the rest of each reply is passed over undecoded). With 551 profiles their whole
+    /// settings are most of a load's memory.
+    pub fn builder_for_listing() -> CacheBuilder {
+        Self::builder().keep_fetched(LISTED_SETTINGS)
+    }
+
     /// Load everything from the daemon on `conn` (the daemon may be absent: the cache is then
     /// empty until it appears).
     pub async fn new(conn: &Connection) -> Result<Self> {

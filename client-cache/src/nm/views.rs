@@ -320,6 +320,18 @@ impl<'a> Settings<'a> {
     }
 }
 
+/// The settings (setting, then its properties) that a listing of profiles reads:
+/// [`Profile::id`], [`Profile::uuid`], [`Profile::connection_type`] and
+/// [`Profile::interface_name`] (`connection.id`, `uuid`, `type`, `interface-name`), and the
+/// orders of [`cmp_active`] and [`cmp_devices`] (`ipv4.method`, `ipv6.method`). What
+/// [`NmClient::builder_for_listing`](super::NmClient::builder_for_listing) keeps of each
+/// profile's settings.
+pub const LISTED_SETTINGS: &[(&str, &[&str])] = &[
+    ("connection", &["id", "interface-name", "type", "uuid"]),
+    ("ipv4", &["method"]),
+    ("ipv6", &["method"]),
+];
+
 view! {
     /// A profile (`org.freedesktop.NetworkManager.Settings.Connection`) with its settings.
     Profile = settings_connection; {

@@ -105,3 +105,44 @@ fn an_ay_costs_its_length() {
     let v = Reader::new(&buf, true).value(b"ay").unwrap();
     assert_eq!(v.heap_size(), 12 << 20);
 }
+
+#[test]
+fn skip_ends_where_value_ends() {
+    let mut m: HashMap<&str, zbus::Variant<'_>> = HashMap::new();
+    m.insert("a", zbus::Variant::from(7u32));
+    m.insert("b", zbus::Variant::from(vec!["x", "y"]));
+    m.insert("c", zbus::Variant::from((1u8, 2u64)));
+    let empty: Vec<(u8, u64)> = Vec::new();
+    let buf = bytes(&(
+        3u8,
+        -2i64,
+        "hé",
+        m,
+        (true, 1.5f64, 9u16),
+        empty,
+        zbus::Variant::from(vec![1u64, 2]),
+        4u32,
+    ));
+    let sigs: [&[u8]; 8] = [b"y", b"x", b"s", b"a{sv}", b"(bdq)", b"a(yt)", b"v", b"u"];
+    let mut by_value = Reader::new(&buf, true);
+    let mut by_skip = Reader::new(&buf, true);
+    for sig in sigs {
+        by_value.value(sig).unwrap();
+        by_skip.skip(sig).unwrap();
+        assert_eq!(
+            by_skip.pos(),
+            by_value.pos(),
+            "{}",
+            String::from_utf8_lossy(sig)
+        );
+    }
+    assert_eq!(by_skip.pos(), buf.len());
+    // Cut anywhere: an error, never a panic.
+    for cut in 0..buf.len() {
+        let mut r = Reader::new(&buf[..cut], true);
+        let _ = sigs.iter().try_for_each(|sig| r.skip(sig));
+    }
+    for sig in [&b"a"[..], b"(", b"{ss}", b"z", b""] {
+        assert!(Reader::new(&buf, true).skip(sig).is_err());
+    }
+}
