@@ -910,6 +910,27 @@ impl RouteRow<'_> {
             _ => None,
         }
     }
+
+    /// How many of `fields`, counted from the end, show what the row before showed (in the
+    /// text table, or in JSON when `json`): [`LazyRow::same_tail`] and `same_json_tail`.
+    fn unchanged_tail(&self, fields: &[usize], json: bool) -> usize {
+        let now = Shown::of(self.route, json);
+        let memo = &*self.memo;
+        let shown_fields = if json {
+            memo.json_fields
+        } else {
+            memo.shown_fields
+        };
+        // Mostly every field is as before: one comparison.
+        let all = now == memo.shown;
+        fields
+            .iter()
+            .rev()
+            .take_while(|&&idx| {
+                idx < 32 && shown_fields & (1 << idx) != 0 && (all || now.same(&memo.shown, idx))
+            })
+            .count()
+    }
 }
 
 impl LazyRow for RouteRow<'_> {
@@ -947,34 +968,11 @@ impl LazyRow for RouteRow<'_> {
     }
 
     fn same_tail(&mut self, fields: &[usize]) -> usize {
-        let now = Shown::of(self.route, false);
-        let memo = &*self.memo;
-        // Mostly every field is as before: one comparison.
-        let all = now == memo.shown;
-        fields
-            .iter()
-            .rev()
-            .take_while(|&&idx| {
-                idx < 32
-                    && memo.shown_fields & (1 << idx) != 0
-                    && (all || now.same(&memo.shown, idx))
-            })
-            .count()
+        self.unchanged_tail(fields, false)
     }
 
     fn same_json_tail(&mut self, fields: &[usize]) -> usize {
-        let now = Shown::of(self.route, true);
-        let memo = &*self.memo;
-        let all = now == memo.shown;
-        fields
-            .iter()
-            .rev()
-            .take_while(|&&idx| {
-                idx < 32
-                    && memo.json_fields & (1 << idx) != 0
-                    && (all || now.same(&memo.shown, idx))
-            })
-            .count()
+        self.unchanged_tail(fields, true)
     }
 
     fn push_json(&mut self, idx: usize, out: &mut String) {

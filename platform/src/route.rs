@@ -1998,6 +1998,25 @@ mod v4_plain_tests {
         buf
     }
 
+    /// Every payload parses the same through `Route::parse` (one pass where it can) and the
+    /// general path: the same result or error, object, id and weak hash.
+    fn assert_one_pass_agrees(cases: &[Vec<u8>]) {
+        for payload in cases {
+            let one_pass = Route::parse(payload);
+            let general = Route::parse_general(payload);
+            assert_eq!(
+                format!("{one_pass:?}"),
+                format!("{general:?}"),
+                "{payload:?}"
+            );
+            if let (Ok(Some(a)), Ok(Some(b))) = (&one_pass, &general) {
+                assert_eq!(a, b);
+                assert_eq!(a.id(), b.id());
+                assert_eq!(a.weak_hash(), b.weak_hash());
+            }
+        }
+    }
+
     /// The one-pass path gives what the general path gives, for the messages it takes and
     /// for those it leaves to the general path (which then reports what is malformed).
     #[test]
@@ -2052,19 +2071,7 @@ mod v4_plain_tests {
         tail.extend_from_slice(&[4, 0, 0]);
         cases.push(tail);
         cases.push(hdr[..7].to_vec());
-        for payload in &cases {
-            let one_pass = Route::parse(payload);
-            let general = Route::parse_general(payload);
-            assert_eq!(
-                format!("{one_pass:?}"),
-                format!("{general:?}"),
-                "{payload:?}"
-            );
-            if let (Ok(Some(a)), Ok(Some(b))) = (&one_pass, &general) {
-                assert_eq!(a, b);
-                assert_eq!(a.id(), b.id());
-            }
-        }
+        assert_one_pass_agrees(&cases);
         // The common route does take the one-pass path.
         assert!(Route::parse_v4_plain(&cases[0]).is_some());
         assert!(Route::parse_v4_plain(&cases[7]).is_none());
@@ -2129,20 +2136,7 @@ mod v4_plain_tests {
         tail.extend_from_slice(&[4, 0, 0]);
         cases.push(tail);
         cases.push(hdr[..7].to_vec());
-        for payload in &cases {
-            let one_pass = Route::parse(payload);
-            let general = Route::parse_general(payload);
-            assert_eq!(
-                format!("{one_pass:?}"),
-                format!("{general:?}"),
-                "{payload:?}"
-            );
-            if let (Ok(Some(a)), Ok(Some(b))) = (&one_pass, &general) {
-                assert_eq!(a, b);
-                assert_eq!(a.id(), b.id());
-                assert_eq!(a.weak_hash(), b.weak_hash());
-            }
-        }
+        assert_one_pass_agrees(&cases);
         // The common route does take the one-pass path.
         assert!(Route::parse_v6_plain(&cases[0]).is_some());
         assert!(Route::parse_v6_plain(&cases[3]).is_some());
