@@ -1697,18 +1697,13 @@ impl RowStream<'_> {
             out.push_str(key);
             row.push_json(idx, out);
         }
-        if reuse < n_fields {
-            let from = self.last_starts[reuse];
-            let to = out.len() - row_start;
-            out.push_str(&self.last_line[from..]);
-            for start in &mut self.last_starts[reuse..] {
-                *start = *start - from + to;
-            }
-        }
-        if reuse > 0 {
-            self.last_line.clear();
-            self.last_line.push_str(&out[row_start..]);
-        }
+        copy_tail(
+            out,
+            row_start,
+            reuse,
+            &mut self.last_line,
+            &mut self.last_starts,
+        );
         self.has_last = true;
         out.push_str(if self.chosen.is_empty() { "}" } else { "\n  }" });
     }
@@ -1753,18 +1748,13 @@ impl RowStream<'_> {
                     push_spaces(out, widths[col].saturating_sub(width) + 2);
                 }
             }
-            if reuse < n_cols {
-                let from = self.last_starts[reuse];
-                let to = out.len() - line_start;
-                out.push_str(&self.last_line[from..]);
-                for start in &mut self.last_starts[reuse..] {
-                    *start = *start - from + to;
-                }
-            }
-            if reuse > 0 {
-                self.last_line.clear();
-                self.last_line.push_str(&out[line_start..]);
-            }
+            copy_tail(
+                out,
+                line_start,
+                reuse,
+                &mut self.last_line,
+                &mut self.last_starts,
+            );
             self.has_last = true;
             let kept = out[line_start..].trim_end().len();
             out.truncate(line_start + kept);
@@ -1908,6 +1898,30 @@ struct JsonEventKeys {
     /// The [`LazyRow::json_shape`] of the last row [`JsonEventKeys::push_lazy_row`] wrote
     /// that had one, and what writes a row of that shape.
     shaped: Option<(u64, Vec<Piece>)>,
+}
+
+/// Ends the row that `out` holds from `row_start`, whose fields before `reuse` are written:
+/// copies the rest from `last_line` (the row before, its fields starting at `last_starts`),
+/// then keeps this row as the one to copy from next.
+fn copy_tail(
+    out: &mut String,
+    row_start: usize,
+    reuse: usize,
+    last_line: &mut String,
+    last_starts: &mut [usize],
+) {
+    if reuse < last_starts.len() {
+        let from = last_starts[reuse];
+        let to = out.len() - row_start;
+        out.push_str(&last_line[from..]);
+        for start in &mut last_starts[reuse..] {
+            *start = *start - from + to;
+        }
+    }
+    if reuse > 0 {
+        last_line.clear();
+        last_line.push_str(&out[row_start..]);
+    }
 }
 
 /// A part of a row of JSON written by [`JsonEventKeys::push_lazy_row`].
