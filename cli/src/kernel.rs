@@ -892,6 +892,47 @@ impl RouteRow<'_> {
         })
     }
 
+    /// Appends field `idx`'s text for people: [`LazyRow::push_text`], or when `if_shown`,
+    /// [`LazyRow::push_shown_text`] (nothing for a field whose cell is null or an empty list,
+    /// and false).
+    fn write_text(&mut self, idx: usize, out: &mut String, if_shown: bool) -> bool {
+        use route_field as f;
+        match idx {
+            f::FAMILY => out.push_str(family_name(self.route.family())),
+            f::DST => names::push_route_prefix(out, self.route.dst(), self.route.dst_len()),
+            f::METRIC => render::push_int(out, self.route.priority().into()),
+            f::TOS => render::push_int(out, self.route.tos().into()),
+            _ => {
+                if let Some(addr) = self.plain_address(idx) {
+                    match addr {
+                        Some(addr) => out.push_str(addr),
+                        None if if_shown => return false,
+                        None => out.push_str("--"),
+                    }
+                } else if let Some(named) = self.named(idx) {
+                    if if_shown && !render::shown(&named.cell) {
+                        return false;
+                    }
+                    out.push_str(&named.text);
+                } else {
+                    // A field the route lacks has fixed JSON (`null`, `[]`): its cell is null
+                    // or an empty list too, and need not be made.
+                    if if_shown && matches!(self.json_fixed(idx), Some("null" | "[]")) {
+                        return false;
+                    }
+                    return self.with_cell(idx, |cell| {
+                        let shown = !if_shown || render::shown(cell);
+                        if shown {
+                            cell.push_text(out);
+                        }
+                        shown
+                    });
+                }
+            }
+        }
+        true
+    }
+
     /// The text of the address of a gateway or preferred source field of a route that is
     /// not multipath (`Some(None)`: it has none), if `idx` is one of those.
     fn plain_address(&mut self, idx: usize) -> Option<Option<&str>> {
@@ -939,7 +980,6 @@ impl LazyRow for RouteRow<'_> {
     }
 
     fn push_text(&mut self, idx: usize, out: &mut String) {
-        use route_field as f;
         if idx < 32 {
             // The bit is clear for a field whose text is not compared.
             let memo = &mut *self.memo;
@@ -950,21 +990,11 @@ impl LazyRow for RouteRow<'_> {
                 memo.shown_fields &= !(1 << idx);
             }
         }
-        match idx {
-            f::FAMILY => out.push_str(family_name(self.route.family())),
-            f::DST => names::push_route_prefix(out, self.route.dst(), self.route.dst_len()),
-            f::METRIC => render::push_int(out, self.route.priority().into()),
-            f::TOS => render::push_int(out, self.route.tos().into()),
-            _ => {
-                if let Some(addr) = self.plain_address(idx) {
-                    out.push_str(addr.unwrap_or("--"));
-                } else if let Some(named) = self.named(idx) {
-                    out.push_str(&named.text);
-                } else {
-                    self.with_cell(idx, |cell| cell.push_text(out));
-                }
-            }
-        }
+        self.write_text(idx, out, false);
+    }
+
+    fn push_shown_text(&mut self, idx: usize, out: &mut String) -> bool {
+        self.write_text(idx, out, true)
     }
 
     fn same_tail(&mut self, fields: &[usize]) -> usize {

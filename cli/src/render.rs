@@ -254,6 +254,19 @@ pub(crate) trait LazyRow {
         self.with_cell(idx, |cell| cell.push_text(out));
     }
 
+    /// Appends field `idx`'s text for people as [`LazyRow::push_text`] does when an event
+    /// line shows the field ([`shown`]: its cell is neither null nor an empty list); appends
+    /// nothing and returns false when it does not.
+    fn push_shown_text(&mut self, idx: usize, out: &mut String) -> bool {
+        self.with_cell(idx, |cell| {
+            let shown = shown(cell);
+            if shown {
+                cell.push_text(out);
+            }
+            shown
+        })
+    }
+
     /// How many of the last of `fields` (field indexes, in the order written) have for
     /// certain the text for people that [`LazyRow::push_text`] last appended for each (rows
     /// that share what they remember, such as a route's [`NameMemo`](crate::kernel::NameMemo),
@@ -598,6 +611,8 @@ pub(crate) struct Printer {
     event_keys: Option<JsonEventKeys>,
     /// JSON monitors: the line being written.
     event_line: String,
+    /// Monitors for people: the fields of the last event printed and those of them chosen.
+    event_chosen: Option<(&'static [Field], Vec<usize>)>,
 }
 
 impl Printer {
@@ -626,6 +641,7 @@ impl Printer {
             out: BufWriter::with_capacity(64 * 1024, out),
             event_keys: None,
             event_line: String::new(),
+            event_chosen: None,
         }
     }
 
@@ -896,7 +912,10 @@ impl Printer {
         mut row: impl LazyRow,
     ) -> anyhow::Result<()> {
         use std::fmt::Write as _;
-        let chosen = self.selection.resolve(fields, false)?;
+        let chosen = match self.event_chosen.take() {
+            Some((of, chosen)) if std::ptr::eq(of, fields) => chosen,
+            _ => self.selection.resolve(fields, false)?,
+        };
         let line = &mut self.event_line;
         line.clear();
         if self.mode == Mode::Terse {
@@ -908,25 +927,34 @@ impl Printer {
                 row.with_cell(idx, |cell| push_escaped(line, &cell.terse(), true));
             }
         } else {
-            let style = paint(self.color, kind_style(kind));
             line.push('[');
-            line.push_str(&object.to_uppercase());
-            write!(line, "] {style}{}{style:#} ", kind.as_str())?;
+            line.push_str(object);
+            line[1..].make_ascii_uppercase();
+            line.push_str("] ");
+            if self.color {
+                let style = kind_style(kind);
+                write!(line, "{style}{}{style:#} ", kind.as_str())?;
+            } else {
+                line.push_str(kind.as_str());
+                line.push(' ');
+            }
             let mut first = true;
             for &idx in &chosen {
-                row.with_cell(idx, |cell| {
-                    if shown(cell) {
-                        if !first {
-                            line.push(' ');
-                        }
-                        first = false;
-                        line.push_str(fields[idx].key);
-                        line.push(' ');
-                        cell.push_text(line);
-                    }
-                });
+                // The key goes first; taken back when the field is not shown.
+                let mark = line.len();
+                if !first {
+                    line.push(' ');
+                }
+                line.push_str(fields[idx].key);
+                line.push(' ');
+                if row.push_shown_text(idx, line) {
+                    first = false;
+                } else {
+                    line.truncate(mark);
+                }
             }
         }
+        self.event_chosen = Some((fields, chosen));
         line.push('\n');
         self.out.write_all(line.as_bytes())?;
         Ok(())
@@ -1134,8 +1162,8 @@ fn kind_style(kind: EventKind) -> Style {
 }
 
 /// Whether an event for people names a field of this value (not when it is missing).
-fn shown(cell: &Cell) -> bool {
-    *cell != Cell::Null && *cell != Cell::List(Vec::new())
+pub(crate) fn shown(cell: &Cell) -> bool {
+    !matches!(cell, Cell::Null) && !matches!(cell, Cell::List(items) if items.is_empty())
 }
 
 /// The text of an event for people: the object's fields, then what changed as `old -> new`

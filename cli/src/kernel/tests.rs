@@ -335,6 +335,17 @@ fn a_route_row_writes_what_its_cells_write() {
             if let Some(fixed) = row.json_fixed(idx) {
                 assert_eq!(fixed, compact, "{} of {route:?}", field.key);
             }
+            // A monitor's line for people: the text when the field is shown, else nothing.
+            let mut shown_text = String::new();
+            let shown = row.push_shown_text(idx, &mut shown_text);
+            assert_eq!(
+                shown,
+                crate::render::shown(&cell),
+                "{} of {route:?}",
+                field.key
+            );
+            let expected = if shown { text.as_str() } else { "" };
+            assert_eq!(shown_text, expected, "{} of {route:?}", field.key);
         }
     }
 }
