@@ -223,6 +223,9 @@ fn main() -> ExitCode {
     {
         return nm_actions::activate_main(&args[2..]);
     }
+    if args.get(1).is_some_and(|arg| arg == nm::LIST_FLOOR_ARG) {
+        return nm::list_floor_main(&args[2..]);
+    }
     if args.get(1).is_some_and(|arg| arg == latency::PROFILE_ARG) {
         return latency::profile_main(&args[2..]);
     }

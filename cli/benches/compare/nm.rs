@@ -1,14 +1,15 @@
 //! Scenario 1: the real NetworkManager daemon, sandboxed on a private bus and seeded with the
 //! seed's shape, listed by `netmirror nm ...` and by `nmcli` on the same bus.
 
-use std::process::Stdio;
+use std::ffi::OsString;
+use std::process::{ExitCode, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use netmirror_client_cache::testing::NetworkManagerDaemon;
 
-use super::measure::Cmd;
+use super::measure::{Cmd, Spread};
 use super::report::Section;
 use crate::{Ctx, progress};
 
@@ -17,6 +18,70 @@ pub(crate) const TITLE: &str =
 
 /// Profiles seeded: the seed's 30 bonds and 465 VLANs, padded with bridges and Ethernet.
 const N_PROFILES: usize = 551;
+
+/// The first argument that makes this binary the floor of a listing: `LIST_FLOOR_ARG
+/// objects|settings` connects to the system bus and calls NetworkManager's `GetManagedObjects`,
+/// its reply received and not decoded; `settings` then calls `GetSettings` on every profile
+/// (`ListConnections` names them), all in flight at once, the replies not decoded either.
+pub(crate) const LIST_FLOOR_ARG: &str = "__netmirror_bench_nm_list_floor";
+
+/// The floor child: the least a zbus program that lists NetworkManager's objects (and its
+/// profiles' settings) must do, and exits.
+pub(crate) fn list_floor_main(args: &[OsString]) -> ExitCode {
+    let settings = match args.first().and_then(|arg| arg.to_str()) {
+        Some("objects") => false,
+        Some("settings") => true,
+        _ => {
+            eprintln!("usage: {LIST_FLOOR_ARG} objects|settings");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result: zbus::Result<()> = zbus::block_on(async {
+        const NM: Option<&str> = Some("org.freedesktop.NetworkManager");
+        let conn = zbus::Connection::system().await?;
+        conn.call_method(
+            NM,
+            "/org/freedesktop",
+            Some("org.freedesktop.DBus.ObjectManager"),
+            "GetManagedObjects",
+            &(),
+        )
+        .await?;
+        if settings {
+            let listed = conn
+                .call_method(
+                    NM,
+                    "/org/freedesktop/NetworkManager/Settings",
+                    Some("org.freedesktop.NetworkManager.Settings"),
+                    "ListConnections",
+                    &(),
+                )
+                .await?;
+            let paths: Vec<zbus::OwnedObjectPath> = listed.body().deserialize()?;
+            let calls = paths.iter().map(|path| {
+                conn.call_method(
+                    NM,
+                    path.as_str(),
+                    Some("org.freedesktop.NetworkManager.Settings.Connection"),
+                    "GetSettings",
+                    &(),
+                )
+            });
+            for reply in futures_util::future::join_all(calls).await {
+                reply?;
+            }
+        }
+        // Ended here, as netmirror's commands end once done (see `nm_actions::activate_main`).
+        std::process::exit(0)
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{LIST_FLOOR_ARG}: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
 
 /// Scenario 1.
 pub(crate) fn run(ctx: &Ctx) -> Section {
@@ -119,7 +184,107 @@ fn nm(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
         );
         section.comparisons.push(ctx.compare(case, a, b, || Ok(())));
     }
+    // The daemon's floor: this binary, re-executed, makes the calls a listing needs and
+    // decodes nothing (process start, connect, `Hello`, the calls and their replies).
+    let exe = std::env::current_exe().context("cannot find the bench binary")?;
+    let floor = |what: &str, label: &str| {
+        Cmd::new(label, &exe, &[LIST_FLOOR_ARG, what]).env("DBUS_SYSTEM_BUS_ADDRESS", &address)
+    };
+    let objects_floor = floor(
+        "objects",
+        "zbus floor: connect + GetManagedObjects, not decoded",
+    );
+    let settings_floor = floor(
+        "settings",
+        "zbus floor: connect + GetManagedObjects + GetSettings of every profile, not decoded",
+    );
+    for ((case, ours, _), floor) in
+        cases
+            .iter()
+            .zip([&objects_floor, &settings_floor, &objects_floor])
+    {
+        let cmp = ctx.compare(
+            &format!("{case}: netmirror ÷ the daemon's floor"),
+            ours,
+            floor,
+            || Ok(()),
+        );
+        section.comparisons.push(cmp);
+    }
+    let pids = daemon.pid().map(|nm| (nm, daemon.bus().pid()));
+    for (case, a, b) in &cases {
+        for cmd in [a, b] {
+            section.fact(
+                format!("{case}: `{}` and the daemon's floor", cmd.label),
+                match pids {
+                    Some((nm, bus)) => {
+                        daemon_floor(cmd, nm, bus).unwrap_or_else(|err| format!("{err:#}"))
+                    }
+                    None => "the daemon's process id is not known".to_owned(),
+                },
+            );
+        }
+    }
     Ok(())
+}
+
+/// Runs per command for [`daemon_floor`].
+const FLOOR_RUNS: usize = 5;
+
+/// The wall time of `cmd` against the time NetworkManager's main thread ran meanwhile: the
+/// daemon answers a client's calls one after the other on that thread, so no client can list
+/// faster than that thread's work for it. Also the time of all the daemon's threads and of the
+/// `dbus-daemon` that relays the calls (medians of [`FLOOR_RUNS`] runs, from
+/// `/proc/PID/task/*/schedstat`, which counts nanoseconds on the CPU).
+fn daemon_floor(cmd: &Cmd, nm: u32, bus: u32) -> anyhow::Result<String> {
+    let (mut walls, mut mains, mut alls, mut buses, mut ratios) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..FLOOR_RUNS {
+        let (main0, all0) = on_cpu(nm)?;
+        let (bus0, _) = on_cpu(bus)?;
+        let sample = cmd.measure()?;
+        let (main1, all1) = on_cpu(nm)?;
+        let (bus1, _) = on_cpu(bus)?;
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let wall = sample.wall.as_secs_f64() * 1e3;
+        let main = ms(main1.saturating_sub(main0));
+        walls.push(wall);
+        mains.push(main);
+        alls.push(ms(all1.saturating_sub(all0)));
+        buses.push(ms(bus1.saturating_sub(bus0)));
+        ratios.push(wall / main.max(0.001));
+    }
+    Ok(format!(
+        "wall {} ms; meanwhile NetworkManager's main thread ran {} ms (all its threads {}), \
+         dbus-daemon {}; wall ÷ main thread {}",
+        Spread::of(walls).show(1),
+        Spread::of(mains).show(1),
+        Spread::of(alls).show(1),
+        Spread::of(buses).show(1),
+        Spread::of(ratios).show(2),
+    ))
+}
+
+/// Nanoseconds process `pid` has been on the CPU: its main thread's, and all its threads'.
+fn on_cpu(pid: u32) -> anyhow::Result<(u64, u64)> {
+    let read = |path: &std::path::Path| -> anyhow::Result<u64> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        text.split_whitespace()
+            .next()
+            .and_then(|ns| ns.parse().ok())
+            .with_context(|| format!("unexpected {}: {text:?}", path.display()))
+    };
+    let tasks = std::path::PathBuf::from(format!("/proc/{pid}/task"));
+    let main = read(&tasks.join(pid.to_string()).join("schedstat"))?;
+    let mut all = 0;
+    for task in
+        std::fs::read_dir(&tasks).with_context(|| format!("cannot list {}", tasks.display()))?
+    {
+        // A thread may end between the listing and the read.
+        all += read(&task?.path().join("schedstat")).unwrap_or(0);
+    }
+    Ok((main, all))
 }
 
 /// The number of devices NetworkManager has, realized or not, as `GetAllDevices` says.
