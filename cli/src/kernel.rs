@@ -582,10 +582,18 @@ const RARE_FIELDS: [usize; 11] = {
     ]
 };
 
-/// Whether `route` lacks field `idx` of [`RARE_FIELDS`] (false for another field).
+/// Whether `route` lacks field `idx` of [`MAY_LACK`]: its text for people then leaves the
+/// field out and its JSON is `null` or `[]` (false for a field every route has). A gateway or
+/// a device is lacking only on a route that is not multipath (a multipath route shows its
+/// hops' there).
 fn lacks(route: &Route, idx: usize) -> bool {
     use route_field as f;
     match idx {
+        f::GATEWAY => route.multipath().is_empty() && route.gateway().is_none(),
+        f::DEV => route.multipath().is_empty() && route.oif().is_none(),
+        f::PREFSRC => route.prefsrc().is_none(),
+        f::PREF => route.pref().is_none(),
+        f::FLAGS => route.flags() == 0,
         f::SRC => route.src().is_none(),
         f::NEXTHOPS => route.multipath().is_empty(),
         f::NHID => route.nh_id().is_none(),
@@ -600,6 +608,29 @@ fn lacks(route: &Route, idx: usize) -> bool {
         _ => false,
     }
 }
+
+/// The fields a route may lack ([`lacks`]), each with its JSON then.
+const MAY_LACK: [(usize, &str); 16] = {
+    use route_field as f;
+    [
+        (f::GATEWAY, "null"),
+        (f::DEV, "null"),
+        (f::PREFSRC, "null"),
+        (f::SRC, "null"),
+        (f::NEXTHOPS, "[]"),
+        (f::FLAGS, "[]"),
+        (f::NHID, "null"),
+        (f::ENCAP, "null"),
+        (f::REALMS, "null"),
+        (f::PREF, "null"),
+        (f::EXPIRES, "null"),
+        (f::MARK, "null"),
+        (f::IIF, "null"),
+        (f::TTL_PROPAGATE, "null"),
+        (f::METRICS, "[]"),
+        (f::UNKNOWN, "[]"),
+    ]
+};
 
 impl Shown {
     /// The fields of `route`; its flags, preference and rare fields too when `rare` (else
@@ -915,9 +946,8 @@ impl RouteRow<'_> {
                     }
                     out.push_str(&named.text);
                 } else {
-                    // A field the route lacks has fixed JSON (`null`, `[]`): its cell is null
-                    // or an empty list too, and need not be made.
-                    if if_shown && matches!(self.json_fixed(idx), Some("null" | "[]")) {
+                    // A field the route lacks is not shown: its cell need not be made.
+                    if if_shown && lacks(self.route, idx) {
                         return false;
                     }
                     return self.with_cell(idx, |cell| {
@@ -980,16 +1010,7 @@ impl LazyRow for RouteRow<'_> {
     }
 
     fn push_text(&mut self, idx: usize, out: &mut String) {
-        if idx < 32 {
-            // The bit is clear for a field whose text is not compared.
-            let memo = &mut *self.memo;
-            memo.json_fields &= !(1 << idx);
-            if memo.shown.set(self.route, idx) {
-                memo.shown_fields |= 1 << idx;
-            } else {
-                memo.shown_fields &= !(1 << idx);
-            }
-        }
+        self.remember(idx, false);
         self.write_text(idx, out, false);
     }
 
@@ -1014,84 +1035,50 @@ impl LazyRow for RouteRow<'_> {
     }
 
     fn json_shape(&mut self) -> Option<u64> {
-        Some(self.fixed().into())
+        // The family, and the fields the route lacks (bit `1 << idx`).
+        let mut shape = u64::from(self.route.family() == platform::Family::V6) << 63;
+        for (idx, _) in MAY_LACK {
+            if lacks(self.route, idx) {
+                shape |= 1 << idx;
+            }
+        }
+        Some(shape)
     }
 
     fn json_fixed(&mut self, idx: usize) -> Option<&'static str> {
-        use route_field as f;
-        let fixed = self.fixed();
-        let null = |bit: u32| (fixed & bit != 0).then_some("null");
-        let empty = |bit: u32| (fixed & bit != 0).then_some("[]");
-        match idx {
-            f::FAMILY if fixed & fixed::V6 != 0 => Some("\"inet6\""),
-            f::FAMILY => Some("\"inet\""),
-            f::GATEWAY => null(fixed::NO_GATEWAY),
-            f::DEV => null(fixed::NO_DEV),
-            f::PREFSRC => null(fixed::NO_PREFSRC),
-            f::SRC => null(fixed::NO_SRC),
-            f::NHID => null(fixed::NO_NHID),
-            f::ENCAP => null(fixed::NO_ENCAP),
-            f::REALMS => null(fixed::NO_REALMS),
-            f::PREF => null(fixed::NO_PREF),
-            f::EXPIRES => null(fixed::NO_EXPIRES),
-            f::MARK => null(fixed::NO_MARK),
-            f::IIF => null(fixed::NO_IIF),
-            f::TTL_PROPAGATE => null(fixed::NO_TTL_PROPAGATE),
-            f::NEXTHOPS => empty(fixed::NO_NEXTHOPS),
-            f::FLAGS => empty(fixed::NO_FLAGS),
-            f::METRICS => empty(fixed::NO_METRICS),
-            f::UNKNOWN => empty(fixed::NO_UNKNOWN),
-            _ => None,
+        if idx == route_field::FAMILY {
+            return Some(match self.route.family() {
+                platform::Family::V6 => "\"inet6\"",
+                _ => "\"inet\"",
+            });
         }
+        let &(_, json) = MAY_LACK.iter().find(|(field, _)| *field == idx)?;
+        lacks(self.route, idx).then_some(json)
     }
 }
 
-/// The bits of [`RouteRow::fixed`]: the family, and what a route lacks.
-mod fixed {
-    pub(super) const V6: u32 = 1 << 0;
-    pub(super) const NO_GATEWAY: u32 = 1 << 1;
-    pub(super) const NO_DEV: u32 = 1 << 2;
-    pub(super) const NO_PREFSRC: u32 = 1 << 3;
-    pub(super) const NO_SRC: u32 = 1 << 4;
-    pub(super) const NO_NHID: u32 = 1 << 5;
-    pub(super) const NO_ENCAP: u32 = 1 << 6;
-    pub(super) const NO_REALMS: u32 = 1 << 7;
-    pub(super) const NO_PREF: u32 = 1 << 8;
-    pub(super) const NO_EXPIRES: u32 = 1 << 9;
-    pub(super) const NO_MARK: u32 = 1 << 10;
-    pub(super) const NO_IIF: u32 = 1 << 11;
-    pub(super) const NO_TTL_PROPAGATE: u32 = 1 << 12;
-    pub(super) const NO_NEXTHOPS: u32 = 1 << 13;
-    pub(super) const NO_FLAGS: u32 = 1 << 14;
-    pub(super) const NO_METRICS: u32 = 1 << 15;
-    pub(super) const NO_UNKNOWN: u32 = 1 << 16;
-}
-
 impl RouteRow<'_> {
-    /// The fields whose JSON is fixed for this route, as [`fixed`] bits: its family, and each
-    /// field it lacks (written `null` or `[]` by [`RouteRow::push_json_as`]). A gateway or a
-    /// device is lacking only on a route that is not multipath.
-    fn fixed(&self) -> u32 {
-        let route = self.route;
-        let bit = |lacks: bool, bit: u32| if lacks { bit } else { 0 };
-        let plain = route.multipath().is_empty();
-        bit(route.family() == platform::Family::V6, fixed::V6)
-            | bit(plain && route.gateway().is_none(), fixed::NO_GATEWAY)
-            | bit(plain && route.oif().is_none(), fixed::NO_DEV)
-            | bit(route.prefsrc().is_none(), fixed::NO_PREFSRC)
-            | bit(route.src().is_none(), fixed::NO_SRC)
-            | bit(route.nh_id().is_none(), fixed::NO_NHID)
-            | bit(route.encap().is_none(), fixed::NO_ENCAP)
-            | bit(route.realms().is_none(), fixed::NO_REALMS)
-            | bit(route.pref().is_none(), fixed::NO_PREF)
-            | bit(route.expires().is_none(), fixed::NO_EXPIRES)
-            | bit(route.mark().is_none(), fixed::NO_MARK)
-            | bit(route.iif().is_none(), fixed::NO_IIF)
-            | bit(route.ttl_propagate().is_none(), fixed::NO_TTL_PROPAGATE)
-            | bit(plain, fixed::NO_NEXTHOPS)
-            | bit(route.flags() == 0, fixed::NO_FLAGS)
-            | bit(!route.has_metrics(), fixed::NO_METRICS)
-            | bit(route.unknown_attributes().is_empty(), fixed::NO_UNKNOWN)
+    /// Notes in the memo that field `idx` of this route was last written for people, or in
+    /// JSON when `json` (see [`LazyRow::same_tail`] and `same_json_tail`): its bit is set in
+    /// that side's fields when [`Shown`] compares the field (the values of the fields compared
+    /// make the same text, or the same JSON), and cleared in the other side's.
+    fn remember(&mut self, idx: usize, json: bool) {
+        if idx >= 32 {
+            return;
+        }
+        let memo = &mut *self.memo;
+        let compared = memo.shown.set(self.route, idx);
+        let (written, other) = if json {
+            (&mut memo.json_fields, &mut memo.shown_fields)
+        } else {
+            (&mut memo.shown_fields, &mut memo.json_fields)
+        };
+        *other &= !(1 << idx);
+        if compared {
+            *written |= 1 << idx;
+        } else {
+            *written &= !(1 << idx);
+        }
     }
 }
 
@@ -1101,17 +1088,7 @@ impl RouteRow<'_> {
     /// writes `null`, numbers, strings and `[]` as this does, nested values its own way).
     fn push_json_as(&mut self, idx: usize, out: &mut String, cell_json: fn(&mut String, &Cell)) {
         use route_field as f;
-        if idx < 32 {
-            // As `push_text` does, for the JSON (the values of the fields compared make the
-            // same JSON in both shapes).
-            let memo = &mut *self.memo;
-            memo.shown_fields &= !(1 << idx);
-            if memo.shown.set(self.route, idx) {
-                memo.json_fields |= 1 << idx;
-            } else {
-                memo.json_fields &= !(1 << idx);
-            }
-        }
+        self.remember(idx, true);
         match idx {
             f::FAMILY => {
                 out.push('"');
