@@ -291,24 +291,12 @@ pub(crate) fn link_after(links: &mut Links, lane: Lane, head: &mut Head, slot: u
 /// Unlinks `slot` from `head`'s list and marks it untracked in this lane.
 #[inline]
 pub(crate) fn unlink(links: &mut Links, lane: Lane, head: &mut Head, slot: u32) {
-    let Link { prev, next } = get(links, lane, slot);
-    if is_slot(prev) {
-        set_next(links, lane, prev, next);
-    } else {
-        head.first = next;
-    }
-    if is_slot(next) {
-        set_prev(links, lane, next, prev);
-    } else {
-        head.last = prev;
-    }
-    head.len = head.len.saturating_sub(1);
-    set(links, lane, slot, Link::UNTRACKED);
+    let link = get(links, lane, slot);
+    unlink_in(links.lane_mut(lane.lane), head, slot, link);
 }
 
 /// Unlinks `slot`, whose links are `link`, from `head`'s list in one lane (whose links are
-/// `lane`) and marks it untracked there: [`unlink`] on a lane's slice, with the slot's links
-/// already read.
+/// `lane`) and marks it untracked there: [`unlink`] with the slot's links already read.
 #[inline]
 pub(crate) fn unlink_in(lane: &mut [Link], head: &mut Head, slot: u32, link: Link) {
     let Link { prev, next } = link;
