@@ -116,7 +116,10 @@ async fn run() -> Result<(), Error> {
                 let Some(device) = device_at(&nm, &path) else {
                     continue;
                 };
-                let state = device.state();
+                // The state changes below come from `StateReason`, which NetworkManager may
+                // send in another message than `State`: the state shown here is
+                // `StateReason`'s too, so that the next change starts from it.
+                let state = device.state_reason().map(|(state, _)| state);
                 let iface = device.interface().map(str::to_owned);
                 writeln!(
                     out,
