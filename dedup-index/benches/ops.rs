@@ -10,8 +10,10 @@
 //! `iterate/primary` and `iterate/by_ifindex` (a full in-order walk reading each
 //! object, per object); `baseline/*`, the same on a `HashMap<RouteId, Arc<Route>>` and a
 //! `Vec<Arc<Route>>` (`hashmap_insert` fills a map from empty, an `Arc` per object;
-//! `hashmap_drain` removes in random order and frees each object, as `remove/drain` does). Where a routine handles many objects, criterion's "thrpt" line gives
-//! objects per second.
+//! `hashmap_drain` removes in random order and frees each object, as `remove/drain` does).
+//! Where a routine handles many objects, criterion's "thrpt" line gives objects per second.
+//! The benches run size by size, each map baseline right after the index's operation it is
+//! compared with.
 //!
 //! `NETMIRROR_BENCH_QUICK=1` leaves out the 1M size (for `cargo xtask bench --quick`).
 //!
@@ -49,14 +51,22 @@ fn config() -> Criterion {
         .measurement_time(Duration::from_secs(3))
 }
 
+/// Size by size, each operation of the index runs right before the same work on the map, so
+/// the two figures a ratio is made of are measured minutes apart at most, not a whole run
+/// apart (on a shared machine, memory latency drifts between the two otherwise).
 fn run<M: Measurement>(mut c: Criterion<M>) {
     let c = &mut c;
-    insert(c);
-    lookup(c);
-    remove(c);
-    resync(c);
-    iterate(c);
-    baseline(c);
+    for &n in sizes() {
+        insert(c, n);
+        baseline_insert(c, n);
+        lookup(c, n);
+        baseline_lookup(c, n);
+        remove(c, n);
+        baseline_drain(c, n);
+        resync(c, n);
+        iterate(c, n);
+        baseline_iterate(c, n);
+    }
 }
 
 /// Wall time by default; the benchmark thread's CPU time with `NETMIRROR_BENCH_CPU_TIME=1`.
@@ -74,229 +84,247 @@ fn main() {
     Criterion::default().configure_from_args().final_summary();
 }
 
-fn insert<M: Measurement>(c: &mut Criterion<M>) {
-    fill(c, "insert/fill", |routes, fresh| {
+fn insert<M: Measurement>(c: &mut Criterion<M>, n: u32) {
+    fill(c, n, "insert/fill", |routes, fresh| {
         for obj in fresh {
             black_box(routes.index.insert(obj, Placement::Append)).ok();
         }
     });
-    fill(c, "insert/append_all", |routes, fresh| {
+    fill(c, n, "insert/append_all", |routes, fresh| {
         black_box(routes.index.append_all(fresh)).ok();
     });
 }
 
 /// Times filling an empty three-index-type index with `n` fresh routes the way `add` does,
-/// for each size, under the benchmark group `name`.
-fn fill<M: Measurement>(c: &mut Criterion<M>, name: &str, add: fn(&mut Routes, Vec<Route>)) {
+/// under the benchmark group `name`.
+fn fill<M: Measurement>(
+    c: &mut Criterion<M>,
+    n: u32,
+    name: &str,
+    add: fn(&mut Routes, Vec<Route>),
+) {
     let mut group = c.benchmark_group(name);
-    for &n in sizes() {
-        let fresh: Vec<Route> = (0..n).map(route).collect();
-        group.throughput(Throughput::Elements(u64::from(n)));
-        group.bench_function(BenchmarkId::from_parameter(n), |b| {
-            b.iter_batched(
-                || fresh.clone(),
-                |fresh| {
-                    let mut routes = Routes::new(Layout::Three);
-                    add(&mut routes, fresh);
-                    routes
-                },
-                BatchSize::PerIteration,
-            );
-        });
-    }
+    let fresh: Vec<Route> = (0..n).map(route).collect();
+    group.throughput(Throughput::Elements(u64::from(n)));
+    group.bench_function(BenchmarkId::from_parameter(n), |b| {
+        b.iter_batched(
+            || fresh.clone(),
+            |fresh| {
+                let mut routes = Routes::new(Layout::Three);
+                add(&mut routes, fresh);
+                routes
+            },
+            BatchSize::PerIteration,
+        );
+    });
     group.finish();
 }
 
-fn lookup<M: Measurement>(c: &mut Criterion<M>) {
+fn lookup<M: Measurement>(c: &mut Criterion<M>, n: u32) {
     let mut group = c.benchmark_group("lookup");
-    for &n in sizes() {
-        let routes = Routes::filled(Layout::Three, n);
-        let ids: Vec<_> = shuffled(n).into_iter().map(|i| route(i).id()).collect();
-        let mut next = 0;
-        group.bench_function(BenchmarkId::new("get", n), |b| {
-            b.iter(|| {
-                next = (next + 1) % ids.len();
-                black_box(routes.index.get(&ids[next]))
-            });
+    let routes = Routes::filled(Layout::Three, n);
+    let ids: Vec<_> = shuffled(n).into_iter().map(|i| route(i).id()).collect();
+    let mut next = 0;
+    group.bench_function(BenchmarkId::new("get", n), |b| {
+        b.iter(|| {
+            next = (next + 1) % ids.len();
+            black_box(routes.index.get(&ids[next]))
         });
-        let in_order: Vec<_> = (0..n).map(|i| route(i).id()).collect();
-        group.bench_function(BenchmarkId::new("get_sequential", n), |b| {
-            b.iter(|| {
-                next = (next + 1) % in_order.len();
-                black_box(routes.index.get(&in_order[next]))
-            });
+    });
+    let in_order: Vec<_> = (0..n).map(|i| route(i).id()).collect();
+    group.bench_function(BenchmarkId::new("get_sequential", n), |b| {
+        b.iter(|| {
+            next = (next + 1) % in_order.len();
+            black_box(routes.index.get(&in_order[next]))
         });
-        let by_ifindex = routes.by_ifindex.expect("three index types");
-        group.bench_function(BenchmarkId::new("get_in", n), |b| {
-            b.iter(|| {
-                next = (next + 1) % ids.len();
-                black_box(
-                    routes
-                        .index
-                        .get_in(by_ifindex, &ids[next])
-                        .map(|entry| entry.obj()),
-                )
-            });
+    });
+    let by_ifindex = routes.by_ifindex.expect("three index types");
+    group.bench_function(BenchmarkId::new("get_in", n), |b| {
+        b.iter(|| {
+            next = (next + 1) % ids.len();
+            black_box(
+                routes
+                    .index
+                    .get_in(by_ifindex, &ids[next])
+                    .map(|entry| entry.obj()),
+            )
         });
-    }
+    });
     group.finish();
 }
 
-fn remove<M: Measurement>(c: &mut Criterion<M>) {
+fn remove<M: Measurement>(c: &mut Criterion<M>, n: u32) {
     let mut group = c.benchmark_group("remove");
-    for &n in sizes() {
-        let ids: Vec<_> = shuffled(n).into_iter().map(|i| route(i).id()).collect();
-        group.throughput(Throughput::Elements(u64::from(n)));
-        group.bench_function(BenchmarkId::new("drain", n), |b| {
-            b.iter_batched(
-                || Routes::filled(Layout::Three, n),
-                |mut routes| {
-                    for id in &ids {
-                        black_box(routes.index.remove(id));
-                    }
-                    routes
-                },
-                BatchSize::PerIteration,
-            );
-        });
-    }
+    let ids = shuffled_ids(n);
+    group.throughput(Throughput::Elements(u64::from(n)));
+    group.bench_function(BenchmarkId::new("drain", n), |b| {
+        b.iter_batched(
+            || Routes::filled(Layout::Three, n),
+            |mut routes| {
+                for id in &ids {
+                    black_box(routes.index.remove(id));
+                }
+                routes
+            },
+            BatchSize::PerIteration,
+        );
+    });
     group.finish();
 
     let mut group = c.benchmark_group("remove_insert");
-    for &n in sizes() {
-        let mut routes = Routes::filled(Layout::Three, n);
-        let order = shuffled(n);
-        let mut next = 0;
-        group.bench_function(BenchmarkId::new("steady", n), |b| {
-            b.iter(|| {
-                next = (next + 1) % order.len();
-                let obj = route(order[next]);
-                black_box(routes.index.remove(&obj.id()));
-                black_box(routes.index.insert(obj, Placement::Append)).ok();
-            });
+    let mut routes = Routes::filled(Layout::Three, n);
+    let order = shuffled(n);
+    let mut next = 0;
+    group.bench_function(BenchmarkId::new("steady", n), |b| {
+        b.iter(|| {
+            next = (next + 1) % order.len();
+            let obj = route(order[next]);
+            black_box(routes.index.remove(&obj.id()));
+            black_box(routes.index.insert(obj, Placement::Append)).ok();
         });
-    }
+    });
     group.finish();
+}
+
+/// The ids of routes `0..n` in the benches' random order.
+fn shuffled_ids(n: u32) -> Vec<RouteId> {
+    shuffled(n).into_iter().map(|i| route(i).id()).collect()
 }
 
 /// A resync as the platform cache does it: mark everything, re-add what a fresh dump returns
 /// (every route but one in ten, in the original order), sweep the rest.
-fn resync<M: Measurement>(c: &mut Criterion<M>) {
+fn resync<M: Measurement>(c: &mut Criterion<M>, n: u32) {
     let mut group = c.benchmark_group("resync");
-    for &n in sizes() {
-        let dump: Vec<Route> = (0..n).filter(|i| i % 10 != 0).map(route).collect();
-        group.throughput(Throughput::Elements(u64::from(n)));
-        group.bench_function(BenchmarkId::new("mark_readd_sweep", n), |b| {
-            b.iter_batched(
-                || (Routes::filled(Layout::Three, n), dump.clone()),
-                |(mut routes, dump)| {
-                    routes.index.mark_all();
-                    for obj in dump {
-                        black_box(routes.index.insert(obj, Placement::Append)).ok();
-                    }
-                    black_box(routes.index.sweep());
-                    routes
-                },
-                BatchSize::PerIteration,
-            );
-        });
-    }
+    let dump: Vec<Route> = (0..n).filter(|i| i % 10 != 0).map(route).collect();
+    group.throughput(Throughput::Elements(u64::from(n)));
+    group.bench_function(BenchmarkId::new("mark_readd_sweep", n), |b| {
+        b.iter_batched(
+            || (Routes::filled(Layout::Three, n), dump.clone()),
+            |(mut routes, dump)| {
+                routes.index.mark_all();
+                for obj in dump {
+                    black_box(routes.index.insert(obj, Placement::Append)).ok();
+                }
+                black_box(routes.index.sweep());
+                routes
+            },
+            BatchSize::PerIteration,
+        );
+    });
     group.finish();
 }
 
-fn iterate<M: Measurement>(c: &mut Criterion<M>) {
+fn iterate<M: Measurement>(c: &mut Criterion<M>, n: u32) {
     let mut group = c.benchmark_group("iterate");
-    for &n in sizes() {
-        let routes = Routes::filled(Layout::Three, n);
-        group.throughput(Throughput::Elements(u64::from(n)));
-        group.bench_function(BenchmarkId::new("primary", n), |b| {
-            b.iter(|| {
-                routes
-                    .index
-                    .iter()
-                    .map(|obj| u64::from(obj.ifindex))
-                    .sum::<u64>()
-            });
+    let routes = Routes::filled(Layout::Three, n);
+    group.throughput(Throughput::Elements(u64::from(n)));
+    group.bench_function(BenchmarkId::new("primary", n), |b| {
+        b.iter(|| {
+            routes
+                .index
+                .iter()
+                .map(|obj| u64::from(obj.ifindex))
+                .sum::<u64>()
         });
-        let by_ifindex = routes.by_ifindex.expect("three index types");
-        group.bench_function(BenchmarkId::new("by_ifindex", n), |b| {
-            b.iter(|| {
-                routes
-                    .index
-                    .partitions(by_ifindex)
-                    .flat_map(|part| part.iter())
-                    .map(|obj| u64::from(obj.metric))
-                    .sum::<u64>()
-            });
+    });
+    let by_ifindex = routes.by_ifindex.expect("three index types");
+    group.bench_function(BenchmarkId::new("by_ifindex", n), |b| {
+        b.iter(|| {
+            routes
+                .index
+                .partitions(by_ifindex)
+                .flat_map(|part| part.iter())
+                .map(|obj| u64::from(obj.metric))
+                .sum::<u64>()
         });
-    }
+    });
     group.finish();
 }
 
-/// The same operations on plain std-like containers, measured in the same run: a reference
-/// for what this machine's memory allows (`hashbrown::HashMap<RouteId, Arc<Route>>` keeps
-/// each key inline, at about three times the memory of the dedup index's id table).
-fn baseline<M: Measurement>(c: &mut Criterion<M>) {
+// The same operations on plain std-like containers, in the same run and right after the
+// index's: a reference for what this machine's memory allows
+// (`hashbrown::HashMap<RouteId, Arc<Route>>` keeps each key inline, at about three times the
+// memory of the dedup index's id table). They share the benchmark group `baseline`.
+
+/// `insert/fill` on the map: an `Arc` per object.
+fn baseline_insert<M: Measurement>(c: &mut Criterion<M>, n: u32) {
     let mut group = c.benchmark_group("baseline");
-    for &n in sizes() {
-        let map: HashMap<RouteId, Arc<Route>> = (0..n)
-            .map(|i| (route(i).id(), Arc::new(route(i))))
-            .collect();
-        let ids: Vec<_> = shuffled(n).into_iter().map(|i| route(i).id()).collect();
-        let mut next = 0;
-        group.bench_function(BenchmarkId::new("hashmap_get", n), |b| {
-            b.iter(|| {
-                next = (next + 1) % ids.len();
-                black_box(map.get(&ids[next]))
-            });
+    group.throughput(Throughput::Elements(u64::from(n)));
+    let fresh: Vec<Route> = (0..n).map(route).collect();
+    group.bench_function(BenchmarkId::new("hashmap_insert", n), |b| {
+        b.iter_batched(
+            || fresh.clone(),
+            |fresh| {
+                let mut map = HashMap::new();
+                for obj in fresh {
+                    black_box(map.insert(obj.id(), Arc::new(obj)));
+                }
+                map
+            },
+            BatchSize::PerIteration,
+        );
+    });
+    group.finish();
+}
+
+/// `lookup/get` on the map, without and with reading the object found.
+fn baseline_lookup<M: Measurement>(c: &mut Criterion<M>, n: u32) {
+    let mut group = c.benchmark_group("baseline");
+    let map: HashMap<RouteId, Arc<Route>> = (0..n)
+        .map(|i| (route(i).id(), Arc::new(route(i))))
+        .collect();
+    let ids = shuffled_ids(n);
+    let mut next = 0;
+    group.bench_function(BenchmarkId::new("hashmap_get", n), |b| {
+        b.iter(|| {
+            next = (next + 1) % ids.len();
+            black_box(map.get(&ids[next]))
         });
-        group.bench_function(BenchmarkId::new("hashmap_get_read", n), |b| {
-            b.iter(|| {
-                next = (next + 1) % ids.len();
-                black_box(map.get(&ids[next]).map(|route| route.ifindex))
-            });
+    });
+    group.bench_function(BenchmarkId::new("hashmap_get_read", n), |b| {
+        b.iter(|| {
+            next = (next + 1) % ids.len();
+            black_box(map.get(&ids[next]).map(|route| route.ifindex))
         });
-        group.throughput(Throughput::Elements(u64::from(n)));
-        let fresh: Vec<Route> = (0..n).map(route).collect();
-        group.bench_function(BenchmarkId::new("hashmap_insert", n), |b| {
-            b.iter_batched(
-                || fresh.clone(),
-                |fresh| {
-                    let mut map = HashMap::new();
-                    for obj in fresh {
-                        black_box(map.insert(obj.id(), Arc::new(obj)));
-                    }
-                    map
-                },
-                BatchSize::PerIteration,
-            );
-        });
-        let objs: Vec<Arc<Route>> = (0..n).map(|i| Arc::new(route(i))).collect();
-        group.bench_function(BenchmarkId::new("vec_iterate", n), |b| {
-            b.iter(|| objs.iter().map(|obj| u64::from(obj.ifindex)).sum::<u64>());
-        });
-        // The map owns the only handle of each object, so every removal frees its object,
-        // as in `remove/drain`.
-        group.bench_function(BenchmarkId::new("hashmap_drain", n), |b| {
-            b.iter_batched(
-                || {
-                    (0..n)
-                        .map(|i| {
-                            let obj = route(i);
-                            (obj.id(), Arc::new(obj))
-                        })
-                        .collect::<HashMap<RouteId, Arc<Route>>>()
-                },
-                |mut map| {
-                    for id in &ids {
-                        black_box(map.remove(id));
-                    }
-                    map
-                },
-                BatchSize::PerIteration,
-            );
-        });
-        group.throughput(Throughput::Elements(1));
-    }
+    });
+    group.finish();
+}
+
+/// `remove/drain` on the map. The map owns the only handle of each object, so every removal
+/// frees its object, as in `remove/drain`.
+fn baseline_drain<M: Measurement>(c: &mut Criterion<M>, n: u32) {
+    let mut group = c.benchmark_group("baseline");
+    let ids = shuffled_ids(n);
+    group.throughput(Throughput::Elements(u64::from(n)));
+    group.bench_function(BenchmarkId::new("hashmap_drain", n), |b| {
+        b.iter_batched(
+            || {
+                (0..n)
+                    .map(|i| {
+                        let obj = route(i);
+                        (obj.id(), Arc::new(obj))
+                    })
+                    .collect::<HashMap<RouteId, Arc<Route>>>()
+            },
+            |mut map| {
+                for id in &ids {
+                    black_box(map.remove(id));
+                }
+                map
+            },
+            BatchSize::PerIteration,
+        );
+    });
+    group.finish();
+}
+
+/// `iterate/primary` on a plain vector of the objects.
+fn baseline_iterate<M: Measurement>(c: &mut Criterion<M>, n: u32) {
+    let mut group = c.benchmark_group("baseline");
+    let objs: Vec<Arc<Route>> = (0..n).map(|i| Arc::new(route(i))).collect();
+    group.throughput(Throughput::Elements(u64::from(n)));
+    group.bench_function(BenchmarkId::new("vec_iterate", n), |b| {
+        b.iter(|| objs.iter().map(|obj| u64::from(obj.ifindex)).sum::<u64>());
+    });
     group.finish();
 }
