@@ -981,14 +981,21 @@ pub(crate) fn connection_table(nm: &NmClient) -> Table {
             .filter(|ac| ac.connection().is_some_and(|p| p.path() == profile.path()))
             .max_by(|a, b| nmc::cmp_active(Some(*a), Some(*b)))
     };
-    let mut profiles = nm.connections();
-    profiles.sort_by(|a, b| {
-        nmc::cmp_active(active_of(b), active_of(a))
-            .then_with(|| a.id().cmp(b.id()))
+    // Each profile's active connection and id found once, not at every comparison (a scan
+    // of the active connections and a settings lookup each: 13 % of the command's
+    // instructions at 551 profiles).
+    let mut profiles: Vec<_> = nm
+        .connections()
+        .into_iter()
+        .map(|profile| (active_of(&profile), profile.id(), profile))
+        .collect();
+    profiles.sort_by(|(active_a, id_a, a), (active_b, id_b, b)| {
+        nmc::cmp_active(*active_b, *active_a)
+            .then_with(|| id_a.cmp(id_b))
             .then_with(|| a.path().cmp(b.path()))
     });
     let mut table = Table::new(CONNECTION_FIELDS);
-    for profile in profiles {
+    for (_, _, profile) in profiles {
         table.push(profile_row(&profile, &devices));
     }
     table
