@@ -178,7 +178,8 @@ impl<'a> Reader<'a> {
 
     /// Read one value of the single complete type `sig`.
     pub fn value(&mut self, sig: &[u8]) -> WireResult<Value> {
-        self.value_at(sig, 0)
+        let n = single_type_len(sig)?;
+        self.value_at(&sig[..n], 0)
     }
 
     /// Pass over one value of the single complete type `sig` without decoding it: nothing is
@@ -186,9 +187,13 @@ impl<'a> Reader<'a> {
     /// variant's signature and a string's terminating nul are checked. For a reader that keeps
     /// only some of a body's values (the rest cost no [`Value`]s).
     pub fn skip(&mut self, sig: &[u8]) -> WireResult<()> {
-        self.skip_at(sig, 0)
+        let n = single_type_len(sig)?;
+        self.skip_at(&sig[..n], 0)
     }
 
+    /// [`skip`](Self::skip) of `sig`, which is exactly one complete, well-formed type: its
+    /// callers cut it with [`single_type_len`] (which checks it), so it is not checked again
+    /// at every level.
     fn skip_at(&mut self, sig: &[u8], depth: u32) -> WireResult<()> {
         if depth > MAX_DEPTH {
             return err("values nested too deep");
@@ -196,7 +201,6 @@ impl<'a> Reader<'a> {
         let Some(&code) = sig.first() else {
             return err("empty signature");
         };
-        let sig = &sig[..single_type_len(sig)?];
         match code {
             b'y' => {
                 self.u8()?;
@@ -259,6 +263,9 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// [`value`](Self::value) of `sig`, which is exactly one complete, well-formed type, as
+    /// the slicing below relies on: every caller cuts it with [`single_type_len`] (which
+    /// checks it) or takes it from a type so cut, so it is not checked again at every level.
     fn value_at(&mut self, sig: &[u8], depth: u32) -> WireResult<Value> {
         if depth > MAX_DEPTH {
             return err("values nested too deep");
@@ -266,8 +273,6 @@ impl<'a> Reader<'a> {
         let Some(&code) = sig.first() else {
             return err("empty signature");
         };
-        // One complete, well-formed type: the slicing below relies on it.
-        let sig = &sig[..single_type_len(sig)?];
         Ok(match code {
             b'y' => Value::U8(self.u8()?),
             b'b' => Value::Bool(self.bool()?),

@@ -146,3 +146,25 @@ fn skip_ends_where_value_ends() {
         assert!(Reader::new(&buf, true).skip(sig).is_err());
     }
 }
+
+#[test]
+fn a_variant_whose_signature_is_not_one_complete_type_is_an_error() {
+    // A variant's signature is read from the data, so it is checked there, once: what is
+    // inside it is then read without checking its type again at every level.
+    for inner in [&b"("[..], b"a", b"{sv}", b"(y", b"yy", b"", b"a{vs", b"z"] {
+        let mut buf = vec![inner.len() as u8];
+        buf.extend_from_slice(inner);
+        buf.push(0);
+        buf.extend_from_slice(&[0; 16]);
+        let shown = String::from_utf8_lossy(inner);
+        assert!(
+            Reader::new(&buf, true).value(b"v").is_err(),
+            "value {shown}"
+        );
+        assert!(Reader::new(&buf, true).skip(b"v").is_err(), "skip {shown}");
+        assert!(
+            Reader::new(&buf, true).variant_expect(None).is_err(),
+            "variant_expect {shown}"
+        );
+    }
+}
