@@ -148,6 +148,16 @@ impl<'a> Reader<'a> {
         Ok(bytes)
     }
 
+    /// A variant's signature, checked to be exactly one complete, well-formed type: the one
+    /// place a signature read from the data is checked before its value is read.
+    fn variant_sig(&mut self) -> WireResult<&'a [u8]> {
+        let sig = self.sig()?;
+        if sig.is_empty() || single_type_len(sig)? != sig.len() {
+            return err("variant signature is not one complete type");
+        }
+        Ok(sig)
+    }
+
     /// Start an array whose elements align to `elem_align`: returns the end position.
     #[inline]
     pub fn array(&mut self, elem_align: usize) -> WireResult<usize> {
@@ -225,10 +235,7 @@ impl<'a> Reader<'a> {
                 self.sig()?;
             }
             b'v' => {
-                let inner = self.sig()?;
-                if inner.is_empty() || single_type_len(inner)? != inner.len() {
-                    return err("variant signature is not one complete type");
-                }
+                let inner = self.variant_sig()?;
                 self.skip_at(inner, depth + 1)?;
             }
             b'(' => {
@@ -252,10 +259,7 @@ impl<'a> Reader<'a> {
     /// Read a variant whose content must have signature `expected` (or any, if `None`).
     /// Returns `Ok(Err(actual))` when the types differ (the value is skipped).
     pub fn variant_expect(&mut self, expected: Option<&[u8]>) -> WireResult<Result<Value, String>> {
-        let sig = self.sig()?;
-        if single_type_len(sig)? != sig.len() {
-            return err("variant signature is not one complete type");
-        }
+        let sig = self.variant_sig()?;
         let value = self.value_at(sig, 1)?;
         match expected {
             Some(want) if want != sig => Ok(Err(String::from_utf8_lossy(sig).into_owned())),
@@ -288,10 +292,7 @@ impl<'a> Reader<'a> {
             b'o' => Value::Path(self.str()?.into()),
             b'g' => Value::Signature(String::from_utf8_lossy(self.sig()?).into()),
             b'v' => {
-                let inner = self.sig()?;
-                if inner.is_empty() || single_type_len(inner)? != inner.len() {
-                    return err("variant signature is not one complete type");
-                }
+                let inner = self.variant_sig()?;
                 Value::Variant(Box::new(self.value_at(inner, depth + 1)?))
             }
             b'(' => {
@@ -342,10 +343,7 @@ impl<'a> Reader<'a> {
                 let mut bytes = Vec::new();
                 let mut items: Option<Vec<Value>> = None;
                 while items_left(self)? {
-                    let inner = self.sig()?;
-                    if inner.is_empty() || single_type_len(inner)? != inner.len() {
-                        return err("variant signature is not one complete type");
-                    }
+                    let inner = self.variant_sig()?;
                     match (&mut items, inner) {
                         (None, b"y") => bytes.push(self.u8()?),
                         (None, _) => {

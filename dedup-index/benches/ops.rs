@@ -123,7 +123,7 @@ fn fill<M: Measurement>(
 fn lookup<M: Measurement>(c: &mut Criterion<M>, n: u32) {
     let mut group = c.benchmark_group("lookup");
     let routes = Routes::filled(Layout::Three, n);
-    let ids: Vec<_> = shuffled(n).into_iter().map(|i| route(i).id()).collect();
+    let ids = shuffled_ids(n);
     let mut next = 0;
     group.bench_function(BenchmarkId::new("get", n), |b| {
         b.iter(|| {
