@@ -36,6 +36,9 @@ pub struct InterfaceDecl {
     pub properties: Box<[PropertyDecl]>,
     /// Slots of the reference properties.
     pub(crate) references: Box<[usize]>,
+    /// The slot of each property by name: a decoded property is found with one hash and one
+    /// comparison, where a binary search over a large interface took eight comparisons.
+    by_name: HashMap<Arc<str>, usize>,
 }
 
 impl InterfaceDecl {
@@ -60,18 +63,37 @@ impl InterfaceDecl {
             .filter(|(_, p)| p.is_reference())
             .map(|(i, _)| i)
             .collect();
+        let by_name = props
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.name.clone(), i))
+            .collect();
         Self {
             name: name.into(),
             properties: props.into(),
             references,
+            by_name,
         }
     }
 
     /// The slot of property `name`.
     pub fn slot(&self, name: &str) -> Option<usize> {
-        self.properties
-            .binary_search_by(|p| (*p.name).cmp(name))
-            .ok()
+        // `properties` is a public field: should it have been changed since `new`, the map no
+        // longer names its slots, and a binary search does.
+        match self.by_name.get_key_value(name) {
+            Some((key, &i))
+                if self
+                    .properties
+                    .get(i)
+                    .is_some_and(|p| Arc::ptr_eq(&p.name, key)) =>
+            {
+                Some(i)
+            }
+            _ => self
+                .properties
+                .binary_search_by(|p| (*p.name).cmp(name))
+                .ok(),
+        }
     }
 }
 
@@ -240,5 +262,55 @@ mod tests {
         assert_eq!(registry.len(), meta.interfaces().len() + 1);
         assert!(Registry::generic().is_empty());
         assert_eq!(Registry::generic().len(), 0);
+    }
+
+    /// The slot a name is found in is the one a binary search of the sorted properties finds,
+    /// for every declared property of every NetworkManager interface, for names not declared,
+    /// and after the public `properties` field was changed behind the declaration's back.
+    #[test]
+    fn a_property_is_found_in_its_sorted_slot() {
+        let by_search = |d: &InterfaceDecl, name: &str| {
+            d.properties.binary_search_by(|p| (*p.name).cmp(name)).ok()
+        };
+        let meta = &netmirror_dbus_meta::nm::REGISTRY;
+        let registry = Registry::from_meta(meta);
+        let mut checked = 0;
+        for decl in registry.iter() {
+            for (i, p) in decl.properties.iter().enumerate() {
+                assert_eq!(decl.slot(&p.name), Some(i), "{}.{}", decl.name, p.name);
+                checked += 1;
+            }
+            for name in ["", "Nothing", "state", "State ", "Ip4Config\0"] {
+                assert_eq!(
+                    decl.slot(name),
+                    by_search(decl, name),
+                    "{}.{name}",
+                    decl.name
+                );
+            }
+        }
+        assert!(checked > 200, "only {checked} properties declared");
+
+        let mut decl = InterfaceDecl::new(
+            "org.example.Changed",
+            [("B", "u", None), ("D", "s", None), ("F", "b", None)],
+        );
+        assert_eq!(decl.slot("D"), Some(1));
+        decl.properties = InterfaceDecl::new(
+            "org.example.Changed",
+            [
+                ("A", "u", None),
+                ("D", "s", None),
+                ("E", "b", None),
+                ("G", "b", None),
+            ],
+        )
+        .properties;
+        for name in ["A", "B", "D", "E", "F", "G", "Z"] {
+            assert_eq!(decl.slot(name), by_search(&decl, name), "{name}");
+        }
+        assert_eq!(decl.slot("D"), Some(1));
+        assert_eq!(decl.slot("G"), Some(3));
+        assert_eq!(decl.slot("B"), None);
     }
 }
