@@ -84,11 +84,23 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// `N` bytes at the next multiple of `N` (a power of two), in the body's byte order: one
+    /// bounds check for the padding and the value together.
+    #[inline]
     fn fixed<const N: usize>(&mut self) -> WireResult<[u8; N]> {
-        self.align(N)?;
-        let s = self.take(N)?;
-        let mut a = [0u8; N];
-        a.copy_from_slice(s);
+        let start = self.pos.next_multiple_of(N);
+        let Some(mut a) = self
+            .buf
+            .get(start..start.saturating_add(N))
+            .and_then(|s| <[u8; N]>::try_from(s).ok())
+        else {
+            return if start > self.buf.len() {
+                err("padding past the end of the body")
+            } else {
+                err("value past the end of the body")
+            };
+        };
+        self.pos = start + N;
         if !self.little {
             a.reverse();
         }

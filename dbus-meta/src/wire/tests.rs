@@ -168,3 +168,38 @@ fn a_variant_whose_signature_is_not_one_complete_type_is_an_error() {
         );
     }
 }
+
+/// A fixed-size value is read at the next multiple of its size, in the body's byte order; a
+/// body that ends in its padding or inside it is an error that says which.
+#[test]
+fn fixed_size_values_skip_their_padding_and_stop_at_the_end() {
+    let body = [7u8, 0, 0, 0, 1, 2, 3, 4, 0xaa, 0, 0, 0, 0, 0, 0, 0, 9, 8, 7, 6, 5, 4, 3, 2];
+    let mut r = Reader::new(&body, true);
+    assert_eq!(r.u8().unwrap(), 7);
+    assert_eq!(r.u32().unwrap(), 0x0403_0201);
+    assert_eq!(r.u16().unwrap(), 0xaa);
+    assert_eq!(r.pos(), 10);
+    assert_eq!(r.u64().unwrap(), 0x0203_0405_0607_0809);
+    assert_eq!(r.pos(), 24);
+    let mut r = Reader::new(&body, false);
+    assert_eq!(r.u8().unwrap(), 7);
+    assert_eq!(r.u32().unwrap(), 0x0102_0304);
+    assert_eq!(r.u64().unwrap(), 0xaa00_0000_0000_0000);
+
+    let message = |res: WireResult<u64>| res.unwrap_err().to_string();
+    // The padding runs past the end: 3 bytes, a `u` after a `y`.
+    let mut r = Reader::new(&body[..3], true);
+    r.u8().unwrap();
+    assert!(message(r.u32().map(u64::from)).contains("padding past the end"));
+    // The padding fits, the value does not.
+    for len in 4..8 {
+        let mut r = Reader::new(&body[..len], true);
+        r.u8().unwrap();
+        assert!(message(r.u32().map(u64::from)).contains("value past the end"), "{len}");
+    }
+    let mut r = Reader::new(&body[..20], true);
+    r.u64().unwrap();
+    r.u64().unwrap();
+    assert!(message(r.u64()).contains("value past the end"));
+    assert!(message(Reader::new(&[], true).u16().map(u64::from)).contains("value past the end"));
+}
