@@ -427,17 +427,45 @@ pub fn alignment(sig: &[u8]) -> usize {
     }
 }
 
+/// Whether `c` alone is a complete type: a basic type or a variant.
+#[inline]
+fn is_basic_or_variant(c: u8) -> bool {
+    matches!(
+        c,
+        b'y' | b'b'
+            | b'n'
+            | b'q'
+            | b'i'
+            | b'u'
+            | b'x'
+            | b't'
+            | b'd'
+            | b'h'
+            | b's'
+            | b'o'
+            | b'g'
+            | b'v'
+    )
+}
+
 /// The length of the first single complete type in `sig`.
+#[inline]
 pub fn single_type_len(sig: &[u8]) -> WireResult<usize> {
+    // Most values are of one basic type: those need no walk.
+    match sig.first() {
+        Some(&c) if is_basic_or_variant(c) => Ok(1),
+        _ => container_type_len(sig),
+    }
+}
+
+/// [`single_type_len`] of a signature that does not start with a basic type or a variant.
+fn container_type_len(sig: &[u8]) -> WireResult<usize> {
     fn go(sig: &[u8], depth: u32) -> WireResult<usize> {
         if depth > MAX_DEPTH {
             return err("signature nested too deep");
         }
         match sig.first() {
-            Some(
-                b'y' | b'b' | b'n' | b'q' | b'i' | b'u' | b'x' | b't' | b'd' | b'h' | b's' | b'o'
-                | b'g' | b'v',
-            ) => Ok(1),
+            Some(&c) if is_basic_or_variant(c) => Ok(1),
             Some(b'a') => Ok(1 + go(&sig[1..], depth + 1)?),
             Some(&open @ (b'(' | b'{')) => {
                 let close = if open == b'(' { b')' } else { b'}' };

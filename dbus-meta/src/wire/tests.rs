@@ -173,7 +173,9 @@ fn a_variant_whose_signature_is_not_one_complete_type_is_an_error() {
 /// body that ends in its padding or inside it is an error that says which.
 #[test]
 fn fixed_size_values_skip_their_padding_and_stop_at_the_end() {
-    let body = [7u8, 0, 0, 0, 1, 2, 3, 4, 0xaa, 0, 0, 0, 0, 0, 0, 0, 9, 8, 7, 6, 5, 4, 3, 2];
+    let body = [
+        7u8, 0, 0, 0, 1, 2, 3, 4, 0xaa, 0, 0, 0, 0, 0, 0, 0, 9, 8, 7, 6, 5, 4, 3, 2,
+    ];
     let mut r = Reader::new(&body, true);
     assert_eq!(r.u8().unwrap(), 7);
     assert_eq!(r.u32().unwrap(), 0x0403_0201);
@@ -195,7 +197,10 @@ fn fixed_size_values_skip_their_padding_and_stop_at_the_end() {
     for len in 4..8 {
         let mut r = Reader::new(&body[..len], true);
         r.u8().unwrap();
-        assert!(message(r.u32().map(u64::from)).contains("value past the end"), "{len}");
+        assert!(
+            message(r.u32().map(u64::from)).contains("value past the end"),
+            "{len}"
+        );
     }
     let mut r = Reader::new(&body[..20], true);
     r.u64().unwrap();
