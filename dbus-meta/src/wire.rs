@@ -142,10 +142,10 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn str(&mut self) -> WireResult<&'a str> {
         let len = self.u32()? as usize;
-        let bytes = self.take(len)?;
-        if self.take(1)? != [0] {
+        // The text and its terminating nul, with one bounds check.
+        let Some((&0, bytes)) = self.take(len.saturating_add(1))?.split_last() else {
             return err("string without its terminating nul");
-        }
+        };
         std::str::from_utf8(bytes).or_else(|_| err("string is not UTF-8"))
     }
 
@@ -153,10 +153,9 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn sig(&mut self) -> WireResult<&'a [u8]> {
         let len = self.u8()? as usize;
-        let bytes = self.take(len)?;
-        if self.take(1)? != [0] {
+        let Some((&0, bytes)) = self.take(len + 1)?.split_last() else {
             return err("signature without its terminating nul");
-        }
+        };
         Ok(bytes)
     }
 
@@ -460,9 +459,17 @@ pub fn single_type_len(sig: &[u8]) -> WireResult<usize> {
 
 /// [`single_type_len`] of a signature that does not start with a basic type or a variant.
 fn container_type_len(sig: &[u8]) -> WireResult<usize> {
-    fn go(sig: &[u8], depth: u32) -> WireResult<usize> {
+    // A step returns a one-byte error, so its result comes back in registers.
+    #[derive(Clone, Copy)]
+    enum Bad {
+        TooDeep,
+        StructOrDictEntry,
+        Unterminated,
+        Code,
+    }
+    fn go(sig: &[u8], depth: u32) -> Result<usize, Bad> {
         if depth > MAX_DEPTH {
-            return err("signature nested too deep");
+            return Err(Bad::TooDeep);
         }
         match sig.first() {
             Some(&c) if is_basic_or_variant(c) => Ok(1),
@@ -475,7 +482,7 @@ fn container_type_len(sig: &[u8]) -> WireResult<usize> {
                     match sig.get(i) {
                         Some(&c) if c == close => {
                             if fields == 0 || (open == b'{' && fields != 2) {
-                                return err("bad struct or dict entry signature");
+                                return Err(Bad::StructOrDictEntry);
                             }
                             return Ok(i + 1);
                         }
@@ -483,14 +490,21 @@ fn container_type_len(sig: &[u8]) -> WireResult<usize> {
                             i += go(&sig[i..], depth + 1)?;
                             fields += 1;
                         }
-                        None => return err("unterminated struct or dict entry signature"),
+                        None => return Err(Bad::Unterminated),
                     }
                 }
             }
-            _ => err("bad signature"),
+            _ => Err(Bad::Code),
         }
     }
-    go(sig, 0)
+    go(sig, 0).or_else(|bad| {
+        err(match bad {
+            Bad::TooDeep => "signature nested too deep",
+            Bad::StructOrDictEntry => "bad struct or dict entry signature",
+            Bad::Unterminated => "unterminated struct or dict entry signature",
+            Bad::Code => "bad signature",
+        })
+    })
 }
 
 #[cfg(test)]

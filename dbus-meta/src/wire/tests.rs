@@ -208,3 +208,25 @@ fn fixed_size_values_skip_their_padding_and_stop_at_the_end() {
     assert!(message(r.u64()).contains("value past the end"));
     assert!(message(Reader::new(&[], true).u16().map(u64::from)).contains("value past the end"));
 }
+
+/// Each way a signature can be wrong is named in its error; complete types are measured.
+#[test]
+fn a_signature_error_says_what_is_wrong() {
+    for (sig, len) in [
+        (&b"u"[..], 1),
+        (b"v", 1),
+        (b"ao", 2),
+        (b"a{sv}u", 5),
+        (b"(a{sa{sv}}b)", 12),
+    ] {
+        assert_eq!(single_type_len(sig).unwrap(), len, "{sig:?}");
+    }
+    let message = |sig: &[u8]| single_type_len(sig).unwrap_err().to_string();
+    assert!(message(&[b'a'; 80]).contains("nested too deep"));
+    assert!(message(b"()").contains("bad struct or dict entry"));
+    assert!(message(b"{sss}").contains("bad struct or dict entry"));
+    assert!(message(b"(uu").contains("unterminated"));
+    assert!(message(b"z").contains("bad signature"));
+    assert!(message(b"").contains("bad signature"));
+    assert!(message(b"a").contains("bad signature"));
+}
