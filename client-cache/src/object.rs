@@ -21,7 +21,10 @@ pub struct Interface {
 impl Interface {
     pub(crate) fn new(name: Arc<str>, decl: Option<Arc<InterfaceDecl>>) -> Self {
         let slots = match &decl {
-            Some(d) => vec![Value::Unset; d.properties.len()].into(),
+            // Written directly, not cloned from a first `Unset` (a match per slot).
+            Some(d) => std::iter::repeat_with(|| Value::Unset)
+                .take(d.properties.len())
+                .collect(),
             None => Box::default(),
         };
         Self {
