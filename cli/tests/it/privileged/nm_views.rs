@@ -819,13 +819,40 @@ fn connection_show_equals_nmcli_field_by_field() {
     // Defaults the daemon does not send.
     assert_eq!(static_["connection.autoconnect-priority"], "0");
     assert_eq!(static_["ipv6.addr-gen-mode"], "default");
-    let dhcp = ours(
-        nm,
-        &["-f", "ipv4.dhcp-timeout,DHCP4", "nm", "connection", "dhcp"],
-    )
-    .ok()
-    .to_owned();
-    assert!(dhcp.contains("DHCP4.OPTION[1]"), "{dhcp}");
+    // Its DHCPv4 lease. Whenever nmcli shows one, ours must too. Once in CI ours showed none
+    // right after the comparisons above had passed: if the daemon holds no lease at that
+    // moment, nmcli shows none either, and the check waits for the lease to be back.
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let dhcp = ours(
+            nm,
+            &["-f", "ipv4.dhcp-timeout,DHCP4", "nm", "connection", "dhcp"],
+        )
+        .ok()
+        .to_owned();
+        if dhcp.contains("DHCP4.OPTION[1]") {
+            break;
+        }
+        let theirs = nmcli(
+            nm,
+            &[
+                "-f",
+                "ipv4.dhcp-timeout,DHCP4",
+                "connection",
+                "show",
+                "dhcp",
+            ],
+        );
+        assert!(
+            !theirs.contains("DHCP4.OPTION[1]") && Instant::now() < deadline,
+            "no DHCP4 lease in ours:\n{dhcp}\nnmcli's, read right after:\n{theirs}\n{}",
+            nmcli(
+                nm,
+                &["-t", "-f", "GENERAL,DHCP4", "device", "show", "veth2"]
+            )
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     // Its DHCPv6 lease (the lines themselves are compared with nmcli's above).
     let dhcp6 = ours(nm, &["-t", "-f", "DHCP6", "nm", "connection", "dhcp"])
         .ok()
