@@ -55,8 +55,8 @@ impl<'a> Reader<'a> {
         Self::new(body.bytes(), little)
     }
 
-    #[cfg(test)]
-    pub(crate) fn pos(&self) -> usize {
+    /// The offset in the body of the next byte to read.
+    pub fn pos(&self) -> usize {
         self.pos
     }
 

@@ -275,25 +275,28 @@ fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The cargo-fuzz package of the platform crate and its targets (the receive path).
-const FUZZ_DIR: &str = "platform/fuzz";
-const FUZZ_TARGETS: &[&str] = &["parse", "receive"];
+/// The cargo-fuzz packages and their targets: the platform crate's receive path (netlink
+/// from the kernel) and dbus-meta's body reader (D-Bus bodies from any service).
+const FUZZ_PACKAGES: &[(&str, &[&str])] = &[
+    ("platform/fuzz", &["parse", "receive"]),
+    ("dbus-meta/fuzz", &["body"]),
+];
 /// How long each fuzz target runs, in seconds: a fixed, short time per CI run.
 const FUZZ_SECONDS: u32 = 20;
 
 /// Builds the fuzz targets and runs each for [`FUZZ_SECONDS`], starting from the committed
-/// seeds (real captured messages); a crash fails the step, and libFuzzer leaves the input in
-/// `platform/fuzz/artifacts/TARGET/`. cargo-fuzz needs a nightly feature gate: on stable it
+/// seeds (real captured messages, bodies as zbus writes them); a crash fails the step, and
+/// libFuzzer leaves the input in `PACKAGE/artifacts/TARGET/`. cargo-fuzz needs a nightly feature gate: on stable it
 /// runs with `RUSTC_BOOTSTRAP=1`. Its build lives in `target/fuzz`, apart from CI's.
 fn fuzz(root: &Path) -> anyhow::Result<()> {
     // Like the system packages, cargo-fuzz is set up here when missing (a crates.io build,
     // no root needed), so `cargo xtask ci` alone does all set-up.
     system::ensure_cargo_fuzz()?;
     let target_dir = root.join("target/fuzz");
-    let fuzz = || {
+    let fuzz = |dir: &str| {
         let mut cargo = cmd::cargo();
         cargo
-            .current_dir(root.join(FUZZ_DIR))
+            .current_dir(root.join(dir))
             .env("RUSTC_BOOTSTRAP", "1")
             .env_remove("RUSTFLAGS")
             .env_remove("CARGO_TARGET_DIR")
@@ -303,23 +306,27 @@ fn fuzz(root: &Path) -> anyhow::Result<()> {
     // Safe Rust throughout: panics are what is looked for, so no sanitizer (faster builds and
     // runs); debug assertions stay on, so arithmetic overflows panic too.
     let options = ["-O", "--sanitizer", "none", "--target-dir"];
-    cmd::run(fuzz().arg("build").args(options).arg(&target_dir))?;
-    for target in FUZZ_TARGETS {
-        let corpus = target_dir.join("corpus").join(target);
-        std::fs::create_dir_all(&corpus)?;
-        cmd::run(
-            fuzz()
-                .arg("run")
-                .args(options)
-                .arg(&target_dir)
-                .arg(target)
-                .arg(&corpus)
-                .arg("seeds")
-                .arg("--")
-                .arg(format!("-max_total_time={FUZZ_SECONDS}"))
-                .arg("-timeout=10"),
-        )
-        .with_context(|| format!("fuzz target `{target}` found a crash (or failed to run)"))?;
+    for &(dir, targets) in FUZZ_PACKAGES {
+        cmd::run(fuzz(dir).arg("build").args(options).arg(&target_dir))?;
+        for target in targets {
+            let corpus = target_dir.join("corpus").join(target);
+            std::fs::create_dir_all(&corpus)?;
+            cmd::run(
+                fuzz(dir)
+                    .arg("run")
+                    .args(options)
+                    .arg(&target_dir)
+                    .arg(target)
+                    .arg(&corpus)
+                    .arg("seeds")
+                    .arg("--")
+                    .arg(format!("-max_total_time={FUZZ_SECONDS}"))
+                    .arg("-timeout=10"),
+            )
+            .with_context(|| {
+                format!("fuzz target `{dir}` `{target}` found a crash (or failed to run)")
+            })?;
+        }
     }
     Ok(())
 }
