@@ -646,10 +646,12 @@ impl Replay {
                     }
                 }
                 Step::Pop(n) => {
+                    // A `pop` that finds no event changes nothing, so neither would the rest
+                    // of the record's: stop at the first (a damaged count of four billion
+                    // would otherwise spin for minutes).
                     for _ in 0..*n {
-                        if let Some(ev) = core.pop_event() {
-                            events.push(ev);
-                        }
+                        let Some(ev) = core.pop_event() else { break };
+                        events.push(ev);
                     }
                 }
             }

@@ -275,19 +275,23 @@ fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The cargo-fuzz packages and their targets: the platform crate's receive path (netlink
-/// from the kernel) and dbus-meta's body reader (D-Bus bodies from any service).
-const FUZZ_PACKAGES: &[(&str, &[&str])] = &[
-    ("platform/fuzz", &["parse", "receive"]),
-    ("dbus-meta/fuzz", &["body"]),
+/// The cargo-fuzz packages, and their targets with the folder of each one's seeds (relative to
+/// the package): the platform crate's receive path (netlink from the kernel), dbus-meta's body
+/// reader (D-Bus bodies from any service) and client-cache's replay (recordings of the real
+/// NetworkManager, damaged: hostile files and hostile messages through the cache's core).
+const FUZZ_PACKAGES: &[(&str, &[(&str, &str)])] = &[
+    ("platform/fuzz", &[("parse", "seeds"), ("receive", "seeds")]),
+    ("dbus-meta/fuzz", &[("body", "seeds")]),
+    ("client-cache/fuzz", &[("replay", "../tests/data/replay")]),
 ];
 /// How long each fuzz target runs, in seconds: a fixed, short time per CI run.
 const FUZZ_SECONDS: u32 = 20;
 
 /// Builds the fuzz targets and runs each for [`FUZZ_SECONDS`], starting from the committed
-/// seeds (real captured messages, bodies as zbus writes them); a crash fails the step, and
-/// libFuzzer leaves the input in `PACKAGE/artifacts/TARGET/`. cargo-fuzz needs a nightly feature gate: on stable it
-/// runs with `RUSTC_BOOTSTRAP=1`. Its build lives in `target/fuzz`, apart from CI's.
+/// seeds (real captured messages, bodies as zbus writes them, recordings); a crash or a hang
+/// (an input that runs over 10 s) fails the step, and libFuzzer leaves the input in
+/// `PACKAGE/artifacts/TARGET/`. cargo-fuzz needs a nightly feature gate: on stable it runs
+/// with `RUSTC_BOOTSTRAP=1`. Its build lives in `target/fuzz`, apart from CI's.
 fn fuzz(root: &Path) -> anyhow::Result<()> {
     // Like the system packages, cargo-fuzz is set up here when missing (a crates.io build,
     // no root needed), so `cargo xtask ci` alone does all set-up.
@@ -308,7 +312,7 @@ fn fuzz(root: &Path) -> anyhow::Result<()> {
     let options = ["-O", "--sanitizer", "none", "--target-dir"];
     for &(dir, targets) in FUZZ_PACKAGES {
         cmd::run(fuzz(dir).arg("build").args(options).arg(&target_dir))?;
-        for target in targets {
+        for &(target, seeds) in targets {
             let corpus = target_dir.join("corpus").join(target);
             std::fs::create_dir_all(&corpus)?;
             cmd::run(
@@ -318,7 +322,7 @@ fn fuzz(root: &Path) -> anyhow::Result<()> {
                     .arg(&target_dir)
                     .arg(target)
                     .arg(&corpus)
-                    .arg("seeds")
+                    .arg(seeds)
                     .arg("--")
                     .arg(format!("-max_total_time={FUZZ_SECONDS}"))
                     .arg("-timeout=10"),
