@@ -147,7 +147,9 @@ const BATCH_HELP: &str = "\
 Each line is one command, as `ip -batch` takes them:
   route add|del|replace PREFIX [via GW] [dev DEV] [table ID] [metric N] [proto P] [type T]
                         [nhid ID]
-  addr add|del PREFIX dev DEV
+  addr add|del|replace PREFIX dev DEV [peer PREFIX] [broadcast A|+|-] [label NAME] [scope S]
+                        [metric N] [proto P] [valid_lft S] [preferred_lft S] [FLAG]...
+                        (FLAG: home nodad optimistic mngtmpaddr noprefixroute autojoin)
   nexthop add|replace id ID [via GW] [dev DEV] [onlink] | blackhole | group ID[,W]/...
                         [type mpath|resilient] [buckets N] [fdb] [proto P]
   nexthop del id ID

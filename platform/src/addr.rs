@@ -157,6 +157,39 @@ impl Address {
         self
     }
 
+    /// Makes this a point-to-point address: the address given to [`new`](Self::new) stays the
+    /// local one (`IFA_LOCAL`), `peer` becomes `IFA_ADDRESS` (as `ip addr add LOCAL peer PEER`).
+    pub fn with_peer(mut self, peer: IpAddr) -> Self {
+        self.local = Some(self.local());
+        self.address = peer;
+        self
+    }
+
+    /// Sets the IPv4 label (`IFA_LABEL`; the kernel wants the device's name, or it followed by
+    /// a colon and more).
+    pub fn with_label(mut self, label: &str) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Sets the scope.
+    pub fn with_scope(mut self, scope: Scope) -> Self {
+        self.scope = scope.0;
+        self
+    }
+
+    /// Sets the metric of the prefix route (`IFA_RT_PRIORITY`).
+    pub fn with_rt_priority(mut self, priority: u32) -> Self {
+        self.rt_priority = Some(priority);
+        self
+    }
+
+    /// Sets the protocol that adds the address (`IFA_PROTO`).
+    pub fn with_proto(mut self, proto: u8) -> Self {
+        self.proto = Some(proto);
+        self
+    }
+
     /// The kernel's identity of this address.
     pub fn id(&self) -> AddressId {
         match self.family() {
@@ -276,6 +309,9 @@ impl Address {
         }
         if let Some(priority) = self.rt_priority {
             msg.attr_u32(IFA_RT_PRIORITY, priority);
+        }
+        if let Some(proto) = self.proto {
+            msg.attr(IFA_PROTO, &[proto]);
         }
         if self.valid_lft != LIFETIME_FOREVER || self.preferred_lft != LIFETIME_FOREVER {
             let mut info = [0u8; 16];

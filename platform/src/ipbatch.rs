@@ -30,7 +30,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use crate::addr::Address;
 use crate::batch::{Item, Op};
@@ -722,28 +722,171 @@ fn parse_addr(
     args: &[&str],
     ifindex: &dyn Fn(&str) -> Option<Ifindex>,
 ) -> Result<Address, ParseError> {
+    /// `ip`'s longest device name and label (`IFNAMSIZ` less the nul).
+    const MAX_LABEL: usize = 15;
     let mut words = args.iter().copied();
-    let prefix = words.next().ok_or(ParseError::MissingAddress)?;
-    let (addr, prefix_len) = parse_prefix(prefix)?;
+    let mut local = None;
     let mut dev = None;
     let mut broadcast = None;
+    let mut peer = None;
+    let mut label = None;
+    let mut scope = None;
+    let mut flags = 0;
+    let mut rt_priority = None;
+    let mut proto = None;
+    let (mut valid, mut preferred) = (None, None);
+    let lifetime = |keyword: &str, value: &str| match value {
+        "forever" | "infinity" => Ok(crate::addr::LIFETIME_FOREVER),
+        value => value.parse::<u32>().map_err(|_| ParseError::BadValue {
+            keyword: keyword.to_owned(),
+            value: value.to_owned(),
+        }),
+    };
     while let Some(keyword) = words.next() {
+        // Flags take no value.
+        if let Some(flag) = names::parse_address_flag(keyword) {
+            flags |= flag;
+            continue;
+        }
+        let is_keyword = matches!(
+            keyword,
+            "local"
+                | "dev"
+                | "broadcast"
+                | "brd"
+                | "peer"
+                | "remote"
+                | "label"
+                | "scope"
+                | "metric"
+                | "priority"
+                | "preference"
+                | "proto"
+                | "valid_lft"
+                | "preferred_lft"
+        );
+        // The first word that is no keyword is the local address (`ip` reads it so).
+        if !is_keyword {
+            if local.is_some() {
+                return Err(ParseError::UnknownAddressKeyword(keyword.to_owned()));
+            }
+            local = Some(parse_prefix(keyword)?);
+            continue;
+        }
         let value = words
             .next()
             .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
         match keyword {
-            "dev" => dev = Some(resolve(ifindex, value)?),
-            "broadcast" | "brd" => match parse_addr_value(value)? {
-                IpAddr::V4(v4) => broadcast = Some(v4),
-                IpAddr::V6(_) => return Err(ParseError::BroadcastNotIpv4(value.to_owned())),
-            },
-            other => return Err(ParseError::UnknownAddressKeyword(other.to_owned())),
+            "local" => local = Some(parse_prefix(value)?),
+            "dev" => dev = Some((resolve(ifindex, value)?, value)),
+            "broadcast" | "brd" => broadcast = Some(value),
+            "peer" | "remote" => peer = Some(parse_prefix(value)?),
+            "label" => {
+                if value.len() > MAX_LABEL {
+                    return Err(ParseError::BadValue {
+                        keyword: "label (at most 15 bytes)".to_owned(),
+                        value: value.to_owned(),
+                    });
+                }
+                label = Some(value);
+            }
+            "scope" => {
+                scope = Some(
+                    names::parse_scope(value)
+                        .ok_or_else(|| ParseError::UnknownScope(value.to_owned()))?,
+                );
+            }
+            "metric" | "priority" | "preference" => {
+                rt_priority = Some(
+                    value
+                        .parse::<u32>()
+                        .map_err(|_| ParseError::BadMetric(value.to_owned()))?,
+                );
+            }
+            "proto" => {
+                let number = match value {
+                    "kernel_lo" => Some(1),
+                    "kernel_ra" => Some(2),
+                    "kernel_ll" => Some(3),
+                    value => value.parse::<u8>().ok(),
+                };
+                proto = Some(number.ok_or_else(|| ParseError::UnknownProtocol(value.to_owned()))?);
+            }
+            "valid_lft" => valid = Some(lifetime(keyword, value)?),
+            _ => preferred = Some(lifetime(keyword, value)?),
         }
     }
-    let dev = dev.ok_or(ParseError::NoDevice)?;
-    let mut address = Address::new(dev, addr, prefix_len);
-    if let Some(broadcast) = broadcast {
+    let (addr, local_len) = local.ok_or(ParseError::MissingAddress)?;
+    let (dev, dev_name) = dev.ok_or(ParseError::NoDevice)?;
+    // As `ip`: a peer's length (its full length when it has none) is the prefix's.
+    let prefix_len = match peer {
+        Some((peer, len)) if peer.is_ipv4() != addr.is_ipv4() => {
+            return Err(ParseError::BadValue {
+                keyword: "peer (of another family than the address)".to_owned(),
+                value: format!("{peer}/{len}"),
+            });
+        }
+        Some((_, len)) => len,
+        None => local_len,
+    };
+    let mut address = Address::new(dev, addr, prefix_len).with_flags(flags);
+    if let Some((peer, _)) = peer {
+        address = address.with_peer(peer);
+    }
+    if let Some(value) = broadcast {
+        let IpAddr::V4(v4) = addr else {
+            return Err(ParseError::BroadcastNotIpv4(value.to_owned()));
+        };
+        // `+` and `-`: the prefix's broadcast address with its host bits set or cleared.
+        let host_bits = u32::MAX.checked_shr(u32::from(prefix_len)).unwrap_or(0);
+        let broadcast = match value {
+            "+" => Ipv4Addr::from(u32::from(v4) | host_bits),
+            "-" => Ipv4Addr::from(u32::from(v4) & !host_bits),
+            value => match parse_addr_value(value)? {
+                IpAddr::V4(v4) => v4,
+                IpAddr::V6(_) => return Err(ParseError::BroadcastNotIpv4(value.to_owned())),
+            },
+        };
         address = address.with_broadcast(broadcast);
+    }
+    if let Some(label) = label {
+        // `ip` refuses a label that does not start with the device's name.
+        if !label.starts_with(dev_name) {
+            return Err(ParseError::BadValue {
+                keyword: format!("label (must start with the device name `{dev_name}`)"),
+                value: label.to_owned(),
+            });
+        }
+        address = address.with_label(label);
+    }
+    // Without `scope`, `ip` gives a 127.0.0.0/8 address host scope.
+    let scope = scope.unwrap_or(match addr {
+        IpAddr::V4(v4) if v4.octets()[0] == 127 => Scope::HOST.0,
+        _ => 0,
+    });
+    address = address.with_scope(Scope(scope));
+    if let Some(priority) = rt_priority {
+        address = address.with_rt_priority(priority);
+    }
+    if let Some(proto) = proto {
+        address = address.with_proto(proto);
+    }
+    if valid.is_some() || preferred.is_some() {
+        let valid = valid.unwrap_or(crate::addr::LIFETIME_FOREVER);
+        let preferred = preferred.unwrap_or(crate::addr::LIFETIME_FOREVER);
+        if valid == 0 {
+            return Err(ParseError::BadValue {
+                keyword: "valid_lft (zero)".to_owned(),
+                value: "0".to_owned(),
+            });
+        }
+        if preferred > valid {
+            return Err(ParseError::BadValue {
+                keyword: "preferred_lft (greater than valid_lft)".to_owned(),
+                value: preferred.to_string(),
+            });
+        }
+        address = address.with_lifetimes(valid, preferred);
     }
     Ok(address)
 }

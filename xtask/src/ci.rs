@@ -276,11 +276,19 @@ fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
 }
 
 /// The cargo-fuzz packages, and their targets with the folder of each one's seeds (relative to
-/// the package): the platform crate's receive path (netlink from the kernel), dbus-meta's body
-/// reader (D-Bus bodies from any service) and client-cache's replay (recordings of the real
-/// NetworkManager, damaged: hostile files and hostile messages through the cache's core).
+/// the package): the platform crate's receive path (netlink from the kernel) and `ip -batch`
+/// reader (files from users), dbus-meta's body reader (D-Bus bodies from any service) and
+/// client-cache's replay (recordings of the real NetworkManager, damaged: hostile files and
+/// hostile messages through the cache's core).
 const FUZZ_PACKAGES: &[(&str, &[(&str, &str)])] = &[
-    ("platform/fuzz", &[("parse", "seeds"), ("receive", "seeds")]),
+    (
+        "platform/fuzz",
+        &[
+            ("parse", "seeds"),
+            ("receive", "seeds"),
+            ("ipbatch", "seeds-ipbatch"),
+        ],
+    ),
     ("dbus-meta/fuzz", &[("body", "seeds")]),
     ("client-cache/fuzz", &[("replay", "../tests/data/replay")]),
 ];

@@ -208,9 +208,90 @@ fn malformed_lines() {
         Some("ff02::1"),
     );
     check_error(
-        "addr add 192.0.2.7/24 dev eth0 label eth0:1",
-        "unknown address keyword `label`",
-        Some("label"),
+        "addr add 192.0.2.7/24 dev eth0 lable eth0:1",
+        "unknown address keyword `lable`",
+        Some("lable"),
+    );
+    check_error(
+        "addr add 192.0.2.7/24 dev eth0 label eth1:1",
+        "bad label (must start with the device name `eth0`) `eth1:1`",
+        Some("eth1:1"),
+    );
+    check_error(
+        "addr add 192.0.2.7/24 dev eth0 valid_lft 10 preferred_lft 20",
+        "bad preferred_lft (greater than valid_lft) `20`",
+        Some("20"),
+    );
+    check_error(
+        "addr add 192.0.2.7/24 dev eth0 valid_lft 0",
+        "bad valid_lft (zero) `0`",
+        Some("0"),
+    );
+    check_error(
+        "addr add 192.0.2.7 peer 2001:db8::1 dev eth0",
+        "bad peer (of another family than the address) `2001:db8::1/128`",
+        Some("2001:db8::1/128"),
+    );
+    check_error(
+        "addr add 192.0.2.7/24 dev eth0 proto kernel_xx",
+        "unknown protocol `kernel_xx`",
+        Some("kernel_xx"),
+    );
+}
+
+/// Every keyword and flag `ip addr add` takes, read as `ip` reads it (issue: the batch took
+/// only `dev` and `broadcast`).
+#[test]
+fn addresses_take_what_ip_addr_add_takes() {
+    let address = |line: &str| match parse_line(line, &resolve) {
+        Ok(Item::Address(_, addr)) => addr,
+        other => panic!("{line}: {other:?}"),
+    };
+    let a = address(
+        "addr add 192.0.2.7/24 dev eth0 label eth0:web brd + scope link metric 50 proto 7 \
+         valid_lft 300 preferred_lft 200 noprefixroute",
+    );
+    assert_eq!(a.label(), Some("eth0:web"));
+    assert_eq!(a.broadcast(), Some("192.0.2.255".parse().unwrap()));
+    assert_eq!(a.scope(), crate::Scope(253));
+    assert_eq!(a.rt_priority(), Some(50));
+    assert_eq!(a.proto(), Some(7));
+    assert_eq!(a.lifetimes(), (300, 200));
+    assert_eq!(a.flags(), 0x200);
+    assert_eq!(
+        address("addr add 192.0.2.7/24 dev eth0 brd -").broadcast(),
+        Some("192.0.2.0".parse().unwrap())
+    );
+    // A peer: its length is the prefix's; the address given stays the local one.
+    let p = address("addr add 10.9.0.1 peer 10.9.0.2/30 dev eth0");
+    assert_eq!(
+        (p.local(), p.peer(), p.prefix_len()),
+        (
+            "10.9.0.1".parse().unwrap(),
+            Some("10.9.0.2".parse().unwrap()),
+            30
+        )
+    );
+    let p = address("addr add local 10.9.0.5 dev eth0 remote 10.9.0.6");
+    assert_eq!(
+        (p.peer(), p.prefix_len()),
+        (Some("10.9.0.6".parse().unwrap()), 32)
+    );
+    // IPv6 flags; one lifetime alone leaves the other forever.
+    let v6 = address(
+        "addr add 2001:db8::7/64 dev eth0 nodad home mngtmpaddr autojoin optimistic preferred_lft 0 proto kernel_ra",
+    );
+    assert_eq!(v6.flags(), 0x02 | 0x10 | 0x100 | 0x400 | 0x04);
+    assert_eq!(v6.lifetimes(), (crate::addr::LIFETIME_FOREVER, 0));
+    assert_eq!(v6.proto(), Some(2));
+    // 127.0.0.0/8 gets host scope unless told otherwise, as `ip` gives it.
+    assert_eq!(
+        address("addr add 127.0.0.9/8 dev eth0").scope(),
+        crate::Scope(254)
+    );
+    assert_eq!(
+        address("addr add 127.0.0.9/8 dev eth0 scope global").scope(),
+        crate::Scope(0)
     );
 }
 

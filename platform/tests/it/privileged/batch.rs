@@ -252,3 +252,83 @@ fn a_cancelled_batch_stops_between_sends_and_reports_exactly() {
             < report.n_ok as u32));
     });
 }
+
+/// The address lines of a batch file, with every keyword and flag of `ip addr add`, applied by
+/// the batch in one namespace and by `ip -batch` in another: `ip -j -d addr` shows the same
+/// addresses, field by field (lifetimes, which count down, within a few seconds).
+#[test]
+fn address_lines_apply_as_ip_batch_applies_them() {
+    const LINES: &str = "\
+addr add 10.50.0.1/24 dev nmx0 label nmx0:a brd + metric 77 valid_lft 300 preferred_lft 200 noprefixroute
+addr add 10.51.0.1 peer 10.51.0.2/30 dev nmx0 scope link
+addr add local 10.52.0.1/24 dev nmx0 broadcast - scope host
+addr add 127.0.0.9/8 dev nmx0
+addr add 2001:db8:50::1/64 dev nmx0 nodad home
+addr add 2001:db8:51::1/64 dev nmx0 nodad mngtmpaddr preferred_lft 0 metric 5
+addr replace 2001:db8:52::1/64 dev nmx0 nodad valid_lft forever preferred_lft forever
+";
+    bounded(LIMIT, || {
+        let ours = netns_with_veth();
+        let platform = Platform::open(config(&ours)).unwrap();
+        let links = platform.links().execute().unwrap();
+        let ifindex = |name: &str| {
+            links
+                .items
+                .iter()
+                .find(|link| link.name() == name)
+                .map(|link| link.ifindex())
+        };
+        let mut batch = platform.batch();
+        for line in netmirror_platform::ipbatch::parse(LINES, &ifindex) {
+            batch = batch.push(
+                line.item
+                    .unwrap_or_else(|err| panic!("{}: {err}", line.text)),
+            );
+        }
+        let report = batch.execute().unwrap();
+        assert!(report.failures.is_empty(), "{report:?}");
+
+        let theirs = netns_with_veth();
+        let path = std::env::temp_dir().join(format!("nmx-addr-{}.batch", std::process::id()));
+        std::fs::write(&path, LINES).unwrap();
+        let applied = theirs.ip(&["-batch", path.to_str().unwrap()]);
+        let _ = std::fs::remove_file(&path);
+        applied.unwrap();
+
+        let ours = test_addresses(&ours);
+        let theirs = test_addresses(&theirs);
+        assert_eq!(ours.len(), 7, "{ours:#?}");
+        assert_eq!(ours, theirs);
+    });
+}
+
+/// `ip -j -d addr show dev nmx0`'s addresses of the test above (by their prefixes), each with
+/// a lifetime that is not forever rounded down to a multiple of 60 s.
+fn test_addresses(ns: &netmirror_platform::testing::NetNs) -> Vec<serde_json::Value> {
+    let out = ns.ip(&["-j", "-d", "addr", "show", "dev", "nmx0"]).unwrap();
+    let links: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let mut addrs: Vec<serde_json::Value> = links[0]["addr_info"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|addr| {
+            let local = addr["local"].as_str().unwrap_or_default();
+            ["10.5", "127.", "2001:db8:5"]
+                .iter()
+                .any(|prefix| local.starts_with(prefix))
+        })
+        .cloned()
+        .collect();
+    for addr in &mut addrs {
+        for field in ["valid_life_time", "preferred_life_time"] {
+            if let Some(secs) = addr[field]
+                .as_u64()
+                .filter(|&secs| secs != u64::from(u32::MAX))
+            {
+                addr[field] = serde_json::json!(secs / 60 * 60);
+            }
+        }
+    }
+    addrs.sort_by_key(|addr| addr["local"].to_string());
+    addrs
+}
