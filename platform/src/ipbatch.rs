@@ -216,7 +216,9 @@ pub fn parse_line(
     };
     match *object {
         "route" | "r" | "ro" => parse_route(op, args, ifindex).map(|route| Item::Route(op, route)),
-        "addr" | "address" | "a" => parse_addr(args, ifindex).map(|addr| Item::Address(op, addr)),
+        "addr" | "address" | "a" => {
+            parse_addr(op, args, ifindex).map(|addr| Item::Address(op, addr))
+        }
         "nexthop" | "nh" => parse_nexthop(op, args, ifindex).map(|nh| Item::Nexthop(op, nh)),
         other => Err(ParseError::UnknownObject(other.to_owned())),
     }
@@ -719,6 +721,7 @@ fn parse_number(text: &str) -> Result<u32, ParseError> {
 
 /// `PREFIX dev DEV [broadcast ADDR]`.
 fn parse_addr(
+    op: Op,
     args: &[&str],
     ifindex: &dyn Fn(&str) -> Option<Ifindex>,
 ) -> Result<Address, ParseError> {
@@ -859,9 +862,9 @@ fn parse_addr(
         }
         address = address.with_label(label);
     }
-    // Without `scope`, `ip` gives a 127.0.0.0/8 address host scope.
+    // Without `scope`, `ip` gives an added 127.0.0.0/8 address host scope.
     let scope = scope.unwrap_or(match addr {
-        IpAddr::V4(v4) if v4.octets()[0] == 127 => Scope::HOST.0,
+        IpAddr::V4(v4) if v4.octets()[0] == 127 && op != Op::Delete => Scope::HOST.0,
         _ => 0,
     });
     address = address.with_scope(Scope(scope));

@@ -295,10 +295,32 @@ addr replace 2001:db8:52::1/64 dev nmx0 nodad valid_lft forever preferred_lft fo
         let _ = std::fs::remove_file(&path);
         applied.unwrap();
 
-        let ours = test_addresses(&ours);
-        let theirs = test_addresses(&theirs);
-        assert_eq!(ours.len(), 7, "{ours:#?}");
-        assert_eq!(ours, theirs);
+        let (held, their_held) = (test_addresses(&ours), test_addresses(&theirs));
+        assert_eq!(held.len(), 7, "{held:#?}");
+        assert_eq!(held, their_held);
+
+        // Deletes: a point-to-point address by its peer, a loopback one, an IPv6 one.
+        const DELETES: &str = "\
+addr del 10.51.0.1 peer 10.51.0.2/30 dev nmx0
+addr del 127.0.0.9/8 dev nmx0
+addr del 2001:db8:50::1/64 dev nmx0
+";
+        let mut batch = platform.batch();
+        for line in netmirror_platform::ipbatch::parse(DELETES, &ifindex) {
+            batch = batch.push(
+                line.item
+                    .unwrap_or_else(|err| panic!("{}: {err}", line.text)),
+            );
+        }
+        let report = batch.execute().unwrap();
+        assert!(report.failures.is_empty(), "{report:?}");
+        std::fs::write(&path, DELETES).unwrap();
+        let applied = theirs.ip(&["-batch", path.to_str().unwrap()]);
+        let _ = std::fs::remove_file(&path);
+        applied.unwrap();
+        let (held, their_held) = (test_addresses(&ours), test_addresses(&theirs));
+        assert_eq!(held.len(), 4, "{held:#?}");
+        assert_eq!(held, their_held);
     });
 }
 
