@@ -145,8 +145,8 @@ pub(crate) enum Command {
 
 const BATCH_HELP: &str = "\
 Each line is one command, as `ip -batch` takes them:
-  route add|del|replace PREFIX [via GW] [dev DEV] [table ID] [metric N] [proto P] [type T]
-                        [nhid ID]
+  route add|del|replace [to] PREFIX [via GW] [dev DEV] [table ID] [metric N] [proto P]
+                        [type T] [tos T] [nhid ID]
   addr add|del|replace PREFIX dev DEV [peer PREFIX] [broadcast A|+|-] [label NAME] [scope S]
                         [metric N] [proto P] [valid_lft S] [preferred_lft S] [FLAG]...
                         (FLAG: home nodad optimistic mngtmpaddr noprefixroute autojoin)

@@ -224,8 +224,8 @@ pub fn parse_line(
     }
 }
 
-/// `[TYPE] PREFIX|default [via [inet|inet6] GW] [dev DEV] [table T] [metric N] [proto P]
-/// [scope S] [src A] [onlink] [realm R] [pref P] [expires N] [METRIC [lock] VALUE]...
+/// `[to] [TYPE] PREFIX|default [via [inet|inet6] GW] [dev DEV] [tos T] [table T] [metric N]
+/// [proto P] [scope S] [src A] [onlink] [realm R] [pref P] [expires N] [METRIC [lock] VALUE]...
 /// [encap ip|ip6 ...] [nexthop via GW dev DEV weight W [onlink] [realm R]]...`.
 fn parse_route(
     op: Op,
@@ -235,6 +235,10 @@ fn parse_route(
     let delete = op == Op::Delete;
     let mut words = args.iter().copied().peekable();
     let mut kind = None;
+    // `to` may lead the type and prefix.
+    if words.peek() == Some(&"to") {
+        words.next();
+    }
     // A route type comes before the prefix, by name only.
     if let Some(word) = words.peek()
         && let Some(id) = names::parse_route_type(word).filter(|_| word.parse::<u8>().is_err())
@@ -255,6 +259,7 @@ fn parse_route(
     let mut scope = None;
     let mut prefsrc = None;
     let mut nh_id = None;
+    let mut tos = None;
     let mut more = More::default();
     while let Some(keyword) = words.next() {
         match keyword {
@@ -325,6 +330,9 @@ fn parse_route(
             }
             "src" => prefsrc = Some(parse_addr_value(value)?),
             "nhid" => nh_id = Some(parse_number(value)?),
+            "tos" | "dsfield" => {
+                tos = Some(names::parse_dsfield(value).ok_or_else(|| bad(keyword, value))?)
+            }
             "realm" | "realms" => {
                 more.realms = Some(names::parse_realms(value).ok_or_else(|| bad(keyword, value))?)
             }
@@ -409,6 +417,9 @@ fn parse_route(
     }
     if let Some(nh_id) = nh_id {
         route = route.with_nh_id(nh_id);
+    }
+    if let Some(tos) = tos {
+        route = route.with_tos(tos);
     }
     if !delete
         && kind == RouteType::UNICAST
@@ -917,9 +928,28 @@ fn parse_prefix(text: &str) -> Result<(IpAddr, u8), ParseError> {
     Ok((addr, len))
 }
 
+/// An address, also an IPv4 one with its trailing zero parts left out (`10`, `10.1`,
+/// `192.168.1`), as `ip` reads prefixes.
 fn parse_addr_value(text: &str) -> Result<IpAddr, ParseError> {
     text.parse()
-        .map_err(|_| ParseError::BadAddress(text.to_owned()))
+        .ok()
+        .or_else(|| short_ipv4(text).map(IpAddr::V4))
+        .ok_or_else(|| ParseError::BadAddress(text.to_owned()))
+}
+
+/// `10`, `10.1` or `10.1.2`: one to three decimal parts of a dotted quad, the rest zero.
+fn short_ipv4(text: &str) -> Option<Ipv4Addr> {
+    let mut octets = [0u8; 4];
+    let mut n = 0;
+    for part in text.split('.') {
+        let octet = octets.get_mut(n)?;
+        if part.is_empty() || part.len() > 3 || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        *octet = part.parse().ok()?;
+        n += 1;
+    }
+    (n < 4).then_some(Ipv4Addr::from(octets))
 }
 
 #[cfg(test)]

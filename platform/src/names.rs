@@ -467,6 +467,42 @@ pub fn address_flags(flags: u32, v6: bool) -> Vec<String> {
     names
 }
 
+/// A TOS (DS field) value as `ip route` takes it: a name of iproute2's default `rt_dsfield`
+/// (`CS1`, `AF11`, `EF`, ...) or a number, read as hexadecimal (`10` is 0x10) as `ip` reads it.
+pub fn parse_dsfield(text: &str) -> Option<u8> {
+    const NAMES: &[(u8, &str)] = &[
+        (0x00, "default"),
+        (0x28, "AF11"),
+        (0x30, "AF12"),
+        (0x38, "AF13"),
+        (0x48, "AF21"),
+        (0x50, "AF22"),
+        (0x58, "AF23"),
+        (0x68, "AF31"),
+        (0x70, "AF32"),
+        (0x78, "AF33"),
+        (0x88, "AF41"),
+        (0x90, "AF42"),
+        (0x98, "AF43"),
+        (0x20, "CS1"),
+        (0x40, "CS2"),
+        (0x60, "CS3"),
+        (0x80, "CS4"),
+        (0xa0, "CS5"),
+        (0xc0, "CS6"),
+        (0xe0, "CS7"),
+        (0xb8, "EF"),
+    ];
+    if let Some((value, _)) = NAMES.iter().find(|(_, name)| *name == text) {
+        return Some(*value);
+    }
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .unwrap_or(text);
+    u8::from_str_radix(digits, 16).ok()
+}
+
 /// Parses an address flag as `ip addr add` takes it.
 pub fn parse_address_flag(text: &str) -> Option<u32> {
     match text {

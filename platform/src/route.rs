@@ -898,6 +898,12 @@ impl Route {
         self
     }
 
+    /// Sets the TOS (`rtm_tos`, IPv4 only; part of the route's identity).
+    pub fn with_tos(mut self, tos: u8) -> Self {
+        self.tos = tos;
+        self
+    }
+
     /// Sets the route type (`RTN_*`).
     pub fn with_kind(mut self, kind: RouteType) -> Self {
         self.kind = kind.0;

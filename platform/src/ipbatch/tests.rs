@@ -476,3 +476,42 @@ fn family_mismatch_is_malformed() {
     let (_, route) = parse_route_line("route add 10.200.0.24/32 dev eth0 src 10.200.0.1");
     assert_eq!(route.prefsrc(), Some("10.200.0.1".parse().unwrap()));
 }
+
+/// `to` before the prefix, `tos`/`dsfield` (hexadecimal or a DS name, as `ip` reads them) and
+/// IPv4 prefixes with their trailing zero parts left out, as `ip route` takes them.
+#[test]
+fn routes_take_to_tos_and_short_prefixes() {
+    let route = |line: &str| match parse_line(line, &resolve) {
+        Ok(Item::Route(_, route)) => route,
+        other => panic!("{line}: {other:?}"),
+    };
+    let r = route("route add to 10.1/16 dev eth0 tos 10");
+    assert_eq!(
+        (r.dst(), r.dst_len(), r.tos()),
+        ("10.1.0.0".parse().unwrap(), 16, 0x10)
+    );
+    let r = route("route add to unicast 10.2.3/24 dev eth0 dsfield AF11");
+    assert_eq!(
+        (r.dst(), r.dst_len(), r.tos()),
+        ("10.2.3.0".parse().unwrap(), 24, 0x28)
+    );
+    let r = route("route add 0/0 via 192.0.2.1 tos 0xb8");
+    assert_eq!(
+        (r.dst(), r.dst_len(), r.tos()),
+        ("0.0.0.0".parse().unwrap(), 0, 0xb8)
+    );
+    // A bare short address is a host prefix, as in `ip`.
+    let r = route("route add 10 dev eth0");
+    assert_eq!((r.dst(), r.dst_len()), ("10.0.0.0".parse().unwrap(), 32));
+    for bad in ["10.", "10..1", "10.1.2.3.4", "256", "1x"] {
+        assert!(
+            parse_line(&format!("route add {bad} dev eth0"), &resolve).is_err(),
+            "{bad}"
+        );
+    }
+    check_error(
+        "route add 10.0.0.0/24 dev eth0 tos 100",
+        "bad tos `100`",
+        Some("100"),
+    );
+}

@@ -354,3 +354,65 @@ fn test_addresses(ns: &netmirror_platform::testing::NetNs) -> Vec<serde_json::Va
     addrs.sort_by_key(|addr| addr["local"].to_string());
     addrs
 }
+
+/// Route lines with `to`, `tos`/`dsfield` and short IPv4 prefixes, applied by the batch in one
+/// namespace and by `ip -batch` in another: `ip -j -d route show table all` shows the same
+/// routes, field by field.
+#[test]
+fn route_lines_with_tos_and_short_prefixes_apply_as_ip_batch_applies_them() {
+    const LINES: &str = "\
+route add to 10.61/16 dev nmx0 tos 10
+route add to unicast 10.62.3/24 via 192.0.2.2 dsfield AF11 table 100
+route add 10.63/16 via 192.0.2.2 tos 0xb8 metric 7
+route add 10.64 dev nmx0
+route add blackhole 10.65/16 tos CS1 table 101
+";
+    bounded(LIMIT, || {
+        let ours = netns_with_veth();
+        let platform = Platform::open(config(&ours)).unwrap();
+        let links = platform.links().execute().unwrap();
+        let ifindex = |name: &str| {
+            links
+                .items
+                .iter()
+                .find(|link| link.name() == name)
+                .map(|link| link.ifindex())
+        };
+        let mut batch = platform.batch();
+        for line in netmirror_platform::ipbatch::parse(LINES, &ifindex) {
+            batch = batch.push(
+                line.item
+                    .unwrap_or_else(|err| panic!("{}: {err}", line.text)),
+            );
+        }
+        let report = batch.execute().unwrap();
+        assert!(report.failures.is_empty(), "{report:?}");
+
+        let theirs = netns_with_veth();
+        let path = std::env::temp_dir().join(format!("nmx-route-{}.batch", std::process::id()));
+        std::fs::write(&path, LINES).unwrap();
+        let applied = theirs.ip(&["-batch", path.to_str().unwrap()]);
+        let _ = std::fs::remove_file(&path);
+        applied.unwrap();
+
+        let routes = |ns: &netmirror_platform::testing::NetNs| {
+            let out = ns
+                .ip(&["-j", "-d", "route", "show", "table", "all"])
+                .unwrap();
+            let mut routes: Vec<serde_json::Value> = serde_json::from_str::<Vec<_>>(&out)
+                .unwrap()
+                .into_iter()
+                .filter(|route: &serde_json::Value| {
+                    route["dst"]
+                        .as_str()
+                        .is_some_and(|dst| dst.starts_with("10.6"))
+                })
+                .collect();
+            routes.sort_by_key(|route| route.to_string());
+            routes
+        };
+        let held = routes(&ours);
+        assert_eq!(held.len(), 5, "{held:#?}");
+        assert_eq!(held, routes(&theirs));
+    });
+}
