@@ -145,9 +145,9 @@ pub(crate) enum Command {
 
 const BATCH_HELP: &str = "\
 Each line is one command, as `ip -batch` takes them:
-  route add|del|replace [to] PREFIX [via GW] [dev DEV] [table ID] [metric N] [proto P]
-                        [type T] [tos T] [nhid ID]
-  addr add|del|replace PREFIX dev DEV [peer PREFIX] [broadcast A|+|-] [label NAME] [scope S]
+  route add|del|replace|change|append|prepend [to] PREFIX [via GW] [dev DEV] [table ID]
+                        [metric N] [proto P] [type T] [tos T] [nhid ID]
+  addr add|del|replace|change PREFIX dev DEV [peer PREFIX] [broadcast A|+|-] [label NAME] [scope S]
                         [metric N] [proto P] [valid_lft S] [preferred_lft S] [FLAG]...
                         (FLAG: home nodad optimistic mngtmpaddr noprefixroute autojoin)
   nexthop add|replace id ID [via GW] [dev DEV] [onlink] | blackhole | group ID[,W]/...

@@ -40,6 +40,15 @@ pub enum Op {
     Replace,
     /// Delete; fails (ESRCH / EADDRNOTAVAIL) if it does not exist.
     Delete,
+    /// Change what exists; fails if it does not (`NLM_F_REPLACE`; `ip route change`,
+    /// `ip addr change`).
+    Change,
+    /// Add after the routes of the same destination, another route even when one with the
+    /// same identity exists, as IPv6 multipath needs (`NLM_F_CREATE | NLM_F_APPEND`;
+    /// `ip route append`).
+    Append,
+    /// Add before the routes of the same destination (`NLM_F_CREATE`; `ip route prepend`).
+    Prepend,
 }
 
 /// One change of a batch.
@@ -497,6 +506,9 @@ fn emit_item(item: &Item, buf: &mut Vec<u8>, seq: u32, extra_flags: u16) {
         Op::Add => wire::NLM_F_REQUEST | wire::NLM_F_CREATE | wire::NLM_F_EXCL,
         Op::Replace => wire::NLM_F_REQUEST | wire::NLM_F_CREATE | wire::NLM_F_REPLACE,
         Op::Delete => wire::NLM_F_REQUEST,
+        Op::Change => wire::NLM_F_REQUEST | wire::NLM_F_REPLACE,
+        Op::Append => wire::NLM_F_REQUEST | wire::NLM_F_CREATE | wire::NLM_F_APPEND,
+        Op::Prepend => wire::NLM_F_REQUEST | wire::NLM_F_CREATE,
     };
     match item {
         Item::Route(op, route) => {

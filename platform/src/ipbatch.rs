@@ -50,7 +50,7 @@ pub enum ParseError {
     #[error("missing command (add, del or replace)")]
     MissingCommand,
     /// The command is not `add`, `del` or `replace`.
-    #[error("unknown command `{0}` (expected add, del or replace)")]
+    #[error("unknown command `{0}` (expected add, del, replace, change, append or prepend)")]
     UnknownCommand(String),
     /// The object is not `route` or `addr`.
     #[error("unknown object `{0}` (expected route or addr)")]
@@ -212,8 +212,20 @@ pub fn parse_line(
         "add" => Op::Add,
         "del" | "delete" => Op::Delete,
         "replace" => Op::Replace,
+        "change" | "chg" => Op::Change,
+        "append" => Op::Append,
+        "prepend" => Op::Prepend,
         other => return Err(ParseError::UnknownCommand(other.to_owned())),
     };
+    // As `ip`: `append` and `prepend` are route commands, `change` a route and address one.
+    let takes = match *object {
+        "addr" | "address" | "a" => !matches!(op, Op::Append | Op::Prepend),
+        "nexthop" | "nh" => !matches!(op, Op::Append | Op::Prepend | Op::Change),
+        _ => true,
+    };
+    if !takes {
+        return Err(ParseError::UnknownCommand((*verb).to_owned()));
+    }
     match *object {
         "route" | "r" | "ro" => parse_route(op, args, ifindex).map(|route| Item::Route(op, route)),
         "addr" | "address" | "a" => {

@@ -24,6 +24,7 @@ pub(crate) const NLM_F_DUMP: u16 = 0x300;
 pub(crate) const NLM_F_REPLACE: u16 = 0x100;
 pub(crate) const NLM_F_EXCL: u16 = 0x200;
 pub(crate) const NLM_F_CREATE: u16 = 0x400;
+pub(crate) const NLM_F_APPEND: u16 = 0x800;
 /// In an `NLMSG_ERROR`: the request was not echoed in full.
 const NLM_F_CAPPED: u16 = 0x100;
 /// In an `NLMSG_ERROR`: extended-ack attributes follow.

@@ -126,7 +126,7 @@ fn malformed_lines() {
     check_error("route", "missing command (add, del or replace)", None);
     check_error(
         "route flush all",
-        "unknown command `flush` (expected add, del or replace)",
+        "unknown command `flush` (expected add, del, replace, change, append or prepend)",
         Some("flush"),
     );
     check_error(
@@ -514,4 +514,32 @@ fn routes_take_to_tos_and_short_prefixes() {
         "bad tos `100`",
         Some("100"),
     );
+}
+
+/// `change`, `append` and `prepend`, where `ip` takes them.
+#[test]
+fn change_append_and_prepend() {
+    let op = |line: &str| match parse_line(line, &resolve) {
+        Ok(Item::Route(op, _) | Item::Address(op, _) | Item::Nexthop(op, _)) => op,
+        other => panic!("{line}: {other:?}"),
+    };
+    assert_eq!(op("route change 10.0.0.0/24 dev eth0"), Op::Change);
+    assert_eq!(op("route chg 10.0.0.0/24 dev eth0"), Op::Change);
+    assert_eq!(op("route append 2001:db8::/64 dev eth0"), Op::Append);
+    assert_eq!(op("route prepend 10.0.0.0/24 dev eth0"), Op::Prepend);
+    assert_eq!(op("addr change 10.0.0.1/24 dev eth0"), Op::Change);
+    for line in [
+        "addr append 10.0.0.1/24 dev eth0",
+        "addr prepend 10.0.0.1/24 dev eth0",
+        "nexthop change id 1 dev eth0",
+        "nexthop append id 1 dev eth0",
+    ] {
+        assert!(
+            matches!(
+                parse_line(line, &resolve),
+                Err(ParseError::UnknownCommand(_))
+            ),
+            "{line}"
+        );
+    }
 }

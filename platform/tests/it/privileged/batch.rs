@@ -335,7 +335,7 @@ fn test_addresses(ns: &netmirror_platform::testing::NetNs) -> Vec<serde_json::Va
         .iter()
         .filter(|addr| {
             let local = addr["local"].as_str().unwrap_or_default();
-            ["10.5", "127.", "2001:db8:5"]
+            ["10.5", "10.7", "127.", "2001:db8:5"]
                 .iter()
                 .any(|prefix| local.starts_with(prefix))
         })
@@ -414,5 +414,84 @@ route add blackhole 10.65/16 tos CS1 table 101
         let held = routes(&ours);
         assert_eq!(held.len(), 5, "{held:#?}");
         assert_eq!(held, routes(&theirs));
+    });
+}
+
+/// `route change`, `route append` (an IPv6 route beside one of the same identity), `route
+/// prepend` and `addr change`, applied by the batch in one namespace and by `ip -batch` in
+/// another: `ip -j -d` shows the same routes and addresses.
+#[test]
+fn change_append_and_prepend_apply_as_ip_batch_applies_them() {
+    const LINES: &str = "\
+route add 10.71.0.0/24 via 192.0.2.2 metric 5
+route change 10.71.0.0/24 via 192.0.2.3 metric 5 proto static
+route add 2001:db8:71::/64 via 2001:db8:1::2 dev nmx0 metric 9
+route append 2001:db8:71::/64 via 2001:db8:1::3 dev nmx0 metric 9
+route prepend 10.72.0.0/24 dev nmx0 metric 3
+route prepend 10.72.0.0/24 via 192.0.2.2 metric 3
+addr add 10.73.0.1/24 dev nmx0 valid_lft 500 preferred_lft 500
+addr change 10.73.0.1/24 dev nmx0 valid_lft forever preferred_lft forever metric 4
+";
+    bounded(LIMIT, || {
+        let ours = netns_with_veth();
+        let platform = Platform::open(config(&ours)).unwrap();
+        let links = platform.links().execute().unwrap();
+        let ifindex = |name: &str| {
+            links
+                .items
+                .iter()
+                .find(|link| link.name() == name)
+                .map(|link| link.ifindex())
+        };
+        let mut batch = platform.batch();
+        for line in netmirror_platform::ipbatch::parse(LINES, &ifindex) {
+            batch = batch.push(
+                line.item
+                    .unwrap_or_else(|err| panic!("{}: {err}", line.text)),
+            );
+        }
+        let report = batch.execute().unwrap();
+        assert!(report.failures.is_empty(), "{report:?}");
+
+        let theirs = netns_with_veth();
+        let path = std::env::temp_dir().join(format!("nmx-ops-{}.batch", std::process::id()));
+        std::fs::write(&path, LINES).unwrap();
+        let applied = theirs.ip(&["-batch", path.to_str().unwrap()]);
+        let _ = std::fs::remove_file(&path);
+        applied.unwrap();
+
+        let show = |ns: &netmirror_platform::testing::NetNs, what: &[&str], key: &str| {
+            let out = ns.ip(what).unwrap();
+            let mut rows: Vec<serde_json::Value> = serde_json::from_str::<Vec<_>>(&out)
+                .unwrap()
+                .into_iter()
+                .filter(|row: &serde_json::Value| {
+                    row[key].as_str().is_some_and(|text| {
+                        text.starts_with("10.7") || text.starts_with("2001:db8:71")
+                    })
+                })
+                .collect();
+            rows.sort_by_key(|row| row.to_string());
+            rows
+        };
+        for family in ["-4", "-6"] {
+            let what = ["-j", "-d", family, "route", "show", "table", "all"];
+            let held = show(&ours, &what, "dst");
+            assert!(!held.is_empty());
+            assert_eq!(held, show(&theirs, &what, "dst"), "{family}");
+        }
+        let addrs = |ns| {
+            let held = test_addresses(ns);
+            held.into_iter()
+                .filter(|addr| {
+                    addr["local"]
+                        .as_str()
+                        .is_some_and(|l| l.starts_with("10.73"))
+                })
+                .collect::<Vec<_>>()
+        };
+        let held = addrs(&ours);
+        assert_eq!(held.len(), 1, "{held:#?}");
+        assert_eq!(held, addrs(&theirs));
     });
 }
