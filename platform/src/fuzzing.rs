@@ -15,29 +15,26 @@ pub fn parse_datagram(datagram: &[u8]) {
         let Ok(msg) = msg else { break };
         if let Ok(Some(route)) = Route::parse(msg.payload) {
             let _ = (route.weak_id(), route.metrics(), route.ifindexes().count());
-            let mut buf = Vec::new();
-            route.emit(&mut buf, wire::RTM_NEWROUTE, 0, 1);
-            let again = reparse(&buf, Route::parse);
-            assert_eq!(
-                again.as_ref().map(Route::id),
-                Some(route.id()),
-                "{route:?} re-encoded as {again:?}"
+            round_trip(
+                "",
+                &route,
+                Route::emit,
+                wire::RTM_NEWROUTE,
+                Route::parse,
+                Route::id,
             );
         }
         if let Ok(Some(addr)) = Address::parse(msg.payload) {
-            let mut buf = Vec::new();
-            addr.emit(&mut buf, wire::RTM_NEWADDR, 0, 1);
-            let again = reparse(&buf, Address::parse);
-            assert_eq!(
-                again.as_ref().map(Address::id),
-                Some(addr.id()),
-                "{addr:?} re-encoded as {again:?}"
+            round_trip(
+                "",
+                &addr,
+                Address::emit,
+                wire::RTM_NEWADDR,
+                Address::parse,
+                Address::id,
             );
         }
         if let Ok(Some(nh)) = Nexthop::parse(msg.payload) {
-            let mut buf = Vec::new();
-            nh.emit(&mut buf, wire::RTM_NEWNEXTHOP, 0, 1);
-            let again = reparse(&buf, Nexthop::parse);
             let key = |nh: &Nexthop| {
                 (
                     nh.id(),
@@ -47,10 +44,13 @@ pub fn parse_datagram(datagram: &[u8]) {
                     nh.is_fdb(),
                 )
             };
-            assert_eq!(
-                again.as_ref().map(key),
-                Some(key(&nh)),
-                "{nh:?} re-encoded as {again:?}"
+            round_trip(
+                "",
+                &nh,
+                Nexthop::emit,
+                wire::RTM_NEWNEXTHOP,
+                Nexthop::parse,
+                key,
             );
         }
         let _ = Rule::parse(msg.payload);
@@ -72,40 +72,53 @@ pub fn parse_batch(text: &str) {
     };
     for line in crate::ipbatch::parse(text, &ifindex) {
         let Ok(item) = line.item else { continue };
-        let mut buf = Vec::new();
         match item {
-            crate::Item::Route(_, route) => {
-                route.emit(&mut buf, wire::RTM_NEWROUTE, 0, 1);
-                let again = reparse(&buf, Route::parse);
-                assert_eq!(
-                    again.as_ref().map(Route::id),
-                    Some(route.id()),
-                    "{:?}: {route:?} encoded as {again:?}",
-                    line.text
-                );
-            }
-            crate::Item::Address(_, addr) => {
-                addr.emit(&mut buf, wire::RTM_NEWADDR, 0, 1);
-                let again = reparse(&buf, Address::parse);
-                assert_eq!(
-                    again.as_ref().map(Address::id),
-                    Some(addr.id()),
-                    "{:?}: {addr:?} encoded as {again:?}",
-                    line.text
-                );
-            }
-            crate::Item::Nexthop(_, nh) => {
-                nh.emit(&mut buf, wire::RTM_NEWNEXTHOP, 0, 1);
-                let again = reparse(&buf, Nexthop::parse);
-                assert_eq!(
-                    again.as_ref().map(Nexthop::id),
-                    Some(nh.id()),
-                    "{:?}: {nh:?} encoded as {again:?}",
-                    line.text
-                );
-            }
+            crate::Item::Route(_, route) => round_trip(
+                line.text,
+                &route,
+                Route::emit,
+                wire::RTM_NEWROUTE,
+                Route::parse,
+                Route::id,
+            ),
+            crate::Item::Address(_, addr) => round_trip(
+                line.text,
+                &addr,
+                Address::emit,
+                wire::RTM_NEWADDR,
+                Address::parse,
+                Address::id,
+            ),
+            crate::Item::Nexthop(_, nh) => round_trip(
+                line.text,
+                &nh,
+                Nexthop::emit,
+                wire::RTM_NEWNEXTHOP,
+                Nexthop::parse,
+                Nexthop::id,
+            ),
         }
     }
+}
+
+/// Encodes `obj` as a request of type `kind`, parses it back and checks that the identity
+/// `id` survived; `line` names the input in the panic (when there is a line).
+fn round_trip<T: std::fmt::Debug, I: PartialEq + std::fmt::Debug>(
+    line: &str,
+    obj: &T,
+    emit: fn(&T, &mut Vec<u8>, u16, u16, u32),
+    kind: u16,
+    parse: fn(&[u8]) -> Result<Option<T>>,
+    id: fn(&T) -> I,
+) {
+    let mut buf = Vec::new();
+    emit(obj, &mut buf, kind, 0, 1);
+    let again = reparse(&buf, parse);
+    assert_eq!(
+        again.as_ref().map(id),
+        Some(id(obj)),
+        "{line:?}: {obj:?} encoded as {again:?}"
+    );
 }
 
 /// The one message in `buf` (written by an encoder), parsed by `parse`.

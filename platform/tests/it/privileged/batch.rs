@@ -253,12 +253,101 @@ fn a_cancelled_batch_stops_between_sends_and_reports_exactly() {
     });
 }
 
-/// The address lines of a batch file, with every keyword and flag of `ip addr add`, applied by
-/// the batch in one namespace and by `ip -batch` in another: `ip -j -d addr` shows the same
-/// addresses, field by field (lifetimes, which count down, within a few seconds).
+/// Two namespaces alike (`netns_with_veth`): lines applied to `ours` by the batch and to
+/// `theirs` by `ip -batch` leave the same state there if the batch reads them as `ip` does.
+struct Twins {
+    ours: netmirror_platform::testing::NetNs,
+    theirs: netmirror_platform::testing::NetNs,
+    platform: Platform,
+}
+
+impl Twins {
+    fn new() -> Self {
+        let ours = netns_with_veth();
+        let platform = Platform::open(config(&ours)).unwrap();
+        Twins {
+            ours,
+            theirs: netns_with_veth(),
+            platform,
+        }
+    }
+
+    /// Applies `lines` through the batch (every line must parse and be applied) and through
+    /// `ip -batch`.
+    fn apply(&self, lines: &str) {
+        let links = self.platform.links().execute().unwrap();
+        let ifindex = |name: &str| {
+            links
+                .items
+                .iter()
+                .find(|link| link.name() == name)
+                .map(|link| link.ifindex())
+        };
+        let mut batch = self.platform.batch();
+        for line in netmirror_platform::ipbatch::parse(lines, &ifindex) {
+            batch = batch.push(
+                line.item
+                    .unwrap_or_else(|err| panic!("{}: {err}", line.text)),
+            );
+        }
+        let report = batch.execute().unwrap();
+        assert!(report.failures.is_empty(), "{report:?}");
+        let path = std::env::temp_dir().join(format!("nmx-twins-{}.batch", std::process::id()));
+        std::fs::write(&path, lines).unwrap();
+        let applied = self.theirs.ip(&["-batch", path.to_str().unwrap()]);
+        let _ = std::fs::remove_file(&path);
+        applied.unwrap();
+    }
+
+    /// `ip -j -d ARGS` in both namespaces, the rows whose `key` starts with one of `prefixes`
+    /// (sorted, lifetimes rounded down to the minute); asserts they are equal and returns ours.
+    fn same(&self, args: &[&str], key: &str, prefixes: &[&str]) -> Vec<serde_json::Value> {
+        let rows = |ns: &netmirror_platform::testing::NetNs| {
+            let mut args = args.to_vec();
+            args.splice(0..0, ["-j", "-d"]);
+            let out = ns.ip(&args).unwrap();
+            let json: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+            // `addr show` nests the addresses in their link.
+            let rows = if key == "local" {
+                json.iter()
+                    .flat_map(|link| link["addr_info"].as_array().cloned().unwrap_or_default())
+                    .collect()
+            } else {
+                json
+            };
+            let mut rows: Vec<serde_json::Value> = rows
+                .into_iter()
+                .filter(|row| {
+                    let text = row[key].as_str().unwrap_or_default();
+                    prefixes.iter().any(|prefix| text.starts_with(prefix))
+                })
+                .collect();
+            for row in &mut rows {
+                for field in ["valid_life_time", "preferred_life_time"] {
+                    if let Some(secs) = row[field].as_u64().filter(|&s| s != u64::from(u32::MAX)) {
+                        row[field] = serde_json::json!(secs / 60 * 60);
+                    }
+                }
+            }
+            rows.sort_by_key(|row| row.to_string());
+            rows
+        };
+        let ours = rows(&self.ours);
+        assert_eq!(ours, rows(&self.theirs), "ip {args:?}");
+        ours
+    }
+}
+
+/// The address lines of a batch file, with every keyword and flag of `ip addr add` (but
+/// `proto`, which this iproute2 may not take), applied by the batch and by `ip -batch`: `ip
+/// -j -d addr` shows the same addresses, field by field; then the same after deletes.
 #[test]
 fn address_lines_apply_as_ip_batch_applies_them() {
-    const LINES: &str = "\
+    const PREFIXES: &[&str] = &["10.5", "127.", "2001:db8:5"];
+    bounded(LIMIT, || {
+        let twins = Twins::new();
+        twins.apply(
+            "\
 addr add 10.50.0.1/24 dev nmx0 label nmx0:a brd + metric 77 valid_lft 300 preferred_lft 200 noprefixroute
 addr add 10.51.0.1 peer 10.51.0.2/30 dev nmx0 scope link
 addr add local 10.52.0.1/24 dev nmx0 broadcast - scope host
@@ -266,163 +355,52 @@ addr add 127.0.0.9/8 dev nmx0
 addr add 2001:db8:50::1/64 dev nmx0 nodad home
 addr add 2001:db8:51::1/64 dev nmx0 nodad mngtmpaddr preferred_lft 0 metric 5
 addr replace 2001:db8:52::1/64 dev nmx0 nodad valid_lft forever preferred_lft forever
-";
-    bounded(LIMIT, || {
-        let ours = netns_with_veth();
-        let platform = Platform::open(config(&ours)).unwrap();
-        let links = platform.links().execute().unwrap();
-        let ifindex = |name: &str| {
-            links
-                .items
-                .iter()
-                .find(|link| link.name() == name)
-                .map(|link| link.ifindex())
-        };
-        let mut batch = platform.batch();
-        for line in netmirror_platform::ipbatch::parse(LINES, &ifindex) {
-            batch = batch.push(
-                line.item
-                    .unwrap_or_else(|err| panic!("{}: {err}", line.text)),
-            );
-        }
-        let report = batch.execute().unwrap();
-        assert!(report.failures.is_empty(), "{report:?}");
-
-        let theirs = netns_with_veth();
-        let path = std::env::temp_dir().join(format!("nmx-addr-{}.batch", std::process::id()));
-        std::fs::write(&path, LINES).unwrap();
-        let applied = theirs.ip(&["-batch", path.to_str().unwrap()]);
-        let _ = std::fs::remove_file(&path);
-        applied.unwrap();
-
-        let (held, their_held) = (test_addresses(&ours), test_addresses(&theirs));
+",
+        );
+        let held = twins.same(&["addr", "show", "dev", "nmx0"], "local", PREFIXES);
         assert_eq!(held.len(), 7, "{held:#?}");
-        assert_eq!(held, their_held);
-
         // Deletes: a point-to-point address by its peer, a loopback one, an IPv6 one.
-        const DELETES: &str = "\
+        twins.apply(
+            "\
 addr del 10.51.0.1 peer 10.51.0.2/30 dev nmx0
 addr del 127.0.0.9/8 dev nmx0
 addr del 2001:db8:50::1/64 dev nmx0
-";
-        let mut batch = platform.batch();
-        for line in netmirror_platform::ipbatch::parse(DELETES, &ifindex) {
-            batch = batch.push(
-                line.item
-                    .unwrap_or_else(|err| panic!("{}: {err}", line.text)),
-            );
-        }
-        let report = batch.execute().unwrap();
-        assert!(report.failures.is_empty(), "{report:?}");
-        std::fs::write(&path, DELETES).unwrap();
-        let applied = theirs.ip(&["-batch", path.to_str().unwrap()]);
-        let _ = std::fs::remove_file(&path);
-        applied.unwrap();
-        let (held, their_held) = (test_addresses(&ours), test_addresses(&theirs));
+",
+        );
+        let held = twins.same(&["addr", "show", "dev", "nmx0"], "local", PREFIXES);
         assert_eq!(held.len(), 4, "{held:#?}");
-        assert_eq!(held, their_held);
     });
 }
 
-/// `ip -j -d addr show dev nmx0`'s addresses of the test above (by their prefixes), each with
-/// a lifetime that is not forever rounded down to a multiple of 60 s.
-fn test_addresses(ns: &netmirror_platform::testing::NetNs) -> Vec<serde_json::Value> {
-    let out = ns.ip(&["-j", "-d", "addr", "show", "dev", "nmx0"]).unwrap();
-    let links: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
-    let mut addrs: Vec<serde_json::Value> = links[0]["addr_info"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|addr| {
-            let local = addr["local"].as_str().unwrap_or_default();
-            ["10.5", "10.7", "127.", "2001:db8:5"]
-                .iter()
-                .any(|prefix| local.starts_with(prefix))
-        })
-        .cloned()
-        .collect();
-    for addr in &mut addrs {
-        for field in ["valid_life_time", "preferred_life_time"] {
-            if let Some(secs) = addr[field]
-                .as_u64()
-                .filter(|&secs| secs != u64::from(u32::MAX))
-            {
-                addr[field] = serde_json::json!(secs / 60 * 60);
-            }
-        }
-    }
-    addrs.sort_by_key(|addr| addr["local"].to_string());
-    addrs
-}
-
-/// Route lines with `to`, `tos`/`dsfield` and short IPv4 prefixes, applied by the batch in one
-/// namespace and by `ip -batch` in another: `ip -j -d route show table all` shows the same
-/// routes, field by field.
+/// Route lines with `to`, `tos`/`dsfield` and short IPv4 prefixes, applied by the batch and by
+/// `ip -batch`: `ip -j -d route show table all` shows the same routes, field by field.
 #[test]
 fn route_lines_with_tos_and_short_prefixes_apply_as_ip_batch_applies_them() {
-    const LINES: &str = "\
+    bounded(LIMIT, || {
+        let twins = Twins::new();
+        twins.apply(
+            "\
 route add to 10.61/16 dev nmx0 tos 10
 route add to unicast 10.62.3/24 via 192.0.2.2 dsfield AF11 table 100
 route add 10.63/16 via 192.0.2.2 tos 0xb8 metric 7
 route add 10.64 dev nmx0
 route add blackhole 10.65/16 tos CS1 table 101
-";
-    bounded(LIMIT, || {
-        let ours = netns_with_veth();
-        let platform = Platform::open(config(&ours)).unwrap();
-        let links = platform.links().execute().unwrap();
-        let ifindex = |name: &str| {
-            links
-                .items
-                .iter()
-                .find(|link| link.name() == name)
-                .map(|link| link.ifindex())
-        };
-        let mut batch = platform.batch();
-        for line in netmirror_platform::ipbatch::parse(LINES, &ifindex) {
-            batch = batch.push(
-                line.item
-                    .unwrap_or_else(|err| panic!("{}: {err}", line.text)),
-            );
-        }
-        let report = batch.execute().unwrap();
-        assert!(report.failures.is_empty(), "{report:?}");
-
-        let theirs = netns_with_veth();
-        let path = std::env::temp_dir().join(format!("nmx-route-{}.batch", std::process::id()));
-        std::fs::write(&path, LINES).unwrap();
-        let applied = theirs.ip(&["-batch", path.to_str().unwrap()]);
-        let _ = std::fs::remove_file(&path);
-        applied.unwrap();
-
-        let routes = |ns: &netmirror_platform::testing::NetNs| {
-            let out = ns
-                .ip(&["-j", "-d", "route", "show", "table", "all"])
-                .unwrap();
-            let mut routes: Vec<serde_json::Value> = serde_json::from_str::<Vec<_>>(&out)
-                .unwrap()
-                .into_iter()
-                .filter(|route: &serde_json::Value| {
-                    route["dst"]
-                        .as_str()
-                        .is_some_and(|dst| dst.starts_with("10.6"))
-                })
-                .collect();
-            routes.sort_by_key(|route| route.to_string());
-            routes
-        };
-        let held = routes(&ours);
+",
+        );
+        let held = twins.same(&["route", "show", "table", "all"], "dst", &["10.6"]);
         assert_eq!(held.len(), 5, "{held:#?}");
-        assert_eq!(held, routes(&theirs));
     });
 }
 
 /// `route change`, `route append` (an IPv6 route beside one of the same identity), `route
-/// prepend` and `addr change`, applied by the batch in one namespace and by `ip -batch` in
-/// another: `ip -j -d` shows the same routes and addresses.
+/// prepend` and `addr change`, applied by the batch and by `ip -batch`: `ip -j -d` shows the
+/// same routes and addresses.
 #[test]
 fn change_append_and_prepend_apply_as_ip_batch_applies_them() {
-    const LINES: &str = "\
+    bounded(LIMIT, || {
+        let twins = Twins::new();
+        twins.apply(
+            "\
 route add 10.71.0.0/24 via 192.0.2.2 metric 5
 route change 10.71.0.0/24 via 192.0.2.3 metric 5 proto static
 route add 2001:db8:71::/64 via 2001:db8:1::2 dev nmx0 metric 9
@@ -431,67 +409,15 @@ route prepend 10.72.0.0/24 dev nmx0 metric 3
 route prepend 10.72.0.0/24 via 192.0.2.2 metric 3
 addr add 10.73.0.1/24 dev nmx0 valid_lft 500 preferred_lft 500
 addr change 10.73.0.1/24 dev nmx0 valid_lft forever preferred_lft forever metric 4
-";
-    bounded(LIMIT, || {
-        let ours = netns_with_veth();
-        let platform = Platform::open(config(&ours)).unwrap();
-        let links = platform.links().execute().unwrap();
-        let ifindex = |name: &str| {
-            links
-                .items
-                .iter()
-                .find(|link| link.name() == name)
-                .map(|link| link.ifindex())
-        };
-        let mut batch = platform.batch();
-        for line in netmirror_platform::ipbatch::parse(LINES, &ifindex) {
-            batch = batch.push(
-                line.item
-                    .unwrap_or_else(|err| panic!("{}: {err}", line.text)),
-            );
-        }
-        let report = batch.execute().unwrap();
-        assert!(report.failures.is_empty(), "{report:?}");
-
-        let theirs = netns_with_veth();
-        let path = std::env::temp_dir().join(format!("nmx-ops-{}.batch", std::process::id()));
-        std::fs::write(&path, LINES).unwrap();
-        let applied = theirs.ip(&["-batch", path.to_str().unwrap()]);
-        let _ = std::fs::remove_file(&path);
-        applied.unwrap();
-
-        let show = |ns: &netmirror_platform::testing::NetNs, what: &[&str], key: &str| {
-            let out = ns.ip(what).unwrap();
-            let mut rows: Vec<serde_json::Value> = serde_json::from_str::<Vec<_>>(&out)
-                .unwrap()
-                .into_iter()
-                .filter(|row: &serde_json::Value| {
-                    row[key].as_str().is_some_and(|text| {
-                        text.starts_with("10.7") || text.starts_with("2001:db8:71")
-                    })
-                })
-                .collect();
-            rows.sort_by_key(|row| row.to_string());
-            rows
-        };
+",
+        );
         for family in ["-4", "-6"] {
-            let what = ["-j", "-d", family, "route", "show", "table", "all"];
-            let held = show(&ours, &what, "dst");
-            assert!(!held.is_empty());
-            assert_eq!(held, show(&theirs, &what, "dst"), "{family}");
+            let args = [family, "route", "show", "table", "all"];
+            let held = twins.same(&args, "dst", &["10.7", "2001:db8:71"]);
+            assert!(!held.is_empty(), "{family}");
         }
-        let addrs = |ns| {
-            let held = test_addresses(ns);
-            held.into_iter()
-                .filter(|addr| {
-                    addr["local"]
-                        .as_str()
-                        .is_some_and(|l| l.starts_with("10.73"))
-                })
-                .collect::<Vec<_>>()
-        };
-        let held = addrs(&ours);
+        let held = twins.same(&["addr", "show", "dev", "nmx0"], "local", &["10.73"]);
         assert_eq!(held.len(), 1, "{held:#?}");
-        assert_eq!(held, addrs(&theirs));
+        assert_eq!(held[0]["valid_life_time"], u32::MAX);
     });
 }
