@@ -338,9 +338,10 @@ impl Twins {
     }
 }
 
-/// The address lines of a batch file, with every keyword and flag of `ip addr add` (but
-/// `proto`, which this iproute2 may not take), applied by the batch and by `ip -batch`: `ip
-/// -j -d addr` shows the same addresses, field by field; then the same after deletes.
+/// The address lines of a batch file, with the keywords and flags of `ip addr add` (not
+/// `proto`, which iproute2 6.1 does not take, nor `remote`, `optimistic` and `autojoin`, which
+/// the unit tests cover), applied by the batch and by `ip -batch`: `ip -j -d addr` shows the
+/// same addresses, field by field; then the same after deletes.
 #[test]
 fn address_lines_apply_as_ip_batch_applies_them() {
     const PREFIXES: &[&str] = &["10.5", "127.", "2001:db8:5"];
