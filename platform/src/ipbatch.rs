@@ -49,7 +49,8 @@ pub enum ParseError {
     /// The object is not followed by a command.
     #[error("missing command (add, del or replace)")]
     MissingCommand,
-    /// The command is not `add`, `del` or `replace`.
+    /// The command is not one `ip` takes for the object (`add`, `del`, `replace`; `change` for
+    /// routes and addresses; `append` and `prepend` for routes).
     #[error("unknown command `{0}` (expected add, del, replace, change, append or prepend)")]
     UnknownCommand(String),
     /// The object is not `route` or `addr`.
@@ -321,13 +322,7 @@ fn parse_route(
                         .ok_or_else(|| ParseError::UnknownTable(value.to_owned()))?,
                 ))
             }
-            "metric" | "priority" | "preference" => {
-                metric = Some(
-                    value
-                        .parse::<u32>()
-                        .map_err(|_| ParseError::BadMetric(value.to_owned()))?,
-                )
-            }
+            "metric" | "priority" | "preference" => metric = Some(parse_metric(value)?),
             "proto" | "protocol" => {
                 proto =
                     Some(Protocol(names::parse_protocol(value).ok_or_else(|| {
@@ -742,7 +737,8 @@ fn parse_number(text: &str) -> Result<u32, ParseError> {
         .map_err(|_| ParseError::BadNumber(text.to_owned()))
 }
 
-/// `PREFIX dev DEV [broadcast ADDR]`.
+/// `[local] PREFIX dev DEV [peer PREFIX] [broadcast ADDR|+|-] [label NAME] [scope S]
+/// [metric N] [proto P] [valid_lft SECS|forever] [preferred_lft SECS|forever] [FLAG]...`.
 fn parse_addr(
     op: Op,
     args: &[&str],
@@ -774,40 +770,21 @@ fn parse_addr(
             flags |= flag;
             continue;
         }
-        let is_keyword = matches!(
-            keyword,
-            "local"
-                | "dev"
-                | "broadcast"
-                | "brd"
-                | "peer"
-                | "remote"
-                | "label"
-                | "scope"
-                | "metric"
-                | "priority"
-                | "preference"
-                | "proto"
-                | "valid_lft"
-                | "preferred_lft"
-        );
-        // The first word that is no keyword is the local address (`ip` reads it so).
-        if !is_keyword {
-            if local.is_some() {
-                return Err(ParseError::UnknownAddressKeyword(keyword.to_owned()));
-            }
-            local = Some(parse_prefix(keyword)?);
-            continue;
-        }
-        let value = words
-            .next()
-            .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
+        let mut value = || {
+            words
+                .next()
+                .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))
+        };
         match keyword {
-            "local" => local = Some(parse_prefix(value)?),
-            "dev" => dev = Some((resolve(ifindex, value)?, value)),
-            "broadcast" | "brd" => broadcast = Some(value),
-            "peer" | "remote" => peer = Some(parse_prefix(value)?),
+            "local" => local = Some(parse_prefix(value()?)?),
+            "dev" => {
+                let name = value()?;
+                dev = Some((resolve(ifindex, name)?, name));
+            }
+            "broadcast" | "brd" => broadcast = Some(value()?),
+            "peer" | "remote" => peer = Some(parse_prefix(value()?)?),
             "label" => {
+                let value = value()?;
                 if value.len() > MAX_LABEL {
                     return Err(ParseError::BadValue {
                         keyword: "label (at most 15 bytes)".to_owned(),
@@ -817,29 +794,25 @@ fn parse_addr(
                 label = Some(value);
             }
             "scope" => {
+                let value = value()?;
                 scope = Some(
                     names::parse_scope(value)
                         .ok_or_else(|| ParseError::UnknownScope(value.to_owned()))?,
                 );
             }
-            "metric" | "priority" | "preference" => {
-                rt_priority = Some(
-                    value
-                        .parse::<u32>()
-                        .map_err(|_| ParseError::BadMetric(value.to_owned()))?,
+            "metric" | "priority" | "preference" => rt_priority = Some(parse_metric(value()?)?),
+            "proto" => {
+                let value = value()?;
+                proto = Some(
+                    names::parse_address_proto(value)
+                        .ok_or_else(|| ParseError::UnknownProtocol(value.to_owned()))?,
                 );
             }
-            "proto" => {
-                let number = match value {
-                    "kernel_lo" => Some(1),
-                    "kernel_ra" => Some(2),
-                    "kernel_ll" => Some(3),
-                    value => value.parse::<u8>().ok(),
-                };
-                proto = Some(number.ok_or_else(|| ParseError::UnknownProtocol(value.to_owned()))?);
-            }
-            "valid_lft" => valid = Some(lifetime(keyword, value)?),
-            _ => preferred = Some(lifetime(keyword, value)?),
+            "valid_lft" => valid = Some(lifetime(keyword, value()?)?),
+            "preferred_lft" => preferred = Some(lifetime(keyword, value()?)?),
+            // The first word that is no keyword is the local address (`ip` reads it so).
+            other if local.is_none() => local = Some(parse_prefix(other)?),
+            other => return Err(ParseError::UnknownAddressKeyword(other.to_owned())),
         }
     }
     let (addr, local_len) = local.ok_or(ParseError::MissingAddress)?;
@@ -938,6 +911,12 @@ fn parse_prefix(text: &str) -> Result<(IpAddr, u8), ParseError> {
         None => max,
     };
     Ok((addr, len))
+}
+
+/// A metric (a route's `RTA_PRIORITY`, an address's prefix route's `IFA_RT_PRIORITY`).
+fn parse_metric(text: &str) -> Result<u32, ParseError> {
+    text.parse()
+        .map_err(|_| ParseError::BadMetric(text.to_owned()))
 }
 
 /// An address, also an IPv4 one with its trailing zero parts left out (`10`, `10.1`,

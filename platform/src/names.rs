@@ -649,9 +649,17 @@ pub fn ip_proto(proto: u8) -> Cow<'static, str> {
 /// An address's protocol (`IFA_PROTO`) as `ip addr` prints it (`kernel_lo`, `kernel_ra`,
 /// `kernel_ll`), or its number.
 pub fn address_proto(proto: u8) -> Cow<'static, str> {
-    const NAMES: &[(u8, &str)] = &[(1, "kernel_lo"), (2, "kernel_ra"), (3, "kernel_ll")];
-    name_of(NAMES, proto)
+    name_of(ADDRESS_PROTOS, proto)
 }
+
+/// An address's protocol from its name (`kernel_lo`, `kernel_ra`, `kernel_ll`) or number, as
+/// `ip addr add ... proto P` takes it.
+pub fn parse_address_proto(text: &str) -> Option<u8> {
+    number_of(ADDRESS_PROTOS, text)
+}
+
+/// Address protocols (`IFA_PROTO`) as iproute2 names them.
+const ADDRESS_PROTOS: &[(u8, &str)] = &[(1, "kernel_lo"), (2, "kernel_ra"), (3, "kernel_ll")];
 
 /// Bytes in lowercase hex without separators.
 pub fn hex(bytes: &[u8]) -> String {
