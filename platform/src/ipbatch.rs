@@ -59,6 +59,9 @@ pub enum ParseError {
     /// A route line ends before its prefix.
     #[error("missing the route's prefix")]
     MissingPrefix,
+    /// A route line names a second destination (`to`, a type or a prefix after the prefix).
+    #[error("a second destination `{0}` (the route's prefix is given already)")]
+    DuplicatePrefix(String),
     /// An address line ends before its address.
     #[error("missing the address")]
     MissingAddress,
@@ -140,6 +143,7 @@ impl ParseError {
             | ParseError::UnknownObject(token)
             | ParseError::MissingValue(token)
             | ParseError::UnknownRouteKeyword(token)
+            | ParseError::DuplicatePrefix(token)
             | ParseError::UnknownAddressKeyword(token)
             | ParseError::BadAddress(token)
             | ParseError::BadPrefixLength(token)
@@ -239,7 +243,8 @@ pub fn parse_line(
 
 /// `[to] [TYPE] PREFIX|default [via [inet|inet6] GW] [dev DEV] [tos T] [table T] [metric N]
 /// [proto P] [scope S] [src A] [onlink] [realm R] [pref P] [expires N] [METRIC [lock] VALUE]...
-/// [encap ip|ip6 ...] [nexthop via GW dev DEV weight W [onlink] [realm R]]...`.
+/// [encap ip|ip6 ...] [nexthop via GW dev DEV weight W [onlink] [realm R]]...`, the words in
+/// any order (the destination too, as `ip` takes `route add dev eth0 10.0.0.0/24`).
 fn parse_route(
     op: Op,
     args: &[&str],
@@ -248,20 +253,8 @@ fn parse_route(
     let delete = op == Op::Delete;
     let mut words = args.iter().copied().peekable();
     let mut kind = None;
-    // `to` may lead the type and prefix.
-    if words.peek() == Some(&"to") {
-        words.next();
-    }
-    // A route type comes before the prefix, by name only.
-    if let Some(word) = words.peek()
-        && let Some(id) = names::parse_route_type(word).filter(|_| word.parse::<u8>().is_err())
-    {
-        kind = Some(RouteType(id));
-        words.next();
-    }
-    let prefix = words.next().ok_or(ParseError::MissingPrefix)?;
+    let mut prefix = None;
     let mut gateway = None;
-    // `via inet6 ADDR`: a gateway of another family is asked for, not a mistake.
     // The family word of `via inet6 ADDR`, when given: a gateway of the other family is then
     // an `RTA_VIA` next hop.
     let mut via_family: Option<&str> = None;
@@ -290,68 +283,101 @@ fn parse_route(
             }
             _ => {}
         }
-        let mut value = words
-            .next()
-            .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
+        let mut value = || {
+            words
+                .next()
+                .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))
+        };
         if let Some(kind) = names::parse_metric(keyword).filter(|kind| *kind > 1) {
-            let locked = value == "lock";
+            let mut number = value()?;
+            let locked = number == "lock";
             if locked {
-                value = words
-                    .next()
-                    .ok_or_else(|| ParseError::MissingValue(keyword.to_owned()))?;
+                number = value()?;
             }
             more.metrics
-                .push((kind, metric_value(keyword, kind, value)?, locked));
+                .push((kind, metric_value(keyword, kind, number)?, locked));
             continue;
         }
         match keyword {
             "via" => {
-                if matches!(value, "inet" | "inet6") {
-                    let family = value;
+                let mut address = value()?;
+                if matches!(address, "inet" | "inet6") {
+                    let family = address;
                     via_family = Some(family);
-                    value = words
-                        .next()
-                        .ok_or_else(|| ParseError::MissingValue(format!("via {family}")))?;
+                    address =
+                        value().map_err(|_| ParseError::MissingValue(format!("via {family}")))?;
                 }
-                gateway = Some(parse_addr_value(value)?)
+                gateway = Some(parse_addr_value(address)?)
             }
-            "dev" | "oif" => dev = Some(resolve(ifindex, value)?),
+            "dev" | "oif" => dev = Some(resolve(ifindex, value()?)?),
             "table" => {
+                let value = value()?;
                 table = Some(Table(
                     names::parse_table(value)
                         .ok_or_else(|| ParseError::UnknownTable(value.to_owned()))?,
                 ))
             }
-            "metric" | "priority" | "preference" => metric = Some(parse_metric(value)?),
+            "metric" | "priority" | "preference" => metric = Some(parse_metric(value()?)?),
             "proto" | "protocol" => {
+                let value = value()?;
                 proto =
                     Some(Protocol(names::parse_protocol(value).ok_or_else(|| {
                         ParseError::UnknownProtocol(value.to_owned())
                     })?))
             }
             "scope" => {
+                let value = value()?;
                 scope = Some(Scope(
                     names::parse_scope(value)
                         .ok_or_else(|| ParseError::UnknownScope(value.to_owned()))?,
                 ))
             }
-            "src" => prefsrc = Some(parse_addr_value(value)?),
-            "nhid" => nh_id = Some(parse_number(value)?),
+            "src" => prefsrc = Some(parse_addr_value(value()?)?),
+            "nhid" => nh_id = Some(parse_number(value()?)?),
             "tos" | "dsfield" => {
+                let value = value()?;
                 tos = Some(names::parse_dsfield(value).ok_or_else(|| bad(keyword, value))?)
             }
             "realm" | "realms" => {
+                let value = value()?;
                 more.realms = Some(names::parse_realms(value).ok_or_else(|| bad(keyword, value))?)
             }
             "pref" => {
+                let value = value()?;
                 more.pref = Some(names::parse_pref(value).ok_or_else(|| bad(keyword, value))?)
             }
             "expires" => {
+                let value = value()?;
                 more.expires = Some(value.parse::<u32>().map_err(|_| bad(keyword, value))?)
             }
-            other => return Err(ParseError::UnknownRouteKeyword(other.to_owned())),
+            // Any other word is the destination, `[to] [TYPE] PREFIX`, wherever it stands,
+            // as `ip` reads it; a type is a name (a word starting with a digit is a prefix).
+            word if prefix.is_none() => {
+                let mut word = word;
+                if word == "to" {
+                    word = value().map_err(|_| ParseError::MissingPrefix)?;
+                }
+                if !word.starts_with(|c: char| c.is_ascii_digit())
+                    && let Some(id) = names::parse_route_type(word)
+                {
+                    kind = Some(RouteType(id));
+                    word = value().map_err(|_| ParseError::MissingPrefix)?;
+                }
+                prefix = Some(word);
+            }
+            other => {
+                let destination = matches!(other, "to" | "default" | "all" | "any")
+                    || names::parse_route_type(other).is_some()
+                    || parse_prefix(other).is_ok();
+                return Err(if destination {
+                    ParseError::DuplicatePrefix(other.to_owned())
+                } else {
+                    ParseError::UnknownRouteKeyword(other.to_owned())
+                });
+            }
         }
     }
+    let prefix = prefix.ok_or(ParseError::MissingPrefix)?;
     if let (Some(family), Some(gateway)) = (via_family, gateway)
         && (family == "inet6") != gateway.is_ipv6()
     {

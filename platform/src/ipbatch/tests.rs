@@ -543,3 +543,38 @@ fn change_append_and_prepend() {
         );
     }
 }
+
+/// The destination may stand anywhere among the keywords, as `ip` reads it; a second one is
+/// refused with its word.
+#[test]
+fn the_destination_may_come_after_other_keywords() {
+    let expected = parse_route_line("route add 10.0.0.0/24 dev eth0 metric 5");
+    for line in [
+        "route add dev eth0 10.0.0.0/24 metric 5",
+        "route add dev eth0 metric 5 to 10.0.0.0/24",
+        "route add metric 5 dev eth0 to unicast 10.0.0.0/24",
+    ] {
+        assert_eq!(parse_route_line(line), expected, "{line}");
+    }
+    let (_, route) = parse_route_line("route add table 7 blackhole 10.9.0.0/16");
+    assert_eq!(
+        (route.kind(), route.table(), route.dst_len()),
+        (RouteType::BLACKHOLE, Table(7), 16)
+    );
+    let (_, route) = parse_route_line("route del dev eth0 default");
+    assert_eq!((route.dst_len(), route.oif()), (0, Some(crate::Ifindex(2))));
+    for (line, word) in [
+        ("route add 10.0.0.0/24 dev eth0 10.1.0.0/24", "10.1.0.0/24"),
+        ("route add 10.0.0.0/24 dev eth0 to 10.1.0.0/24", "to"),
+        ("route add 10.0.0.0/24 dev eth0 blackhole", "blackhole"),
+        ("route add default dev eth0 default", "default"),
+    ] {
+        check_error(
+            line,
+            &format!("a second destination `{word}` (the route's prefix is given already)"),
+            Some(word),
+        );
+    }
+    check_error("route add dev eth0", "missing the route's prefix", None);
+    check_error("route add dev eth0 to", "missing the route's prefix", None);
+}
