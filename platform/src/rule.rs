@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use crate::error::{Error, Result};
 use crate::route::Family;
 use crate::types::{Protocol, Table};
-use crate::wire::{self, AF_INET, AF_INET6, Nlas, nla_str, nla_u8, nla_u32};
+use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_str, nla_u8, nla_u32};
 
 const FRA_DST: u16 = 1;
 const FRA_SRC: u16 = 2;
@@ -61,7 +61,9 @@ pub struct Rule {
     action: u8,
     flags: u32,
     table: u32,
-    priority: u32,
+    /// `FRA_PRIORITY` when the message has it: the kernel leaves it out at priority 0, and
+    /// a request without it lets the kernel choose (add) or matches any priority (delete).
+    priority: Option<u32>,
     iifname: Option<Box<str>>,
     oifname: Option<Box<str>>,
     fwmark: Option<u32>,
@@ -146,7 +148,7 @@ impl Rule {
     }
     /// The priority (rules are evaluated in increasing priority).
     pub fn priority(&self) -> u32 {
-        self.priority
+        self.priority.unwrap_or(0)
     }
     /// The input interface matched, if any.
     pub fn iifname(&self) -> Option<&str> {
@@ -307,7 +309,7 @@ impl Rule {
             action: hdr[7],
             flags: wire::u32_at(hdr, 8),
             table: u32::from(hdr[4]),
-            priority: 0,
+            priority: None,
             iifname: None,
             oifname: None,
             fwmark: None,
@@ -334,7 +336,7 @@ impl Rule {
                 FRA_IIFNAME => rule.iifname = Some(nla_str(value).into()),
                 FRA_OIFNAME => rule.oifname = Some(nla_str(value).into()),
                 FRA_GOTO => rule.goto = nla_u32(value),
-                FRA_PRIORITY => rule.priority = nla_u32(value).unwrap_or(0),
+                FRA_PRIORITY => rule.priority = nla_u32(value),
                 FRA_FWMARK => rule.fwmark = nla_u32(value),
                 FRA_FWMASK => rule.fwmask = nla_u32(value),
                 FRA_TABLE => rule.table = nla_u32(value).unwrap_or(rule.table),
@@ -389,11 +391,290 @@ impl Rule {
     }
 }
 
+/// Building a rule to add or delete (a [`Batch`](crate::Batch) item), the way `ip rule`
+/// builds its request: what is not set is not sent. The kernel chooses the priority of an
+/// added rule that has none, and a delete matches every rule that agrees with what is set
+/// (`action` 0 and table 0 match any).
+///
+/// ```
+/// use netmirror_platform::{FR_ACT_TO_TBL, Family, Rule, Table};
+///
+/// // ip rule add from 10.1.0.0/16 fwmark 0x10/0xff lookup 100 pref 1000
+/// let rule = Rule::new(Family::V4)
+///     .with_src("10.1.0.0".parse()?, 16)
+///     .with_fwmark(0x10, Some(0xff))
+///     .with_action(FR_ACT_TO_TBL)
+///     .with_table(Table(100))
+///     .with_priority(1000);
+/// assert_eq!(rule.to_string(), "1000:\tfrom 10.1.0.0/16 fwmark 0x10/0xff lookup 100");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl Rule {
+    /// A rule of `family` with nothing set: no selector, action 0, table 0, no priority.
+    pub fn new(family: Family) -> Self {
+        Rule {
+            family,
+            dst: None,
+            src: None,
+            tos: 0,
+            action: 0,
+            flags: 0,
+            table: 0,
+            priority: None,
+            iifname: None,
+            oifname: None,
+            fwmark: None,
+            fwmask: None,
+            goto: None,
+            protocol: 0,
+            more: None,
+        }
+    }
+
+    /// The same rule in `family` (a batch line learns it from its addresses).
+    pub(crate) fn with_family(mut self, family: Family) -> Self {
+        self.family = family;
+        self
+    }
+
+    fn more_mut(&mut self) -> &mut RuleMore {
+        self.more.get_or_insert_with(Box::default)
+    }
+
+    /// Matches packets from `addr/len` (`from`).
+    pub fn with_src(mut self, addr: IpAddr, len: u8) -> Self {
+        self.src = Some((addr, len));
+        self
+    }
+    /// Matches packets to `addr/len` (`to`).
+    pub fn with_dst(mut self, addr: IpAddr, len: u8) -> Self {
+        self.dst = Some((addr, len));
+        self
+    }
+    /// Matches the TOS byte (`tos`).
+    pub fn with_tos(mut self, tos: u8) -> Self {
+        self.tos = tos;
+        self
+    }
+    /// The action (`FR_ACT_*`: [`FR_ACT_TO_TBL`] looks up the table; 6, 7, 8 are
+    /// `blackhole`, `unreachable`, `prohibit`).
+    pub fn with_action(mut self, action: u8) -> Self {
+        self.action = action;
+        self
+    }
+    /// The `FIB_RULE_*` flags ([`FIB_RULE_INVERT`] is `not`).
+    pub fn with_flags(mut self, flags: u32) -> Self {
+        self.flags = flags;
+        self
+    }
+    /// The table looked up (`lookup`).
+    pub fn with_table(mut self, table: Table) -> Self {
+        self.table = table.0;
+        self
+    }
+    /// The priority (`pref`); 0 is a priority too, sent as such.
+    pub fn with_priority(mut self, priority: u32) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+    /// Matches the input interface by name (`iif`).
+    pub fn with_iifname(mut self, name: &str) -> Self {
+        self.iifname = Some(name.into());
+        self
+    }
+    /// Matches the output interface by name (`oif`).
+    pub fn with_oifname(mut self, name: &str) -> Self {
+        self.oifname = Some(name.into());
+        self
+    }
+    /// Matches the firewall mark, under `mask` when given (`fwmark M[/MASK]`).
+    pub fn with_fwmark(mut self, mark: u32, mask: Option<u32>) -> Self {
+        self.fwmark = Some(mark);
+        self.fwmask = mask;
+        self
+    }
+    /// Jumps to the rule of priority `target` (`goto`): sets the action too.
+    pub fn with_goto(mut self, target: u32) -> Self {
+        self.goto = Some(target);
+        self.action = FR_ACT_GOTO;
+        self
+    }
+    /// The protocol that installs the rule (`proto`).
+    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol.0;
+        self
+    }
+    /// The realms (`realms`: `from` in the high 16 bits, `to` in the low ones).
+    pub fn with_realms(mut self, realms: u32) -> Self {
+        self.more_mut().flow = Some(realms);
+        self
+    }
+    /// Matches the tunnel id (`tun_id`).
+    pub fn with_tun_id(mut self, id: u64) -> Self {
+        self.more_mut().tun_id = Some(id);
+        self
+    }
+    /// Rejects the lookup's answer when its prefix is this long or shorter
+    /// (`suppress_prefixlength`).
+    pub fn with_suppress_prefixlen(mut self, len: u32) -> Self {
+        self.more_mut().suppress_prefixlen = Some(len);
+        self
+    }
+    /// Rejects the lookup's answer when its device is in this group (`suppress_ifgroup`).
+    pub fn with_suppress_ifgroup(mut self, group: u32) -> Self {
+        self.more_mut().suppress_ifgroup = Some(group);
+        self
+    }
+    /// Looks up the table of the packet's L3 master device (`l3mdev`).
+    pub fn with_l3mdev(mut self) -> Self {
+        self.more_mut().l3mdev = Some(1);
+        self
+    }
+    /// Matches the socket's uid range (`uidrange A-B`).
+    pub fn with_uid_range(mut self, start: u32, end: u32) -> Self {
+        self.more_mut().uid_range = Some((start, end));
+        self
+    }
+    /// Matches the IP protocol (`ipproto`).
+    pub fn with_ip_proto(mut self, proto: u8) -> Self {
+        self.more_mut().ip_proto = Some(proto);
+        self
+    }
+    /// Matches the source port range, under `mask` when given (`sport A[-B]`, `sport P/MASK`).
+    pub fn with_sport(mut self, range: (u16, u16), mask: Option<u16>) -> Self {
+        let more = self.more_mut();
+        more.sport = Some(range);
+        more.sport_mask = mask;
+        self
+    }
+    /// Matches the destination port range, under `mask` when given (`dport`).
+    pub fn with_dport(mut self, range: (u16, u16), mask: Option<u16>) -> Self {
+        let more = self.more_mut();
+        more.dport = Some(range);
+        more.dport_mask = mask;
+        self
+    }
+    /// Matches the DSCP, under `mask` when given (`dscp D[/MASK]`).
+    pub fn with_dscp(mut self, dscp: u8, mask: Option<u8>) -> Self {
+        let more = self.more_mut();
+        more.dscp = Some(dscp);
+        more.dscp_mask = mask;
+        self
+    }
+    /// Matches the IPv6 flow label, under `mask` when given (`flowlabel L[/MASK]`).
+    pub fn with_flowlabel(mut self, label: u32, mask: Option<u32>) -> Self {
+        self.more_mut().flowlabel = Some((label, mask));
+        self
+    }
+
+    /// Appends the request for `kind` (`RTM_NEWRULE`, `RTM_DELRULE`): the header and every
+    /// attribute that is set, the flags without those the kernel sets by itself (see
+    /// [`Rule::id`]), and the attributes this crate does not decode as they were read.
+    pub(crate) fn emit(&self, buf: &mut Vec<u8>, kind: u16, flags: u16, seq: u32) {
+        let mut msg = MsgWriter::new(buf, kind, flags, seq);
+        let mut hdr = [0u8; FIB_RULE_HDR_LEN];
+        hdr[0] = self.family.af();
+        hdr[1] = self.dst.map_or(0, |(_, len)| len);
+        hdr[2] = self.src.map_or(0, |(_, len)| len);
+        hdr[3] = self.tos;
+        // Tables past 255 go in `FRA_TABLE` only, as `ip` sends them.
+        hdr[4] = u8::try_from(self.table).unwrap_or(0);
+        hdr[7] = self.action;
+        let flags =
+            self.flags & !(FIB_RULE_UNRESOLVED | FIB_RULE_IIF_DETACHED | FIB_RULE_OIF_DETACHED);
+        hdr[8..12].copy_from_slice(&flags.to_ne_bytes());
+        msg.raw(&hdr);
+        let octets = |ip: IpAddr| match ip {
+            IpAddr::V4(v4) => v4.octets().to_vec(),
+            IpAddr::V6(v6) => v6.octets().to_vec(),
+        };
+        let name = |name: &str| [name.as_bytes(), &[0]].concat();
+        if let Some((addr, _)) = self.dst {
+            msg.attr(FRA_DST, &octets(addr));
+        }
+        if let Some((addr, _)) = self.src {
+            msg.attr(FRA_SRC, &octets(addr));
+        }
+        if let Some(iif) = &self.iifname {
+            msg.attr(FRA_IIFNAME, &name(iif));
+        }
+        if let Some(oif) = &self.oifname {
+            msg.attr(FRA_OIFNAME, &name(oif));
+        }
+        for (kind, value) in [
+            (FRA_GOTO, self.goto),
+            (FRA_PRIORITY, self.priority),
+            (FRA_FWMARK, self.fwmark),
+            (FRA_FWMASK, self.fwmark.and(self.fwmask)),
+            (FRA_TABLE, Some(self.table).filter(|table| *table > 255)),
+        ] {
+            if let Some(value) = value {
+                msg.attr_u32(kind, value);
+            }
+        }
+        if self.protocol != 0 {
+            msg.attr(FRA_PROTOCOL, &[self.protocol]);
+        }
+        let more = self.more();
+        for (kind, value) in [
+            (FRA_FLOW, more.flow),
+            (FRA_SUPPRESS_IFGROUP, more.suppress_ifgroup),
+            (FRA_SUPPRESS_PREFIXLEN, more.suppress_prefixlen),
+        ] {
+            if let Some(value) = value {
+                msg.attr_u32(kind, value);
+            }
+        }
+        if let Some(id) = more.tun_id {
+            msg.attr(FRA_TUN_ID, &id.to_be_bytes());
+        }
+        for (kind, value) in [
+            (FRA_L3MDEV, more.l3mdev),
+            (FRA_IP_PROTO, more.ip_proto),
+            (FRA_DSCP, more.dscp),
+            (FRA_DSCP_MASK, more.dscp_mask),
+        ] {
+            if let Some(value) = value {
+                msg.attr(kind, &[value]);
+            }
+        }
+        if let Some((start, end)) = more.uid_range {
+            msg.attr(
+                FRA_UID_RANGE,
+                &[start.to_ne_bytes(), end.to_ne_bytes()].concat(),
+            );
+        }
+        for (kind, range) in [(FRA_SPORT_RANGE, more.sport), (FRA_DPORT_RANGE, more.dport)] {
+            if let Some((start, end)) = range {
+                msg.attr(kind, &[start.to_ne_bytes(), end.to_ne_bytes()].concat());
+            }
+        }
+        for (kind, mask) in [
+            (FRA_SPORT_MASK, more.sport_mask),
+            (FRA_DPORT_MASK, more.dport_mask),
+        ] {
+            if let Some(mask) = mask {
+                msg.attr(kind, &mask.to_ne_bytes());
+            }
+        }
+        if let Some((label, mask)) = more.flowlabel {
+            msg.attr(FRA_FLOWLABEL, &label.to_be_bytes());
+            if let Some(mask) = mask {
+                msg.attr(FRA_FLOWLABEL_MASK, &mask.to_be_bytes());
+            }
+        }
+        for (kind, value) in &more.other {
+            msg.attr(*kind, value);
+        }
+        msg.finish();
+    }
+}
+
 /// `ip rule`'s line for the rule: `PRIORITY:\tSELECTORS ACTION`, e.g.
 /// `100:\tnot from all fwmark 0xca6c lookup 51820`.
 impl std::fmt::Display for Rule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:\t{}", self.priority, self.selectors().join(" "))
+        write!(f, "{}:\t{}", self.priority(), self.selectors().join(" "))
     }
 }
 
@@ -506,3 +787,5 @@ impl Rule {
 
 /// Rule action `FR_ACT_GOTO`.
 pub(crate) const FR_ACT_GOTO: u8 = 2;
+/// Rule action `FR_ACT_NOP`.
+pub(crate) const FR_ACT_NOP: u8 = 3;
