@@ -1,4 +1,4 @@
-//! Batch programming: many route and address changes in one pipelined stream.
+//! Batch programming: many route, address, nexthop and rule changes in one pipelined stream.
 //!
 //! Requests are packed many per `sendmsg`: the kernel handles each message of a send in
 //! turn, inside the call, and answers a refused one with an error (errno and extended-ack
@@ -13,7 +13,7 @@
 //! kernel applied after the failing item in the same send ([`Batch::undo_past_failure`]): an
 //! added route or nexthop is deleted again, a deleted IPv4 route added back from the bytes the
 //! kernel echoed of it (`NLM_F_ECHO`), every attribute included. Items that cannot be undone
-//! exactly (replaces, addresses, IPv6 deletes, nexthop deletes) only ever start a send.
+//! exactly (replaces, addresses, IPv6 deletes, nexthop deletes, rules) only ever start a send.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +23,7 @@ use crate::error::{Error, KernelError, Result};
 use crate::nexthop::Nexthop;
 use crate::platform::{DUMP_RCVBUF, Platform};
 use crate::route::{Family, RTMSG_LEN, Route};
+use crate::rule::Rule;
 use crate::socket::NlSocket;
 use crate::types::RouteType;
 use crate::wire::{self, Msgs};
@@ -61,6 +62,9 @@ pub enum Item {
     Address(Op, Address),
     /// A nexthop object change (a delete needs only the id).
     Nexthop(Op, Nexthop),
+    /// A routing policy rule change: [`Op::Add`] or [`Op::Delete`] (the kernel has no other
+    /// rule change; the other ops are sent with their flags, which it ignores: an add).
+    Rule(Op, Rule),
 }
 
 /// One item the kernel refused.
@@ -192,6 +196,16 @@ impl Batch<'_> {
         self.push(Item::Nexthop(Op::Delete, Nexthop::new(id)))
     }
 
+    /// Adds a routing policy rule (fails if the same rule exists).
+    pub fn add_rule(self, rule: Rule) -> Self {
+        self.push(Item::Rule(Op::Add, rule))
+    }
+
+    /// Deletes the first rule that agrees with everything `rule` sets.
+    pub fn delete_rule(self, rule: Rule) -> Self {
+        self.push(Item::Rule(Op::Delete, rule))
+    }
+
     /// Stop at the first failure (default: go on and report every failure).
     ///
     /// The kernel applies every message of one send, so the items packed in the same send
@@ -213,8 +227,8 @@ impl Batch<'_> {
     ///
     /// A deleted route is added back from the bytes of the kernel's echo, so it comes back
     /// with every attribute the kernel reported (on its nexthop object alone when it had
-    /// one). Replaces, address changes, IPv6 route deletes and nexthop deletes cannot be
-    /// undone exactly: each of them starts a new send, so nothing before it in a send can
+    /// one). Replaces, address changes, IPv6 route deletes, nexthop deletes and rule changes
+    /// cannot be undone exactly: each of them starts a new send, so nothing before it in a send can
     /// fail after it was applied.
     pub fn undo_past_failure(mut self, undo: bool) -> Self {
         self.undo = undo;
@@ -492,7 +506,9 @@ fn emit_end(buf: &mut Vec<u8>, seq: u32) {
 /// Whether an applied item can be undone exactly: an exclusive route add (the route did not
 /// exist, so deleting the same route removes exactly it), an IPv4 route delete (added back
 /// from the kernel's echo; IPv6 may echo a multipath delete hop by hop) and an exclusive
-/// nexthop add (nothing used it before).
+/// nexthop add (nothing used it before). Not a rule add: a rule added without a priority gets
+/// one from the kernel, and a delete without it could find another rule of the same
+/// selectors.
 fn undoable(item: &Item) -> bool {
     match item {
         Item::Route(Op::Add, _) | Item::Nexthop(Op::Add, _) => true,
@@ -531,6 +547,13 @@ fn emit_item(item: &Item, buf: &mut Vec<u8>, seq: u32, extra_flags: u16) {
                 _ => wire::RTM_NEWNEXTHOP,
             };
             nexthop.emit(buf, kind, flags(*op) | extra_flags, seq);
+        }
+        Item::Rule(op, rule) => {
+            let kind = match op {
+                Op::Delete => wire::RTM_DELRULE,
+                _ => wire::RTM_NEWRULE,
+            };
+            rule.emit(buf, kind, flags(*op) | extra_flags, seq);
         }
     }
 }

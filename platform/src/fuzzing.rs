@@ -97,6 +97,14 @@ pub fn parse_batch(text: &str) {
                 Nexthop::parse,
                 Nexthop::id,
             ),
+            crate::Item::Rule(_, rule) => round_trip(
+                line.text,
+                &rule,
+                Rule::emit,
+                wire::RTM_NEWRULE,
+                Rule::parse,
+                Rule::id,
+            ),
         }
     }
 }

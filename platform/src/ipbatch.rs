@@ -8,8 +8,9 @@
 //! type it is not given as wildcards, as `ip route del` does. [`parse`] reads a whole file,
 //! skipping blank lines and `#` comments and numbering the rest.
 //!
-//! Only `route`, `addr` and `nexthop` with `add`, `del` and `replace` are understood: the changes a
-//! [`Batch`](crate::Batch) can send. Anything else is a [`ParseError`] naming the offending
+//! `route`, `addr`, `nexthop` and `rule` lines are understood, with the commands `ip` takes for
+//! them that a [`Batch`](crate::Batch) can send: `add`, `del`, `replace`, `change`, `append`,
+//! `prepend` (rules: `add` and `del`). Anything else is a [`ParseError`] naming the offending
 //! word, never a panic.
 //!
 //! ```
@@ -36,7 +37,8 @@ use crate::addr::Address;
 use crate::batch::{Item, Op};
 use crate::names;
 use crate::nexthop::{GroupMember, NEXTHOP_GRP_TYPE_RES, Nexthop, RTNH_F_ONLINK};
-use crate::route::{Encap, NextHop, Route};
+use crate::route::{Encap, Family, NextHop, Route};
+use crate::rule::{FIB_RULE_INVERT, FR_ACT_TO_TBL, Rule};
 use crate::types::{Ifindex, Protocol, RouteType, Scope, Table};
 
 /// Why a line is not a change `ip` would make; carries the offending word when there is one.
@@ -47,14 +49,14 @@ pub enum ParseError {
     #[error("empty line")]
     Empty,
     /// The object is not followed by a command.
-    #[error("missing command (add, del or replace)")]
+    #[error("missing command (add, del, replace, change, append or prepend)")]
     MissingCommand,
     /// The command is not one `ip` takes for the object (`add`, `del`, `replace`; `change` for
     /// routes and addresses; `append` and `prepend` for routes).
     #[error("unknown command `{0}` (expected add, del, replace, change, append or prepend)")]
     UnknownCommand(String),
-    /// The object is not `route` or `addr`.
-    #[error("unknown object `{0}` (expected route or addr)")]
+    /// The object is not `route`, `addr`, `nexthop` or `rule`.
+    #[error("unknown object `{0}` (expected route, addr, nexthop or rule)")]
     UnknownObject(String),
     /// A route line ends before its prefix.
     #[error("missing the route's prefix")]
@@ -113,6 +115,15 @@ pub enum ParseError {
     /// An address without its device.
     #[error("an address needs `dev DEVICE`")]
     NoDevice,
+    /// A rule line with nothing after its command (`ip` refuses it too).
+    #[error("a rule needs a selector or an action")]
+    EmptyRule,
+    /// A keyword `rule` does not know (or does not support here).
+    #[error("unknown rule keyword `{0}`")]
+    UnknownRuleKeyword(String),
+    /// A rule's address is not of the rule's family (`-4`, `-6`, or its other address).
+    #[error("`{0}` is not of the rule's address family")]
+    RuleFamily(String),
     /// A nexthop line without `id N` (or with an id that is not a number above 0).
     #[error("a nexthop needs `id N` (1 to 4294967295)")]
     NoNexthopId,
@@ -155,6 +166,8 @@ impl ParseError {
             | ParseError::BroadcastNotIpv4(token)
             | ParseError::GatewayFamily(token)
             | ParseError::UnknownNexthopKeyword(token)
+            | ParseError::UnknownRuleKeyword(token)
+            | ParseError::RuleFamily(token)
             | ParseError::BadGroupMember(token)
             | ParseError::BadNumber(token)
             | ParseError::BadValue { value: token, .. }
@@ -166,7 +179,8 @@ impl ParseError {
             | ParseError::MissingAddress
             | ParseError::NoNextHop
             | ParseError::NoDevice
-            | ParseError::NoNexthopId => None,
+            | ParseError::NoNexthopId
+            | ParseError::EmptyRule => None,
         }
     }
 }
@@ -204,12 +218,20 @@ pub fn parse<'a>(
 /// Reads one `ip` command line (`route add ...`, `addr del ...`) into a batch item;
 /// `ifindex` resolves device names.
 ///
-/// A `-4` or `-6` option anywhere is accepted and ignored: the addresses say the family.
+/// A `-4` or `-6` option anywhere is accepted: the addresses say the family of routes,
+/// addresses and nexthops, and it is the family of a rule (IPv4 without it, unless its
+/// `from` or `to` is IPv6).
 pub fn parse_line(
     line: &str,
     ifindex: &dyn Fn(&str) -> Option<Ifindex>,
 ) -> Result<Item, ParseError> {
     let mut words: Vec<&str> = line.split_whitespace().collect();
+    // The last family option wins, as in `ip`.
+    let family = words.iter().rev().find_map(|word| match *word {
+        "-4" => Some(Family::V4),
+        "-6" => Some(Family::V6),
+        _ => None,
+    });
     words.retain(|word| !matches!(*word, "-4" | "-6"));
     let (object, rest) = words.split_first().ok_or(ParseError::Empty)?;
     let (verb, args) = rest.split_first().ok_or(ParseError::MissingCommand)?;
@@ -226,6 +248,7 @@ pub fn parse_line(
     let takes = match *object {
         "addr" | "address" | "a" => !matches!(op, Op::Append | Op::Prepend),
         "nexthop" | "nh" => !matches!(op, Op::Append | Op::Prepend | Op::Change),
+        "rule" | "rul" | "ru" => matches!(op, Op::Add | Op::Delete),
         _ => true,
     };
     if !takes {
@@ -237,6 +260,7 @@ pub fn parse_line(
             parse_addr(op, args, ifindex).map(|addr| Item::Address(op, addr))
         }
         "nexthop" | "nh" => parse_nexthop(op, args, ifindex).map(|nh| Item::Nexthop(op, nh)),
+        "rule" | "rul" | "ru" => parse_rule(op, args, family).map(|rule| Item::Rule(op, rule)),
         other => Err(ParseError::UnknownObject(other.to_owned())),
     }
 }
@@ -763,6 +787,251 @@ fn parse_number(text: &str) -> Result<u32, ParseError> {
         .map_err(|_| ParseError::BadNumber(text.to_owned()))
 }
 
+/// `[not] [from PREFIX] [to PREFIX] [tos T] [fwmark M[/MASK]] [iif|dev NAME] [oif NAME]
+/// [pref N] [l3mdev] [uidrange A-B] [ipproto P] [sport P[-P|/MASK]] [dport ...] [dscp D[/MASK]]
+/// [flowlabel L[/MASK]] [tun_id N] [table|lookup T] [protocol P] [realms [F/]T]
+/// [suppress_prefixlength N] [suppress_ifgroup G] [[type] unicast|blackhole|unreachable|
+/// prohibit|goto N|nop]`, with `ip rule`'s abbreviations (`pref`, `prio`, `order`, `ta`, ...),
+/// checked in `ip`'s order. Numbers are read as `ip` reads them (`0x` hex, leading-0 octal).
+/// An added rule without an action looks up a table, `main` unless another is named; a
+/// deleted one matches what its line sets.
+fn parse_rule(op: Op, args: &[&str], family: Option<Family>) -> Result<Rule, ParseError> {
+    if args.is_empty() {
+        return Err(ParseError::EmptyRule);
+    }
+    // `ip` checks its keywords in this order, an abbreviation taking the first that fits.
+    let abbreviates = |word: &str, keyword: &str| keyword.starts_with(word);
+    // Its family is set at the end, once the addresses have told it.
+    let mut rule = Rule::new(Family::V4);
+    let mut family = family;
+    let mut rule_family = |addr: IpAddr, word: &str| -> Result<(), ParseError> {
+        let of_addr = if addr.is_ipv4() {
+            Family::V4
+        } else {
+            Family::V6
+        };
+        match family.get_or_insert(of_addr) {
+            wanted if *wanted == of_addr => Ok(()),
+            _ => Err(ParseError::RuleFamily(word.to_owned())),
+        }
+    };
+    let add = op != Op::Delete;
+    let mut src = None;
+    let mut dst = None;
+    let mut action = add.then_some(FR_ACT_TO_TBL);
+    // Whether the line names a table or an action (else an added rule looks up `main`).
+    let mut table_named = false;
+    let mut table = None;
+    let mut l3mdev = false;
+    let mut words = args.iter().copied();
+    while let Some(word) = words.next() {
+        let mut value = || {
+            words
+                .next()
+                .ok_or_else(|| ParseError::MissingValue(word.to_owned()))
+        };
+        match word {
+            "not" => {
+                let flags = rule.flags() | FIB_RULE_INVERT;
+                rule = rule.with_flags(flags);
+            }
+            "from" | "to" => {
+                let value = value()?;
+                let prefix = match value {
+                    // `all` is no selector: the kernel holds and reports the rule without one.
+                    "all" | "any" | "default" => None,
+                    value => {
+                        let (addr, len) = parse_prefix(value)?;
+                        rule_family(addr, value)?;
+                        // Nor is a prefix of length 0.
+                        Some((addr, len)).filter(|(_, len)| *len > 0)
+                    }
+                };
+                if word == "from" {
+                    src = prefix;
+                } else {
+                    dst = prefix;
+                }
+            }
+            _ if abbreviates(word, "preference")
+                || abbreviates(word, "order")
+                || abbreviates(word, "priority") =>
+            {
+                let value = value()?;
+                rule = rule.with_priority(c_number(value).ok_or_else(|| bad("pref", value))?);
+            }
+            _ if word == "tos" || abbreviates(word, "dsfield") => {
+                let value = value()?;
+                rule = rule.with_tos(names::parse_dsfield(value).ok_or_else(|| bad("tos", value))?);
+            }
+            "fwmark" => {
+                let value = value()?;
+                let (mark, mask) = match value.split_once('/') {
+                    Some((mark, mask)) => (mark, Some(mask)),
+                    None => (value, None),
+                };
+                let number = |text: &str| c_number::<u32>(text).ok_or_else(|| bad("fwmark", value));
+                rule = rule.with_fwmark(number(mark)?, mask.map(number).transpose()?);
+            }
+            _ if abbreviates(word, "realms") => {
+                let value = value()?;
+                let realms = names::parse_realms(value)
+                    .or_else(|| c_number(value))
+                    .ok_or_else(|| bad("realms", value))?;
+                rule = rule.with_realms(realms);
+            }
+            _ if abbreviates(word, "protocol") => {
+                let value = value()?;
+                rule = rule.with_protocol(Protocol(
+                    names::parse_protocol(value)
+                        .ok_or_else(|| ParseError::UnknownProtocol(value.to_owned()))?,
+                ));
+            }
+            _ if abbreviates(word, "tun_id") => {
+                let value = value()?;
+                rule = rule.with_tun_id(c_number(value).ok_or_else(|| bad("tun_id", value))?);
+            }
+            _ if abbreviates(word, "table") || word == "lookup" => {
+                let value = value()?;
+                table = Some(
+                    names::parse_table(value)
+                        .ok_or_else(|| ParseError::UnknownTable(value.to_owned()))?,
+                );
+                table_named = true;
+            }
+            _ if abbreviates(word, "suppress_prefixlength") || word == "sup_pl" => {
+                let value = value()?;
+                let len = c_number::<u32>(value)
+                    .filter(|len| i32::try_from(*len).is_ok())
+                    .ok_or_else(|| bad("suppress_prefixlength", value))?;
+                rule = rule.with_suppress_prefixlen(len);
+            }
+            _ if abbreviates(word, "suppress_ifgroup") || word == "sup_group" => {
+                let value = value()?;
+                let group = match value {
+                    "default" => Some(0),
+                    value => c_number::<u32>(value).filter(|group| i32::try_from(*group).is_ok()),
+                };
+                rule = rule
+                    .with_suppress_ifgroup(group.ok_or_else(|| bad("suppress_ifgroup", value))?);
+            }
+            "dev" | "iif" | "oif" => {
+                let value = value()?;
+                // `ip`'s check_ifname: 1 to 15 bytes, no `/` or white space, not `.` or `..`;
+                // and no NUL, which no C string (no `ip` argument) holds.
+                if value.len() >= 16 || matches!(value, "." | "..") || value.contains(['/', '\0']) {
+                    return Err(bad(word, value));
+                }
+                rule = if word == "oif" {
+                    rule.with_oifname(value)
+                } else {
+                    rule.with_iifname(value)
+                };
+            }
+            "l3mdev" => {
+                rule = rule.with_l3mdev();
+                l3mdev = true;
+                table_named = true;
+            }
+            "uidrange" => {
+                let value = value()?;
+                let range = value
+                    .split_once('-')
+                    .and_then(|(start, end)| Some((start.parse().ok()?, end.parse().ok()?)))
+                    .ok_or_else(|| bad("uidrange", value))?;
+                rule = rule.with_uid_range(range.0, range.1);
+            }
+            "ipproto" => {
+                let value = value()?;
+                rule = rule.with_ip_proto(
+                    names::parse_ip_proto(value).ok_or_else(|| bad("ipproto", value))?,
+                );
+            }
+            "sport" | "dport" => {
+                let value = value()?;
+                let (range, mask) = parse_port_range(value).ok_or_else(|| bad(word, value))?;
+                rule = if word == "sport" {
+                    rule.with_sport(range, mask)
+                } else {
+                    rule.with_dport(range, mask)
+                };
+            }
+            "dscp" => {
+                let value = value()?;
+                let (dscp, mask) = match value.split_once('/') {
+                    Some((dscp, mask)) => (dscp, Some(mask)),
+                    None => (value, None),
+                };
+                // A number, or a DS field name's upper six bits.
+                let dscp = c_number::<u8>(dscp)
+                    .or_else(|| names::parse_dsfield(dscp).map(|field| field >> 2))
+                    .filter(|dscp| *dscp <= 0x3f)
+                    .ok_or_else(|| bad("dscp", value))?;
+                let mask = mask
+                    .map(|mask| c_number::<u8>(mask).ok_or_else(|| bad("dscp", value)))
+                    .transpose()?
+                    .filter(|mask| *mask != 0x3f);
+                rule = rule.with_dscp(dscp, mask);
+            }
+            "flowlabel" => {
+                let value = value()?;
+                let (label, mask) = match value.split_once('/') {
+                    Some((label, mask)) => (label, Some(mask)),
+                    None => (value, None),
+                };
+                let number =
+                    |text: &str| c_number::<u32>(text).ok_or_else(|| bad("flowlabel", value));
+                // `ip` sends the mask always, the whole label's when none is given.
+                let mask = mask.map(number).transpose()?.unwrap_or(0xfffff);
+                rule = rule.with_flowlabel(number(label)?, Some(mask));
+            }
+            _ if word == "nat" || abbreviates(word, "map-to") => {
+                // Route NAT left the kernel in 2.6.
+                return Err(ParseError::UnknownRuleKeyword(word.to_owned()));
+            }
+            _ => {
+                // The action: `[type] TYPE`, `goto N` or `nop`.
+                let word = if word == "type" { value()? } else { word };
+                if abbreviates(word, "goto") {
+                    let value = value()?;
+                    rule = rule.with_goto(c_number(value).ok_or_else(|| bad("goto", value))?);
+                    action = Some(rule.action());
+                } else if abbreviates(word, "nop") {
+                    action = Some(crate::rule::FR_ACT_NOP);
+                } else if let Some(kind) = names::parse_route_type(word) {
+                    action = Some(kind);
+                } else {
+                    return Err(ParseError::UnknownRuleKeyword(word.to_owned()));
+                }
+                table_named = true;
+            }
+        }
+    }
+    if l3mdev && table.is_some_and(|table| table != 0) {
+        return Err(bad(
+            "table (an l3mdev rule looks up its device's)",
+            "l3mdev",
+        ));
+    }
+    // The family is known now: `-4`/`-6`, else the addresses', else IPv4.
+    rule = rule.with_family(family.unwrap_or(Family::V4));
+    if let Some((addr, len)) = src {
+        rule = rule.with_src(addr, len);
+    }
+    if let Some((addr, len)) = dst {
+        rule = rule.with_dst(addr, len);
+    }
+    if let Some(action) = action {
+        rule = rule.with_action(action);
+    }
+    match table {
+        Some(table) => rule = rule.with_table(Table(table)),
+        None if add && !table_named => rule = rule.with_table(Table::MAIN),
+        None => {}
+    }
+    Ok(rule)
+}
+
 /// `[local] PREFIX dev DEV [peer PREFIX] [broadcast ADDR|+|-] [label NAME] [scope S]
 /// [metric N] [proto P] [valid_lft SECS|forever] [preferred_lft SECS|forever] [FLAG]...`.
 fn parse_addr(
@@ -918,6 +1187,37 @@ fn parse_addr(
 
 fn resolve(ifindex: &dyn Fn(&str) -> Option<Ifindex>, name: &str) -> Result<Ifindex, ParseError> {
     ifindex(name).ok_or_else(|| ParseError::UnknownDevice(name.to_owned()))
+}
+
+/// A number as `ip` reads most (`strtoul` with base 0): `0x` hex, a leading `0` octal, else
+/// decimal; no sign.
+fn c_number<T: TryFrom<u64>>(text: &str) -> Option<T> {
+    let (digits, radix) =
+        if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+            (hex, 16)
+        } else if text.len() > 1 && text.starts_with('0') {
+            (&text[1..], 8)
+        } else {
+            (text, 10)
+        };
+    if digits.is_empty() || digits.starts_with(['+', '-']) {
+        return None;
+    }
+    T::try_from(u64::from_str_radix(digits, radix).ok()?).ok()
+}
+
+/// A rule's port selector as `ip rule` reads it: `P`, `A-B`, or `P/MASK` (a mask only with a
+/// single port); a mask of all ones is no mask.
+fn parse_port_range(text: &str) -> Option<((u16, u16), Option<u16>)> {
+    if let Some((start, end)) = text.split_once('-') {
+        return Some(((c_number(start)?, c_number(end)?), None));
+    }
+    let (port, mask) = match text.split_once('/') {
+        Some((port, mask)) => (port, Some(c_number::<u16>(mask)?)),
+        None => (text, None),
+    };
+    let port = c_number(port)?;
+    Some(((port, port), mask.filter(|mask| *mask != u16::MAX)))
 }
 
 /// `ADDR/LEN`, or a bare address (a host prefix).

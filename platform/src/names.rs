@@ -629,22 +629,30 @@ pub fn seg6_mode(mode: u32) -> Cow<'static, str> {
 
 /// An IP protocol's name as `ip rule` prints `ipproto` (`tcp`, `udp`, ...), or its number.
 pub fn ip_proto(proto: u8) -> Cow<'static, str> {
-    const NAMES: &[(u8, &str)] = &[
-        (1, "icmp"),
-        (2, "igmp"),
-        (6, "tcp"),
-        (17, "udp"),
-        (33, "dccp"),
-        (41, "ipv6"),
-        (47, "gre"),
-        (50, "esp"),
-        (51, "ah"),
-        (58, "ipv6-icmp"),
-        (132, "sctp"),
-        (136, "udplite"),
-    ];
-    name_of(NAMES, proto)
+    name_of(IP_PROTOS, proto)
 }
+
+/// An IP protocol from its name (`tcp`, `udp`, ... as in `/etc/protocols`) or decimal number,
+/// as `ip rule ... ipproto P` takes it.
+pub fn parse_ip_proto(text: &str) -> Option<u8> {
+    number_of(IP_PROTOS, text)
+}
+
+/// IP protocols by the names `/etc/protocols` gives them.
+const IP_PROTOS: &[(u8, &str)] = &[
+    (1, "icmp"),
+    (2, "igmp"),
+    (6, "tcp"),
+    (17, "udp"),
+    (33, "dccp"),
+    (41, "ipv6"),
+    (47, "gre"),
+    (50, "esp"),
+    (51, "ah"),
+    (58, "ipv6-icmp"),
+    (132, "sctp"),
+    (136, "udplite"),
+];
 
 /// An address's protocol (`IFA_PROTO`) as `ip addr` prints it (`kernel_lo`, `kernel_ra`,
 /// `kernel_ll`), or its number.

@@ -123,7 +123,11 @@ fn check_error(line: &str, expected: &str, token: Option<&str>) {
 fn malformed_lines() {
     check_error("", "empty line", None);
     check_error("-6", "empty line", None);
-    check_error("route", "missing command (add, del or replace)", None);
+    check_error(
+        "route",
+        "missing command (add, del, replace, change, append or prepend)",
+        None,
+    );
     check_error(
         "route flush all",
         "unknown command `flush` (expected add, del, replace, change, append or prepend)",
@@ -131,7 +135,7 @@ fn malformed_lines() {
     );
     check_error(
         "link add x type dummy",
-        "unknown object `link` (expected route or addr)",
+        "unknown object `link` (expected route, addr, nexthop or rule)",
         Some("link"),
     );
     check_error("route add", "missing the route's prefix", None);
@@ -577,4 +581,240 @@ fn the_destination_may_come_after_other_keywords() {
     }
     check_error("route add dev eth0", "missing the route's prefix", None);
     check_error("route add dev eth0 to", "missing the route's prefix", None);
+}
+
+fn parse_rule_line(line: &str) -> (Op, crate::Rule) {
+    match parse_line(line, &resolve) {
+        Ok(Item::Rule(op, rule)) => (op, rule),
+        other => panic!("{line}: {other:?}"),
+    }
+}
+
+/// Rule lines get what `ip rule` sends: an added rule looks up `main` unless it names a table
+/// or an action, a deleted one matches only what its line sets; the family is `-6`'s or the
+/// addresses'.
+#[test]
+fn rule_lines_take_ip_rules_defaults_and_family() {
+    use crate::rule::FR_ACT_TO_TBL;
+    let (op, rule) = parse_rule_line("rule add from 10.1.0.0/16 lookup 100 pref 1000");
+    assert_eq!(op, Op::Add);
+    assert_eq!(rule.family(), Family::V4);
+    assert_eq!(rule.src(), Some(("10.1.0.0".parse().unwrap(), 16)));
+    assert_eq!(rule.dst(), None);
+    assert_eq!((rule.table(), rule.priority()), (Table(100), 1000));
+    assert_eq!(rule.action(), FR_ACT_TO_TBL);
+
+    let (_, rule) = parse_rule_line("rule add fwmark 0x10/0xff");
+    assert_eq!((rule.table(), rule.action()), (Table::MAIN, FR_ACT_TO_TBL));
+    assert_eq!(rule.fwmark(), Some((0x10, Some(0xff))));
+    assert_eq!(
+        rule,
+        rule_without_priority(&rule),
+        "no priority: the kernel picks one"
+    );
+
+    let (op, rule) = parse_rule_line("rule del pref 1000");
+    assert_eq!(op, Op::Delete);
+    assert_eq!((rule.table(), rule.action()), (Table(0), 0), "wildcards");
+    assert_eq!(rule.priority(), 1000);
+
+    // `all` and a zero-length prefix select nothing, as the kernel holds them.
+    let (_, all) = parse_rule_line("rule add from all to 0/0 table 5");
+    assert_eq!((all.src(), all.dst()), (None, None));
+
+    assert_eq!(
+        parse_rule_line("-6 rule add fwmark 1 table 5").1.family(),
+        Family::V6
+    );
+    assert_eq!(
+        parse_rule_line("rule add from 2001:db8::/32 table 5")
+            .1
+            .family(),
+        Family::V6
+    );
+    assert_eq!(
+        parse_rule_line("rule -4 add to 10.9.0.0/16 table 5")
+            .1
+            .family(),
+        Family::V4
+    );
+    check_error(
+        "-4 rule add from 2001:db8::/32 table 5",
+        "`2001:db8::/32` is not of the rule's address family",
+        Some("2001:db8::/32"),
+    );
+    check_error(
+        "rule add from 10.0.0.0/8 to 2001:db8::/32",
+        "`2001:db8::/32` is not of the rule's address family",
+        Some("2001:db8::/32"),
+    );
+}
+
+fn rule_without_priority(rule: &crate::Rule) -> crate::Rule {
+    let mut buf = Vec::new();
+    rule.emit(&mut buf, crate::wire::RTM_NEWRULE, 0, 1);
+    let attrs = crate::wire::Nlas::new(&buf[16 + 12..]);
+    assert!(
+        attrs.map(|(kind, _)| kind).all(|kind| kind != 6),
+        "FRA_PRIORITY sent"
+    );
+    rule.clone()
+}
+
+/// Every selector and action `ip rule` takes, with its abbreviations, in its order.
+#[test]
+fn rule_lines_take_what_ip_rule_takes() {
+    let (_, r) = parse_rule_line(
+        "rule add not from 10.0.0.0/8 to 192.0.2.0/24 tos AF11 fwmark 7 iif veth1 oif eth0 \
+         uidrange 100-200 ipproto tcp sport 1000-2000 dport 53 realms 1/2 proto static \
+         prio 9 ta 7 sup_pl 0 suppress_ifgroup default",
+    );
+    assert!(r.is_inverted());
+    assert_eq!(r.dst(), Some(("192.0.2.0".parse().unwrap(), 24)));
+    assert_eq!(r.tos(), 0x28);
+    assert_eq!(r.fwmark(), Some((7, None)));
+    assert_eq!((r.iifname(), r.oifname()), (Some("veth1"), Some("eth0")));
+    assert_eq!(r.uid_range(), Some((100, 200)));
+    assert_eq!(r.ip_proto(), Some(6));
+    assert_eq!((r.sport(), r.dport()), (Some((1000, 2000)), Some((53, 53))));
+    assert_eq!(r.port_masks(), (None, None));
+    assert_eq!(r.realms(), Some((1 << 16) | 2));
+    assert_eq!(r.protocol(), Protocol::STATIC);
+    assert_eq!((r.priority(), r.table()), (9, Table(7)));
+    assert_eq!(
+        (r.suppress_prefixlen(), r.suppress_ifgroup()),
+        (Some(0), Some(0))
+    );
+
+    // `ip`'s abbreviations, checked in its order: `t` is tun_id, `o` order, `pro` protocol.
+    let (_, r) = parse_rule_line("rule add t 0x10 o 010 pro 42 lookup main");
+    assert_eq!(
+        (r.tun_id(), r.priority()),
+        (Some(16), 8),
+        "hex and octal as ip reads them"
+    );
+    assert_eq!(r.protocol(), Protocol(42));
+    let (_, r) = parse_rule_line("rule add dev veth1 d 0x10 r 3 su 4 ipproto 17");
+    assert_eq!(
+        (r.iifname(), r.tos(), r.realms()),
+        (Some("veth1"), 0x10, Some(3))
+    );
+    assert_eq!((r.suppress_prefixlen(), r.ip_proto()), (Some(4), Some(17)));
+
+    // Newer selectors (kernel 6.14 on): port masks, DSCP, flow label.
+    let (_, r) =
+        parse_rule_line("-6 rule add sport 80/0xff00 dport 0x35 dscp EF flowlabel 0x12345 table 5");
+    assert_eq!(
+        (r.sport(), r.port_masks()),
+        (Some((80, 80)), (Some(0xff00), None))
+    );
+    assert_eq!(
+        (r.dport(), r.dscp(), r.dscp_mask()),
+        (Some((53, 53)), Some(46), None)
+    );
+    assert_eq!(
+        r.flowlabel(),
+        Some((0x12345, Some(0xfffff))),
+        "ip sends the mask always"
+    );
+    let (_, r) = parse_rule_line("-6 rule add dscp 10/0x38 flowlabel 0x12/0xff sport 5/0xffff");
+    assert_eq!((r.dscp(), r.dscp_mask()), (Some(10), Some(0x38)));
+    assert_eq!(r.flowlabel(), Some((0x12, Some(0xff))));
+    assert_eq!(r.port_masks(), (None, None), "a full mask is no mask");
+
+    // Actions.
+    for (line, action, table, goto) in [
+        ("rule add blackhole pref 7", 6, 0, None),
+        ("rule add type unreachable", 7, 0, None),
+        ("rule add prohibit from 10.0.0.0/8", 8, 0, None),
+        ("rule add goto 100 pref 50", 2, 0, Some(100)),
+        ("rule add nop", 3, 0, None),
+        ("rule add unicast lookup 9", 1, 9, None),
+        ("rule add l3mdev pref 1000", 1, 0, None),
+    ] {
+        let (_, r) = parse_rule_line(line);
+        assert_eq!(
+            (r.action(), r.table(), r.goto()),
+            (action, Table(table), goto),
+            "{line}"
+        );
+    }
+    assert!(parse_rule_line("rule add l3mdev pref 1000").1.l3mdev());
+}
+
+/// What a rule line cannot be names its word, as `ip` refuses it.
+#[test]
+fn bad_rule_lines_name_the_word() {
+    check_error("rule add", "a rule needs a selector or an action", None);
+    check_error("rule del", "a rule needs a selector or an action", None);
+    check_error(
+        "rule replace from 10.0.0.0/8",
+        "unknown command `replace` (expected add, del, replace, change, append or prepend)",
+        Some("replace"),
+    );
+    check_error("rule add from", "`from` needs a value", Some("from"));
+    check_error(
+        "rule add bogus 1",
+        "unknown rule keyword `bogus`",
+        Some("bogus"),
+    );
+    check_error(
+        "rule add nat 10.0.0.1",
+        "unknown rule keyword `nat`",
+        Some("nat"),
+    );
+    check_error("rule add iif a/b", "bad iif `a/b`", Some("a/b"));
+    check_error("rule add iif a\0b", "bad iif `a\0b`", Some("a\0b"));
+    check_error(
+        "rule add oif abcdefghijklmnop",
+        "bad oif `abcdefghijklmnop`",
+        Some("abcdefghijklmnop"),
+    );
+    check_error("rule add pref -1", "bad pref `-1`", Some("-1"));
+    check_error(
+        "rule add pref 0x100000000",
+        "bad pref `0x100000000`",
+        Some("0x100000000"),
+    );
+    check_error("rule add fwmark 1/x", "bad fwmark `1/x`", Some("1/x"));
+    check_error("rule add uidrange 5", "bad uidrange `5`", Some("5"));
+    check_error(
+        "rule add ipproto nosuch",
+        "bad ipproto `nosuch`",
+        Some("nosuch"),
+    );
+    check_error("rule add sport 70000", "bad sport `70000`", Some("70000"));
+    check_error("rule add dscp 64", "bad dscp `64`", Some("64"));
+    check_error("rule add tos 100", "bad tos `100`", Some("100"));
+    check_error(
+        "rule add table nosuch",
+        "unknown table `nosuch`",
+        Some("nosuch"),
+    );
+    check_error(
+        "rule add l3mdev table 5",
+        "bad table (an l3mdev rule looks up its device's) `l3mdev`",
+        Some("l3mdev"),
+    );
+    check_error("rule add goto", "`goto` needs a value", Some("goto"));
+}
+
+/// A rule from a line is sent as it was read: encoded and parsed back it is the same rule,
+/// every field (a table past 255 in `FRA_TABLE` only, `tun_id` big-endian).
+#[test]
+fn rules_encode_and_parse_back_whole() {
+    for line in [
+        "rule add not from 10.0.0.0/8 to 192.0.2.0/24 tos 0x10 fwmark 7/0xf iif veth1 oif eth0 \
+         uidrange 100-200 ipproto tcp sport 1000-2000 dport 53 realms 1/2 proto static \
+         pref 9 table 70000 suppress_prefixlength 8 suppress_ifgroup 3 tun_id 0x1122334455",
+        "-6 rule add from 2001:db8::/32 sport 80/0xff00 dscp 10/0x38 flowlabel 0x12/0xff nop",
+        "rule add goto 100 pref 0",
+        "rule del l3mdev",
+    ] {
+        let (_, rule) = parse_rule_line(line);
+        let mut buf = Vec::new();
+        rule.emit(&mut buf, crate::wire::RTM_NEWRULE, 0, 1);
+        let again = crate::Rule::parse(&buf[16..]).unwrap().unwrap();
+        assert_eq!(again, rule, "{line}");
+    }
 }

@@ -275,6 +275,12 @@ impl Twins {
     /// Applies `lines` through the batch (every line must parse and be applied) and through
     /// `ip -batch`.
     fn apply(&self, lines: &str) {
+        self.apply_family(None, lines);
+    }
+
+    /// [`Twins::apply`] with a family option (`-6`): given to each line of the batch, and to
+    /// `ip`, whose batch lines take none.
+    fn apply_family(&self, family: Option<&str>, lines: &str) {
         let links = self.platform.links().execute().unwrap();
         let ifindex = |name: &str| {
             links
@@ -284,17 +290,22 @@ impl Twins {
                 .map(|link| link.ifindex())
         };
         let mut batch = self.platform.batch();
-        for line in netmirror_platform::ipbatch::parse(lines, &ifindex) {
-            batch = batch.push(
-                line.item
-                    .unwrap_or_else(|err| panic!("{}: {err}", line.text)),
-            );
+        for line in lines.lines().filter(|line| !line.trim().is_empty()) {
+            let line = format!("{} {line}", family.unwrap_or_default());
+            let item = netmirror_platform::ipbatch::parse_line(&line, &ifindex)
+                .unwrap_or_else(|err| panic!("{line}: {err}"));
+            batch = batch.push(item);
         }
         let report = batch.execute().unwrap();
         assert!(report.failures.is_empty(), "{report:?}");
-        let path = std::env::temp_dir().join(format!("nmx-twins-{}.batch", std::process::id()));
+        // One file per apply: the tests run side by side in one process.
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("nmx-twins-{}-{n}.batch", std::process::id()));
         std::fs::write(&path, lines).unwrap();
-        let applied = self.theirs.ip(&["-batch", path.to_str().unwrap()]);
+        let mut args: Vec<&str> = family.into_iter().collect();
+        args.extend(["-batch", path.to_str().unwrap()]);
+        let applied = self.theirs.ip(&args);
         let _ = std::fs::remove_file(&path);
         applied.unwrap();
     }
@@ -373,7 +384,8 @@ addr del 2001:db8:50::1/64 dev nmx0
     });
 }
 
-/// Route lines with `to`, `tos`/`dsfield` and short IPv4 prefixes, applied by the batch and by
+/// Route lines with `to`, `tos`/`dsfield`, short IPv4 prefixes and the prefix after other
+/// keywords, applied by the batch and by
 /// `ip -batch`: `ip -j -d route show table all` shows the same routes, field by field.
 #[test]
 fn route_lines_with_tos_and_short_prefixes_apply_as_ip_batch_applies_them() {
@@ -386,10 +398,12 @@ route add to unicast 10.62.3/24 via 192.0.2.2 dsfield AF11 table 100
 route add 10.63/16 via 192.0.2.2 tos 0xb8 metric 7
 route add 10.64 dev nmx0
 route add blackhole 10.65/16 tos CS1 table 101
+route add dev nmx0 10.66/16 metric 3
+route add table 102 via 192.0.2.2 to unicast 10.67.0.0/24
 ",
         );
         let held = twins.same(&["route", "show", "table", "all"], "dst", &["10.6"]);
-        assert_eq!(held.len(), 5, "{held:#?}");
+        assert_eq!(held.len(), 7, "{held:#?}");
     });
 }
 
@@ -420,5 +434,108 @@ addr change 10.73.0.1/24 dev nmx0 valid_lft forever preferred_lft forever metric
         let held = twins.same(&["addr", "show", "dev", "nmx0"], "local", &["10.73"]);
         assert_eq!(held.len(), 1, "{held:#?}");
         assert_eq!(held[0]["valid_life_time"], u32::MAX);
+    });
+}
+
+/// Rule lines with every selector and action iproute2 6.1 takes (and its abbreviations),
+/// IPv4 and IPv6, with and without a priority, applied by the batch and by `ip -batch`: `ip -j
+/// -d rule show` shows the same rules, field by field; then the same after deletes by
+/// priority, by selectors alone and by action.
+#[test]
+fn rule_lines_apply_as_ip_batch_applies_them() {
+    bounded(LIMIT, || {
+        let twins = Twins::new();
+        twins.apply(
+            "\
+rule add from 10.1.0.0/16 lookup 100 pref 1000
+rule add not to 192.0.2.0/24 tos 0x10 fwmark 0x10/0xff iif nmx0 oif nmx0 table 70000 pref 1001 proto static
+rule add fwmark 7 uidrange 100-200 ipproto tcp sport 1000-2000 dport 53 table 5 pref 1002
+rule add from 10.2/16 realms 1/2 lookup main suppress_prefixlength 0 pref 1003
+rule add iif lo suppress_ifgroup 3 lookup 6 pref 1004
+rule add blackhole from 10.9.0.0/16 pref 1005
+rule add unreachable to 10.10.0.0/16 pref 1006
+rule add type prohibit tun_id 0x1234 pref 1007
+rule add goto 1010 pref 1008
+rule add nop pref 1009
+rule add from 10.3.0.0/16 table 7
+rule add fwmark 9 dsfield 0x8 table 8
+rule add o 1011 t 5 ta 12 pro 42
+rule add fwmark 0x11 oif nosuch0 lookup 13 pref 1012
+rule add l3mdev pref 1013
+",
+        );
+        twins.apply_family(
+            Some("-6"),
+            "\
+rule add from 2001:db8:1::/48 table 100 pref 2000
+rule add to 2001:db8:2::/64 fwmark 3 iif nmx0 table 101 pref 2001
+rule add ipproto udp dport 4789 table 102 pref 2002
+rule add fwmark 4 table 103
+",
+        );
+        let v4 = twins.same(&["-4", "rule", "show"], "", &[""]);
+        let v6 = twins.same(&["-6", "rule", "show"], "", &[""]);
+        // The kernel's own rules (three IPv4, two IPv6) besides the lines'.
+        assert_eq!((v4.len(), v6.len()), (3 + 15, 2 + 4), "{v4:#?} {v6:#?}");
+        twins.apply(
+            "\
+rule del pref 1000
+rule del from 10.3.0.0/16 table 7
+rule del blackhole from 10.9.0.0/16
+rule del fwmark 0x10/0xff not to 192.0.2.0/24
+rule del nop
+rule del t 5
+",
+        );
+        twins.apply_family(
+            Some("-6"),
+            "rule del from 2001:db8:1::/48\nrule del fwmark 4\n",
+        );
+        let v4 = twins.same(&["-4", "rule", "show"], "", &[""]);
+        let v6 = twins.same(&["-6", "rule", "show"], "", &[""]);
+        assert_eq!((v4.len(), v6.len()), (3 + 9, 2 + 2), "{v4:#?} {v6:#?}");
+    });
+}
+
+/// The selectors newer than this host's iproute2 (port masks, DSCP with its mask, the IPv6
+/// flow label), sent by the batch: the kernel reports each as the line set it.
+#[test]
+fn newer_rule_selectors_reach_the_kernel() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let platform = Platform::open(config(&ns)).unwrap();
+        let ifindex = |_: &str| None;
+        let lines = "\
+-6 rule add dscp 24/0x38 flowlabel 0x12/0xff sport 0x1200/0xff00 table 5 pref 3000
+rule add dscp EF dport 48/0xfff0 table 6 pref 3001
+";
+        let mut batch = platform.batch();
+        for line in netmirror_platform::ipbatch::parse(lines, &ifindex) {
+            batch = batch.push(line.item.unwrap());
+        }
+        let report = batch.execute().unwrap();
+        assert!(report.is_success(), "{report:?}");
+        let rules = platform.rules().execute().unwrap().items;
+        let find = |priority| {
+            rules
+                .iter()
+                .find(|rule| rule.priority() == priority)
+                .unwrap_or_else(|| panic!("no rule {priority}: {rules:#?}"))
+        };
+        let r = find(3000);
+        assert_eq!((r.dscp(), r.dscp_mask()), (Some(24), Some(0x38)), "{r:?}");
+        assert_eq!(r.flowlabel(), Some((0x12, Some(0xff))), "{r:?}");
+        assert_eq!(
+            (r.sport(), r.port_masks().0),
+            (Some((0x1200, 0x1200)), Some(0xff00)),
+            "{r:?}"
+        );
+        let r = find(3001);
+        assert_eq!(r.dscp(), Some(46), "{r:?}");
+        assert_eq!(
+            (r.dport(), r.port_masks().1),
+            (Some((48, 48)), Some(0xfff0)),
+            "{r:?}"
+        );
     });
 }
