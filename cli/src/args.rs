@@ -115,7 +115,7 @@ pub(crate) enum Command {
     /// Kernel changes as they happen, each with its old and new value.
     #[command(after_help = "Example:\n  netmirror --json monitor route link")]
     Monitor(MonitorArgs),
-    /// Apply `ip -batch`-like lines (`route add|del|replace ...`, `addr add|del ...`).
+    /// Apply `ip -batch`-like lines (`route add ...`, `addr del ...`, `rule add ...`).
     #[command(after_help = BATCH_HELP)]
     Batch(BatchArgs),
     /// NetworkManager: general state, devices, profiles, active connections, monitor.
@@ -153,6 +153,13 @@ Each line is one command, as `ip -batch` takes them:
   nexthop add|replace id ID [via GW] [dev DEV] [onlink] | blackhole | group ID[,W]/...
                         [type mpath|resilient] [buckets N] [fdb] [proto P]
   nexthop del id ID
+  rule add|del [not] [from PREFIX] [to PREFIX] [tos T] [fwmark M[/MASK]] [iif NAME] [oif NAME]
+                        [pref N] [uidrange A-B] [ipproto P] [sport|dport P[-P|/MASK]]
+                        [dscp D[/MASK]] [flowlabel L[/MASK]] [tun_id N] [l3mdev]
+                        [table T] [proto P] [realms [F/]T] [suppress_prefixlength N]
+                        [suppress_ifgroup G] [blackhole|unreachable|prohibit|goto N|nop]
+A rule is IPv4 unless its addresses are IPv6 or -6 is given (`netmirror -6 batch` is
+`ip -6 -batch`: -4 or -6 applies to every line).
 Empty lines and lines starting with `#` are skipped. Requests are pipelined to the kernel.
 
 Without --continue, the file is checked first: a malformed line applies nothing, and the first

@@ -187,6 +187,10 @@ pub(crate) fn run(
         .map(|link| (link.name().to_owned(), link.ifindex()))
         .collect();
     let resolve = |name: &str| ifindexes.get(name).copied();
+    let family = kernel_args.family().map(|family| match family {
+        crate::args::Family::V6 => "-6",
+        _ => "-4",
+    });
     let mut totals = Totals {
         all_eperm: true,
         ..Totals::default()
@@ -223,8 +227,14 @@ pub(crate) fn run(
             }
             RawLine::NotUtf8(number, text) => (number, text, Err("not UTF-8".to_owned())),
             RawLine::Text(number, text) => {
-                let item = platform::ipbatch::parse_line(&text, &resolve)
-                    .map_err(|reason| reason.to_string());
+                // `netmirror -6 batch` is `ip -6 -batch`: the family of every line.
+                let item = match family {
+                    Some(family) => {
+                        platform::ipbatch::parse_line(&format!("{family} {text}"), &resolve)
+                    }
+                    None => platform::ipbatch::parse_line(&text, &resolve),
+                }
+                .map_err(|reason| reason.to_string());
                 (number, text, item)
             }
         };

@@ -272,3 +272,43 @@ fn an_undo_the_kernel_refuses_is_reported_as_applied_and_not_undone() {
     assert_eq!(failed[1]["line"], 3, "{summary}");
     assert_eq!(failed[1]["undo"], true, "{summary}");
 }
+
+/// Rule lines, and `-6` before `batch` as `ip -6 -batch` has it: the family of every line
+/// (here of rules whose words name none); the kernel holds what `ip -6 rule` would have added.
+#[test]
+fn rule_lines_and_a_family_for_every_line() {
+    let ns = namespace();
+    let dir = tempfile::Builder::new()
+        .prefix("netmirror-test-batch")
+        .tempdir()
+        .expect("temp dir");
+    let rules = |family: &str| -> Vec<String> {
+        let text = ns.ip(&[family, "rule", "show"]).expect("ip rule show");
+        text.lines()
+            .filter(|line| line.starts_with("10"))
+            .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    let file = write_batch(
+        &dir,
+        "rule add fwmark 7 table 70 pref 1000\nrule add iif veth0 blackhole pref 1001\n",
+    );
+    let run = nm(&["--netns", ns.name(), "-6", "batch", &file]);
+    assert_eq!(run.ok(), "2 of 2 lines applied\n");
+    assert_eq!(
+        rules("-6"),
+        [
+            "1000: from all fwmark 0x7 lookup 70",
+            "1001: from all iif veth0 blackhole"
+        ]
+    );
+    assert!(rules("-4").is_empty(), "{:?}", rules("-4"));
+
+    // Without a family option the line's addresses say it; then deletes.
+    let file = write_batch(&dir, "rule add from 10.1.0.0/16 lookup 71 pref 1002\n");
+    nm(&["--netns", ns.name(), "batch", &file]).ok();
+    assert_eq!(rules("-4"), ["1002: from 10.1.0.0/16 lookup 71"]);
+    let file = write_batch(&dir, "rule del pref 1001\nrule del fwmark 7\n");
+    nm(&["--netns", ns.name(), "-6", "batch", &file]).ok();
+    assert!(rules("-6").is_empty(), "{:?}", rules("-6"));
+}
