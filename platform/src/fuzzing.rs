@@ -74,7 +74,7 @@ pub fn parse_batch(text: &str) {
         let Ok(item) = line.item else { continue };
         match item {
             crate::Item::Route(_, route) => round_trip(
-                line.text,
+                &line.text,
                 &route,
                 Route::emit,
                 wire::RTM_NEWROUTE,
@@ -82,7 +82,7 @@ pub fn parse_batch(text: &str) {
                 Route::id,
             ),
             crate::Item::Address(_, addr) => round_trip(
-                line.text,
+                &line.text,
                 &addr,
                 Address::emit,
                 wire::RTM_NEWADDR,
@@ -90,7 +90,7 @@ pub fn parse_batch(text: &str) {
                 Address::id,
             ),
             crate::Item::Nexthop(_, nh) => round_trip(
-                line.text,
+                &line.text,
                 &nh,
                 Nexthop::emit,
                 wire::RTM_NEWNEXTHOP,
@@ -98,7 +98,7 @@ pub fn parse_batch(text: &str) {
                 Nexthop::id,
             ),
             crate::Item::Rule(_, rule) => round_trip(
-                line.text,
+                &line.text,
                 &rule,
                 Rule::emit,
                 wire::RTM_NEWRULE,

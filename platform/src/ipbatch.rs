@@ -31,6 +31,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr};
 
 use crate::addr::Address;
@@ -48,6 +49,12 @@ pub enum ParseError {
     /// The line has no words.
     #[error("empty line")]
     Empty,
+    /// A word starts with a quote that does not end (`ip` refuses it too).
+    #[error("unterminated quoted string `{0}`")]
+    UnterminatedQuote(String),
+    /// The file's last line ends in `\\`: the command it starts never ends.
+    #[error("missing continuation line (the last line ends with `\\`)")]
+    MissingContinuation,
     /// The object is not followed by a command.
     #[error("missing command (add, del, replace, change, append or prepend)")]
     MissingCommand,
@@ -151,6 +158,7 @@ impl ParseError {
     pub fn token(&self) -> Option<&str> {
         match self {
             ParseError::UnknownCommand(token)
+            | ParseError::UnterminatedQuote(token)
             | ParseError::UnknownObject(token)
             | ParseError::MissingValue(token)
             | ParseError::UnknownRouteKeyword(token)
@@ -174,6 +182,7 @@ impl ParseError {
             | ParseError::ViaFamilyMismatch(token)
             | ParseError::SourceFamily(token) => Some(token),
             ParseError::Empty
+            | ParseError::MissingContinuation
             | ParseError::MissingCommand
             | ParseError::MissingPrefix
             | ParseError::MissingAddress
@@ -185,34 +194,104 @@ impl ParseError {
     }
 }
 
-/// One line of a batch file that is not blank or a comment.
+/// One command of a batch file (a line, or lines joined by a trailing `\\`) that is not blank
+/// or a comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line<'a> {
-    /// The line number, from 1.
+    /// The number of its (first) line, from 1.
     pub number: usize,
-    /// The line as written, without surrounding white space.
-    pub text: &'a str,
+    /// The command as written (continuation lines joined), without surrounding white space.
+    pub text: Cow<'a, str>,
     /// What it asks for, or why it cannot be done.
     pub item: Result<Item, ParseError>,
 }
 
-/// Reads every line of a batch file: blank lines and `#` comments are skipped, the others
-/// come out numbered and parsed with [`parse_line`].
+/// Reads every command of a batch file as `ip -batch` reads them: a `#` and what follows it
+/// is a comment, a line ending in `\\` goes on with the next one, and blank commands are
+/// skipped; the others come out numbered and parsed with [`parse_line`].
 pub fn parse<'a>(
     text: &'a str,
     ifindex: &'a dyn Fn(&str) -> Option<Ifindex>,
 ) -> impl Iterator<Item = Line<'a>> + 'a {
-    text.lines().enumerate().filter_map(move |(idx, raw)| {
-        let text = raw.trim();
-        if text.is_empty() || text.starts_with('#') {
-            return None;
+    let mut raw = text.split_inclusive('\n').enumerate();
+    std::iter::from_fn(move || {
+        loop {
+            let (idx, first) = raw.next()?;
+            let mut text = Cow::Borrowed(first);
+            let mut missing = false;
+            while let Some(head) = continued(&text) {
+                let head_len = head.len();
+                match raw.next() {
+                    Some((_, next)) => {
+                        let mut joined = text.into_owned();
+                        joined.truncate(head_len);
+                        joined.push_str(next);
+                        text = Cow::Owned(joined);
+                    }
+                    None => {
+                        let mut cut = text.into_owned();
+                        cut.truncate(head_len);
+                        text = Cow::Owned(cut);
+                        missing = true;
+                        break;
+                    }
+                }
+            }
+            if !missing && matches!(split_words(&text).as_deref(), Ok([])) {
+                continue;
+            }
+            let item = if missing {
+                Err(ParseError::MissingContinuation)
+            } else {
+                parse_line(&text, ifindex)
+            };
+            let text = match text {
+                Cow::Borrowed(text) => Cow::Borrowed(text.trim()),
+                Cow::Owned(text) => Cow::Owned(text.trim().to_owned()),
+            };
+            return Some(Line {
+                number: idx + 1,
+                text,
+                item,
+            });
         }
-        Some(Line {
-            number: idx + 1,
-            text,
-            item: parse_line(text, ifindex),
-        })
     })
+}
+
+/// When `line` (with its newline, if it has one) goes on with the next line, as `ip -batch`
+/// reads it, the part that stays: the line ends in a backslash right before its newline, and
+/// has no comment (a `#` cuts the newline too).
+pub fn continued(line: &str) -> Option<&str> {
+    if line.contains('#') {
+        return None;
+    }
+    line.strip_suffix("\\\n")
+}
+
+/// The words of a command as `ip -batch` splits them: from the first `#` on is a comment;
+/// words are separated by spaces, tabs, CRs and LFs; a word that starts with `'` or `"` runs
+/// to the next such quote, white space included (an unterminated one is an error).
+pub fn split_words(line: &str) -> Result<Vec<&str>, ParseError> {
+    const WS: &[char] = &[' ', '\t', '\r', '\n'];
+    let mut rest = line.split_once('#').map_or(line, |(command, _)| command);
+    let mut words = Vec::new();
+    loop {
+        rest = rest.trim_start_matches(WS);
+        let Some(first) = rest.chars().next() else {
+            return Ok(words);
+        };
+        if first == '\'' || first == '"' {
+            let (word, after) = rest[1..]
+                .split_once(first)
+                .ok_or_else(|| ParseError::UnterminatedQuote(rest.to_owned()))?;
+            words.push(word);
+            rest = after;
+        } else {
+            let end = rest.find(WS).unwrap_or(rest.len());
+            words.push(&rest[..end]);
+            rest = &rest[end..];
+        }
+    }
 }
 
 /// Reads one `ip` command line (`route add ...`, `addr del ...`) into a batch item;
@@ -225,7 +304,7 @@ pub fn parse_line(
     line: &str,
     ifindex: &dyn Fn(&str) -> Option<Ifindex>,
 ) -> Result<Item, ParseError> {
-    let mut words: Vec<&str> = line.split_whitespace().collect();
+    let mut words = split_words(line)?;
     // The last family option wins, as in `ip`.
     let family = words.iter().rev().find_map(|word| match *word {
         "-4" => Some(Family::V4),

@@ -103,7 +103,7 @@ fn a_file_is_numbered_without_blanks_and_comments() {
     let lines: Vec<Line<'_>> = parse(text, &resolve).collect();
     assert_eq!(lines.len(), 2);
     assert_eq!(
-        (lines[0].number, lines[0].text),
+        (lines[0].number, &*lines[0].text),
         (3, "route add 10.1.0.0/16 dev eth0")
     );
     assert!(matches!(lines[0].item, Ok(Item::Route(Op::Add, _))));
@@ -817,4 +817,58 @@ fn rules_encode_and_parse_back_whole() {
         let again = crate::Rule::parse(&buf[16..]).unwrap().unwrap();
         assert_eq!(again, rule, "{line}");
     }
+}
+
+/// Comments, continuation lines and quoted words, as `ip -batch` reads them: a `#` anywhere
+/// cuts the rest of its line, a line ending in `\\` goes on with the next, a quoted word may
+/// hold white space; only spaces, tabs, CR and LF separate words.
+#[test]
+fn comments_continuations_and_quotes_as_ip_reads_them() {
+    let text = "route add 10.1.0.0/16 dev eth0 # the lab\n\
+                route add 10.2.0.0/16 \\\n\
+                dev eth0 metric 5\n\
+                   # only a comment\n\
+                route add 10.3.0.0/16 dev eth0 #\\\n\
+                addr add 10.4.0.1/24 dev eth0 label 'eth0:a b'\n\
+                route add 10.5.0.0/16 dev\\\n\
+                eth0\n";
+    let lines: Vec<Line<'_>> = parse(text, &resolve).collect();
+    let numbers: Vec<usize> = lines.iter().map(|line| line.number).collect();
+    assert_eq!(numbers, [1, 2, 5, 6, 7], "{lines:#?}");
+    for line in &lines[..4] {
+        assert!(line.item.is_ok(), "{line:?}");
+    }
+    assert_eq!(lines[1].text, "route add 10.2.0.0/16 dev eth0 metric 5");
+    let Ok(Item::Route(_, route)) = &lines[1].item else {
+        panic!("{:?}", lines[1]);
+    };
+    assert_eq!(route.priority(), 5);
+    // A comment before the backslash cuts the newline too: no continuation.
+    assert_eq!(lines[2].text, "route add 10.3.0.0/16 dev eth0 #\\");
+    let Ok(Item::Address(_, addr)) = &lines[3].item else {
+        panic!("{:?}", lines[3]);
+    };
+    assert_eq!(addr.label(), Some("eth0:a b"));
+    // The backslash and newline go, and nothing is put between the lines: `deveth0` is one
+    // word, which `ip` does not know either.
+    assert_eq!(lines[4].text, "route add 10.5.0.0/16 deveth0");
+    assert_eq!(
+        lines[4].item,
+        Err(ParseError::UnknownRouteKeyword("deveth0".to_owned()))
+    );
+
+    assert_eq!(
+        split_words("a\u{a0}b\tc\r d \"e f\"g 'h'").unwrap(),
+        ["a\u{a0}b", "c", "d", "e f", "g", "h"],
+        "only ip's white space separates; a quote ends its word"
+    );
+    assert_eq!(split_words("  # x").unwrap(), Vec::<&str>::new());
+    check_error(
+        "addr add 10.4.0.1/24 dev eth0 label 'eth0:a",
+        "unterminated quoted string `'eth0:a`",
+        Some("'eth0:a"),
+    );
+    let last: Vec<Line<'_>> = parse("route add 10.6.0.0/16 \\\n", &resolve).collect();
+    assert_eq!(last.len(), 1);
+    assert_eq!(last[0].item, Err(ParseError::MissingContinuation));
 }

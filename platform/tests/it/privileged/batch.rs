@@ -290,11 +290,24 @@ impl Twins {
                 .map(|link| link.ifindex())
         };
         let mut batch = self.platform.batch();
-        for line in lines.lines().filter(|line| !line.trim().is_empty()) {
-            let line = format!("{} {line}", family.unwrap_or_default());
-            let item = netmirror_platform::ipbatch::parse_line(&line, &ifindex)
-                .unwrap_or_else(|err| panic!("{line}: {err}"));
-            batch = batch.push(item);
+        match family {
+            // The file as a whole: comments, continuation lines.
+            None => {
+                for line in netmirror_platform::ipbatch::parse(lines, &ifindex) {
+                    let item = line
+                        .item
+                        .unwrap_or_else(|err| panic!("{}: {err}", line.text));
+                    batch = batch.push(item);
+                }
+            }
+            Some(family) => {
+                for line in lines.lines().filter(|line| !line.trim().is_empty()) {
+                    let line = format!("{family} {line}");
+                    let item = netmirror_platform::ipbatch::parse_line(&line, &ifindex)
+                        .unwrap_or_else(|err| panic!("{line}: {err}"));
+                    batch = batch.push(item);
+                }
+            }
         }
         let report = batch.execute().unwrap();
         assert!(report.failures.is_empty(), "{report:?}");
@@ -537,5 +550,33 @@ rule add dscp EF dport 48/0xfff0 table 6 pref 3001
             (Some((48, 48)), Some(0xfff0)),
             "{r:?}"
         );
+    });
+}
+
+/// A file with comments (a whole line, after a command, before a backslash), continuation
+/// lines and quoted words, applied by the batch and by `ip -batch`: `ip -j -d` shows the same
+/// routes and addresses.
+#[test]
+fn comments_continuations_and_quotes_apply_as_ip_batch_applies_them() {
+    bounded(LIMIT, || {
+        let twins = Twins::new();
+        twins.apply(
+            "\
+# the lab's routes
+route add 10.81.0.0/16 dev nmx0 # a comment after a command
+route add 10.82.0.0/16 \\
+\tvia 192.0.2.2 \\
+  metric 5
+route add 10.83.0.0/16 dev nmx0 metric 6 #\\
+addr add 10.84.0.1/24 dev \"nmx0\" label 'nmx0:a b'
+route add \"10.85.0.0/16\" dev nmx0\tmetric 7\r
+",
+        );
+        // Four routes, and the address's prefix, local and broadcast routes.
+        let held = twins.same(&["route", "show", "table", "all"], "dst", &["10.8"]);
+        assert_eq!(held.len(), 4 + 3, "{held:#?}");
+        let held = twins.same(&["addr", "show", "dev", "nmx0"], "local", &["10.84"]);
+        assert_eq!(held.len(), 1, "{held:#?}");
+        assert_eq!(held[0]["label"], "nmx0:a b");
     });
 }
