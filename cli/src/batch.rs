@@ -59,13 +59,14 @@ struct Line {
     item: Item,
 }
 
-/// What a line read from the input is.
+/// What a command read from the input is (a line, or lines joined by a trailing `\\`).
 enum RawLine {
-    /// A line that is not blank or a comment, trimmed.
+    /// A command that is not blank or a comment, trimmed, with the number of its first line.
     Text(usize, String),
-    /// A line that is not UTF-8 (shown with replacement characters).
-    NotUtf8(usize, String),
-    /// A line longer than [`MAX_LINE`]: reading stops there.
+    /// A command that cannot be read: not UTF-8 (shown with replacement characters), or cut
+    /// short by the end of the input after a trailing `\\`; with why.
+    Malformed(usize, String, &'static str),
+    /// A command longer than [`MAX_LINE`]: reading stops there.
     TooLong(usize),
 }
 
@@ -103,41 +104,64 @@ impl Input {
         })
     }
 
-    /// The next line that is not blank or a comment, or `None` at the end.
+    /// The next command that is not blank or a comment, or `None` at the end. Lines are
+    /// read as `ip -batch` reads them ([`platform::ipbatch::continued`]): one ending in `\\`
+    /// goes on with the next, and the command is numbered by its first line.
     fn next_line(&mut self) -> anyhow::Result<Option<RawLine>> {
+        // The command so far, when a line ended in `\\`: its first line's number and text.
+        let mut pending: Option<(usize, String)> = None;
         loop {
             if self.eof {
-                return Ok(None);
+                return Ok(pending.map(|(number, text)| {
+                    RawLine::Malformed(
+                        number,
+                        text.trim().to_owned(),
+                        "missing continuation line (the last line ends with `\\`)",
+                    )
+                }));
             }
             self.buf.clear();
-            let limit = u64::try_from(MAX_LINE + 1).unwrap_or(u64::MAX);
+            let so_far = pending.as_ref().map_or(0, |(_, text)| text.len());
+            let limit = u64::try_from(MAX_LINE + 1 - so_far.min(MAX_LINE)).unwrap_or(u64::MAX);
             let n = (&mut self.reader)
                 .take(limit)
                 .read_until(b'\n', &mut self.buf)
                 .with_context(|| format!("cannot read the batch from {}", self.name))?;
             if n == 0 {
                 self.eof = true;
-                return Ok(None);
-            }
-            self.number += 1;
-            if self.buf.last() == Some(&b'\n') {
-                self.buf.pop();
-            } else if self.buf.len() > MAX_LINE {
-                return Ok(Some(RawLine::TooLong(self.number)));
-            } else {
-                self.eof = true;
-            }
-            let text = match std::str::from_utf8(&self.buf) {
-                Ok(text) => text.trim(),
-                Err(_) => {
-                    let text = String::from_utf8_lossy(&self.buf).trim().to_owned();
-                    return Ok(Some(RawLine::NotUtf8(self.number, text)));
-                }
-            };
-            if text.is_empty() || text.starts_with('#') {
                 continue;
             }
-            return Ok(Some(RawLine::Text(self.number, text.to_owned())));
+            self.number += 1;
+            let first = pending.as_ref().map_or(self.number, |(number, _)| *number);
+            if self.buf.last() != Some(&b'\n') {
+                if so_far + self.buf.len() > MAX_LINE {
+                    return Ok(Some(RawLine::TooLong(first)));
+                }
+                self.eof = true;
+            }
+            let Ok(text) = std::str::from_utf8(&self.buf) else {
+                let text = String::from_utf8_lossy(&self.buf).trim().to_owned();
+                return Ok(Some(RawLine::Malformed(first, text, "not UTF-8")));
+            };
+            let mut command = match pending.take() {
+                Some((_, mut command)) => {
+                    command.push_str(text);
+                    command
+                }
+                None => text.to_owned(),
+            };
+            if let Some(head) = platform::ipbatch::continued(&command) {
+                let head = head.len();
+                command.truncate(head);
+                pending = Some((first, command));
+                continue;
+            }
+            if matches!(platform::ipbatch::split_words(&command).as_deref(), Ok([])) {
+                continue;
+            }
+            // Trimmed of the white space `ip` knows (other characters are words' own).
+            let command = command.trim_matches([' ', '\t', '\r', '\n']);
+            return Ok(Some(RawLine::Text(first, command.to_owned())));
         }
     }
 }
@@ -225,7 +249,7 @@ pub(crate) fn run(
                 too_long = Some(number);
                 break;
             }
-            RawLine::NotUtf8(number, text) => (number, text, Err("not UTF-8".to_owned())),
+            RawLine::Malformed(number, text, why) => (number, text, Err(why.to_owned())),
             RawLine::Text(number, text) => {
                 // `netmirror -6 batch` is `ip -6 -batch`: the family of every line.
                 let item = match family {

@@ -312,3 +312,51 @@ fn rule_lines_and_a_family_for_every_line() {
     nm(&["--netns", ns.name(), "-6", "batch", &file]).ok();
     assert!(rules("-6").is_empty(), "{:?}", rules("-6"));
 }
+
+/// Comments after a command, a command over three lines and a quoted word, read as `ip
+/// -batch` reads them; a failure names the command's first line, and a last line ending in
+/// `\` is a malformed command.
+#[test]
+fn comments_and_continuation_lines_as_ip_reads_them() {
+    let ns = namespace();
+    let dir = tempfile::Builder::new()
+        .prefix("netmirror-test-batch")
+        .tempdir()
+        .expect("temp dir");
+    let file = write_batch(
+        &dir,
+        "route add 10.1.0.0/16 dev veth0 table 100 # first\n\
+         route add 10.2.0.0/16 \\\n\
+         \tvia 192.0.2.2 \\\n\
+         \x20 table 100\n\
+         route add \"10.3.0.0/16\" dev veth0 table 100\n\
+         route add 10.4.0.0/16 \\\n\
+         via 203.0.113.1 table 100\n",
+    );
+    let run = nm(&["--netns", ns.name(), "batch", "--continue", &file]);
+    assert_eq!(run.code(), 1, "{run:?}");
+    assert_eq!(run.stdout, "3 of 4 lines applied\n");
+    assert!(
+        run.stderr.starts_with(&format!(
+            "netmirror: {file}:6: `route add 10.4.0.0/16 via 203.0.113.1 table 100`: "
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        table_100(&ns),
+        set(&["10.1.0.0/16", "10.2.0.0/16", "10.3.0.0/16"])
+    );
+
+    let file = write_batch(&dir, "route add 10.5.0.0/16 dev veth0 table 100 \\\n");
+    let stderr = nm(&["--netns", ns.name(), "batch", &file])
+        .fails(1)
+        .to_owned();
+    assert_eq!(
+        stderr,
+        format!(
+            "netmirror: {file}:1: malformed line `route add 10.5.0.0/16 dev veth0 table 100`: \
+             missing continuation line (the last line ends with `\\`); nothing was applied\n"
+        )
+    );
+}
