@@ -161,20 +161,44 @@ const RULE_ACTIONS: &[(u8, &str)] = &[
 /// renames it and a name defined twice means the later number.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct NameFile {
-    /// `rt_tables` or `rt_protos`: the file (and `.d` folder) the definitions come from.
+    /// `rt_tables`, `rt_protos` or `rt_dsfield`: the file the definitions come from.
     base: &'static str,
+    /// Whether `BASE.d/*.conf` files add to it (`rt_dsfield` has none).
+    conf_dir: bool,
     entries: Vec<(u32, String)>,
 }
 
 impl NameFile {
     fn builtin(base: &'static str, names: impl Iterator<Item = (u32, &'static str)>) -> Self {
         let entries = names.map(|(id, name)| (id, name.to_owned())).collect();
-        NameFile { base, entries }
+        NameFile {
+            base,
+            conf_dir: true,
+            entries,
+        }
     }
 
     fn load_from(mut self, dirs: &[&Path]) -> Self {
-        load_name_files(&mut self.entries, self.base, dirs);
+        load_name_files(&mut self.entries, self.base, self.conf_dir, dirs);
         self
+    }
+
+    /// The number a name was last defined as.
+    fn named(&self, text: &str) -> Option<u32> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|(_, name)| name == text)
+            .map(|(id, _)| *id)
+    }
+
+    /// The name `id` was last given.
+    fn name_of(&self, id: u32) -> Option<&str> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|(number, _)| *number == id)
+            .map(|(_, name)| name.as_str())
     }
 
     fn with_text(mut self, text: &str) -> Self {
@@ -184,14 +208,8 @@ impl NameFile {
 
     /// The name of `id`, or its number when it has none.
     fn name(&self, id: u32) -> Cow<'_, str> {
-        self.entries
-            .iter()
-            .rev()
-            .find(|(number, _)| *number == id)
-            .map_or_else(
-                || Cow::Owned(id.to_string()),
-                |(_, name)| Cow::Borrowed(name.as_str()),
-            )
+        self.name_of(id)
+            .map_or_else(|| Cow::Owned(id.to_string()), Cow::Borrowed)
     }
 
     /// The number of a name no greater than `max`, or a number written out (decimal or
@@ -263,9 +281,9 @@ impl RouteTables {
     }
 }
 
-/// Reads `BASE` (the first that exists among `dirs`) and every `BASE.d/*.conf`, as iproute2
-/// reads `rt_tables` and `rt_protos`.
-fn load_name_files(entries: &mut Vec<(u32, String)>, base: &str, dirs: &[&Path]) {
+/// Reads `BASE` (the first that exists among `dirs`) and, with `conf_dir`, every
+/// `BASE.d/*.conf`, as iproute2 reads `rt_tables` and `rt_protos` (and `rt_dsfield`, alone).
+fn load_name_files(entries: &mut Vec<(u32, String)>, base: &str, conf_dir: bool, dirs: &[&Path]) {
     for dir in dirs {
         let path = dir.join(base);
         match std::fs::read_to_string(&path) {
@@ -277,7 +295,7 @@ fn load_name_files(entries: &mut Vec<(u32, String)>, base: &str, dirs: &[&Path])
             Err(err) => tracing::warn!(path = %path.display(), %err, "cannot read"),
         }
     }
-    for dir in dirs.iter().rev() {
+    for dir in dirs.iter().rev().filter(|_| conf_dir) {
         for path in conf_files(&dir.join(format!("{base}.d"))) {
             match std::fs::read_to_string(&path) {
                 Ok(text) => add_name_text(entries, &text, &path),
@@ -467,40 +485,116 @@ pub fn address_flags(flags: u32, v6: bool) -> Vec<String> {
     names
 }
 
-/// A TOS (DS field) value as `ip route` takes it: a name of iproute2's default `rt_dsfield`
-/// (`CS1`, `AF11`, `EF`, ...) or a number, read as hexadecimal (`10` is 0x10) as `ip` reads it.
-pub fn parse_dsfield(text: &str) -> Option<u8> {
-    const NAMES: &[(u8, &str)] = &[
-        (0x00, "default"),
-        (0x28, "AF11"),
-        (0x30, "AF12"),
-        (0x38, "AF13"),
-        (0x48, "AF21"),
-        (0x50, "AF22"),
-        (0x58, "AF23"),
-        (0x68, "AF31"),
-        (0x70, "AF32"),
-        (0x78, "AF33"),
-        (0x88, "AF41"),
-        (0x90, "AF42"),
-        (0x98, "AF43"),
-        (0x20, "CS1"),
-        (0x40, "CS2"),
-        (0x60, "CS3"),
-        (0x80, "CS4"),
-        (0xa0, "CS5"),
-        (0xc0, "CS6"),
-        (0xe0, "CS7"),
-        (0xb8, "EF"),
-    ];
-    if let Some((value, _)) = NAMES.iter().find(|(_, name)| *name == text) {
-        return Some(*value);
+/// DS field (TOS) names: those of the `rt_dsfield` iproute2 ships (`CS1`, `AF11`, `EF`, ...),
+/// plus the definitions of the system's `rt_dsfield` (the first of [`CONFIG_DIRS`] that has
+/// one), read as iproute2 reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DsFields(NameFile);
+
+impl Default for DsFields {
+    fn default() -> Self {
+        Self::builtin()
     }
-    let digits = text
-        .strip_prefix("0x")
-        .or_else(|| text.strip_prefix("0X"))
-        .unwrap_or(text);
-    u8::from_str_radix(digits, 16).ok()
+}
+
+/// The definitions of the `rt_dsfield` iproute2 ships.
+const DS_FIELDS: &[(u8, &str)] = &[
+    (0x00, "default"),
+    (0x28, "AF11"),
+    (0x30, "AF12"),
+    (0x38, "AF13"),
+    (0x48, "AF21"),
+    (0x50, "AF22"),
+    (0x58, "AF23"),
+    (0x68, "AF31"),
+    (0x70, "AF32"),
+    (0x78, "AF33"),
+    (0x88, "AF41"),
+    (0x90, "AF42"),
+    (0x98, "AF43"),
+    (0x20, "CS1"),
+    (0x40, "CS2"),
+    (0x60, "CS3"),
+    (0x80, "CS4"),
+    (0xa0, "CS5"),
+    (0xc0, "CS6"),
+    (0xe0, "CS7"),
+    (0xb8, "EF"),
+];
+
+impl DsFields {
+    /// The names of the `rt_dsfield` iproute2 ships, without reading any file.
+    pub fn builtin() -> Self {
+        let names = DS_FIELDS.iter().map(|&(id, name)| (u32::from(id), name));
+        let mut file = NameFile::builtin("rt_dsfield", names);
+        file.conf_dir = false;
+        DsFields(file)
+    }
+
+    /// The built-in names plus the system's file under [`CONFIG_DIRS`].
+    pub fn load() -> Self {
+        Self::builtin().load_from(&config_dirs())
+    }
+
+    /// Adds the definitions of the first `rt_dsfield` under `dirs` (most important first).
+    pub fn load_from(self, dirs: &[&Path]) -> Self {
+        DsFields(self.0.load_from(dirs))
+    }
+
+    /// Adds the definitions of one `rt_dsfield` text (`0x28 AF11` lines, `#` comments).
+    pub fn with_text(self, text: &str) -> Self {
+        DsFields(self.0.with_text(text))
+    }
+
+    /// A DS field's name, or `0x%02x` as `ip` prints one without a name.
+    pub fn name(&self, id: u8) -> Cow<'_, str> {
+        self.0
+            .name_of(u32::from(id))
+            .map_or_else(|| Cow::Owned(format!("{id:#04x}")), Cow::Borrowed)
+    }
+
+    /// A DS field from its name or number, read as hexadecimal (`10` is 0x10) as `ip`
+    /// reads it.
+    pub fn id(&self, text: &str) -> Option<u8> {
+        if let Some(id) = self.0.named(text) {
+            return u8::try_from(id).ok();
+        }
+        let digits = text
+            .strip_prefix("0x")
+            .or_else(|| text.strip_prefix("0X"))
+            .unwrap_or(text);
+        u8::from_str_radix(digits, 16).ok()
+    }
+}
+
+/// The system's DS field names, read on first use.
+pub fn ds_fields() -> &'static DsFields {
+    static FIELDS: OnceLock<DsFields> = OnceLock::new();
+    FIELDS.get_or_init(DsFields::load)
+}
+
+/// A TOS (DS field) as `ip route` and `ip rule` print it: its name (`AF11`, from
+/// `rt_dsfield`) or `0x%02x`.
+pub fn dsfield(id: u8) -> Cow<'static, str> {
+    ds_fields().name(id)
+}
+
+/// A TOS (DS field) value as `ip route` takes it: a name from `rt_dsfield` (`CS1`, `AF11`,
+/// `EF`, ...) or a number, read as hexadecimal (`10` is 0x10) as `ip` reads it.
+pub fn parse_dsfield(text: &str) -> Option<u8> {
+    ds_fields().id(text)
+}
+
+/// A DSCP (a DS field's upper six bits) as `ip rule` prints `dscp`: the name of its DS field
+/// when it has one (46 is `EF`), else the number; 0 is `0`.
+pub fn dscp(id: u8) -> Cow<'static, str> {
+    match id {
+        0 => Cow::Borrowed("0"),
+        id => ds_fields()
+            .0
+            .name_of(u32::from(id) << 2)
+            .map_or_else(|| Cow::Owned(id.to_string()), Cow::Borrowed),
+    }
 }
 
 /// Parses an address flag as `ip addr add` takes it.

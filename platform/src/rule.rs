@@ -693,7 +693,7 @@ impl Rule {
             out.push(format!("to {}", names::rule_prefix(self.dst)));
         }
         if self.tos != 0 {
-            out.push(format!("tos {:#x}", self.tos));
+            out.push(format!("tos {}", names::dsfield(self.tos)));
         }
         if let Some((mark, mask)) = self.fwmark() {
             match mask {
@@ -734,8 +734,10 @@ impl Rule {
         }
         if let Some(dscp) = self.dscp() {
             match self.dscp_mask() {
-                Some(mask) if mask != 0x3f => out.push(format!("dscp {dscp}/{mask:#x}")),
-                _ => out.push(format!("dscp {dscp}")),
+                Some(mask) if mask != 0x3f => {
+                    out.push(format!("dscp {}/{mask:#x}", names::dscp(dscp)))
+                }
+                _ => out.push(format!("dscp {}", names::dscp(dscp))),
             }
         }
         if let Some((label, mask)) = self.flowlabel() {

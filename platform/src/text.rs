@@ -27,7 +27,7 @@ pub fn route_lines(route: &Route, dev: IfName<'_>, details: bool) -> Vec<String>
         words.push(format!("from {}", names::route_prefix(src, len)));
     }
     if route.tos() != 0 {
-        words.push(format!("tos {:#x}", route.tos()));
+        words.push(format!("tos {}", names::dsfield(route.tos())));
     }
     if let Some(id) = route.nh_id() {
         words.push(format!("nhid {id}"));

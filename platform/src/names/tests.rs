@@ -350,3 +350,47 @@ fn flags_metrics_and_realms_as_ip_names_them() {
         ("ip".into(), "seg6".into(), "77".into())
     );
 }
+
+/// DS fields: iproute2's shipped names, a site's own `rt_dsfield` over them (a later
+/// definition renames a number), `0x%02x` without a name, numbers read as hexadecimal; a
+/// DSCP named by its DS field.
+#[test]
+fn ds_field_names_as_ip_reads_and_prints_them() {
+    let builtin = DsFields::builtin();
+    assert_eq!(
+        (builtin.name(0x28), builtin.name(0xb8)),
+        ("AF11".into(), "EF".into())
+    );
+    assert_eq!(
+        (builtin.name(0x08), builtin.name(0x04)),
+        ("0x08".into(), "0x04".into())
+    );
+    assert_eq!(
+        (builtin.id("AF11"), builtin.id("10"), builtin.id("0x1c")),
+        (Some(0x28), Some(0x10), Some(0x1c))
+    );
+    assert_eq!((builtin.id("100"), builtin.id("lowdelay")), (None, None));
+    let site = DsFields::builtin().with_text("0x10 lowdelay\n# a comment\n0x28 gold\n");
+    assert_eq!(
+        (site.name(0x10), site.name(0x28)),
+        ("lowdelay".into(), "gold".into())
+    );
+    assert_eq!(
+        (site.id("lowdelay"), site.id("gold"), site.id("AF11")),
+        (Some(0x10), Some(0x28), Some(0x28))
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rt_dsfield"), "0x08 minimize-cost\n").unwrap();
+    // A `.d` folder is not read for rt_dsfield (ip reads none).
+    std::fs::create_dir(dir.path().join("rt_dsfield.d")).unwrap();
+    std::fs::write(dir.path().join("rt_dsfield.d/x.conf"), "0x0c ignored\n").unwrap();
+    let loaded = DsFields::builtin().load_from(&[dir.path()]);
+    assert_eq!(
+        (loaded.name(0x08), loaded.name(0x0c)),
+        ("minimize-cost".into(), "0x0c".into())
+    );
+    assert_eq!(
+        (dscp(46), dscp(10), dscp(0)),
+        ("EF".into(), "AF11".into(), "0".into())
+    );
+}

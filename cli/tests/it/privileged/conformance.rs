@@ -13,6 +13,7 @@
 //! - `metrics` values are the kernel's (`ip` divides `rtt` by 8 and `rttvar` by 4), `features`
 //!   is the number (`ip` writes `ecn`), and locked metrics are listed in `lock`;
 //! - an address's flags are one `flags` list (`ip -j` has one boolean key per flag);
+//! - a TOS is its number (`ip -j` writes its `rt_dsfield` name, or hex);
 //! - a rule's realms are `realms: "FROM/TO"` (`ip -j` has `flow_from` and `flow_to`), port
 //!   ranges are `"A-B"` text (`ip -j` has `sport` or `sport_start`/`sport_end`), `not`,
 //!   `l3mdev` and `unresolved` are booleans (`ip -j` prints them as `null` when set);
@@ -78,6 +79,10 @@ fn world() -> (NetNs, NetNs) {
         "route add prohibit 10.79.0.0/16 table 100",
         "route add blackhole 10.79.0.0/16 table 200",
         "route add unreachable 10.76.0.0/16 table 200",
+        // TOS routes: a DS field with a name in rt_dsfield, and ones without.
+        "route add 10.92.0.0/16 dev v0 tos AF11 table 201",
+        "route add 10.93.0.0/16 dev v0 tos 0x8 table 201",
+        "route add 10.93.0.0/16 dev v0 tos 0x4 table 201",
         "-6 route add 2001:db8:5::/64 encap seg6 mode encap segs 2001:db8::9,2001:db8::a dev v0",
         "-6 route add 2001:db8:6::/64 via 2001:db8::2 dev v0 pref high expires 600",
         "-6 route add 2001:db8:7::/64 nexthop via 2001:db8::2 dev v0 weight 2 nexthop via 2001:db8::3 dev v0 weight 5",
@@ -103,6 +108,9 @@ fn world() -> (NetNs, NetNs) {
         "rule add fwmark 0x1 table 60 pref 200",
         "rule add ipproto udp dport 53 table 60 pref 200",
         "-6 rule add from 2001:db8::/32 ipproto tcp dport 22 blackhole pref 300",
+        "rule add tos 0x8 table 9 pref 112",
+        "-6 rule add tos AF11 table 9 pref 301",
+        "-6 rule add tos 0x4 table 9 pref 302",
     ] {
         if line.contains("optimistic") {
             // The kernel keeps `optimistic` only where optimistic DAD is on.
@@ -198,6 +206,12 @@ fn text_of(value: &Value) -> Value {
     }
 }
 
+/// A TOS as `ip -j` writes it (a name from the system's rt_dsfield, or hex), as a number.
+fn dsfield(text: &str) -> u8 {
+    netmirror_platform::names::parse_dsfield(text)
+        .unwrap_or_else(|| panic!("ip printed tos {text:?}"))
+}
+
 /// A route from `ip -j -d`, in the shape compared.
 fn ip_route(route: &Value) -> Value {
     let mut map: BTreeMap<&str, Value> = BTreeMap::new();
@@ -218,6 +232,10 @@ fn ip_route(route: &Value) -> Value {
     );
     if let Some(flow) = route.get("flow") {
         map.insert("flow", flow.clone());
+    }
+    if let Some(tos) = route.get("tos").and_then(Value::as_str) {
+        // A name from rt_dsfield or hex: netmirror's JSON has the number.
+        map.insert("tos", json!(dsfield(tos)));
     }
     if let Some(expires) = route.get("expires").and_then(Value::as_u64) {
         // A countdown: compared to the ten seconds.
@@ -284,6 +302,9 @@ fn our_route(route: &Value) -> Value {
     }
     map.insert("table", get(route, "table"));
     map.insert("dst", get(route, "dst"));
+    if route["tos"] != json!(0) {
+        map.insert("tos", get(route, "tos"));
+    }
     // ip prints a metric for IPv6 routes, and for IPv4 ones only when it is set.
     let metric = get(route, "metric");
     if route["family"] == "inet6" || metric != json!(0) {
@@ -481,7 +502,6 @@ fn ip_rule(rule: &Value) -> Value {
         "fwmask",
         "tun_id",
         "goto",
-        "tos",
         "uid_start",
         "uid_end",
         "ipproto",
@@ -492,6 +512,9 @@ fn ip_rule(rule: &Value) -> Value {
     map.insert("table", text_of(&get(rule, "table")));
     map.insert("protocol", get(rule, "protocol"));
     map.insert("action", get(rule, "action"));
+    if let Some(tos) = rule.get("tos").and_then(Value::as_str) {
+        map.insert("tos", json!(dsfield(tos)));
+    }
     map.insert(
         "suppress_ifgroup",
         get(rule, "suppress_ifgroup")
@@ -566,10 +589,7 @@ fn our_rule(rule: &Value) -> Value {
         map.insert(key, get(rule, key));
     }
     if rule["tos"] != json!(0) {
-        map.insert(
-            "tos",
-            json!(format!("{:#x}", rule["tos"].as_u64().unwrap())),
-        );
+        map.insert("tos", get(rule, "tos"));
     }
     if rule["action"] != "lookup" && rule["action"] != "goto" {
         map.insert("action", get(rule, "action"));
