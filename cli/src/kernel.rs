@@ -1224,14 +1224,14 @@ fn encap_cell(encap: &platform::Encap) -> Cell {
 }
 
 /// Realms as `ip -j` shapes a route's `flow`: `{"from": "5", "to": "6"}` (`to` only when
-/// `from` is 0).
+/// `from` is 0), names from `rt_realms` where they have one.
 fn flow_cell(flow: u32) -> Cell {
     let (from, to) = (flow >> 16, flow & 0xffff);
     let mut object = Map::new();
     if from != 0 {
-        object.insert("from".to_owned(), from.to_string().into());
+        object.insert("from".to_owned(), names::realm(from as u16).into());
     }
-    object.insert("to".to_owned(), to.to_string().into());
+    object.insert("to".to_owned(), names::realm(to as u16).into());
     Cell::from(TypedCell {
         text: names::realms(flow),
         json: Value::Object(object),

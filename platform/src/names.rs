@@ -670,26 +670,89 @@ pub fn parse_pref(text: &str) -> Option<u8> {
     }
 }
 
-/// Realms (`RTA_FLOW`, `FRA_FLOW`) as `ip` prints them: `TO`, or `FROM/TO` when `FROM` is set.
-pub fn realms(flow: u32) -> String {
-    let (from, to) = (flow >> 16, flow & 0xffff);
-    if from == 0 {
-        to.to_string()
-    } else {
-        format!("{from}/{to}")
+/// Routing realm names: iproute2's one built-in name (0 is `unknown`) plus the definitions of
+/// the system's `rt_realms` (the first of [`CONFIG_DIRS`] that has one; Debian's names 0
+/// `cosmos`), read as iproute2 reads it. Realms from 256 on have no names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteRealms(NameFile);
+
+impl Default for RouteRealms {
+    fn default() -> Self {
+        Self::builtin()
     }
 }
 
-/// Parses `TO` or `FROM/TO` realms.
-pub fn parse_realms(text: &str) -> Option<u32> {
-    match text.split_once('/') {
-        Some((from, to)) => {
-            let from: u16 = from.parse().ok()?;
-            let to: u16 = to.parse().ok()?;
-            Some((u32::from(from) << 16) | u32::from(to))
-        }
-        None => text.parse::<u16>().ok().map(u32::from),
+impl RouteRealms {
+    /// The built-in name alone.
+    pub fn builtin() -> Self {
+        let mut file = NameFile::builtin("rt_realms", [(0, "unknown")].into_iter());
+        file.conf_dir = false;
+        RouteRealms(file)
     }
+
+    /// The built-in name plus the system's file under [`CONFIG_DIRS`].
+    pub fn load() -> Self {
+        Self::builtin().load_from(&config_dirs())
+    }
+
+    /// Adds the definitions of the first `rt_realms` under `dirs` (most important first).
+    pub fn load_from(self, dirs: &[&Path]) -> Self {
+        RouteRealms(self.0.load_from(dirs))
+    }
+
+    /// Adds the definitions of one `rt_realms` text (`NUMBER NAME` lines, `#` comments).
+    pub fn with_text(self, text: &str) -> Self {
+        RouteRealms(self.0.with_text(text))
+    }
+
+    /// A realm's name, or its number when it has none.
+    pub fn name(&self, id: u16) -> Cow<'_, str> {
+        match id {
+            0..=255 => self.0.name(u32::from(id)),
+            _ => Cow::Owned(id.to_string()),
+        }
+    }
+
+    /// A realm from its name or number (decimal or `0x` hex, up to 255, as `ip` reads it).
+    pub fn id(&self, text: &str) -> Option<u16> {
+        self.0.id(text, 255).and_then(|id| u16::try_from(id).ok())
+    }
+}
+
+/// The system's realm names, read on first use.
+pub fn route_realms() -> &'static RouteRealms {
+    static REALMS: OnceLock<RouteRealms> = OnceLock::new();
+    REALMS.get_or_init(RouteRealms::load)
+}
+
+/// A realm's name (from `rt_realms`) or number.
+pub fn realm(id: u16) -> Cow<'static, str> {
+    route_realms().name(id)
+}
+
+/// Realms (`RTA_FLOW`, `FRA_FLOW`) as `ip` prints them: `TO`, or `FROM/TO` when `FROM` is set,
+/// each named from `rt_realms` when it has a name.
+pub fn realms(flow: u32) -> String {
+    let (from, to) = ((flow >> 16) as u16, (flow & 0xffff) as u16);
+    if from == 0 {
+        realm(to).into_owned()
+    } else {
+        format!("{}/{}", realm(from), realm(to))
+    }
+}
+
+/// Realms as `ip` reads them: `TO`, `FROM/TO` or `FROM/`, each a name from `rt_realms` or a
+/// number up to 255; else the whole as one raw 32-bit number (`0x50006`).
+pub fn parse_realms(text: &str) -> Option<u32> {
+    let realm = |text: &str| route_realms().id(text).map(u32::from);
+    let named = match text.split_once('/') {
+        Some((from, "")) => realm(from).map(|from| from << 16),
+        Some((from, to)) => realm(from)
+            .zip(realm(to))
+            .map(|(from, to)| (from << 16) | to),
+        None => realm(text),
+    };
+    named.or_else(|| parse_u32(text))
 }
 
 /// A lightweight tunnel type's name (`LWTUNNEL_ENCAP_*`) as `ip` prints it, or its number.

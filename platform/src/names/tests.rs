@@ -344,7 +344,10 @@ fn flags_metrics_and_realms_as_ip_names_them() {
         ("7".to_owned(), "5/6".to_owned())
     );
     assert_eq!(parse_realms("5/6"), Some((5 << 16) | 6));
-    assert_eq!(parse_realms("70000"), None);
+    // A realm past 255 is read, as `ip` reads it, as the raw value of both.
+    assert_eq!(parse_realms("70000"), Some(70000));
+    assert_eq!(parse_realms("1/70000"), None);
+    assert_eq!(parse_realms("5/"), Some(5 << 16));
     assert_eq!(
         (encap_type(2), encap_type(5), encap_type(77)),
         ("ip".into(), "seg6".into(), "77".into())
@@ -392,5 +395,30 @@ fn ds_field_names_as_ip_reads_and_prints_them() {
     assert_eq!(
         (dscp(46), dscp(10), dscp(0)),
         ("EF".into(), "AF11".into(), "0".into())
+    );
+}
+
+/// Realm names: 0 is `unknown` until a file names it, a site's `rt_realms` names others; only
+/// realms up to 255 have names.
+#[test]
+fn realm_names_as_ip_reads_and_prints_them() {
+    let builtin = RouteRealms::builtin();
+    assert_eq!(
+        (builtin.name(0), builtin.name(7)),
+        ("unknown".into(), "7".into())
+    );
+    let site = RouteRealms::builtin().with_text("0 cosmos\n5 isp1\n300 big\n");
+    assert_eq!(
+        (site.name(0), site.name(5), site.name(300)),
+        ("cosmos".into(), "isp1".into(), "300".into())
+    );
+    assert_eq!(
+        (
+            site.id("isp1"),
+            site.id("0x5"),
+            site.id("256"),
+            site.id("big")
+        ),
+        (Some(5), Some(5), None, None)
     );
 }

@@ -83,6 +83,8 @@ fn world() -> (NetNs, NetNs) {
         "route add 10.92.0.0/16 dev v0 tos AF11 table 201",
         "route add 10.93.0.0/16 dev v0 tos 0x8 table 201",
         "route add 10.93.0.0/16 dev v0 tos 0x4 table 201",
+        // A realm named in rt_realms (0 is `cosmos` in Debian's).
+        "route add 10.95.0.0/16 via 10.1.0.2 dev v0 realms 5/0 table 202",
         "-6 route add 2001:db8:5::/64 encap seg6 mode encap segs 2001:db8::9,2001:db8::a dev v0",
         "-6 route add 2001:db8:6::/64 via 2001:db8::2 dev v0 pref high expires 600",
         "-6 route add 2001:db8:7::/64 nexthop via 2001:db8::2 dev v0 weight 2 nexthop via 2001:db8::3 dev v0 weight 5",
@@ -109,6 +111,7 @@ fn world() -> (NetNs, NetNs) {
         "rule add ipproto udp dport 53 table 60 pref 200",
         "-6 rule add from 2001:db8::/32 ipproto tcp dport 22 blackhole pref 300",
         "rule add tos 0x8 table 9 pref 112",
+        "rule add fwmark 0x20 realms 3/0 table 9 pref 113",
         "-6 rule add tos AF11 table 9 pref 301",
         "-6 rule add tos 0x4 table 9 pref 302",
     ] {

@@ -383,7 +383,7 @@ addr replace 2001:db8:52::1/64 dev nmx0 nodad valid_lft forever preferred_lft fo
 ",
         );
         let held = twins.same(&["addr", "show", "dev", "nmx0"], "local", PREFIXES);
-        assert_eq!(held.len(), 7, "{held:#?}");
+        assert_eq!(held.len(), 8, "{held:#?}");
         // Deletes: a point-to-point address by its peer, a loopback one, an IPv6 one.
         twins.apply(
             "\
@@ -397,8 +397,8 @@ addr del 2001:db8:50::1/64 dev nmx0
     });
 }
 
-/// Route lines with `to`, `tos`/`dsfield`, short IPv4 prefixes and the prefix after other
-/// keywords, applied by the batch and by
+/// Route lines with `to`, `tos`/`dsfield`, short IPv4 prefixes, the prefix after other
+/// keywords and a realm by its name, applied by the batch and by
 /// `ip -batch`: `ip -j -d route show table all` shows the same routes, field by field.
 #[test]
 fn route_lines_with_tos_and_short_prefixes_apply_as_ip_batch_applies_them() {
@@ -413,10 +413,11 @@ route add 10.64 dev nmx0
 route add blackhole 10.65/16 tos CS1 table 101
 route add dev nmx0 10.66/16 metric 3
 route add table 102 via 192.0.2.2 to unicast 10.67.0.0/24
+route add 10.68/16 dev nmx0 realms 5/cosmos
 ",
         );
         let held = twins.same(&["route", "show", "table", "all"], "dst", &["10.6"]);
-        assert_eq!(held.len(), 7, "{held:#?}");
+        assert_eq!(held.len(), 8, "{held:#?}");
     });
 }
 
