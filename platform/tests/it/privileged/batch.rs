@@ -383,7 +383,7 @@ addr replace 2001:db8:52::1/64 dev nmx0 nodad valid_lft forever preferred_lft fo
 ",
         );
         let held = twins.same(&["addr", "show", "dev", "nmx0"], "local", PREFIXES);
-        assert_eq!(held.len(), 8, "{held:#?}");
+        assert_eq!(held.len(), 7, "{held:#?}");
         // Deletes: a point-to-point address by its peer, a loopback one, an IPv6 one.
         twins.apply(
             "\
