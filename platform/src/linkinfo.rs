@@ -55,6 +55,9 @@ pub(crate) enum Ty {
     PortRange,
     /// A macvlan mode (`MACVLAN_MODE_*`).
     MacvlanMode,
+    /// `struct br_boolopt_multi` (a bridge's boolean options: values, and the mask of those
+    /// reported): one 0/1 entry per reported option, named as `ip` names them.
+    BoolOpts,
     /// A counter, left out.
     Skip,
     /// A NUL-terminated string.
@@ -126,6 +129,7 @@ const BRIDGE: &[(u16, &str, Ty)] = &[
     (43, "mcast_igmp_version", Ty::U8),
     (44, "mcast_mld_version", Ty::U8),
     (45, "vlan_stats_per_port", Ty::U8),
+    (46, "multi_boolopt", Ty::BoolOpts),
     // Holds the other querier's timers.
     (47, "mcast_querier_state", Ty::Skip),
     (48, "fdb_n_learned", Ty::Skip),
@@ -289,6 +293,10 @@ fn decode(table: &[(u16, &'static str, Ty)], data: &[u8]) -> Vec<KindAttr> {
     let mut out = Vec::new();
     for (kind, value) in Nlas::new(data) {
         let entry = table.iter().find(|(id, _, _)| *id == kind);
+        if let (Some((_, _, Ty::BoolOpts)), Some(options)) = (entry, bool_options(value)) {
+            out.extend(options);
+            continue;
+        }
         let decoded = entry.and_then(|(_, name, ty)| Some((*name, read(*ty, value)?)));
         match (entry, decoded) {
             (Some((_, _, Ty::Skip)), _) => {}
@@ -300,6 +308,35 @@ fn decode(table: &[(u16, &'static str, Ty)], data: &[u8]) -> Vec<KindAttr> {
         }
     }
     out
+}
+
+/// A bridge's boolean options (`IFLA_BR_MULTI_BOOLOPT`: `optval`, then `optmask`), one 0/1
+/// entry for each option the mask reports, by `ip`'s names (`BR_BOOLOPT_*` order); an option
+/// without a name is `boolopt<BIT>`. `None` for another size.
+fn bool_options(value: &[u8]) -> Option<Vec<KindAttr>> {
+    const NAMES: &[&str] = &[
+        "no_linklocal_learn",
+        "mcast_vlan_snooping",
+        "mst_enabled",
+        "mdb_offload_fail_notification",
+        "fdb_local_vlan_0",
+    ];
+    if value.len() != 8 {
+        return None;
+    }
+    let (values, mask) = (wire::u32_at(value, 0), wire::u32_at(value, 4));
+    Some(
+        (0..32)
+            .filter(|bit| mask & (1 << bit) != 0)
+            .map(|bit: usize| {
+                let name = NAMES.get(bit).map_or_else(
+                    || Cow::Owned(format!("boolopt{bit}")),
+                    |name| Cow::Borrowed(*name),
+                );
+                (name, AttrValue::Uint(u64::from(values >> bit & 1)))
+            })
+            .collect(),
+    )
 }
 
 /// Decodes one attribute by `table`: `None` when the table does not list it (or it has
