@@ -24,7 +24,7 @@ use netmirror_dedup_index as dedup;
 
 use crate::addr::{Address, AddressId};
 use crate::error::{Error, Result};
-use crate::link::Link;
+use crate::link::{IFF_UP, Link};
 use crate::nexthop::Nexthop;
 use crate::platform::{Chunk, Config, DumpReport, FibCounters, Platform};
 use crate::route::{Family, Route, RouteId, RouteWeakId};
@@ -172,6 +172,8 @@ pub struct Stats {
     pub n_foreign: u64,
     /// Messages that could not be parsed (traced and skipped).
     pub n_malformed: u64,
+    /// Links read again because one was down ([`Config::with_link_refresh`]).
+    pub n_link_refreshes: u64,
 }
 
 /// Routes by output interface (the first next hop's for multipath routes).
@@ -326,6 +328,9 @@ pub struct Cache {
     /// The kernel's route counters, to size the route index before a large initial dump.
     fib: FibCounters,
     stats: Stats,
+    /// When the links are next read again, if some link is down then
+    /// ([`Config::with_link_refresh`]).
+    link_refresh_at: Option<Instant>,
 }
 
 impl std::fmt::Debug for Cache {
@@ -367,6 +372,7 @@ impl Cache {
             tracing::debug!(%err, "no nexthop notifications");
         }
         let backoff = config.resync_backoff;
+        let link_refresh_at = config.link_refresh.map(|every| Instant::now() + every);
         let platform = Platform::open(config)?;
         let mut cache = Cache {
             platform,
@@ -383,6 +389,7 @@ impl Cache {
             },
             fib,
             stats: Stats::default(),
+            link_refresh_at,
         };
         // The initial load reports nothing: the user reads the cache.
         cache.load_all(None)?;
@@ -583,7 +590,8 @@ impl Cache {
     }
 
     /// When the cache must be polled even if its socket stays quiet: the end of the back-off
-    /// of a scheduled resync. `None` when nothing is scheduled. An event loop sets a timer
+    /// of a scheduled resync, or the next re-read of the links ([`Config::with_link_refresh`],
+    /// every 5 s by default). `None` when nothing is scheduled. An event loop sets a timer
     /// for it and calls [`Cache::poll`] (with a zero timeout) when it fires.
     ///
     /// ```
@@ -597,10 +605,15 @@ impl Cache {
     /// # let _ = timeout; }
     /// ```
     pub fn next_deadline(&self) -> Option<Instant> {
-        if !self.resync.pending {
-            return None;
+        let resync = self
+            .resync
+            .last_overrun
+            .filter(|_| self.resync.pending)
+            .and_then(|last| last.checked_add(self.resync.backoff));
+        match (resync, self.link_refresh_at) {
+            (Some(resync), Some(links)) => Some(resync.min(links)),
+            (resync, links) => resync.or(links),
         }
-        self.resync.last_overrun?.checked_add(self.resync.backoff)
     }
 
     /// Receives and applies at most [`POLL_BUDGET`] datagrams, the first after waiting up
@@ -663,7 +676,32 @@ impl Cache {
     /// `drained`: re-dumps the applied events call for, or a resync that is due. A pure
     /// check, no I/O.
     pub(crate) fn kernel_work_due(&self, drained: bool) -> bool {
-        self.state.has_work() || (self.resync.pending && self.resync_due(drained))
+        self.state.has_work()
+            || (self.resync.pending && self.resync_due(drained))
+            || self.link_refresh_due()
+    }
+
+    /// Whether the links are to be read again now ([`Config::with_link_refresh`]).
+    fn link_refresh_due(&self) -> bool {
+        self.link_refresh_at.is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// Reads the links again when one of them is down, reporting what changed; and schedules
+    /// the next time.
+    fn refresh_links(&mut self, out: &mut Vec<Event>) -> Result<()> {
+        let every = self.platform.config().link_refresh;
+        self.link_refresh_at = every.map(|every| Instant::now() + every);
+        if self
+            .state
+            .links
+            .iter()
+            .all(|link| link.flags() & IFF_UP != 0)
+        {
+            return Ok(());
+        }
+        self.stats.n_link_refreshes += 1;
+        self.state.settle(out);
+        self.load(Kind::Links, None, Some(out))
     }
 
     /// The dumps after a drain that ended `drained`: what the applied events call for
@@ -672,6 +710,9 @@ impl Cache {
     /// longer back-off.
     pub(crate) fn kernel_work(&mut self, drained: bool, out: &mut Vec<Event>) -> Result<()> {
         let mut res = self.run_work(out);
+        if res.is_ok() && self.link_refresh_due() {
+            res = self.refresh_links(out);
+        }
         if res.is_ok() && self.resync.pending && self.resync_due(drained) {
             res = self.run_resync(out);
         }

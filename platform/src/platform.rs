@@ -20,6 +20,7 @@ pub struct Config {
     pub(crate) dump_attempts: u32,
     pub(crate) timeout: Duration,
     pub(crate) resync_backoff: Duration,
+    pub(crate) link_refresh: Option<Duration>,
 }
 
 impl Default for Config {
@@ -30,7 +31,8 @@ impl Default for Config {
 
 impl Config {
     /// The defaults: the caller's namespace, a 128 MiB event receive buffer, strict checking
-    /// on, 8 dump attempts, 30 s timeout, 100 ms initial resync back-off.
+    /// on, 8 dump attempts, 30 s timeout, 100 ms initial resync back-off, links re-read every
+    /// 5 s while one is down.
     pub fn new() -> Self {
         Config {
             netns: Netns::Current,
@@ -39,6 +41,7 @@ impl Config {
             dump_attempts: 8,
             timeout: Duration::from_secs(30),
             resync_backoff: Duration::from_millis(100),
+            link_refresh: Some(Duration::from_secs(5)),
         }
     }
 
@@ -79,6 +82,16 @@ impl Config {
     /// Clamped to at least 1 ms: a resync must never run in a tight loop.
     pub fn with_resync_backoff(mut self, backoff: Duration) -> Self {
         self.resync_backoff = backoff.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How often a [`Cache`](crate::Cache) reads its links again while one of them is down
+    /// (`None`: never). The kernel announces no change it makes to a link that is down through
+    /// `netdev_state_change`: its group, alias, link mode, GSO limits and kind settings (a
+    /// bridge's `hello_time`, `stp_state`, ...) change silently there; the re-read reports
+    /// them as events. Clamped to at least 10 ms.
+    pub fn with_link_refresh(mut self, every: Option<Duration>) -> Self {
+        self.link_refresh = every.map(|every| every.max(Duration::from_millis(10)));
         self
     }
 }

@@ -49,6 +49,7 @@ fn world() -> (NetNs, NetNs) {
         "link add br0 type bridge",
         "link set v1 master br0",
         "link set br0 up",
+        "link set br0 type bridge no_linklocal_learn 1",
         "link add br1 type bridge",
         "link property add dev v0 altname conformance-alt0",
         "link property add dev v0 altname conformance-alt1",
@@ -711,6 +712,18 @@ fn link_mismatches(ip_link: &Value, our: &Value) -> (Vec<String>, usize) {
         get(our, "altnames"),
         ip_link.get("altnames").cloned().unwrap_or(json!([])),
     );
+    // ip names group 0 `default` (its `group` file); netmirror has the number.
+    let group = match ip_link.get("group").and_then(Value::as_str) {
+        Some("default") => json!(0),
+        Some(number) => json!(number.parse::<u64>().unwrap_or(u64::MAX)),
+        None => Value::Null,
+    };
+    check("group".to_owned(), get(our, "group"), group);
+    check(
+        "ifalias".to_owned(),
+        get(our, "ifalias"),
+        get(ip_link, "ifalias"),
+    );
     let (ip_info, our_info) = (get(ip_link, "linkinfo"), get(our, "linkinfo"));
     for key in ["info_kind", "info_slave_kind"] {
         check(key.to_owned(), get(&our_info, key), get(&ip_info, key));
@@ -731,6 +744,8 @@ fn link_mismatches(ip_link: &Value, our: &Value) -> (Vec<String>, usize) {
                 "root_id",
                 "mcast_snooping",
                 "mcast_hash_max",
+                "no_linklocal_learn",
+                "mcast_vlan_snooping",
             ][..],
         ),
         (
@@ -1273,7 +1288,9 @@ fn check_step(
 /// load and after each change, including each change the kernel makes without telling: a
 /// nexthop deleted takes its routes, a group member deleted changes the group and its
 /// routes, carrier loss, link down and link deletion take the nexthops on the link and their
-/// routes (and mark or drop multipath hops), a rename changes the peer that names the link.
+/// routes (and mark or drop multipath hops), a rename changes the peer that names the link,
+/// and a link that is down changes its settings unannounced (the cache reads links again
+/// every 5 s while one is down).
 /// Both a fresh `netmirror --json` load and a `netmirror --json monitor` running since the
 /// start (its events applied to its first load) must equal ip at every step.
 #[test]
@@ -1293,6 +1310,7 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
         .start()
         .expect("make a namespace");
     for line in [
+        "link add br5 type bridge",
         "addr add 203.0.113.1/24 dev nmx0",
         "nexthop add id 1 via 192.0.2.2 dev nmx0",
         "nexthop add id 2 via 198.51.100.2 dev nmy0",
@@ -1342,6 +1360,11 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
         "nexthop add id 2 via 198.51.100.2 dev nmy0",
         "route add 10.66.0.0/16 nhid 2",
         "route add 10.74.0.0/16 via 198.51.100.2 dev nmy0 mtu 1300 realm 8",
+        // Changes to a link that is down, which the kernel does not announce: a bridge's
+        // settings (a boolean option among them), a group, an alias.
+        "link set br5 type bridge no_linklocal_learn 1 hello_time 300",
+        "link set br5 type bridge no_linklocal_learn 0 stp_state 1",
+        "link set br5 group 7 alias spare",
         // A rename: the veth peer names the link anew, so does the rule on it.
         "link set nmy1 down",
         "link set nmy1 name nmz1",

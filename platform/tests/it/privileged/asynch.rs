@@ -250,6 +250,8 @@ fn small_buffer_config(ns: &NetNs) -> netmirror_platform::Config {
     super::support::config(ns)
         .with_rcvbuf(64 * 1024)
         .with_resync_backoff(Duration::from_millis(50))
+        // The tests look at the resync's deadline alone.
+        .with_link_refresh(None)
 }
 
 /// Adds 20k routes in one batch while nobody reads the cache's socket: it overflows.

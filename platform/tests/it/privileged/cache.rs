@@ -130,3 +130,73 @@ fn events_carry_old_and_new_objects() {
         );
     });
 }
+
+/// The kernel announces no change to a link that is down made through its settings (group,
+/// alias, kind data): without link refreshes the cache never sees one; with them, a refresh
+/// reports it as a link event, and the cache then equals `ip` again.
+#[test]
+fn silent_changes_of_a_down_link_come_with_the_link_refresh() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        ip(&ns, "link add nmbr0 type bridge");
+        let quiet = config(&ns).with_link_refresh(None);
+        let mut silent = Cache::open(quiet).unwrap();
+        let every = Duration::from_millis(100);
+        let mut refreshed = Cache::open(config(&ns).with_link_refresh(Some(every))).unwrap();
+        settle(&mut silent, Duration::from_secs(10));
+        settle(&mut refreshed, Duration::from_secs(10));
+        ip(
+            &ns,
+            "link set nmbr0 group 7 alias spare type bridge hello_time 300",
+        );
+        let bridge = |cache: &Cache| {
+            let link = cache.link_by_name("nmbr0").expect("the bridge");
+            (
+                link.group(),
+                link.alias().map(str::to_owned),
+                link.kind_data()
+                    .iter()
+                    .find(|(key, _)| key == "hello_time")
+                    .map(|(_, value)| value.to_string()),
+            )
+        };
+        // The kernel's silence: nothing comes in a second.
+        let events = settle(&mut silent, Duration::from_secs(10));
+        std::thread::sleep(Duration::from_secs(1));
+        let mut more = Vec::new();
+        silent
+            .poll(Some(Duration::from_millis(200)), &mut more)
+            .unwrap();
+        // (Other events, the kernel's late IPv6 work on the veth, may come.)
+        let about_bridge = |event: &Event| match event {
+            Event::Link(change) => change
+                .old()
+                .or(change.new())
+                .is_some_and(|link| link.name() == "nmbr0"),
+            _ => false,
+        };
+        assert!(
+            !events.iter().chain(&more).any(about_bridge),
+            "{events:?} {more:?}"
+        );
+        assert_eq!(bridge(&silent), (0, None, Some("200".to_owned())));
+        // The refresh sees it within a few periods.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut seen = Vec::new();
+        while bridge(&refreshed).0 != 7 {
+            assert!(std::time::Instant::now() < deadline, "no refresh: {seen:?}");
+            refreshed.poll(Some(every), &mut seen).unwrap();
+        }
+        assert_eq!(
+            bridge(&refreshed),
+            (7, Some("spare".to_owned()), Some("300".to_owned()))
+        );
+        assert!(
+            seen.iter()
+                .any(|event| matches!(event, Event::Link(Change::Replaced { .. }))),
+            "{seen:?}"
+        );
+        assert!(refreshed.stats().n_link_refreshes > 0);
+        assert_cache_matches_ip(&mut refreshed, &ns);
+    });
+}

@@ -81,7 +81,9 @@ fn next_deadline_tells_when_a_scheduled_resync_runs() {
         let mut cache = Cache::open(
             config(&ns)
                 .with_rcvbuf(64 * 1024)
-                .with_resync_backoff(backoff),
+                .with_resync_backoff(backoff)
+                // Only the resync's deadline here.
+                .with_link_refresh(None),
         )
         .unwrap();
         settle(&mut cache, Duration::from_secs(10));
