@@ -1305,12 +1305,12 @@ pub(crate) fn rule_row(rule: &Rule) -> Vec<Cell> {
         Cell::opt_text(rule.dst().map(|dst| names::rule_prefix(Some(dst)))),
         Cell::opt_text(rule.iifname()),
         Cell::opt_text(rule.oifname()),
-        Cell::opt_text(rule.fwmark().map(|(mark, _)| format!("{mark:#x}"))),
+        Cell::opt_text(rule.fwmark().map(|(mark, _)| names::c_hex(mark.into()))),
         Cell::opt_text(
             rule.fwmark()
                 .and_then(|(_, mask)| mask)
                 .filter(|mask| *mask != u32::MAX)
-                .map(|mask| format!("{mask:#x}")),
+                .map(|mask| names::c_hex(mask.into())),
         ),
         names::rule_action(rule.action()).into(),
         if looks_up {

@@ -826,6 +826,16 @@ pub fn parse_address_proto(text: &str) -> Option<u8> {
 /// Address protocols (`IFA_PROTO`) as iproute2 names them.
 const ADDRESS_PROTOS: &[(u8, &str)] = &[(1, "kernel_lo"), (2, "kernel_ra"), (3, "kernel_ll")];
 
+/// A number in hex as C's `%#x` writes it, as `ip` prints marks and masks: `0x` before it,
+/// except for 0, which is `0`.
+pub fn c_hex(value: u64) -> String {
+    if value == 0 {
+        "0".to_owned()
+    } else {
+        format!("{value:#x}")
+    }
+}
+
 /// Bytes in lowercase hex without separators.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()

@@ -159,8 +159,13 @@ impl Rule {
         self.oifname.as_deref()
     }
     /// The firewall mark and mask matched, if any.
+    ///
+    /// The kernel reports a mark of 0 by its mask alone (`fwmark 0/0xff`): that is `(0, mask)`.
     pub fn fwmark(&self) -> Option<(u32, Option<u32>)> {
-        self.fwmark.map(|mark| (mark, self.fwmask))
+        match (self.fwmark, self.fwmask) {
+            (None, None) => None,
+            (mark, mask) => Some((mark.unwrap_or(0), mask)),
+        }
     }
     /// The target priority of a `goto` rule.
     pub fn goto(&self) -> Option<u32> {
@@ -605,7 +610,7 @@ impl Rule {
             (FRA_GOTO, self.goto),
             (FRA_PRIORITY, self.priority),
             (FRA_FWMARK, self.fwmark),
-            (FRA_FWMASK, self.fwmark.and(self.fwmask)),
+            (FRA_FWMASK, self.fwmask),
             (FRA_TABLE, Some(self.table).filter(|table| *table > 255)),
         ] {
             if let Some(value) = value {
@@ -681,7 +686,8 @@ impl std::fmt::Display for Rule {
 impl Rule {
     /// The words `ip rule` prints after the priority, in its order: `not`, `from`, `to`,
     /// `tos`, `fwmark`, `iif`, `oif`, `l3mdev`, `uidrange`, `ipproto`, `sport`, `dport`,
-    /// `tun_id`, `lookup` (with `suppress_*`), `realms`, the action, `proto`.
+    /// `tun_id`, `lookup` (with `suppress_*`), `realms`, the action, `proto`, `dscp`,
+    /// `flowlabel`.
     pub fn selectors(&self) -> Vec<String> {
         use crate::names;
         let mut out = Vec::new();
@@ -695,10 +701,14 @@ impl Rule {
         if self.tos != 0 {
             out.push(format!("tos {}", names::dsfield(self.tos)));
         }
+        // Hex as `ip` prints it (`%#x`: 0 is `0`).
+        let hex = |value: u32| names::c_hex(value.into());
         if let Some((mark, mask)) = self.fwmark() {
             match mask {
-                Some(mask) if mask != u32::MAX => out.push(format!("fwmark {mark:#x}/{mask:#x}")),
-                _ => out.push(format!("fwmark {mark:#x}")),
+                Some(mask) if mask != u32::MAX => {
+                    out.push(format!("fwmark {}/{}", hex(mark), hex(mask)))
+                }
+                _ => out.push(format!("fwmark {}", hex(mark))),
             }
         }
         let detached = |yes: bool| if yes { " [detached]" } else { "" };
@@ -722,30 +732,14 @@ impl Rule {
             ("sport", self.sport(), sport_mask),
             ("dport", self.dport(), dport_mask),
         ] {
-            let mask = match mask {
-                Some(mask) if mask != u16::MAX => format!("/{mask:#x}"),
-                _ => String::new(),
-            };
-            match range {
-                Some((start, end)) if start == end => out.push(format!("{word} {start}{mask}")),
-                Some((start, end)) => out.push(format!("{word} {start}-{end}")),
-                None => {}
-            }
-        }
-        if let Some(dscp) = self.dscp() {
-            match self.dscp_mask() {
-                Some(mask) if mask != 0x3f => {
-                    out.push(format!("dscp {}/{mask:#x}", names::dscp(dscp)))
+            match (range, mask) {
+                // A masked port in hex, as `ip` prints it.
+                (Some((start, end)), Some(mask)) if start == end && mask != u16::MAX => {
+                    out.push(format!("{word} {}/{}", hex(start.into()), hex(mask.into())))
                 }
-                _ => out.push(format!("dscp {}", names::dscp(dscp))),
-            }
-        }
-        if let Some((label, mask)) = self.flowlabel() {
-            match mask {
-                Some(mask) if mask != 0xfffff => {
-                    out.push(format!("flowlabel {label:#x}/{mask:#x}"))
-                }
-                _ => out.push(format!("flowlabel {label:#x}")),
+                (Some((start, end)), _) if start == end => out.push(format!("{word} {start}")),
+                (Some((start, end)), _) => out.push(format!("{word} {start}-{end}")),
+                (None, _) => {}
             }
         }
         if let Some(id) = self.tun_id() {
@@ -779,6 +773,23 @@ impl Rule {
         // As `ip rule` without `-d`: neither `unspec` nor `kernel` is printed.
         if self.protocol != 0 && self.protocol != Protocol::KERNEL.0 {
             out.push(format!("proto {}", names::protocol(self.protocol)));
+        }
+        // As iproute2 6.14 and later print them: last.
+        if let Some(dscp) = self.dscp() {
+            match self.dscp_mask() {
+                Some(mask) if mask != 0x3f => {
+                    out.push(format!("dscp {}/{}", hex(dscp.into()), hex(mask.into())))
+                }
+                _ => out.push(format!("dscp {}", names::dscp(dscp))),
+            }
+        }
+        if let Some((label, mask)) = self.flowlabel() {
+            match mask {
+                Some(mask) if mask != 0xfffff => {
+                    out.push(format!("flowlabel {}/{}", hex(label), hex(mask)))
+                }
+                _ => out.push(format!("flowlabel {}", hex(label))),
+            }
         }
         for (kind, value) in self.unknown_attributes() {
             out.push(format!("attr{kind} {}", names::hex(value)));

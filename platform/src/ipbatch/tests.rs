@@ -872,3 +872,23 @@ fn comments_continuations_and_quotes_as_ip_reads_them() {
     assert_eq!(last.len(), 1);
     assert_eq!(last[0].item, Err(ParseError::MissingContinuation));
 }
+
+/// Rules print as `ip rule` prints them: hex as C's `%#x` (a mark of 0 is `0`), a masked port,
+/// DSCP or flow label in hex, DSCP and flow label last (iproute2 6.14 on).
+#[test]
+fn rules_print_as_ip_rule_prints_them() {
+    let (_, rule) = parse_rule_line(
+        "-6 rule add fwmark 0/0xff sport 0x1200/0xff00 dport 53 dscp 24/0x38 \
+         flowlabel 0x12/0xff table 5 pref 3 proto static",
+    );
+    assert_eq!(
+        rule.to_string(),
+        "3:\tfrom all fwmark 0/0xff sport 0x1200/0xff00 dport 53 lookup 5 proto static \
+         dscp 0x18/0x38 flowlabel 0x12/0xff"
+    );
+    let (_, rule) = parse_rule_line("rule add dscp EF flowlabel 0 table 5 pref 4");
+    assert_eq!(
+        rule.to_string(),
+        "4:\tfrom all lookup 5 dscp EF flowlabel 0"
+    );
+}

@@ -113,6 +113,8 @@ fn world() -> (NetNs, NetNs) {
         "-6 rule add from 2001:db8::/32 ipproto tcp dport 22 blackhole pref 300",
         "rule add tos 0x8 table 9 pref 112",
         "rule add fwmark 0x20 realms 3/0 table 9 pref 113",
+        // A mark of 0 under a mask: the kernel reports the mask alone.
+        "rule add fwmark 0/0xff table 10 pref 114",
         "-6 rule add tos AF11 table 9 pref 301",
         "-6 rule add tos 0x4 table 9 pref 302",
     ] {
