@@ -28,6 +28,15 @@ fn table_100(ns: &NetNs) -> BTreeSet<String> {
         .collect()
 }
 
+/// A namespace and a temporary folder for batch files.
+fn namespace_and_dir() -> (NetNs, tempfile::TempDir) {
+    let dir = tempfile::Builder::new()
+        .prefix("netmirror-test-batch")
+        .tempdir()
+        .expect("temp dir");
+    (namespace(), dir)
+}
+
 fn write_batch(dir: &tempfile::TempDir, text: &str) -> String {
     let path = dir.path().join("routes.batch");
     std::fs::write(&path, text).expect("write the batch file");
@@ -40,11 +49,7 @@ fn set(items: &[&str]) -> BTreeSet<String> {
 
 #[test]
 fn lines_are_applied() {
-    let ns = namespace();
-    let dir = tempfile::Builder::new()
-        .prefix("netmirror-test-batch")
-        .tempdir()
-        .expect("temp dir");
+    let (ns, dir) = namespace_and_dir();
     let file = write_batch(
         &dir,
         "# routes for table 100\n\
@@ -81,11 +86,7 @@ fn lines_are_applied() {
 
 #[test]
 fn malformed_line_applies_nothing_and_names_its_line() {
-    let ns = namespace();
-    let dir = tempfile::Builder::new()
-        .prefix("netmirror-test-batch")
-        .tempdir()
-        .expect("temp dir");
+    let (ns, dir) = namespace_and_dir();
     let file = write_batch(
         &dir,
         "route add 10.1.0.0/16 dev veth0 table 100\n\
@@ -108,11 +109,7 @@ fn malformed_line_applies_nothing_and_names_its_line() {
 
 #[test]
 fn refused_line_stops_the_batch_unless_continue() {
-    let ns = namespace();
-    let dir = tempfile::Builder::new()
-        .prefix("netmirror-test-batch")
-        .tempdir()
-        .expect("temp dir");
+    let (ns, dir) = namespace_and_dir();
     // Line 2 asks for a gateway that is not on any link: the kernel refuses it.
     let file = write_batch(
         &dir,
@@ -277,11 +274,7 @@ fn an_undo_the_kernel_refuses_is_reported_as_applied_and_not_undone() {
 /// (here of rules whose words name none); the kernel holds what `ip -6 rule` would have added.
 #[test]
 fn rule_lines_and_a_family_for_every_line() {
-    let ns = namespace();
-    let dir = tempfile::Builder::new()
-        .prefix("netmirror-test-batch")
-        .tempdir()
-        .expect("temp dir");
+    let (ns, dir) = namespace_and_dir();
     let rules = |family: &str| -> Vec<String> {
         let text = ns.ip(&[family, "rule", "show"]).expect("ip rule show");
         text.lines()
@@ -318,11 +311,7 @@ fn rule_lines_and_a_family_for_every_line() {
 /// `\` is a malformed command.
 #[test]
 fn comments_and_continuation_lines_as_ip_reads_them() {
-    let ns = namespace();
-    let dir = tempfile::Builder::new()
-        .prefix("netmirror-test-batch")
-        .tempdir()
-        .expect("temp dir");
+    let (ns, dir) = namespace_and_dir();
     let file = write_batch(
         &dir,
         "route add 10.1.0.0/16 dev veth0 table 100 # first\n\
