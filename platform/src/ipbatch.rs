@@ -945,10 +945,7 @@ fn parse_rule(op: Op, args: &[&str], family: Option<Family>) -> Result<Rule, Par
             }
             "fwmark" => {
                 let value = value()?;
-                let (mark, mask) = match value.split_once('/') {
-                    Some((mark, mask)) => (mark, Some(mask)),
-                    None => (value, None),
-                };
+                let (mark, mask) = split_slash(value);
                 let number = |text: &str| c_number::<u32>(text).ok_or_else(|| bad("fwmark", value));
                 rule = rule.with_fwmark(number(mark)?, mask.map(number).transpose()?);
             }
@@ -1037,10 +1034,7 @@ fn parse_rule(op: Op, args: &[&str], family: Option<Family>) -> Result<Rule, Par
             }
             "dscp" => {
                 let value = value()?;
-                let (dscp, mask) = match value.split_once('/') {
-                    Some((dscp, mask)) => (dscp, Some(mask)),
-                    None => (value, None),
-                };
+                let (dscp, mask) = split_slash(value);
                 // A number, or a DS field name's upper six bits.
                 let dscp = c_number::<u8>(dscp)
                     .or_else(|| names::parse_dsfield(dscp).map(|field| field >> 2))
@@ -1054,10 +1048,7 @@ fn parse_rule(op: Op, args: &[&str], family: Option<Family>) -> Result<Rule, Par
             }
             "flowlabel" => {
                 let value = value()?;
-                let (label, mask) = match value.split_once('/') {
-                    Some((label, mask)) => (label, Some(mask)),
-                    None => (value, None),
-                };
+                let (label, mask) = split_slash(value);
                 let number =
                     |text: &str| c_number::<u32>(text).ok_or_else(|| bad("flowlabel", value));
                 // `ip` sends the mask always, the whole label's when none is given.
@@ -1291,20 +1282,26 @@ fn parse_port_range(text: &str) -> Option<((u16, u16), Option<u16>)> {
     if let Some((start, end)) = text.split_once('-') {
         return Some(((c_number(start)?, c_number(end)?), None));
     }
-    let (port, mask) = match text.split_once('/') {
-        Some((port, mask)) => (port, Some(c_number::<u16>(mask)?)),
-        None => (text, None),
+    let (port, mask) = split_slash(text);
+    let mask = match mask {
+        Some(mask) => Some(c_number::<u16>(mask)?),
+        None => None,
     };
     let port = c_number(port)?;
     Some(((port, port), mask.filter(|mask| *mask != u16::MAX)))
 }
 
+/// `A/B` as `(A, Some(B))`, `A` as `(A, None)`: a prefix and its length, a mark and its mask.
+fn split_slash(text: &str) -> (&str, Option<&str>) {
+    match text.split_once('/') {
+        Some((value, after)) => (value, Some(after)),
+        None => (text, None),
+    }
+}
+
 /// `ADDR/LEN`, or a bare address (a host prefix).
 fn parse_prefix(text: &str) -> Result<(IpAddr, u8), ParseError> {
-    let (addr, len) = match text.split_once('/') {
-        Some((addr, len)) => (addr, Some(len)),
-        None => (text, None),
-    };
+    let (addr, len) = split_slash(text);
     let addr = parse_addr_value(addr)?;
     let max = if addr.is_ipv4() { 32 } else { 128 };
     let len = match len {
