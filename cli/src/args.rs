@@ -269,6 +269,18 @@ pub(crate) struct MonitorArgs {
     /// What to watch; everything when none is given.
     #[arg(value_enum)]
     pub(crate) objects: Vec<MonitorObject>,
+    /// While a link is down, read the links again every SECS seconds (0: never): the kernel
+    /// announces no change to a down link's group, alias or kind settings.
+    #[arg(long, value_name = "SECS", default_value = "5", value_parser = parse_secs)]
+    pub(crate) link_refresh: std::time::Duration,
+}
+
+/// A number of seconds (`5`, `0.5`, `0`).
+fn parse_secs(text: &str) -> Result<std::time::Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .and_then(|secs| std::time::Duration::try_from_secs_f64(secs).ok())
+        .ok_or_else(|| format!("`{text}` is not a number of seconds"))
 }
 
 /// An object kind `monitor` can watch.

@@ -72,7 +72,8 @@ pub(crate) fn run(
         ),
         None => None,
     };
-    let mut config = Config::new();
+    let refresh = Some(args.link_refresh).filter(|every| !every.is_zero());
+    let mut config = Config::new().with_link_refresh(refresh);
     if let Some(watch) = &watch {
         config = config.with_netns(watch.netns());
     }

@@ -208,3 +208,36 @@ fn only_the_objects_asked_for() {
     assert!(line.starts_with("addr:added:"), "{line}");
     assert!(line.contains(":203.0.113.9:24:"), "{line}");
 }
+
+/// A down link's alias changes without a notification: `--link-refresh 0.2` reports it within
+/// a moment, `--link-refresh 0` never does.
+#[test]
+fn a_down_links_silent_change_comes_with_the_link_refresh() {
+    let ns = namespace();
+    ns.ip(&["link", "add", "nmbr9", "type", "bridge"])
+        .expect("ip link add");
+    let mut refreshed = monitor(&ns, &["--json", "monitor", "link", "--link-refresh", "0.2"]);
+    let mut never = monitor(&ns, &["--json", "monitor", "link", "--link-refresh", "0"]);
+    ns.ip(&["link", "set", "nmbr9", "alias", "spare"])
+        .expect("ip link set alias");
+    let line = refreshed.expect_line(EVENT_TIMEOUT, |line| line.contains("spare"));
+    let event: Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(
+        (
+            &event["event"],
+            &event["new"]["ifname"],
+            &event["new"]["ifalias"]
+        ),
+        (
+            &Value::from("changed"),
+            &Value::from("nmbr9"),
+            &Value::from("spare")
+        )
+    );
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_millis(1500) {
+        if let Some(line) = never.try_line(Duration::from_millis(100)) {
+            assert!(!line.contains("spare"), "the kernel announced it: {line}");
+        }
+    }
+}
