@@ -160,7 +160,8 @@ Each line is one command, as `ip -batch` takes them:
                         [suppress_ifgroup G] [blackhole|unreachable|prohibit|goto N|nop]
 A rule is IPv4 unless its addresses are IPv6 or -6 is given (`netmirror -6 batch` is
 `ip -6 -batch`: -4 or -6 applies to every line).
-Empty lines and lines starting with `#` are skipped. Requests are pipelined to the kernel.
+A `#` starts a comment, a line ending in `\\` goes on with the next, and a word in quotes may
+hold spaces; empty lines are skipped. Requests are pipelined to the kernel.
 
 Without --continue, the file is checked first: a malformed line applies nothing, and the first
 line the kernel refuses stops the batch (lines before it stay applied). With --continue, every

@@ -59,13 +59,13 @@ struct Line {
     item: Item,
 }
 
-/// What a command read from the input is (a line, or lines joined by a trailing `\\`).
+/// What a command read from the input is (a line, or lines joined by a trailing `\`).
 enum RawLine {
     /// A command that is not blank or a comment, trimmed, with the number of its first line.
     Text(usize, String),
     /// A command that cannot be read: not UTF-8 (shown with replacement characters), or cut
-    /// short by the end of the input after a trailing `\\`; with why.
-    Malformed(usize, String, &'static str),
+    /// short by the end of the input after a trailing `\`; with why.
+    Malformed(usize, String, String),
     /// A command longer than [`MAX_LINE`]: reading stops there.
     TooLong(usize),
 }
@@ -105,10 +105,10 @@ impl Input {
     }
 
     /// The next command that is not blank or a comment, or `None` at the end. Lines are
-    /// read as `ip -batch` reads them ([`platform::ipbatch::continued`]): one ending in `\\`
+    /// read as `ip -batch` reads them ([`platform::ipbatch::continued`]): one ending in `\`
     /// goes on with the next, and the command is numbered by its first line.
     fn next_line(&mut self) -> anyhow::Result<Option<RawLine>> {
-        // The command so far, when a line ended in `\\`: its first line's number and text.
+        // The command so far, when a line ended in `\`: its first line's number and text.
         let mut pending: Option<(usize, String)> = None;
         loop {
             if self.eof {
@@ -116,7 +116,7 @@ impl Input {
                     RawLine::Malformed(
                         number,
                         text.trim().to_owned(),
-                        "missing continuation line (the last line ends with `\\`)",
+                        platform::ipbatch::ParseError::MissingContinuation.to_string(),
                     )
                 }));
             }
@@ -141,7 +141,11 @@ impl Input {
             }
             let Ok(text) = std::str::from_utf8(&self.buf) else {
                 let text = String::from_utf8_lossy(&self.buf).trim().to_owned();
-                return Ok(Some(RawLine::Malformed(first, text, "not UTF-8")));
+                return Ok(Some(RawLine::Malformed(
+                    first,
+                    text,
+                    "not UTF-8".to_owned(),
+                )));
             };
             let mut command = match pending.take() {
                 Some((_, mut command)) => {
@@ -211,10 +215,8 @@ pub(crate) fn run(
         .map(|link| (link.name().to_owned(), link.ifindex()))
         .collect();
     let resolve = |name: &str| ifindexes.get(name).copied();
-    let family = kernel_args.family().map(|family| match family {
-        crate::args::Family::V6 => "-6",
-        _ => "-4",
-    });
+    // `netmirror -6 batch` is `ip -6 -batch`: the family of every line.
+    let family = kernel::family(kernel_args);
     let mut totals = Totals {
         all_eperm: true,
         ..Totals::default()
@@ -249,16 +251,10 @@ pub(crate) fn run(
                 too_long = Some(number);
                 break;
             }
-            RawLine::Malformed(number, text, why) => (number, text, Err(why.to_owned())),
+            RawLine::Malformed(number, text, why) => (number, text, Err(why)),
             RawLine::Text(number, text) => {
-                // `netmirror -6 batch` is `ip -6 -batch`: the family of every line.
-                let item = match family {
-                    Some(family) => {
-                        platform::ipbatch::parse_line(&format!("{family} {text}"), &resolve)
-                    }
-                    None => platform::ipbatch::parse_line(&text, &resolve),
-                }
-                .map_err(|reason| reason.to_string());
+                let item = platform::ipbatch::parse_line_in(&text, family, &resolve)
+                    .map_err(|reason| reason.to_string());
                 (number, text, item)
             }
         };

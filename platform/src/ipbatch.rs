@@ -5,8 +5,9 @@
 //! (tables, also from `rt_tables`; protocols; route types; scopes) and fills in what `ip` would
 //! choose when a word is left out: table `main` (`local` for local and broadcast routes),
 //! protocol `boot`, and the scope that fits the route. A delete leaves the protocol, scope and
-//! type it is not given as wildcards, as `ip route del` does. [`parse`] reads a whole file,
-//! skipping blank lines and `#` comments and numbering the rest.
+//! type it is not given as wildcards, as `ip route del` does. [`parse`] reads a whole file as
+//! `ip -batch` does (`#` comments, `\` continuation lines, quoted words), skipping blank
+//! commands and numbering the rest.
 //!
 //! `route`, `addr`, `nexthop` and `rule` lines are understood, with the commands `ip` takes for
 //! them that a [`Batch`](crate::Batch) can send: `add`, `del`, `replace`, `change`, `append`,
@@ -52,7 +53,7 @@ pub enum ParseError {
     /// A word starts with a quote that does not end (`ip` refuses it too).
     #[error("unterminated quoted string `{0}`")]
     UnterminatedQuote(String),
-    /// The file's last line ends in `\\`: the command it starts never ends.
+    /// The file's last line ends in `\`: the command it starts never ends.
     #[error("missing continuation line (the last line ends with `\\`)")]
     MissingContinuation,
     /// The object is not followed by a command.
@@ -194,7 +195,7 @@ impl ParseError {
     }
 }
 
-/// One command of a batch file (a line, or lines joined by a trailing `\\`) that is not blank
+/// One command of a batch file (a line, or lines joined by a trailing `\`) that is not blank
 /// or a comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line<'a> {
@@ -207,7 +208,7 @@ pub struct Line<'a> {
 }
 
 /// Reads every command of a batch file as `ip -batch` reads them: a `#` and what follows it
-/// is a comment, a line ending in `\\` goes on with the next one, and blank commands are
+/// is a comment, a line ending in `\` goes on with the next one, and blank commands are
 /// skipped; the others come out numbered and parsed with [`parse_line`].
 pub fn parse<'a>(
     text: &'a str,
@@ -219,19 +220,12 @@ pub fn parse<'a>(
             let (idx, first) = raw.next()?;
             let mut text = Cow::Borrowed(first);
             let mut missing = false;
-            while let Some(head) = continued(&text) {
-                let head_len = head.len();
+            while let Some(head) = continued(&text).map(str::len) {
+                let joined = text.to_mut();
+                joined.truncate(head);
                 match raw.next() {
-                    Some((_, next)) => {
-                        let mut joined = text.into_owned();
-                        joined.truncate(head_len);
-                        joined.push_str(next);
-                        text = Cow::Owned(joined);
-                    }
+                    Some((_, next)) => joined.push_str(next),
                     None => {
-                        let mut cut = text.into_owned();
-                        cut.truncate(head_len);
-                        text = Cow::Owned(cut);
                         missing = true;
                         break;
                     }
@@ -304,13 +298,27 @@ pub fn parse_line(
     line: &str,
     ifindex: &dyn Fn(&str) -> Option<Ifindex>,
 ) -> Result<Item, ParseError> {
+    parse_line_in(line, None, ifindex)
+}
+
+/// [`parse_line`] with a family for lines that give none, as `ip -6 -batch` gives every
+/// line: a `-4` or `-6` of the line itself wins.
+pub fn parse_line_in(
+    line: &str,
+    family: Option<Family>,
+    ifindex: &dyn Fn(&str) -> Option<Ifindex>,
+) -> Result<Item, ParseError> {
     let mut words = split_words(line)?;
     // The last family option wins, as in `ip`.
-    let family = words.iter().rev().find_map(|word| match *word {
-        "-4" => Some(Family::V4),
-        "-6" => Some(Family::V6),
-        _ => None,
-    });
+    let family = words
+        .iter()
+        .rev()
+        .find_map(|word| match *word {
+            "-4" => Some(Family::V4),
+            "-6" => Some(Family::V6),
+            _ => None,
+        })
+        .or(family);
     words.retain(|word| !matches!(*word, "-4" | "-6"));
     let (object, rest) = words.split_first().ok_or(ParseError::Empty)?;
     let (verb, args) = rest.split_first().ok_or(ParseError::MissingCommand)?;
@@ -951,9 +959,7 @@ fn parse_rule(op: Op, args: &[&str], family: Option<Family>) -> Result<Rule, Par
             }
             _ if abbreviates(word, "realms") => {
                 let value = value()?;
-                let realms = names::parse_realms(value)
-                    .or_else(|| c_number(value))
-                    .ok_or_else(|| bad("realms", value))?;
+                let realms = names::parse_realms(value).ok_or_else(|| bad("realms", value))?;
                 rule = rule.with_realms(realms);
             }
             _ if abbreviates(word, "protocol") => {

@@ -178,6 +178,12 @@ impl NameFile {
         }
     }
 
+    /// Without `BASE.d/*.conf` files: `ip` reads `rt_dsfield` and `rt_realms` alone.
+    fn alone(mut self) -> Self {
+        self.conf_dir = false;
+        self
+    }
+
     fn load_from(mut self, dirs: &[&Path]) -> Self {
         load_name_files(&mut self.entries, self.base, self.conf_dir, dirs);
         self
@@ -526,9 +532,7 @@ impl DsFields {
     /// The names of the `rt_dsfield` iproute2 ships, without reading any file.
     pub fn builtin() -> Self {
         let names = DS_FIELDS.iter().map(|&(id, name)| (u32::from(id), name));
-        let mut file = NameFile::builtin("rt_dsfield", names);
-        file.conf_dir = false;
-        DsFields(file)
+        DsFields(NameFile::builtin("rt_dsfield", names).alone())
     }
 
     /// The built-in names plus the system's file under [`CONFIG_DIRS`].
@@ -685,9 +689,7 @@ impl Default for RouteRealms {
 impl RouteRealms {
     /// The built-in name alone.
     pub fn builtin() -> Self {
-        let mut file = NameFile::builtin("rt_realms", [(0, "unknown")].into_iter());
-        file.conf_dir = false;
-        RouteRealms(file)
+        RouteRealms(NameFile::builtin("rt_realms", [(0, "unknown")].into_iter()).alone())
     }
 
     /// The built-in name plus the system's file under [`CONFIG_DIRS`].

@@ -820,7 +820,7 @@ fn rules_encode_and_parse_back_whole() {
 }
 
 /// Comments, continuation lines and quoted words, as `ip -batch` reads them: a `#` anywhere
-/// cuts the rest of its line, a line ending in `\\` goes on with the next, a quoted word may
+/// cuts the rest of its line, a line ending in `\` goes on with the next, a quoted word may
 /// hold white space; only spaces, tabs, CR and LF separate words.
 #[test]
 fn comments_continuations_and_quotes_as_ip_reads_them() {
