@@ -19,6 +19,7 @@ const IFLA_LINKINFO: u16 = 18;
 const IFLA_IFALIAS: u16 = 20;
 const IFLA_GROUP: u16 = 27;
 const IFLA_PROMISCUITY: u16 = 30;
+const IFLA_AF_SPEC: u16 = 26;
 const IFLA_CARRIER: u16 = 33;
 const IFLA_LINK_NETNSID: u16 = 37;
 const IFLA_MIN_MTU: u16 = 50;
@@ -27,11 +28,16 @@ const IFLA_PROP_LIST: u16 = 52;
 const IFLA_ALT_IFNAME: u16 = 53;
 const IFLA_PERM_ADDRESS: u16 = 54;
 
+/// `AF_INET6`'s part of `IFLA_AF_SPEC`, and its `IFLA_INET6_ADDR_GEN_MODE`.
+const AF_INET6: u16 = 10;
+const IFLA_INET6_ADDR_GEN_MODE: u16 = 8;
+/// The name of the setting that holds it.
+pub(crate) const ADDR_GEN_MODE: &str = "inet6_addr_gen_mode";
+
 /// Attributes that are counters or per-message, not the link's state: `IFLA_STATS`,
-/// `IFLA_STATS64`, `IFLA_AF_SPEC` (per-family counters and timestamps besides settings),
-/// `IFLA_CARRIER_CHANGES`, `IFLA_PAD`, `IFLA_EVENT`, `IFLA_CARRIER_UP_COUNT`,
-/// `IFLA_CARRIER_DOWN_COUNT`.
-const NOT_STATE: &[u16] = &[7, 23, 26, 35, 42, 44, 47, 48];
+/// `IFLA_STATS64`, `IFLA_CARRIER_CHANGES`, `IFLA_PAD`, `IFLA_EVENT`,
+/// `IFLA_CARRIER_UP_COUNT`, `IFLA_CARRIER_DOWN_COUNT`.
+const NOT_STATE: &[u16] = &[7, 23, 35, 42, 44, 47, 48];
 
 /// Length of `struct ifinfomsg`.
 pub(crate) const IFINFOMSG_LEN: usize = 16;
@@ -199,7 +205,9 @@ impl Link {
     /// More of the link's settings as named values, with `ip -j -d link`'s keys: `qdisc`,
     /// `allmulti`, `num_tx_queues`, `num_rx_queues`, `gso_max_size`, `gso_max_segs`,
     /// `tso_max_size`, `tso_max_segs`, `gro_max_size`, `gso_ipv4_max_size`,
-    /// `gro_ipv4_max_size`, `proto_down`, `headroom`, `tailroom`, ...
+    /// `gro_ipv4_max_size`, `proto_down`, `headroom`, `tailroom`, ..., and
+    /// `inet6_addr_gen_mode` (`eui64`, `none`, `stable_secret`, `random`, or the number in
+    /// hex as `0x04`: how the link makes its IPv6 link-local address, from `IFLA_AF_SPEC`).
     pub fn settings(&self) -> &[KindAttr] {
         &self.settings
     }
@@ -212,7 +220,9 @@ impl Link {
     }
     /// Attributes this crate does not decode, as the kernel sent them (type and payload),
     /// including undecoded `IFLA_INFO_*` ones as type `18 << 8 | N`. Counters
-    /// (`IFLA_STATS*`, carrier counts) and `IFLA_AF_SPEC` are not kept.
+    /// (`IFLA_STATS*`, carrier counts) are not kept, nor is `IFLA_AF_SPEC` past its IPv6
+    /// address generation mode (the rest is per-family counters, timestamps and the
+    /// `net.ipv4.conf`/`net.ipv6.conf` sysctl values).
     pub fn unknown_attributes(&self) -> &[(u16, Box<[u8]>)] {
         &self.other
     }
@@ -312,6 +322,7 @@ impl Link {
                         }
                     }
                 }
+                IFLA_AF_SPEC => link.settings.extend(addr_gen_mode(value)),
                 kind if NOT_STATE.contains(&kind) => {}
                 _ => match linkinfo::decode_one(linkinfo::LINK, kind, value) {
                     Some(attr) => link.settings.push(attr),
@@ -324,4 +335,22 @@ impl Link {
         }
         Ok(Some(link))
     }
+}
+
+/// The IPv6 address generation mode in an `IFLA_AF_SPEC` payload, named as `ip -d link`
+/// names it (an unknown mode as C's `%#.2hhx`).
+fn addr_gen_mode(af_spec: &[u8]) -> Option<KindAttr> {
+    let (_, inet6) = Nlas::new(af_spec).find(|(family, _)| *family == AF_INET6)?;
+    let (_, mode) = Nlas::new(inet6).find(|(kind, _)| *kind == IFLA_INET6_ADDR_GEN_MODE)?;
+    let name = match nla_u8(mode)? {
+        0 => "eui64".to_owned(),
+        1 => "none".to_owned(),
+        2 => "stable_secret".to_owned(),
+        3 => "random".to_owned(),
+        other => format!("{other:#04x}"),
+    };
+    Some((
+        std::borrow::Cow::Borrowed(ADDR_GEN_MODE),
+        crate::AttrValue::Text(name),
+    ))
 }

@@ -947,3 +947,72 @@ fn golden_unknown_attributes_are_kept_and_shown() {
     let without = rule(RULE_100);
     assert!(without.unknown_attributes().is_empty());
 }
+
+#[test]
+fn golden_link_ipv6_address_generation_mode() {
+    // `ip -d link show v0` said: addrgenmode eui64.
+    let v0 = link(LINK_V0);
+    assert_eq!(
+        v0.setting("inet6_addr_gen_mode").map(ToString::to_string),
+        Some("eui64".to_owned())
+    );
+    // Nothing of IFLA_AF_SPEC (26) is kept raw.
+    assert!(v0.unknown_attributes().iter().all(|(kind, _)| *kind != 26));
+}
+
+/// An `IFLA_AF_SPEC` payload with `AF_INET6`'s `IFLA_INET6_ADDR_GEN_MODE` set to `mode`,
+/// after an `AF_INET` part.
+fn af_spec(mode: &[u8]) -> Vec<u8> {
+    let nla = |kind: u16, payload: &[u8]| {
+        let mut out = ((4 + payload.len()) as u16).to_ne_bytes().to_vec();
+        out.extend(kind.to_ne_bytes());
+        out.extend(payload);
+        out.resize(out.len().next_multiple_of(4), 0);
+        out
+    };
+    let inet = nla(2, &nla(1, &[0; 8]));
+    let inet6 = nla(10, &[nla(1, &[0; 4]), nla(8, mode)].concat());
+    nla(26, &[inet, inet6].concat())
+}
+
+#[test]
+fn every_address_generation_mode_is_named_as_ip_names_it() {
+    let mut base = payload(LINK_V0);
+    // The captured link without its own IFLA_AF_SPEC, then with each made one.
+    let attrs: Vec<(u16, Vec<u8>)> = crate::wire::Nlas::new(&base[crate::link::IFINFOMSG_LEN..])
+        .filter(|(kind, _)| *kind != 26)
+        .map(|(kind, value)| (kind, value.to_vec()))
+        .collect();
+    base.truncate(crate::link::IFINFOMSG_LEN);
+    for (kind, value) in attrs {
+        let mut nla = ((4 + value.len()) as u16).to_ne_bytes().to_vec();
+        nla.extend(kind.to_ne_bytes());
+        nla.extend(value);
+        nla.resize(nla.len().next_multiple_of(4), 0);
+        base.extend(nla);
+    }
+    let without = crate::Link::parse(&base).unwrap().unwrap();
+    assert_eq!(without.setting("inet6_addr_gen_mode"), None);
+    for (mode, name) in [
+        (&[0][..], Some("eui64")),
+        (&[1], Some("none")),
+        (&[2], Some("stable_secret")),
+        (&[3], Some("random")),
+        (&[4], Some("0x04")),
+        (&[0x1f], Some("0x1f")),
+        // An empty mode is no mode.
+        (&[], None),
+    ] {
+        let mut bytes = base.clone();
+        bytes.extend(af_spec(mode));
+        let link = crate::Link::parse(&bytes).unwrap().unwrap();
+        assert_eq!(
+            link.setting("inet6_addr_gen_mode")
+                .map(ToString::to_string)
+                .as_deref(),
+            name,
+            "{mode:?}"
+        );
+        assert_eq!(link.unknown_attributes(), without.unknown_attributes());
+    }
+}
