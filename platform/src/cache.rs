@@ -24,7 +24,7 @@ use netmirror_dedup_index as dedup;
 
 use crate::addr::{Address, AddressId};
 use crate::error::{Error, Result};
-use crate::link::{IFF_UP, Link};
+use crate::link::{ADDR_GEN_MODE, Link};
 use crate::nexthop::Nexthop;
 use crate::platform::{Chunk, Config, DumpReport, FibCounters, Platform};
 use crate::route::{Family, Route, RouteId, RouteWeakId};
@@ -172,7 +172,8 @@ pub struct Stats {
     pub n_foreign: u64,
     /// Messages that could not be parsed (traced and skipped).
     pub n_malformed: u64,
-    /// Links read again because one was down ([`Config::with_link_refresh`]).
+    /// Times the links were read again for their silent changes
+    /// ([`Config::with_link_refresh`]).
     pub n_link_refreshes: u64,
 }
 
@@ -328,8 +329,7 @@ pub struct Cache {
     /// The kernel's route counters, to size the route index before a large initial dump.
     fib: FibCounters,
     stats: Stats,
-    /// When the links are next read again, if some link is down then
-    /// ([`Config::with_link_refresh`]).
+    /// When the links are next read again ([`Config::with_link_refresh`]).
     link_refresh_at: Option<Instant>,
 }
 
@@ -686,22 +686,32 @@ impl Cache {
         self.link_refresh_at.is_some_and(|at| Instant::now() >= at)
     }
 
-    /// Reads the links again when one of them is down, reporting what changed; and schedules
-    /// the next time.
+    /// Reads the links again, reporting what changed; and schedules the next time.
     fn refresh_links(&mut self, out: &mut Vec<Event>) -> Result<()> {
         let every = self.platform.config().link_refresh;
         self.link_refresh_at = every.map(|every| Instant::now() + every);
-        if self
-            .state
-            .links
-            .iter()
-            .all(|link| link.flags() & IFF_UP != 0)
-        {
-            return Ok(());
-        }
         self.stats.n_link_refreshes += 1;
         self.state.settle(out);
-        self.load(Kind::Links, None, Some(out))
+        let first = out.len();
+        self.load(Kind::Links, None, Some(out))?;
+        // A sysctl write of a link's address generation mode makes its link-local address
+        // at once, announced only once the link is up and its duplicate detection starts:
+        // the addresses of such a link are read again.
+        let regenerated: Vec<u32> = out[first..]
+            .iter()
+            .filter_map(|event| match event {
+                Event::Link(Change::Replaced { old, new })
+                    if old.setting(ADDR_GEN_MODE) != new.setting(ADDR_GEN_MODE) =>
+                {
+                    Some(new.ifindex().0)
+                }
+                _ => None,
+            })
+            .collect();
+        for ifindex in regenerated {
+            self.load(Kind::Addresses, Some(ifindex), Some(out))?;
+        }
+        Ok(())
     }
 
     /// The dumps after a drain that ended `drained`: what the applied events call for
@@ -828,8 +838,8 @@ impl Cache {
         Ok(())
     }
 
-    /// Dump, mark, insert, sweep for one kind of object; for routes optionally only those of
-    /// one interface (a filtered dump when the kernel allows it).
+    /// Dump, mark, insert, sweep for one kind of object; for routes and addresses optionally
+    /// only those of one interface (a filtered dump when the kernel allows it).
     fn load(
         &mut self,
         kind: Kind,
@@ -846,9 +856,13 @@ impl Cache {
                 dump.into_index(&mut self.state.links, whole, Event::Link, out)
             }
             Kind::Addresses => {
-                let parse = Address::parse;
-                let dump = Dump::new(platform, stats, kind, None, &parse);
-                dump.into_index(&mut self.state.addresses, whole, Event::Address, out)
+                let parse = |payload: &[u8]| {
+                    Ok(Address::parse(payload)?
+                        .filter(|addr| ifindex.is_none_or(|i| addr.ifindex() == Ifindex(i))))
+                };
+                let partition = ifindex.map(|ifindex| (self.state.addresses_by_ifindex, ifindex));
+                let dump = Dump::new(platform, stats, kind, ifindex, &parse);
+                dump.into_index(&mut self.state.addresses, partition, Event::Address, out)
             }
             Kind::Routes => {
                 let parse = |payload: &[u8]| {
@@ -1255,6 +1269,10 @@ fn emit_dump(buf: &mut Vec<u8>, seq: u32, kind: Kind, ifindex: Option<u32>, stri
     let mut msg = MsgWriter::new(buf, msg_kind, wire::NLM_F_REQUEST | wire::NLM_F_DUMP, seq);
     let mut hdr = [0u8; 16];
     hdr[0] = family;
+    if let (Kind::Addresses, Some(ifindex), true) = (kind, ifindex, strict) {
+        // The kernel filters an address dump by the header's ifa_index.
+        hdr[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+    }
     msg.raw(&hdr[..hdr_len]);
     if kind == Kind::Links {
         // IFLA_EXT_MASK = RTEXT_FILTER_SKIP_STATS: statistics are not cached.

@@ -85,11 +85,14 @@ impl Config {
         self
     }
 
-    /// How often a [`Cache`](crate::Cache) reads its links again while one of them is down
-    /// (`None`: never). The kernel announces no change it makes to a link that is down through
-    /// `netdev_state_change`: its group, alias, link mode, GSO limits and kind settings (a
-    /// bridge's `hello_time`, `stp_state`, ...) change silently there; the re-read reports
-    /// them as events. Clamped to at least 10 ms.
+    /// How often a [`Cache`](crate::Cache) reads its links again (`None`: never; 5 s by
+    /// default), for the changes the kernel does not announce. It announces no change it
+    /// makes to a link that is down through `netdev_state_change`: its group, alias, link
+    /// mode, GSO limits and kind settings (a bridge's `hello_time`, `stp_state`, ...) change
+    /// silently there. And on any link, up or down, a write to the
+    /// `net.ipv6.conf.IFACE.addr_gen_mode` sysctl changes the link's `inet6_addr_gen_mode`
+    /// without a word. The re-read reports what changed as events; it costs one link dump
+    /// (no route, address or rule is read). Clamped to at least 10 ms.
     pub fn with_link_refresh(mut self, every: Option<Duration>) -> Self {
         self.link_refresh = every.map(|every| every.max(Duration::from_millis(10)));
         self

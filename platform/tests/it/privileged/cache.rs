@@ -200,3 +200,74 @@ fn silent_changes_of_a_down_link_come_with_the_link_refresh() {
         assert_cache_matches_ip(&mut refreshed, &ns);
     });
 }
+
+/// A sysctl write of `addr_gen_mode` changes a link's mode with no notification, up or down;
+/// on a down link it makes the link-local address at once, unannounced too (the kernel
+/// announces it when the link comes up). Without link refreshes the cache never sees either;
+/// with them, a refresh reports the modes as link events and the address as an added one,
+/// and the cache then equals `ip`.
+#[test]
+fn a_sysctl_address_generation_mode_comes_with_the_link_refresh() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        ip(&ns, "link add nmbr1 type bridge");
+        ip(&ns, "link set nmbr1 addrgenmode none");
+        let mut silent = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
+        let every = Duration::from_millis(100);
+        let mut refreshed = Cache::open(config(&ns).with_link_refresh(Some(every))).unwrap();
+        settle(&mut silent, Duration::from_secs(10));
+        settle(&mut refreshed, Duration::from_secs(10));
+        let sysctl = |setting: &str| {
+            let status = ns
+                .command("sysctl")
+                .args(["-qw", setting])
+                .status()
+                .unwrap();
+            assert!(status.success(), "{setting}");
+        };
+        sysctl("net.ipv6.conf.nmx0.addr_gen_mode=3");
+        sysctl("net.ipv6.conf.nmbr1.addr_gen_mode=0");
+        let link_local = ns.ip(&["-6", "addr", "show", "dev", "nmbr1"]).unwrap();
+        assert!(link_local.contains("fe80::"), "{link_local}");
+        // What a cache holds: both links' modes and nmbr1's IPv6 addresses.
+        let seen = |cache: &Cache| {
+            let mode = |name: &str| {
+                cache
+                    .link_by_name(name)
+                    .and_then(|link| link.setting("inet6_addr_gen_mode").map(|m| m.to_string()))
+            };
+            let ifindex = cache.link_by_name("nmbr1").unwrap().ifindex();
+            let addrs = cache
+                .addresses()
+                .filter(|addr| addr.ifindex() == ifindex)
+                .count();
+            (mode("nmx0"), mode("nmbr1"), addrs)
+        };
+        let before = (Some("eui64".to_owned()), Some("none".to_owned()), 0);
+        // The kernel's silence.
+        let mut events = settle(&mut silent, Duration::from_secs(10));
+        std::thread::sleep(Duration::from_secs(1));
+        silent
+            .poll(Some(Duration::from_millis(200)), &mut events)
+            .unwrap();
+        assert_eq!(seen(&silent), before, "{events:?}");
+        // The refresh sees both within a few periods, and the address with them.
+        let after = (Some("random".to_owned()), Some("eui64".to_owned()), 1);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut events = Vec::new();
+        while seen(&refreshed) != after {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{:?}: {events:?}",
+                seen(&refreshed)
+            );
+            refreshed.poll(Some(every), &mut events).unwrap();
+        }
+        let added = events.iter().any(|event| {
+            matches!(event, Event::Address(Change::Added(addr))
+                if addr.to_string().contains("fe80::"))
+        });
+        assert!(added, "{events:?}");
+        assert_cache_matches_ip(&mut refreshed, &ns);
+    });
+}
