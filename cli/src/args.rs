@@ -270,8 +270,9 @@ pub(crate) struct MonitorArgs {
     /// What to watch; everything when none is given.
     #[arg(value_enum)]
     pub(crate) objects: Vec<MonitorObject>,
-    /// While a link is down, read the links again every SECS seconds (0: never): the kernel
-    /// announces no change to a down link's group, alias or kind settings.
+    /// Read the links again every SECS seconds (0: never): the kernel announces no change to
+    /// a down link's group, alias or kind settings, nor a sysctl write of a link's
+    /// addr_gen_mode.
     #[arg(long, value_name = "SECS", default_value = "5", value_parser = parse_secs)]
     pub(crate) link_refresh: std::time::Duration,
 }

@@ -56,6 +56,7 @@ pub(crate) const LINK_FIELDS: &[Field] = &[
     Field::extra("HEADROOM", "headroom"),
     Field::extra("TAILROOM", "tailroom"),
     Field::extra("NETNS-IMMUTABLE", "netns_immutable"),
+    Field::extra("ADDRGENMODE", "inet6_addr_gen_mode"),
     Field::extra("LINKMODE", "linkmode"),
     Field::extra("PROMISCUITY", "promiscuity"),
     Field::extra("MIN-MTU", "min_mtu"),
@@ -81,6 +82,7 @@ const LINK_SETTINGS: &[&str] = &[
     "headroom",
     "tailroom",
     "netns_immutable",
+    "inet6_addr_gen_mode",
 ];
 
 /// Columns of `addr`.

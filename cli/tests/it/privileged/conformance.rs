@@ -33,6 +33,21 @@ fn ip(ns: &NetNs, line: &str) {
         .unwrap_or_else(|err| panic!("ip {line}: {err}"));
 }
 
+/// Runs `line` in `ns`: `sysctl KEY=VALUE` writes a sysctl there, anything else is `ip`'s.
+fn step(ns: &NetNs, line: &str) {
+    match line.strip_prefix("sysctl ") {
+        Some(setting) => {
+            let status = ns
+                .command("sysctl")
+                .args(["-qw", setting])
+                .status()
+                .expect("sysctl");
+            assert!(status.success(), "{line}");
+        }
+        None => ip(ns, line),
+    }
+}
+
 /// Every route, rule, link and address kind this kernel lets a test make.
 fn world() -> (NetNs, NetNs) {
     let other = NetNs::new().expect("second namespace");
@@ -53,6 +68,11 @@ fn world() -> (NetNs, NetNs) {
         "link add br1 type bridge",
         "link property add dev v0 altname conformance-alt0",
         "link property add dev v0 altname conformance-alt1",
+        // Every IPv6 address generation mode (v0's stable_secret needs a secret first).
+        "link set br0 addrgenmode random",
+        "link set br1 addrgenmode none",
+        "sysctl net.ipv6.conf.v0.stable_secret=2001:db8::5ec:1",
+        "link set v0 addrgenmode stable_secret",
         // Addresses: lifetimes, noprefixroute, a secondary, autojoin; IPv6 flags; br1 stays
         // down, so its addresses stay tentative (one optimistic).
         "addr add 10.9.0.1/24 dev br0 valid_lft 3000 preferred_lft 2000 noprefixroute",
@@ -60,6 +80,8 @@ fn world() -> (NetNs, NetNs) {
         "addr add 239.1.1.1/32 dev br0 autojoin",
         "-6 addr add 2001:db8:9::1/64 dev br0 nodad home mngtmpaddr",
         "-6 addr add 2001:db8:9::3/64 dev br0 nodad preferred_lft 0 valid_lft 4000",
+        // The kernel keeps `optimistic` only where optimistic DAD is on.
+        "sysctl net.ipv6.conf.br1.optimistic_dad=1",
         "-6 addr add 2001:db8:a::1/64 dev br1 optimistic",
         "-6 addr add 2001:db8:a::2/64 dev br1",
         // Routes of every type, in several tables, one above 2^31.
@@ -118,16 +140,7 @@ fn world() -> (NetNs, NetNs) {
         "-6 rule add tos AF11 table 9 pref 301",
         "-6 rule add tos 0x4 table 9 pref 302",
     ] {
-        if line.contains("optimistic") {
-            // The kernel keeps `optimistic` only where optimistic DAD is on.
-            let status = ns
-                .command("sysctl")
-                .args(["-qw", "net.ipv6.conf.br1.optimistic_dad=1"])
-                .status()
-                .expect("sysctl");
-            assert!(status.success());
-        }
-        ip(&ns, line);
+        step(&ns, line);
     }
     settle(&ns);
     (ns, other)
@@ -698,6 +711,7 @@ fn link_mismatches(ip_link: &Value, our: &Value) -> (Vec<String>, usize) {
         "gro_max_size",
         "gso_ipv4_max_size",
         "gro_ipv4_max_size",
+        "inet6_addr_gen_mode",
         "linkmode",
         "promiscuity",
         "min_mtu",
@@ -1291,8 +1305,8 @@ fn check_step(
 /// nexthop deleted takes its routes, a group member deleted changes the group and its
 /// routes, carrier loss, link down and link deletion take the nexthops on the link and their
 /// routes (and mark or drop multipath hops), a rename changes the peer that names the link,
-/// and a link that is down changes its settings unannounced (the cache reads links again
-/// every 5 s while one is down).
+/// a link that is down changes its settings unannounced, and a sysctl changes an up or down
+/// link's IPv6 address generation mode unannounced (the cache reads links again every 5 s).
 /// Both a fresh `netmirror --json` load and a `netmirror --json monitor` running since the
 /// start (its events applied to its first load) must equal ip at every step.
 #[test]
@@ -1367,6 +1381,11 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
         "link set br5 type bridge no_linklocal_learn 1 hello_time 300",
         "link set br5 type bridge no_linklocal_learn 0 stp_state 1",
         "link set br5 group 7 alias spare",
+        "link set br5 addrgenmode random",
+        // A sysctl write changes the address generation mode of any link, up or down,
+        // without a notification.
+        "sysctl net.ipv6.conf.nmx0.addr_gen_mode=1",
+        "sysctl net.ipv6.conf.br5.addr_gen_mode=0",
         // A rename: the veth peer names the link anew, so does the rule on it.
         "link set nmy1 down",
         "link set nmy1 name nmz1",
@@ -1374,7 +1393,7 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
         // Link deletion: the same as link down, with the peer.
         "link del nmy0",
     ] {
-        ip(&ns, step);
+        self::step(&ns, step);
         check_step(&ns, &mut monitor, &mut followed, step);
     }
 }
