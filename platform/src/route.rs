@@ -35,6 +35,7 @@ const RTA_NH_ID: u16 = 30;
 
 /// `RTAX_LOCK`: the bit mask of locked metrics inside `RTA_METRICS`.
 const RTAX_LOCK: u16 = 1;
+const RTAX_MTU: u16 = 2;
 /// `RTAX_CC_ALGO`: the congestion control algorithm, a string.
 pub const RTAX_CC_ALGO: u16 = 16;
 
@@ -1059,6 +1060,14 @@ impl Route {
     /// Attributes this crate does not decode, as the kernel sent them: type and payload.
     pub fn unknown_attributes(&self) -> &[(u16, Box<[u8]>)] {
         &self.rare().other
+    }
+
+    /// Whether the route has an `mtu` metric that is not locked: the kernel rewrites such an
+    /// IPv6 route's MTU when its link's MTU changes, without a notification.
+    pub(crate) fn has_unlocked_mtu(&self) -> bool {
+        self.has_metrics()
+            && self.metrics_lock() & (1 << RTAX_MTU) == 0
+            && Nlas::new(&self.rare().metrics).any(|(kind, _)| kind == RTAX_MTU)
     }
 
     /// The bit mask of locked metrics (`RTAX_LOCK`: bit N locks `RTAX_*` N).

@@ -264,7 +264,14 @@ impl State {
                         // getting back the carrier flips the `linkdown` flag of every route
                         // on the link, also silently.
                         let watched = IFF_UP | IFF_LOWER_UP | IFF_RUNNING;
-                        if (old.flags() ^ new.flags()) & watched != 0 {
+                        // A new MTU rewrites the unlocked `mtu` metric of the IPv6 routes on
+                        // the link (rt6_mtu_change), also silently.
+                        if (old.flags() ^ new.flags()) & watched != 0
+                            || (old.mtu() != new.mtu()
+                                && self.routes_of(ifindex).any(|route| {
+                                    route.family() == Family::V6 && route.has_unlocked_mtu()
+                                }))
+                        {
                             self.suspect_ifindexes.push(ifindex);
                         }
                         // Going down or losing the carrier flushes the nexthops on it, and

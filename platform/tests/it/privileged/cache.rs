@@ -271,3 +271,49 @@ fn a_sysctl_address_generation_mode_comes_with_the_link_refresh() {
         assert_cache_matches_ip(&mut refreshed, &ns);
     });
 }
+
+/// A link's new MTU rewrites the unlocked `mtu` metric of the IPv6 routes on it, with no
+/// route notification (only the link's): the cache reads the link's routes again and reports
+/// the change; a locked metric and IPv4's stay as they are.
+#[test]
+fn a_links_mtu_carries_its_ipv6_routes_mtu_with_it() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        ip(
+            &ns,
+            "-6 route add 2001:db8:6::/64 via 2001:db8:1::2 dev nmx0 mtu 1400",
+        );
+        ip(
+            &ns,
+            "-6 route add 2001:db8:7::/64 via 2001:db8:1::2 dev nmx0 mtu lock 1400",
+        );
+        ip(
+            &ns,
+            "route add 10.75.0.0/16 via 192.0.2.2 dev nmx0 mtu 1400",
+        );
+        let mut cache = Cache::open(config(&ns)).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        let mtu = |cache: &Cache, dst: &str| {
+            let route = cache
+                .routes()
+                .find(|route| route.to_string().starts_with(dst))
+                .expect(dst);
+            route
+                .metrics()
+                .iter()
+                .find(|metric| metric.kind == 2)
+                .map(|metric| metric.value.to_string())
+        };
+        ip(&ns, "link set nmx0 mtu 1300");
+        let events = settle(&mut cache, Duration::from_secs(10));
+        assert_eq!(mtu(&cache, "2001:db8:6::/64").as_deref(), Some("1300"));
+        assert_eq!(mtu(&cache, "2001:db8:7::/64").as_deref(), Some("1400"));
+        assert_eq!(mtu(&cache, "10.75.0.0/16").as_deref(), Some("1400"));
+        let replaced = events.iter().any(|event| {
+            matches!(event, Event::Route(Change::Replaced { new, .. })
+                if new.to_string().starts_with("2001:db8:6::/64"))
+        });
+        assert!(replaced, "{events:?}");
+        assert_cache_matches_ip(&mut cache, &ns);
+    });
+}
