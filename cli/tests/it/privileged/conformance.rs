@@ -1305,8 +1305,9 @@ fn check_step(
 /// nexthop deleted takes its routes, a group member deleted changes the group and its
 /// routes, carrier loss, link down and link deletion take the nexthops on the link and their
 /// routes (and mark or drop multipath hops), a rename changes the peer that names the link,
-/// a link that is down changes its settings unannounced, and a sysctl changes an up or down
-/// link's IPv6 address generation mode unannounced (the cache reads links again every 5 s).
+/// a link that is down changes its settings unannounced, a sysctl changes an up or down
+/// link's IPv6 address generation mode unannounced (the cache reads links again every 5 s),
+/// and a link's new MTU changes its IPv6 routes' `mtu` metric unannounced.
 /// Both a fresh `netmirror --json` load and a `netmirror --json monitor` running since the
 /// start (its events applied to its first load) must equal ip at every step.
 #[test]
@@ -1376,6 +1377,27 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
         "nexthop add id 2 via 198.51.100.2 dev nmy0",
         "route add 10.66.0.0/16 nhid 2",
         "route add 10.74.0.0/16 via 198.51.100.2 dev nmy0 mtu 1300 realm 8",
+        // A link's MTU: the unlocked `mtu` metric of its IPv6 routes follows it, silently
+        // (2001:db8:6::/64 goes to 1280, and back to 1500 with the link); IPv4's stays.
+        "route add 10.75.0.0/16 via 192.0.2.2 dev nmx0 mtu 1400",
+        "link set nmx0 mtu 1280",
+        "link set nmx0 mtu 1500",
+        // Below IPv6's 1280 the link loses IPv6, its addresses and routes.
+        "link set nmx0 mtu 1200",
+        "link set nmx0 mtu 1500",
+        "sysctl net.ipv6.conf.nmx0.mtu=1400",
+        "link set nmx0 address 02:00:00:00:00:07",
+        "sysctl net.ipv6.conf.nmx0.disable_ipv6=1",
+        "sysctl net.ipv6.conf.nmx0.disable_ipv6=0",
+        // A route's preferred source goes with its address; a secondary address is
+        // promoted when the primary goes.
+        "addr add 192.0.2.77/24 dev nmx0",
+        "route add 10.76.0.0/16 via 192.0.2.2 dev nmx0 src 192.0.2.77",
+        "addr del 192.0.2.77/24 dev nmx0",
+        "addr add 192.0.2.78/24 dev nmx0",
+        "addr del 192.0.2.1/24 dev nmx0",
+        "link set nmx0 master br5",
+        "link set nmx0 nomaster",
         // Changes to a link that is down, which the kernel does not announce: a bridge's
         // settings (a boolean option among them), a group, an alias.
         "link set br5 type bridge no_linklocal_learn 1 hello_time 300",
