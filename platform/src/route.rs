@@ -40,7 +40,7 @@ const RTAX_MTU: u16 = 2;
 pub const RTAX_CC_ALGO: u16 = 16;
 
 /// The kernel's `USER_HZ`: the unit of `rta_expires` in `RTA_CACHEINFO`.
-const USER_HZ: u32 = 100;
+const USER_HZ: i32 = 100;
 
 /// Length of `struct rtmsg`.
 pub(crate) const RTMSG_LEN: usize = 12;
@@ -371,7 +371,8 @@ struct RouteExtra {
 struct Rare {
     iif: Option<u32>,
     mark: Option<u32>,
-    expires: Option<u32>,
+    /// Signed: the kernel reports a lifetime it let run out as negative.
+    expires: Option<i32>,
     nh_id: Option<u32>,
     /// `RTA_METRICS` payload (nested `RTAX_*` attributes), as sent by the kernel.
     metrics: Vec<u8>,
@@ -541,10 +542,12 @@ impl std::fmt::Debug for Route {
             if !extra.rare().metrics.is_empty() {
                 out.field("metrics", &self.metrics());
             }
+            if let Some(expires) = extra.rare().expires {
+                out.field("expires", &expires);
+            }
             for (name, value) in [
                 ("iif", extra.rare().iif),
                 ("mark", extra.rare().mark),
-                ("expires", extra.rare().expires),
                 ("nh_id", extra.rare().nh_id),
             ] {
                 if let Some(value) = value {
@@ -833,7 +836,7 @@ impl Route {
 
     /// Sets the lifetime in seconds (`RTA_EXPIRES`, IPv6).
     pub fn with_expires(mut self, seconds: u32) -> Self {
-        self.rare_mut().expires = Some(seconds);
+        self.rare_mut().expires = Some(i32::try_from(seconds).unwrap_or(i32::MAX));
         self
     }
 
@@ -1161,8 +1164,10 @@ impl Route {
         self.extra.as_ref().and_then(|extra| extra.pref)
     }
 
-    /// The remaining lifetime in seconds (`RTA_EXPIRES`), if any.
-    pub fn expires(&self) -> Option<u32> {
+    /// The remaining lifetime in seconds (`RTA_EXPIRES`; in a dump `RTA_CACHEINFO`'s
+    /// `rta_expires`), if any. Negative where the kernel reports a lifetime past its end, as
+    /// `ip` prints it.
+    pub fn expires(&self) -> Option<i32> {
         self.extra.as_ref().and_then(|extra| extra.rare().expires)
     }
 
@@ -1504,7 +1509,10 @@ impl Route {
                 RTA_IIF => extra_of(&mut extra).rare_mut().iif = nla_u32(value),
                 RTA_MARK => extra_of(&mut extra).rare_mut().mark = nla_u32(value),
                 RTA_PREF => extra_of(&mut extra).pref = nla_u8(value),
-                RTA_EXPIRES => extra_of(&mut extra).rare_mut().expires = nla_u32(value),
+                RTA_EXPIRES => {
+                    extra_of(&mut extra).rare_mut().expires =
+                        nla_u32(value).map(|seconds| i32::try_from(seconds).unwrap_or(i32::MAX))
+                }
                 RTA_NH_ID => extra_of(&mut extra).rare_mut().nh_id = nla_u32(value),
                 RTA_METRICS => extra_of(&mut extra).rare_mut().metrics = value.to_vec(),
                 RTA_MULTIPATH => {
@@ -1516,11 +1524,14 @@ impl Route {
                 RTA_ENCAP => encap = Some(value),
                 RTA_TTL_PROPAGATE => extra_of(&mut extra).rare_mut().ttl_propagate = nla_u8(value),
                 // Counters that change on every use, not the route's state; but the remaining
-                // lifetime (`rta_expires`, in USER_HZ) is what `ip` shows as `expires`.
+                // lifetime (`rta_expires`, a signed count of USER_HZ ticks) is what `ip` shows
+                // as `expires`, divided as C divides.
                 RTA_CACHEINFO => {
-                    let expires = wire::u32_at(value, 8);
-                    if value.len() >= 12 && expires != 0 {
-                        cache_expires = Some(expires / USER_HZ);
+                    if value.len() >= 12 {
+                        let expires = wire::u32_at(value, 8).cast_signed();
+                        if expires != 0 {
+                            cache_expires = Some(expires / USER_HZ);
+                        }
                     }
                 }
                 _ => extra_of(&mut extra)
@@ -1789,7 +1800,8 @@ impl Route {
             if let Some(ttl) = rare.ttl_propagate {
                 msg.attr(RTA_TTL_PROPAGATE, &[ttl]);
             }
-            if let Some(expires) = rare.expires
+            // A lifetime that ran out (negative) is not one to set.
+            if let Some(expires) = rare.expires.and_then(|expires| u32::try_from(expires).ok())
                 && self.family() == Family::V6
             {
                 msg.attr_u32(RTA_EXPIRES, expires);

@@ -1016,3 +1016,33 @@ fn every_address_generation_mode_is_named_as_ip_names_it() {
         assert_eq!(link.unknown_attributes(), without.unknown_attributes());
     }
 }
+
+/// `rta_expires` is signed: a route whose lifetime the kernel lets run past its end (an
+/// IPv6 prefix route after `ip -6 addr change ... valid_lft 600` on kernel 6.18) is printed
+/// by `ip` as `expires -17180987sec`, and so here.
+#[test]
+fn golden_route_expires_past_its_end_is_negative() {
+    let mut bytes = payload(ROUTE_PREF_EXPIRES);
+    let mut at = 12;
+    while at + 4 <= bytes.len() {
+        let len = u16::from_ne_bytes([bytes[at], bytes[at + 1]]) as usize;
+        let kind = u16::from_ne_bytes([bytes[at + 2], bytes[at + 3]]);
+        if kind == 12 {
+            bytes[at + 4 + 8..at + 4 + 12].copy_from_slice(&(-1_718_098_750_i32).to_ne_bytes());
+        }
+        at += len.next_multiple_of(4);
+    }
+    let route = Route::parse(&bytes).unwrap().unwrap();
+    // C's division: toward zero.
+    assert_eq!(route.expires(), Some(-17_180_987));
+    assert!(
+        route_lines(&route, DEV, false)[0].contains(" expires -17180987sec"),
+        "{route}"
+    );
+    // Not a lifetime to send back.
+    let mut buf = Vec::new();
+    route.emit(&mut buf, crate::wire::RTM_NEWROUTE, 0, 1);
+    let sent = Route::parse(&buf[16..]).unwrap().unwrap();
+    assert_eq!(sent.dst(), route.dst());
+    assert_eq!(sent.expires(), None);
+}
