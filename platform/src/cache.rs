@@ -297,6 +297,9 @@ enum Kind {
     Routes,
     Rules,
     Nexthops,
+    /// The IPv6 routes of protocol kernel on one link: its addresses' prefix routes (and its
+    /// link-local and multicast routes), read again without a sweep.
+    PrefixRoutes,
 }
 
 /// A live cache of one namespace's links, addresses, routes (all tables, both families) and
@@ -879,6 +882,18 @@ impl Cache {
                 }
                 dump.into_index(&mut self.state.routes, partition, Event::Route, out)
             }
+            Kind::PrefixRoutes => {
+                let parse = |payload: &[u8]| {
+                    Ok(Route::parse(payload)?.filter(|route| {
+                        route.family() == Family::V6
+                            && route.protocol() == crate::Protocol::KERNEL
+                            && route.flags() & RTM_F_CLONED == 0
+                            && ifindex.is_none_or(|i| route.ifindexes().next() == Some(Ifindex(i)))
+                    }))
+                };
+                let dump = Dump::new(platform, stats, kind, ifindex, &parse);
+                dump.upsert_into(&mut self.state.routes, Event::Route, out)
+            }
             Kind::Rules => {
                 let parse = Rule::parse;
                 let dump = Dump::new(platform, stats, kind, None, &parse);
@@ -942,6 +957,9 @@ impl Cache {
                 None => fresh = self.platform.routes().execute()?.items,
             }
             self.state.nhid_routes_refreshed(&ids, fresh, out);
+        }
+        for ifindex in work.prefix_routes {
+            self.load(Kind::PrefixRoutes, Some(ifindex), Some(&mut *out))?;
         }
         for ifindex in work.ifindexes {
             self.load(Kind::Routes, Some(ifindex), Some(&mut *out))?;
@@ -1148,18 +1166,7 @@ impl<'a, T: Object + Send + Sync> Dump<'a, T> {
                 report
             }
             Some(out) => {
-                let mut objs = Vec::new();
-                let report = platform.dump_retry_parallel(
-                    build,
-                    parse,
-                    |chunk| match chunk {
-                        Chunk::Objs(chunk) => objs.extend(chunk.drain(..).map(Arc::new)),
-                        Chunk::Shared(chunk) => objs.append(chunk),
-                        Chunk::Idle(_) => {}
-                        Chunk::Restart => objs.clear(),
-                    },
-                    on_malformed,
-                );
+                let (report, objs) = collect(platform, build, parse, on_malformed);
                 if report.is_ok() {
                     sync_index(index, partition, objs, wrap, out);
                 }
@@ -1171,6 +1178,66 @@ impl<'a, T: Object + Send + Sync> Dump<'a, T> {
         stats.n_dump_retries += u64::from(report.n_interrupted);
         Ok(())
     }
+}
+
+impl<T: Object + Send + Sync> Dump<'_, T> {
+    /// Reads the dump and puts what it holds into `index`, reporting what is new or changed;
+    /// removes nothing (for a dump that reads again what may have changed silently, where
+    /// what goes is announced).
+    fn upsert_into(
+        self,
+        index: &mut DedupIndex<T>,
+        wrap: fn(Change<T>) -> Event,
+        out: Option<&mut Vec<Event>>,
+    ) -> Result<()> {
+        let mut ignored = Vec::new();
+        let out = out.unwrap_or(&mut ignored);
+        let Dump {
+            platform,
+            stats,
+            kind,
+            ifindex,
+            parse,
+            fib: _,
+        } = self;
+        let strict = platform.strict_check();
+        let build = |buf: &mut Vec<u8>, seq| emit_dump(buf, seq, kind, ifindex, strict);
+        let mut n_malformed = 0u64;
+        let on_malformed = |err: Error| {
+            n_malformed += 1;
+            tracing::warn!(%err, ?kind, "skipped a malformed dump message");
+        };
+        let (report, objs) = collect(platform, build, parse, on_malformed);
+        stats.n_malformed += n_malformed;
+        let report = report?;
+        stats.n_dump_retries += u64::from(report.n_interrupted);
+        for obj in objs {
+            out.extend(upsert(index, obj, wrap));
+        }
+        Ok(())
+    }
+}
+
+/// Reads a whole dump (again from the start when the kernel interrupts it) into a list.
+fn collect<T: Send + Sync>(
+    platform: &Platform,
+    build: impl Fn(&mut Vec<u8>, u32),
+    parse: &(dyn Fn(&[u8]) -> Result<Option<T>> + Sync),
+    on_malformed: impl FnMut(Error),
+) -> (Result<DumpReport>, Vec<Arc<T>>) {
+    let mut objs = Vec::new();
+    let report = platform.dump_retry_parallel(
+        build,
+        parse,
+        |chunk| match chunk {
+            Chunk::Objs(chunk) => objs.extend(chunk.drain(..).map(Arc::new)),
+            Chunk::Shared(chunk) => objs.append(chunk),
+            Chunk::Idle(_) => {}
+            Chunk::Restart => objs.clear(),
+        },
+        on_malformed,
+    );
+    (report, objs)
 }
 
 /// Whether counting the routes ahead of a full route dump ([`FibCounters`]) speeds the load:
@@ -1263,6 +1330,7 @@ fn emit_dump(buf: &mut Vec<u8>, seq: u32, kind: Kind, ifindex: Option<u32>, stri
         Kind::Links => (wire::RTM_GETLINK, wire::AF_UNSPEC, 16),
         Kind::Addresses => (wire::RTM_GETADDR, wire::AF_UNSPEC, 8),
         Kind::Routes => (wire::RTM_GETROUTE, wire::AF_UNSPEC, 12),
+        Kind::PrefixRoutes => (wire::RTM_GETROUTE, wire::AF_INET6, 12),
         Kind::Rules => (wire::RTM_GETRULE, wire::AF_UNSPEC, 12),
         Kind::Nexthops => (wire::RTM_GETNEXTHOP, wire::AF_UNSPEC, 8),
     };
@@ -1273,12 +1341,16 @@ fn emit_dump(buf: &mut Vec<u8>, seq: u32, kind: Kind, ifindex: Option<u32>, stri
         // The kernel filters an address dump by the header's ifa_index.
         hdr[4..8].copy_from_slice(&ifindex.to_ne_bytes());
     }
+    if let (Kind::PrefixRoutes, true) = (kind, strict) {
+        // ... and a route dump by the header's rtm_protocol.
+        hdr[5] = crate::Protocol::KERNEL.0;
+    }
     msg.raw(&hdr[..hdr_len]);
     if kind == Kind::Links {
         // IFLA_EXT_MASK = RTEXT_FILTER_SKIP_STATS: statistics are not cached.
         msg.attr_u32(29, 1 << 3);
     }
-    if let (Kind::Routes, Some(ifindex), true) = (kind, ifindex, strict) {
+    if let (Kind::Routes | Kind::PrefixRoutes, Some(ifindex), true) = (kind, ifindex, strict) {
         msg.attr_u32(4, ifindex);
     }
     msg.finish();

@@ -15,7 +15,7 @@ use super::{
     AddressesByIfindex, Change, DefaultRoutes, Event, IFF_RUNNING, NLM_F_APPEND, RTM_F_CLONED,
     RoutesByIfindex, RoutesByWeakId, upsert, upsert_at, weak_bucket,
 };
-use crate::addr::Address;
+use crate::addr::{Address, LIFETIME_FOREVER};
 use crate::error::Result;
 use crate::link::{IFF_LOWER_UP, IFF_UP, Link};
 use crate::types::Ifindex;
@@ -43,6 +43,8 @@ pub(crate) struct State {
     /// Interfaces whose routes the kernel may have flushed or flagged without telling (link
     /// down, carrier change, address removed).
     suspect_ifindexes: Vec<u32>,
+    /// Interfaces whose IPv6 prefix routes may have a new `expires` ([`Work::prefix_routes`]).
+    suspect_prefix_routes: Vec<u32>,
     /// The kernel may have flushed nexthops without telling (a link on which one sits went
     /// down, lost its carrier or went away).
     suspect_nexthops: bool,
@@ -61,6 +63,9 @@ pub(crate) struct Work {
     pub(crate) nexthops: bool,
     /// Dump the routes again of the interfaces in `ifindexes`, sorted, without duplicates.
     pub(crate) ifindexes: Vec<u32>,
+    /// Read again the IPv6 prefix routes (protocol kernel) of the interfaces in
+    /// `prefix_routes`, sorted, without duplicates.
+    pub(crate) prefix_routes: Vec<u32>,
 }
 
 impl Default for State {
@@ -89,6 +94,7 @@ impl State {
             routes_by_weak_id,
             addresses_by_ifindex,
             suspect_ifindexes: Vec::new(),
+            suspect_prefix_routes: Vec::new(),
             suspect_nexthops: false,
             suspect_nhids: Vec::new(),
             deleted_nhids: Vec::new(),
@@ -106,6 +112,7 @@ impl State {
     /// Whether [`State::settle`] or [`State::take_work`] has something to do.
     pub(crate) fn has_work(&self) -> bool {
         !self.suspect_ifindexes.is_empty()
+            || !self.suspect_prefix_routes.is_empty()
             || self.suspect_nexthops
             || !self.suspect_nhids.is_empty()
             || !self.deleted_nhids.is_empty()
@@ -120,9 +127,13 @@ impl State {
         let mut ifindexes = std::mem::take(&mut self.suspect_ifindexes);
         ifindexes.sort_unstable();
         ifindexes.dedup();
+        let mut prefix_routes = std::mem::take(&mut self.suspect_prefix_routes);
+        prefix_routes.sort_unstable();
+        prefix_routes.dedup();
         Work {
             nexthops: std::mem::take(&mut self.suspect_nexthops),
             ifindexes,
+            prefix_routes,
         }
     }
 
@@ -336,6 +347,33 @@ impl State {
                 if let Some(addr) = Address::parse(msg.payload)?
                     && let Some(event) = upsert(&mut self.addresses, addr, Event::Address)
                 {
+                    // An IPv6 address's new valid lifetime becomes its prefix route's
+                    // `expires` (none when forever) without a route notification.
+                    if let Event::Address(Change::Replaced { old, new }) = &event
+                        && new.family() == Family::V6
+                        && (old.lifetimes().0 != LIFETIME_FOREVER
+                            || new.lifetimes().0 != LIFETIME_FOREVER)
+                    {
+                        self.suspect_prefix_routes.push(new.ifindex().into());
+                    }
+                    // A link's first IPv4 address brings back to life the next hops that
+                    // died with its last one (fib_sync_up), silently.
+                    if let Event::Address(Change::Added(new)) = &event
+                        && new.family() == Family::V4
+                    {
+                        let ifindex = u32::from(new.ifindex());
+                        let ipv4 = self
+                            .addresses
+                            .partition(self.addresses_by_ifindex, &ifindex)
+                            .into_iter()
+                            .flatten()
+                            .filter(|addr| addr.family() == Family::V4)
+                            .take(2)
+                            .count();
+                        if ipv4 == 1 {
+                            self.suspect_ifindexes.push(ifindex);
+                        }
+                    }
                     out.push(event);
                 }
             }

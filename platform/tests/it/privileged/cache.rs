@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use netmirror_platform::{Cache, Change, Event};
 
-use super::support::{assert_cache_matches_ip, config, ip, netns_with_veth, settle};
+use super::support::{
+    assert_cache_matches_ip, config, ip, netns_with_veth, settle, wait_kernel_quiet,
+};
 use crate::support::bounded;
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -314,6 +316,80 @@ fn a_links_mtu_carries_its_ipv6_routes_mtu_with_it() {
                 if new.to_string().starts_with("2001:db8:6::/64"))
         });
         assert!(replaced, "{events:?}");
+        assert_cache_matches_ip(&mut cache, &ns);
+    });
+}
+
+/// A new valid lifetime of an IPv6 address becomes its prefix route's `expires` (none when
+/// forever) with no route notification (only the address's): the cache reads the link's
+/// prefix routes again and reports the change.
+#[test]
+fn an_ipv6_addresss_lifetime_carries_its_prefix_routes_expiry() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        wait_kernel_quiet(&ns);
+        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        let expires = |cache: &Cache| {
+            cache
+                .routes()
+                .find(|route| route.to_string().starts_with("2001:db8:1::/64"))
+                .expect("the prefix route")
+                .expires()
+        };
+        assert_eq!(expires(&cache), None);
+        ip(
+            &ns,
+            "-6 addr change 2001:db8:1::1/64 dev nmx0 valid_lft 600 preferred_lft 300",
+        );
+        let events = settle(&mut cache, Duration::from_secs(10));
+        assert!(expires(&cache).is_some(), "{events:?}");
+        let replaced = events.iter().any(|event| {
+            matches!(event, Event::Route(Change::Replaced { new, .. })
+                if new.to_string().starts_with("2001:db8:1::/64"))
+        });
+        assert!(replaced, "{events:?}");
+        assert_cache_matches_ip(&mut cache, &ns);
+        // Forever again: the route's expiry goes, as silently.
+        ip(&ns, "-6 addr change 2001:db8:1::1/64 dev nmx0");
+        let events = settle(&mut cache, Duration::from_secs(10));
+        assert_eq!(expires(&cache), None, "{events:?}");
+        assert_cache_matches_ip(&mut cache, &ns);
+    });
+}
+
+/// A link's last IPv4 address going kills the next hops on it (a multipath route keeps them,
+/// `dead`); its first IPv4 address brings them back, and the kernel says nothing of either:
+/// the cache reads the link's routes again both times.
+#[test]
+fn a_links_first_ipv4_address_brings_its_dead_hops_back() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        ip(
+            &ns,
+            "route add 10.70.0.0/16 nexthop via 192.0.2.2 dev nmx0 nexthop via 192.0.2.1 dev nmx1",
+        );
+        let mut cache = Cache::open(config(&ns)).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        let dead = |cache: &Cache| -> Vec<bool> {
+            let route = cache
+                .routes()
+                .find(|route| route.to_string().starts_with("10.70.0.0/16"))
+                .expect("the multipath route");
+            route
+                .multipath()
+                .iter()
+                .map(|hop| u32::from(hop.flags) & netmirror_platform::RTNH_F_DEAD != 0)
+                .collect()
+        };
+        assert_eq!(dead(&cache), [false, false]);
+        ip(&ns, "addr del 192.0.2.1/24 dev nmx0");
+        settle(&mut cache, Duration::from_secs(10));
+        assert_eq!(dead(&cache), [true, false]);
+        assert_cache_matches_ip(&mut cache, &ns);
+        ip(&ns, "addr add 192.0.2.1/24 dev nmx0");
+        let events = settle(&mut cache, Duration::from_secs(10));
+        assert_eq!(dead(&cache), [false, false], "{events:?}");
         assert_cache_matches_ip(&mut cache, &ns);
     });
 }
