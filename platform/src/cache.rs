@@ -1089,21 +1089,17 @@ impl<'a, T: Object + Send + Sync> Dump<'a, T> {
         wrap: fn(Change<T>) -> Event,
         out: Option<&mut Vec<Event>>,
     ) -> Result<()> {
+        let build = self.request();
         let Dump {
             platform,
             stats,
             kind,
-            ifindex,
             parse,
             fib,
+            ..
         } = self;
-        let strict = platform.strict_check();
-        let build = |buf: &mut Vec<u8>, seq| emit_dump(buf, seq, kind, ifindex, strict);
         let mut n_malformed = 0u64;
-        let on_malformed = |err: Error| {
-            n_malformed += 1;
-            tracing::warn!(%err, ?kind, "skipped a malformed dump message");
-        };
+        let on_malformed = count_malformed(kind, &mut n_malformed);
         let report = match out {
             None => {
                 // Into an empty index (the initial load) nothing can go stale, so the sweep
@@ -1173,11 +1169,30 @@ impl<'a, T: Object + Send + Sync> Dump<'a, T> {
                 report
             }
         };
-        stats.n_malformed += n_malformed;
-        let report: DumpReport = report?;
-        stats.n_dump_retries += u64::from(report.n_interrupted);
-        Ok(())
+        tally(stats, n_malformed, report)
     }
+
+    /// The request for this dump: the kind's, filtered where the kernel can filter.
+    fn request(&self) -> impl Fn(&mut Vec<u8>, u32) + use<T> {
+        let (kind, ifindex) = (self.kind, self.ifindex);
+        let strict = self.platform.strict_check();
+        move |buf: &mut Vec<u8>, seq| emit_dump(buf, seq, kind, ifindex, strict)
+    }
+}
+
+/// Counts (in `n`) and traces the malformed messages of a dump of `kind`.
+fn count_malformed(kind: Kind, n: &mut u64) -> impl FnMut(Error) + '_ {
+    move |err: Error| {
+        *n += 1;
+        tracing::warn!(%err, ?kind, "skipped a malformed dump message");
+    }
+}
+
+/// Adds a dump's malformed messages and retries to `stats`; its error, if it failed.
+fn tally(stats: &mut Stats, n_malformed: u64, report: Result<DumpReport>) -> Result<()> {
+    stats.n_malformed += n_malformed;
+    stats.n_dump_retries += u64::from(report?.n_interrupted);
+    Ok(())
 }
 
 impl<T: Object + Send + Sync> Dump<'_, T> {
@@ -1190,27 +1205,13 @@ impl<T: Object + Send + Sync> Dump<'_, T> {
         wrap: fn(Change<T>) -> Event,
         out: Option<&mut Vec<Event>>,
     ) -> Result<()> {
+        let build = self.request();
+        let mut n_malformed = 0u64;
+        let on_malformed = count_malformed(self.kind, &mut n_malformed);
+        let (report, objs) = collect(self.platform, build, self.parse, on_malformed);
+        tally(self.stats, n_malformed, report)?;
         let mut ignored = Vec::new();
         let out = out.unwrap_or(&mut ignored);
-        let Dump {
-            platform,
-            stats,
-            kind,
-            ifindex,
-            parse,
-            fib: _,
-        } = self;
-        let strict = platform.strict_check();
-        let build = |buf: &mut Vec<u8>, seq| emit_dump(buf, seq, kind, ifindex, strict);
-        let mut n_malformed = 0u64;
-        let on_malformed = |err: Error| {
-            n_malformed += 1;
-            tracing::warn!(%err, ?kind, "skipped a malformed dump message");
-        };
-        let (report, objs) = collect(platform, build, parse, on_malformed);
-        stats.n_malformed += n_malformed;
-        let report = report?;
-        stats.n_dump_retries += u64::from(report.n_interrupted);
         for obj in objs {
             out.extend(upsert(index, obj, wrap));
         }
