@@ -958,6 +958,9 @@ impl Cache {
             }
             self.state.nhid_routes_refreshed(&ids, fresh, out);
         }
+        if work.links {
+            self.load(Kind::Links, None, Some(&mut *out))?;
+        }
         for ifindex in work.prefix_routes {
             self.load(Kind::PrefixRoutes, Some(ifindex), Some(&mut *out))?;
         }

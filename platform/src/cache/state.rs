@@ -45,6 +45,8 @@ pub(crate) struct State {
     suspect_ifindexes: Vec<u32>,
     /// Interfaces whose IPv6 prefix routes may have a new `expires` ([`Work::prefix_routes`]).
     suspect_prefix_routes: Vec<u32>,
+    /// A link may have changed without telling ([`Work::links`]).
+    suspect_links: bool,
     /// The kernel may have flushed nexthops without telling (a link on which one sits went
     /// down, lost its carrier or went away).
     suspect_nexthops: bool,
@@ -61,6 +63,8 @@ pub(crate) struct State {
 pub(crate) struct Work {
     /// Dump the nexthops again ([`State::nexthops_resynced`] applies the consequences).
     pub(crate) nexthops: bool,
+    /// Dump the links again.
+    pub(crate) links: bool,
     /// Dump the routes again of the interfaces in `ifindexes`, sorted, without duplicates.
     pub(crate) ifindexes: Vec<u32>,
     /// Read again the IPv6 prefix routes (protocol kernel) of the interfaces in
@@ -95,6 +99,7 @@ impl State {
             addresses_by_ifindex,
             suspect_ifindexes: Vec::new(),
             suspect_prefix_routes: Vec::new(),
+            suspect_links: false,
             suspect_nexthops: false,
             suspect_nhids: Vec::new(),
             deleted_nhids: Vec::new(),
@@ -113,6 +118,7 @@ impl State {
     pub(crate) fn has_work(&self) -> bool {
         !self.suspect_ifindexes.is_empty()
             || !self.suspect_prefix_routes.is_empty()
+            || self.suspect_links
             || self.suspect_nexthops
             || !self.suspect_nhids.is_empty()
             || !self.deleted_nhids.is_empty()
@@ -132,6 +138,7 @@ impl State {
         prefix_routes.dedup();
         Work {
             nexthops: std::mem::take(&mut self.suspect_nexthops),
+            links: std::mem::take(&mut self.suspect_links),
             ifindexes,
             prefix_routes,
         }
@@ -300,6 +307,13 @@ impl State {
                     return Ok(());
                 };
                 let ifindex = link.ifindex().0;
+                // A veth end moved to another namespace leaves here as deleted; its peer's
+                // parent is then in another namespace (IFLA_LINK_NETNSID), silently.
+                if self.links.iter().any(|other| {
+                    other.parent() == Some(Ifindex(ifindex)) && other.link_netnsid().is_none()
+                }) {
+                    self.suspect_links = true;
+                }
                 // Its nexthops go without notifications, and the routes using them.
                 self.suspect_nexthops_on(ifindex);
                 // Its routes go without notifications; its addresses are announced, but drop

@@ -393,3 +393,27 @@ fn a_links_first_ipv4_address_brings_its_dead_hops_back() {
         assert_cache_matches_ip(&mut cache, &ns);
     });
 }
+
+/// A veth end moved to another namespace leaves as deleted, and the end that stays gets a
+/// parent in another namespace (`IFLA_LINK_NETNSID`) without a word: the cache reads the
+/// links again at once, without waiting for the link refresh.
+#[test]
+fn a_peer_moved_away_gives_the_link_that_stays_a_parent_elsewhere() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let other = netmirror_platform::testing::NetNs::new().unwrap();
+        ip(&ns, "link set nmx1 down");
+        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        let nmx0 = |cache: &Cache| {
+            let link = cache.link_by_name("nmx0").expect("nmx0");
+            (link.parent(), link.link_netnsid())
+        };
+        assert_eq!(nmx0(&cache).1, None);
+        ip(&ns, &format!("link set nmx1 netns {}", other.name()));
+        let events = settle(&mut cache, Duration::from_secs(10));
+        assert!(cache.link_by_name("nmx1").is_none());
+        assert_eq!(nmx0(&cache).1, Some(0), "{events:?}");
+        assert_cache_matches_ip(&mut cache, &ns);
+    });
+}
