@@ -1511,4 +1511,11 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
         self::step(&ns, step);
         check_step(&ns, &mut monitor, &mut followed, step);
     }
+    // A veth end moved to another namespace: the kernel announces its deletion here, and
+    // nothing of the peer that stays, whose parent is now in another namespace
+    // (`link_netnsid`, `link_index`) while that end is down.
+    let other = NetNs::new().expect("second namespace");
+    let step = format!("link set nmx1 netns {}", other.name());
+    ip(&ns, &step);
+    check_step(&ns, &mut monitor, &mut followed, &step);
 }
