@@ -868,13 +868,7 @@ impl Cache {
                 dump.into_index(&mut self.state.addresses, partition, Event::Address, out)
             }
             Kind::Routes => {
-                let parse = |payload: &[u8]| {
-                    Ok(Route::parse(payload)?
-                        .filter(|route| route.flags() & RTM_F_CLONED == 0)
-                        .filter(|route| {
-                            ifindex.is_none_or(|i| route.ifindexes().next() == Some(Ifindex(i)))
-                        }))
-                };
+                let parse = |payload: &[u8]| route_on(payload, ifindex);
                 let partition = ifindex.map(|ifindex| (self.state.routes_by_ifindex, ifindex));
                 let mut dump = Dump::new(platform, stats, kind, ifindex, &parse);
                 if ifindex.is_none() && out.is_none() && counting_pays() {
@@ -884,11 +878,8 @@ impl Cache {
             }
             Kind::PrefixRoutes => {
                 let parse = |payload: &[u8]| {
-                    Ok(Route::parse(payload)?.filter(|route| {
-                        route.family() == Family::V6
-                            && route.protocol() == crate::Protocol::KERNEL
-                            && route.flags() & RTM_F_CLONED == 0
-                            && ifindex.is_none_or(|i| route.ifindexes().next() == Some(Ifindex(i)))
+                    Ok(route_on(payload, ifindex)?.filter(|route| {
+                        route.family() == Family::V6 && route.protocol() == crate::Protocol::KERNEL
                     }))
                 };
                 let dump = Dump::new(platform, stats, kind, ifindex, &parse);
@@ -1220,6 +1211,14 @@ impl<T: Object + Send + Sync> Dump<'_, T> {
         }
         Ok(())
     }
+}
+
+/// A route of a dump, unless it is a cached clone or (with `ifindex`) its first hop is on
+/// another interface.
+fn route_on(payload: &[u8], ifindex: Option<u32>) -> Result<Option<Route>> {
+    Ok(Route::parse(payload)?
+        .filter(|route| route.flags() & RTM_F_CLONED == 0)
+        .filter(|route| ifindex.is_none_or(|i| route.ifindexes().next() == Some(Ifindex(i)))))
 }
 
 /// Reads a whole dump (again from the start when the kernel interrupts it) into a list.
