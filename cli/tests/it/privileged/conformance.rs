@@ -744,50 +744,42 @@ fn link_mismatches(ip_link: &Value, our: &Value) -> (Vec<String>, usize) {
     for key in ["info_kind", "info_slave_kind"] {
         check(key.to_owned(), get(&our_info, key), get(&ip_info, key));
     }
-    // Kind data: the numbers ip prints as numbers, and its booleans as 0/1.
-    for (section, keys) in [
-        (
-            "info_data",
-            &[
-                "forward_delay",
-                "hello_time",
-                "max_age",
-                "ageing_time",
-                "stp_state",
-                "priority",
-                "vlan_filtering",
-                "bridge_id",
-                "root_id",
-                "mcast_snooping",
-                "mcast_hash_max",
-                "no_linklocal_learn",
-                "mcast_vlan_snooping",
-            ][..],
-        ),
-        (
-            "info_slave_data",
-            &[
-                "priority",
-                "cost",
-                "designated_port",
-                "designated_cost",
-                "bridge_id",
-                "root_id",
-                "learning",
-                "flood",
-                "hairpin",
-                "isolated",
-            ][..],
-        ),
-    ] {
+    // Kind data: every key ip prints but the timers that count down (left out, as the
+    // statistics are), with ip's booleans as 0/1, its hex strings and port state names as
+    // the kernel's numbers.
+    for section in ["info_data", "info_slave_data"] {
         let (ip_data, our_data) = (get(&ip_info, section), get(&our_info, section));
-        for key in keys {
-            let Some(theirs) = ip_data.get(key) else {
+        let Some(ip_data) = ip_data.as_object() else {
+            continue;
+        };
+        for (key, theirs) in ip_data {
+            if key.ends_with("_timer") || key == "group_fwd_mask_str" {
                 continue;
-            };
-            let theirs = match theirs {
-                Value::Bool(yes) => json!(u64::from(*yes)),
-                other => other.clone(),
+            }
+            let theirs = match (key.as_str(), theirs) {
+                (_, Value::Bool(yes)) => json!(u64::from(*yes)),
+                ("state", Value::String(name)) => {
+                    let states = [
+                        "disabled",
+                        "listening",
+                        "learning",
+                        "forwarding",
+                        "blocking",
+                    ];
+                    match states.iter().position(|state| state == name) {
+                        Some(number) => json!(number),
+                        None => json!(name),
+                    }
+                }
+                (_, Value::String(text)) => {
+                    let number = match text.strip_prefix("0x") {
+                        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                        None if key == "group_fwd_mask" => text.parse::<u64>().ok(),
+                        None => None,
+                    };
+                    number.map_or_else(|| json!(text), |number| json!(number))
+                }
+                (_, other) => other.clone(),
             };
             check(format!("{section}.{key}"), get(&our_data, key), theirs);
             compared += 1;
@@ -1416,6 +1408,9 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
     let mut followed = Objects::load(&ns);
     check_step(&ns, &mut monitor, &mut followed, "the load");
     for step in [
+        "nexthop replace id 2 via 198.51.100.3 dev nmy0",
+        "nexthop replace id 10 group 1,4/2",
+        "nexthop replace id 1 via 192.0.2.4 dev nmx0",
         // A group member deleted: the group and the route on it change, silently.
         "nexthop del id 1",
         // Unrelated, on the link the member was on.
@@ -1423,6 +1418,12 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
         // A nexthop deleted: its route goes without RTM_DELROUTE.
         "nexthop del id 3",
         "route change 10.73.0.0/16 via 192.0.2.2 dev nmx0 metric 50 proto static initcwnd 12 congctl lock cubic",
+        "route append 10.73.0.0/16 via 198.51.100.2 dev nmy0 metric 50 proto static",
+        "route add 10.80.0.0/16 tos 0x10 via 192.0.2.2 dev nmx0",
+        "route add 10.80.0.0/16 via 192.0.2.2 dev nmx0",
+        "-6 route append 2001:db8:7::/64 via 2001:db8:1::4 dev nmx0",
+        "-6 route del 2001:db8:7::/64 via 2001:db8:1::2 dev nmx0",
+        "-6 route append 2001:db8:6::/64 via 2001:db8:1::5 dev nmx0 pref high mtu 1300",
         // Carrier loss on nmy0: its nexthops and the routes on them go, hops are marked.
         "link set nmy1 down",
         "link set nmy1 up",
@@ -1470,6 +1471,15 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
         "addr add 192.0.2.78/24 dev nmx0",
         "addr del 192.0.2.1/24 dev nmx0",
         "addr add 192.0.2.1/24 dev nmx0",
+        "sysctl net.ipv4.conf.nmx0.promote_secondaries=1",
+        "addr add 192.0.2.5/24 dev nmx0",
+        "addr add 192.0.2.6/24 dev nmx0",
+        "route add 10.77.0.0/16 via 192.0.2.2 dev nmx0 src 192.0.2.1",
+        "route add 10.78.0.0/16 via 192.0.2.2 dev nmx0 src 192.0.2.6",
+        "addr del 192.0.2.1/24 dev nmx0",
+        "addr add 192.0.2.1/24 dev nmx0",
+        "addr del 192.0.2.5/24 dev nmx0",
+        "sysctl net.ipv4.conf.nmx0.promote_secondaries=0",
         "addr change 192.0.2.1/24 dev nmx0 metric 5",
         "addr change 192.0.2.1/24 dev nmx0 noprefixroute",
         "link set nmx0 master br5",
