@@ -1,7 +1,9 @@
 //! IPv4 and IPv6 addresses.
 
 use std::net::{IpAddr, Ipv4Addr};
+use std::time::Instant;
 
+use crate::countdown::Countdown;
 use crate::error::{Error, Result};
 use crate::route::Family;
 use crate::types::Ifindex;
@@ -32,8 +34,10 @@ pub struct Address {
     broadcast: Option<Ipv4Addr>,
     label: Option<Box<str>>,
     flags: u32,
-    valid_lft: u32,
-    preferred_lft: u32,
+    /// `None` for forever.
+    valid: Option<Countdown>,
+    /// `None` for forever.
+    preferred: Option<Countdown>,
     rt_priority: Option<u32>,
     prefix_len: u8,
     scope: u8,
@@ -64,8 +68,8 @@ impl Address {
             broadcast: None,
             label: None,
             flags: 0,
-            valid_lft: LIFETIME_FOREVER,
-            preferred_lft: LIFETIME_FOREVER,
+            valid: None,
+            preferred: None,
             rt_priority: None,
             prefix_len,
             scope: 0,
@@ -116,9 +120,23 @@ impl Address {
     pub fn scope(&self) -> Scope {
         Scope(self.scope)
     }
-    /// Valid and preferred lifetimes in seconds ([`LIFETIME_FOREVER`] when permanent).
+    /// Valid and preferred lifetimes in seconds ([`LIFETIME_FOREVER`] when permanent): what
+    /// is left of them now, as `ip addr` would print it now. The kernel reports what is left
+    /// when it writes a message; the cache keeps the instant each lifetime runs out, so that
+    /// an address held for an hour does not show the count it had when it was read (to
+    /// within a second: the kernel counts whole seconds). Lifetimes set with
+    /// [`with_lifetimes`](Self::with_lifetimes) stand still.
     pub fn lifetimes(&self) -> (u32, u32) {
-        (self.valid_lft, self.preferred_lft)
+        match (self.valid, self.preferred) {
+            (None | Some(Countdown::Left(_)), None | Some(Countdown::Left(_))) => {
+                (left(self.valid, None), left(self.preferred, None))
+            }
+            _ => self.lifetimes_at(Instant::now()),
+        }
+    }
+    /// The valid and preferred lifetimes left at `at` (see [`lifetimes`](Self::lifetimes)).
+    pub fn lifetimes_at(&self, at: Instant) -> (u32, u32) {
+        (left(self.valid, Some(at)), left(self.preferred, Some(at)))
     }
     /// The metric of the prefix route (`IFA_RT_PRIORITY`), if set.
     pub fn rt_priority(&self) -> Option<u32> {
@@ -144,10 +162,13 @@ impl Address {
         self
     }
 
-    /// Sets the valid and preferred lifetimes in seconds.
+    /// Sets the valid and preferred lifetimes in seconds ([`LIFETIME_FOREVER`] for
+    /// forever); they stand still until the kernel has them.
     pub fn with_lifetimes(mut self, valid: u32, preferred: u32) -> Self {
-        self.valid_lft = valid;
-        self.preferred_lft = preferred;
+        let set =
+            |secs: u32| (secs != LIFETIME_FOREVER).then_some(Countdown::Left(i64::from(secs)));
+        self.valid = set(valid);
+        self.preferred = set(preferred);
         self
     }
 
@@ -236,8 +257,8 @@ impl Address {
             broadcast: None,
             label: None,
             flags: u32::from(hdr[2]),
-            valid_lft: LIFETIME_FOREVER,
-            preferred_lft: LIFETIME_FOREVER,
+            valid: None,
+            preferred: None,
             rt_priority: None,
             prefix_len: hdr[1],
             scope: hdr[3],
@@ -257,8 +278,9 @@ impl Address {
                 }
                 IFA_FLAGS => addr.flags = nla_u32(value).unwrap_or(addr.flags),
                 IFA_CACHEINFO if value.len() >= 8 => {
-                    addr.preferred_lft = wire::u32_at(value, 0);
-                    addr.valid_lft = wire::u32_at(value, 4);
+                    let now = Instant::now();
+                    addr.preferred = read_lifetime(wire::u32_at(value, 0), now);
+                    addr.valid = read_lifetime(wire::u32_at(value, 4), now);
                 }
                 IFA_RT_PRIORITY => addr.rt_priority = nla_u32(value),
                 IFA_PROTO => addr.proto = nla_u8(value),
@@ -313,14 +335,38 @@ impl Address {
         if let Some(proto) = self.proto {
             msg.attr(IFA_PROTO, &[proto]);
         }
-        if self.valid_lft != LIFETIME_FOREVER || self.preferred_lft != LIFETIME_FOREVER {
+        if self.valid.is_some() || self.preferred.is_some() {
+            let (valid, preferred) = self.lifetimes();
             let mut info = [0u8; 16];
-            info[0..4].copy_from_slice(&self.preferred_lft.to_ne_bytes());
-            info[4..8].copy_from_slice(&self.valid_lft.to_ne_bytes());
+            info[0..4].copy_from_slice(&preferred.to_ne_bytes());
+            info[4..8].copy_from_slice(&valid.to_ne_bytes());
             msg.attr(IFA_CACHEINFO, &info);
         }
         msg.finish();
     }
+}
+
+/// A lifetime the kernel reported (`secs` left) at `now`: `None` for forever. One that has
+/// run out (0) keeps one fixed end, so that two readings of it compare equal.
+fn read_lifetime(secs: u32, now: Instant) -> Option<Countdown> {
+    match secs {
+        LIFETIME_FOREVER => None,
+        0 => Some(Countdown::Until(i64::MIN)),
+        secs => Some(Countdown::read(i64::from(secs), now)),
+    }
+}
+
+/// What is left of `lifetime` at `at` (now when `None`), as the kernel counts it: 0 once run
+/// out, [`LIFETIME_FOREVER`] for forever.
+fn left(lifetime: Option<Countdown>, at: Option<Instant>) -> u32 {
+    let Some(countdown) = lifetime else {
+        return LIFETIME_FOREVER;
+    };
+    let secs = match at {
+        Some(at) => countdown.left_at(at),
+        None => countdown.left(),
+    };
+    u32::try_from(secs.clamp(0, i64::from(LIFETIME_FOREVER - 1))).unwrap_or(0)
 }
 
 fn mask(addr: IpAddr, prefix_len: u8) -> IpAddr {

@@ -123,6 +123,7 @@ mod addr;
 mod asynch;
 mod batch;
 mod cache;
+mod countdown;
 mod error;
 pub mod fuzzing;
 pub mod ipbatch;

@@ -7,7 +7,9 @@
 use std::cell::RefCell;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
+use std::time::Instant;
 
+use crate::countdown::{Countdown, Seconds};
 use crate::error::{Error, Result};
 use crate::types::{Ifindex, Protocol, RouteType, Scope, Table};
 use crate::wire::{self, AF_INET, AF_INET6, MsgWriter, Nlas, nla_u8, nla_u32};
@@ -371,8 +373,9 @@ struct RouteExtra {
 struct Rare {
     iif: Option<u32>,
     mark: Option<u32>,
-    /// Signed: the kernel reports a lifetime it let run out as negative.
-    expires: Option<i32>,
+    /// The lifetime's end (`RTA_EXPIRES`, `rta_expires`): the kernel reports one it let run
+    /// out as negative.
+    expires: Option<Countdown<i32>>,
     nh_id: Option<u32>,
     /// `RTA_METRICS` payload (nested `RTAX_*` attributes), as sent by the kernel.
     metrics: Vec<u8>,
@@ -416,6 +419,11 @@ impl RouteExtra {
             self.rare = None;
         }
     }
+}
+
+/// `secs` as the kernel's signed 32-bit `rta_expires` would hold it.
+fn clamp_i32(secs: i64) -> i32 {
+    i32::try_from(secs.clamp(i64::from(i32::MIN), i64::from(i32::MAX))).unwrap_or(0)
 }
 
 /// Moves `dst` into `v4` when it ends in four zero bytes, leaving it unspecified: whether
@@ -542,7 +550,7 @@ impl std::fmt::Debug for Route {
             if !extra.rare().metrics.is_empty() {
                 out.field("metrics", &self.metrics());
             }
-            if let Some(expires) = extra.rare().expires {
+            if let Some(expires) = self.expires() {
                 out.field("expires", &expires);
             }
             for (name, value) in [
@@ -836,7 +844,7 @@ impl Route {
 
     /// Sets the lifetime in seconds (`RTA_EXPIRES`, IPv6).
     pub fn with_expires(mut self, seconds: u32) -> Self {
-        self.rare_mut().expires = Some(i32::try_from(seconds).unwrap_or(i32::MAX));
+        self.rare_mut().expires = Some(Countdown::Left(i32::saturating(i64::from(seconds))));
         self
     }
 
@@ -1165,10 +1173,21 @@ impl Route {
     }
 
     /// The remaining lifetime in seconds (`RTA_EXPIRES`; in a dump `RTA_CACHEINFO`'s
-    /// `rta_expires`), if any. Negative where the kernel reports a lifetime past its end, as
-    /// `ip` prints it.
+    /// `rta_expires`), if any: what is left of it now, as `ip route` would print it now.
+    /// Negative where the kernel reports a lifetime past its end, as `ip` prints it. The
+    /// kernel reports what is left when it writes a message; the cache keeps the instant the
+    /// lifetime runs out, so that a route held for an hour does not show the count it had when
+    /// it was read (to within a second). A lifetime set with
+    /// [`with_expires`](Self::with_expires) stands still.
     pub fn expires(&self) -> Option<i32> {
-        self.extra.as_ref().and_then(|extra| extra.rare().expires)
+        let countdown = self.extra.as_ref()?.rare().expires?;
+        Some(clamp_i32(countdown.left()))
+    }
+
+    /// The remaining lifetime at `at` (see [`expires`](Self::expires)).
+    pub fn expires_at(&self, at: Instant) -> Option<i32> {
+        let countdown = self.extra.as_ref()?.rare().expires?;
+        Some(clamp_i32(countdown.left_at(at)))
     }
 
     /// The nexthop object id (`RTA_NH_ID`), if any.
@@ -1511,7 +1530,7 @@ impl Route {
                 RTA_PREF => extra_of(&mut extra).pref = nla_u8(value),
                 RTA_EXPIRES => {
                     extra_of(&mut extra).rare_mut().expires =
-                        nla_u32(value).map(|seconds| i32::try_from(seconds).unwrap_or(i32::MAX))
+                        nla_u32(value).map(|seconds| Countdown::read_now(i64::from(seconds)))
                 }
                 RTA_NH_ID => extra_of(&mut extra).rare_mut().nh_id = nla_u32(value),
                 RTA_METRICS => extra_of(&mut extra).rare_mut().metrics = value.to_vec(),
@@ -1554,7 +1573,9 @@ impl Route {
         }
         if let Some(expires) = cache_expires {
             let rare = extra_of(&mut extra).rare_mut();
-            rare.expires = rare.expires.or(Some(expires));
+            rare.expires = rare
+                .expires
+                .or_else(|| Some(Countdown::read_now(i64::from(expires))));
         }
         if let Some(extra) = &mut extra {
             extra.normalize();
@@ -1801,7 +1822,9 @@ impl Route {
                 msg.attr(RTA_TTL_PROPAGATE, &[ttl]);
             }
             // A lifetime that ran out (negative) is not one to set.
-            if let Some(expires) = rare.expires.and_then(|expires| u32::try_from(expires).ok())
+            if let Some(expires) = self
+                .expires()
+                .and_then(|expires| u32::try_from(expires).ok())
                 && self.family() == Family::V6
             {
                 msg.attr_u32(RTA_EXPIRES, expires);

@@ -417,3 +417,89 @@ fn a_peer_moved_away_gives_the_link_that_stays_a_parent_elsewhere() {
         assert_cache_matches_ip(&mut cache, &ns);
     });
 }
+
+/// The kernel reports what is left of a lifetime when it writes a message. An address and a
+/// route held for a while still show what `ip` shows then (to within the second both count
+/// in), not the count they were read with; a lifetime set again to the same count is a
+/// change, with what is left counted from then.
+#[test]
+fn lifetimes_held_for_a_while_count_down_as_the_kernels_do() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        ip(
+            &ns,
+            "addr add 192.0.2.50/24 dev nmx0 valid_lft 600 preferred_lft 300",
+        );
+        ip(
+            &ns,
+            "-6 route add 2001:db8:5::/64 via 2001:db8:1::2 dev nmx0 expires 600",
+        );
+        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        let ours = |cache: &Cache| {
+            let addr = cache
+                .addresses()
+                .find(|addr| addr.local().to_string() == "192.0.2.50")
+                .expect("the address")
+                .lifetimes();
+            let expires = cache
+                .routes()
+                .find(|route| route.to_string().starts_with("2001:db8:5::/64"))
+                .expect("the route")
+                .expires();
+            (addr, expires)
+        };
+        let theirs = || {
+            let json = |args: &[&str]| -> serde_json::Value {
+                serde_json::from_str(&ns.ip(args).expect("ip -j")).expect("ip's JSON")
+            };
+            let addrs = json(&["-j", "-4", "addr", "show", "dev", "nmx0"]);
+            let info = addrs[0]["addr_info"]
+                .as_array()
+                .and_then(|infos| infos.iter().find(|info| info["local"] == "192.0.2.50"))
+                .cloned()
+                .expect("ip's address");
+            let routes = json(&["-j", "-6", "route", "show", "2001:db8:5::/64"]);
+            let secs = |value: &serde_json::Value| value.as_i64().expect("seconds");
+            (
+                (
+                    secs(&info["valid_life_time"]),
+                    secs(&info["preferred_life_time"]),
+                ),
+                secs(&routes[0]["expires"]),
+            )
+        };
+        let close = |ours: i64, theirs: i64| (ours - theirs).abs() <= 1;
+        std::thread::sleep(Duration::from_millis(2500));
+        let ((valid, preferred), expires) = ours(&cache);
+        let ((ip_valid, ip_preferred), ip_expires) = theirs();
+        let expires = i64::from(expires.expect("an expiry"));
+        assert!(
+            ip_valid <= 598 && ip_expires <= 598,
+            "{ip_valid} {ip_expires}"
+        );
+        assert!(
+            close(valid.into(), ip_valid)
+                && close(preferred.into(), ip_preferred)
+                && close(expires, ip_expires),
+            "netmirror {valid}/{preferred}/{expires}, ip {ip_valid}/{ip_preferred}/{ip_expires}"
+        );
+        // The same lifetimes again: a new end, which the cache takes.
+        ip(
+            &ns,
+            "addr change 192.0.2.50/24 dev nmx0 valid_lft 600 preferred_lft 300",
+        );
+        let events = settle(&mut cache, Duration::from_secs(10));
+        let replaced = events.iter().any(|event| {
+            matches!(event, Event::Address(Change::Replaced { new, .. })
+                if new.local().to_string() == "192.0.2.50")
+        });
+        assert!(replaced, "{events:?}");
+        let ((valid, preferred), _) = ours(&cache);
+        let ((ip_valid, ip_preferred), _) = theirs();
+        assert!(
+            valid >= 599 && close(valid.into(), ip_valid) && close(preferred.into(), ip_preferred),
+            "netmirror {valid}/{preferred}, ip {ip_valid}/{ip_preferred}"
+        );
+    });
+}
