@@ -46,6 +46,8 @@ const RTNLGRP_IPV4_RULE: u32 = 8;
 const RTNLGRP_IPV6_IFADDR: u32 = 9;
 const RTNLGRP_IPV6_ROUTE: u32 = 11;
 const RTNLGRP_IPV6_RULE: u32 = 19;
+const RTNLGRP_IPV4_NETCONF: u32 = 24;
+const RTNLGRP_IPV6_NETCONF: u32 = 25;
 const RTNLGRP_NEXTHOP: u32 = 32;
 
 /// `IFF_RUNNING` (the operational state is up).
@@ -369,6 +371,13 @@ impl Cache {
             RTNLGRP_IPV6_RULE,
         ] {
             events.add_membership(group)?;
+        }
+        // Netconf: a sysctl write of `ignore_routes_with_linkdown` changes the flags the
+        // kernel reports on routes without a carrier, and only this group hears of it.
+        for group in [RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF] {
+            if let Err(err) = events.add_membership(group) {
+                tracing::debug!(%err, group, "no netconf notifications");
+            }
         }
         // Kernels before 5.3 have no nexthop objects (nor their group): nothing to follow.
         if let Err(err) = events.add_membership(RTNLGRP_NEXTHOP) {

@@ -442,10 +442,48 @@ impl State {
                     self.apply_del_nexthop(nh.id(), out);
                 }
             }
+            wire::RTM_NEWNETCONF => self.apply_netconf(msg.payload),
             wire::NLMSG_DONE | wire::NLMSG_NOOP => {}
             other => tracing::trace!(kind = other, "ignored message type"),
         }
         Ok(())
+    }
+
+    /// Applies an `RTM_NEWNETCONF`. A sysctl write of `ignore_routes_with_linkdown` (the
+    /// message then holds the link's index, or `all`'s, and that setting alone) makes the
+    /// kernel report the next hops without a carrier as `dead` as well as `linkdown`, or no
+    /// longer, on every route through them, and no route notification comes; so the routes
+    /// of the links concerned that have no carrier are read again. A link's first message,
+    /// when it registers, holds every setting: a new link has no routes to change.
+    fn apply_netconf(&mut self, payload: &[u8]) {
+        const NETCONFA_IFINDEX: u16 = 1;
+        const NETCONFA_IGNORE_ROUTES_WITH_LINKDOWN: u16 = 6;
+        /// `NETCONFA_IFINDEX` of the `all` settings, which every link follows.
+        const NETCONFA_IFINDEX_ALL: u32 = u32::MAX;
+        // `struct netconfmsg` is one byte (the family), aligned to four.
+        let Some(attrs) = payload.get(4..) else {
+            return;
+        };
+        let (mut ifindex, mut linkdown, mut others) = (None, false, false);
+        let mut nlas = wire::Nlas::new(attrs);
+        for (kind, value) in &mut nlas {
+            match kind {
+                NETCONFA_IFINDEX => ifindex = wire::nla_u32(value),
+                NETCONFA_IGNORE_ROUTES_WITH_LINKDOWN => linkdown = true,
+                _ => others = true,
+            }
+        }
+        let Some(ifindex) = ifindex.filter(|_| linkdown && !others && !nlas.malformed()) else {
+            return;
+        };
+        let concerned: Vec<u32> = self
+            .links
+            .iter()
+            .filter(|link| link.flags() & IFF_LOWER_UP == 0)
+            .map(|link| link.ifindex().0)
+            .filter(|&index| ifindex == NETCONFA_IFINDEX_ALL || ifindex == index)
+            .collect();
+        self.suspect_ifindexes.extend(concerned);
     }
 
     /// Applies a bridge port's `AF_BRIDGE` `RTM_NEWLINK`: the port's STP state (and its

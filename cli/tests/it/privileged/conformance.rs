@@ -1425,7 +1425,13 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
         "-6 route del 2001:db8:7::/64 via 2001:db8:1::2 dev nmx0",
         "-6 route append 2001:db8:6::/64 via 2001:db8:1::5 dev nmx0 pref high mtu 1300",
         // Carrier loss on nmy0: its nexthops and the routes on them go, hops are marked.
+        // Without the carrier, `ignore_routes_with_linkdown` marks the hops there `dead`
+        // too, or no longer; only a netconf notification tells.
         "link set nmy1 down",
+        "sysctl net.ipv4.conf.nmy0.ignore_routes_with_linkdown=1",
+        "sysctl net.ipv6.conf.all.ignore_routes_with_linkdown=1",
+        "sysctl net.ipv6.conf.all.ignore_routes_with_linkdown=0",
+        "sysctl net.ipv4.conf.nmy0.ignore_routes_with_linkdown=0",
         "link set nmy1 up",
         "nexthop add id 2 via 198.51.100.2 dev nmy0",
         "nexthop replace id 11 group 2/4 type resilient buckets 8",

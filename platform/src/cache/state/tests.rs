@@ -765,3 +765,54 @@ fn ipv4_routes_go_where_the_kernels_flags_put_them() {
         ]
     );
 }
+
+/// An `RTM_NEWNETCONF` of `family` for `ifindex` (`u32::MAX`: `all`) with the attributes
+/// `kinds`, each a 4-byte 1.
+fn netconf_msg(family: u8, ifindex: u32, kinds: &[u16]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut msg = wire::MsgWriter::new(&mut buf, wire::RTM_NEWNETCONF, 0, 0);
+    msg.raw(&[family, 0, 0, 0]);
+    msg.attr_u32(1, ifindex);
+    for &kind in kinds {
+        msg.attr_u32(kind, 1);
+    }
+    msg.finish();
+    buf
+}
+
+/// A sysctl write of `ignore_routes_with_linkdown` asks again for the routes of the links
+/// it concerns that have no carrier (the only ones whose reported flags it changes): one
+/// link's, or every such link's for `all`. A link's first netconf message, with every
+/// setting, another setting written, or a link with its carrier, ask for nothing.
+#[test]
+fn ignore_routes_with_linkdown_asks_for_the_routes_of_links_without_carrier() {
+    const IGNORE_ROUTES_WITH_LINKDOWN: u16 = 6;
+    let mut state = State::new();
+    apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 3, "a0"));
+    apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 4, "a1"));
+    let mut with_carrier = link_msg(wire::RTM_NEWLINK, 5, "a2");
+    with_carrier[24..28].copy_from_slice(&(IFF_UP | IFF_RUNNING | IFF_LOWER_UP).to_ne_bytes());
+    apply_one(&mut state, &with_carrier);
+    assert_eq!(state.take_work(), Work::default());
+
+    apply_one(
+        &mut state,
+        &netconf_msg(2, 3, &[IGNORE_ROUTES_WITH_LINKDOWN]),
+    );
+    assert_eq!(state.take_work().ifindexes, [3]);
+    apply_one(
+        &mut state,
+        &netconf_msg(10, u32::MAX, &[IGNORE_ROUTES_WITH_LINKDOWN]),
+    );
+    assert_eq!(state.take_work().ifindexes, [3, 4]);
+
+    for quiet in [
+        netconf_msg(2, 5, &[IGNORE_ROUTES_WITH_LINKDOWN]),
+        netconf_msg(2, 3, &[2, 3, 4, 5, IGNORE_ROUTES_WITH_LINKDOWN, 7]),
+        netconf_msg(2, 3, &[2]),
+        netconf_msg(2, 9, &[IGNORE_ROUTES_WITH_LINKDOWN]),
+    ] {
+        assert_eq!(apply_one(&mut state, &quiet), []);
+        assert_eq!(state.take_work(), Work::default());
+    }
+}

@@ -503,3 +503,75 @@ fn lifetimes_held_for_a_while_count_down_as_the_kernels_do() {
         );
     });
 }
+
+/// A sysctl write of `ignore_routes_with_linkdown` makes the kernel report the next hops on
+/// a link without a carrier as `dead` as well as `linkdown` (and no longer when written
+/// back), on single and multipath routes; only a netconf notification tells. The cache reads
+/// the routes of the links concerned again, for one link and for `all`.
+#[test]
+fn ignore_routes_with_linkdown_marks_the_hops_of_a_link_without_carrier_dead() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        ip(&ns, "route add 10.9.0.0/16 via 192.0.2.2 dev nmx0");
+        ip(
+            &ns,
+            "route add 10.11.0.0/16 nexthop via 192.0.2.2 dev nmx0 nexthop via 192.0.2.3 dev nmx0",
+        );
+        ip(
+            &ns,
+            "-6 route add 2001:db8:9::/64 via 2001:db8:1::2 dev nmx0",
+        );
+        ip(&ns, "link set nmx1 down");
+        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        let dead = |cache: &Cache| -> Vec<String> {
+            let mut dead: Vec<String> = cache
+                .routes()
+                .filter(|route| {
+                    route.flags() & netmirror_platform::RTNH_F_DEAD != 0
+                        || route
+                            .multipath()
+                            .iter()
+                            .any(|hop| u32::from(hop.flags) & netmirror_platform::RTNH_F_DEAD != 0)
+                })
+                .filter_map(|route| route.to_string().split(' ').next().map(str::to_owned))
+                .collect();
+            dead.sort();
+            dead
+        };
+        let sysctl = |setting: &str| {
+            let status = ns
+                .command("sysctl")
+                .args(["-qw", setting])
+                .status()
+                .expect("sysctl");
+            assert!(status.success(), "{setting}");
+        };
+        assert_cache_matches_ip(&mut cache, &ns);
+        assert_eq!(dead(&cache), Vec::<String>::new());
+        sysctl("net.ipv4.conf.nmx0.ignore_routes_with_linkdown=1");
+        let events = settle(&mut cache, Duration::from_secs(10));
+        let now_dead = dead(&cache);
+        assert!(
+            ["10.11.0.0/16", "10.9.0.0/16", "192.0.2.0/24"]
+                .iter()
+                .all(|route| now_dead.iter().any(|dead| dead == route))
+                && now_dead.iter().all(|route| !route.contains(':')),
+            "{now_dead:?} {events:?}"
+        );
+        assert_cache_matches_ip(&mut cache, &ns);
+        sysctl("net.ipv6.conf.all.ignore_routes_with_linkdown=1");
+        let events = settle(&mut cache, Duration::from_secs(10));
+        assert!(
+            dead(&cache).iter().any(|route| route == "2001:db8:9::/64"),
+            "{events:?}"
+        );
+        assert_cache_matches_ip(&mut cache, &ns);
+        sysctl("net.ipv6.conf.all.ignore_routes_with_linkdown=0");
+        sysctl("net.ipv6.conf.nmx0.ignore_routes_with_linkdown=0");
+        sysctl("net.ipv4.conf.nmx0.ignore_routes_with_linkdown=0");
+        settle(&mut cache, Duration::from_secs(10));
+        assert_eq!(dead(&cache), Vec::<String>::new());
+        assert_cache_matches_ip(&mut cache, &ns);
+    });
+}
