@@ -257,15 +257,27 @@ fn lab() -> Lab {
     for id in ["static", "dhcp", "bridge", "bridge-port"] {
         ok(nm.nmcli().args(["--wait", "60", "connection", "up", id]));
     }
-    // IPv6 may fail, so `dhcp` is up once IPv4 is: wait for its DHCPv6 lease too.
+    // IPv4 and IPv6 may both fail, so `dhcp` is up once either is (on a busy machine
+    // DHCPv6 can come first): wait for both leases and their addresses.
     let deadline = Instant::now() + TIMEOUT;
-    while !nmcli(&nm, &["-t", "-f", "DHCP6,IP6", "device", "show", "veth2"])
-        .lines()
-        .any(|line| line.starts_with("IP6.ADDRESS") && line.contains("2001:db8:d::"))
-    {
+    let leased = |shown: &str| {
+        let has = |prefix: &str, value: &str| {
+            shown
+                .lines()
+                .any(|line| line.starts_with(prefix) && line.contains(value))
+        };
+        has("IP4.ADDRESS", "198.18.0.")
+            && has("IP6.ADDRESS", "2001:db8:d::")
+            && has("DHCP4.OPTION", "ip_address")
+            && has("DHCP6.OPTION", "dhcp6_name_servers")
+    };
+    while !leased(&nmcli(
+        &nm,
+        &["-t", "-f", "DHCP4,DHCP6,IP4,IP6", "device", "show", "veth2"],
+    )) {
         assert!(
             Instant::now() < deadline,
-            "no DHCPv6 lease on veth2: {}",
+            "no DHCPv4 and DHCPv6 leases on veth2: {}",
             nmcli(&nm, &["-t", "device", "show", "veth2"])
         );
         std::thread::sleep(Duration::from_millis(100));
@@ -819,40 +831,36 @@ fn connection_show_equals_nmcli_field_by_field() {
     // Defaults the daemon does not send.
     assert_eq!(static_["connection.autoconnect-priority"], "0");
     assert_eq!(static_["ipv6.addr-gen-mode"], "default");
-    // Its DHCPv4 lease. Whenever nmcli shows one, ours must too. Once in CI ours showed none
-    // right after the comparisons above had passed: if the daemon holds no lease at that
-    // moment, nmcli shows none either, and the check waits for the lease to be back.
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let dhcp = ours(
+    // Its DHCPv4 lease (the lab waits for it). Whenever nmcli has shown one, ours read after
+    // must show it too.
+    let dhcp_of = |output: String| output.contains("DHCP4.OPTION[1]");
+    let ours_dhcp = || {
+        ours(
             nm,
             &["-f", "ipv4.dhcp-timeout,DHCP4", "nm", "connection", "dhcp"],
         )
         .ok()
-        .to_owned();
-        if dhcp.contains("DHCP4.OPTION[1]") {
-            break;
-        }
-        let theirs = nmcli(
-            nm,
-            &[
-                "-f",
-                "ipv4.dhcp-timeout,DHCP4",
-                "connection",
-                "show",
-                "dhcp",
-            ],
-        );
-        assert!(
-            !theirs.contains("DHCP4.OPTION[1]") && Instant::now() < deadline,
-            "no DHCP4 lease in ours:\n{dhcp}\nnmcli's, read right after:\n{theirs}\n{}",
-            nmcli(
-                nm,
-                &["-t", "-f", "GENERAL,DHCP4", "device", "show", "veth2"]
-            )
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        .to_owned()
+    };
+    let theirs = nmcli(
+        nm,
+        &[
+            "-f",
+            "ipv4.dhcp-timeout,DHCP4",
+            "connection",
+            "show",
+            "dhcp",
+        ],
+    );
+    assert!(
+        dhcp_of(theirs.clone()),
+        "no DHCP4 lease in nmcli's:\n{theirs}"
+    );
+    let mine = ours_dhcp();
+    assert!(
+        dhcp_of(mine.clone()),
+        "no DHCP4 lease in ours, read after nmcli's:\n{mine}\nnmcli's:\n{theirs}"
+    );
     // Its DHCPv6 lease (the lines themselves are compared with nmcli's above).
     let dhcp6 = ours(nm, &["-t", "-f", "DHCP6", "nm", "connection", "dhcp"])
         .ok()
