@@ -971,20 +971,15 @@ impl Cache {
         Ok(())
     }
 
-    /// Asks the kernel again for the IPv4 multipath routes with a later next hop on
-    /// `ifindex`: taking a link down marks such hops dead (or kills the route when no hop
-    /// is left) without a notification.
+    /// Asks the kernel again for the multipath routes with a later next hop on `ifindex`:
+    /// taking a link down or losing its carrier marks such hops `dead` or `linkdown` (or,
+    /// for IPv4, kills the route when no hop is left) without a notification.
     fn refresh_multipath_through(&mut self, ifindex: u32, out: &mut Vec<Event>) -> Result<()> {
-        let held = self.state.multipath_through(ifindex);
+        let held = self.state.multipath_through(ifindex, None);
         if held.is_empty() {
             return Ok(());
         }
-        let answer = self
-            .platform
-            .routes()
-            .family(Family::V4)
-            .through(ifindex)
-            .execute()?;
+        let answer = self.platform.routes().through(ifindex).execute()?;
         let fresh: HashMap<RouteId, Route> = answer
             .items
             .into_iter()

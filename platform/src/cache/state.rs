@@ -344,8 +344,9 @@ impl State {
                             .map(|a| Event::Address(Change::Removed(a))),
                     );
                 }
-                // IPv4 multipath routes with any hop on it die with it, also silently.
-                for id in self.multipath_through(ifindex) {
+                // IPv4 multipath routes with any hop on it die with it, also silently (an
+                // IPv6 one loses the hop there, which the kernel announces before the link).
+                for id in self.multipath_through(ifindex, Some(Family::V4)) {
                     if let Some(old) = self.routes.remove(&id) {
                         out.push(Event::Route(Change::Removed(old)));
                     }
@@ -747,13 +748,14 @@ impl State {
         }
     }
 
-    /// The IPv4 multipath routes with a next hop on `ifindex` other than the first (those
-    /// are in the interface's partition already). A walk over all routes: this runs only
-    /// when a link goes down or away.
-    pub(crate) fn multipath_through(&self, ifindex: u32) -> Vec<RouteId> {
+    /// The multipath routes (of `family`, or both) with a next hop on `ifindex` other than
+    /// the first (those are in the interface's partition already). A walk over all routes:
+    /// this runs only when a link goes down, loses its carrier or goes away.
+    pub(crate) fn multipath_through(&self, ifindex: u32, family: Option<Family>) -> Vec<RouteId> {
         self.routes
             .iter()
-            .filter(|route| route.family() == Family::V4 && route.nh_id().is_none())
+            .filter(|route| family.is_none_or(|family| route.family() == family))
+            .filter(|route| route.nh_id().is_none())
             .filter(|route| match route.multipath() {
                 [first, rest @ ..] => {
                     first.ifindex != Ifindex(ifindex)

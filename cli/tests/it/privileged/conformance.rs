@@ -1396,6 +1396,10 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
         "route add 10.73.0.0/16 via 192.0.2.2 dev nmx0 metric 50 proto static initcwnd 10 congctl lock cubic",
         "-6 route add 2001:db8:6::/64 via 2001:db8:1::2 dev nmx0 pref high mtu 1300",
         "-6 route add 2001:db8:7::/64 nexthop via 2001:db8:1::2 dev nmx0 weight 2 nexthop via 2001:db8:1::3 dev nmx0 weight 5",
+        // IPv6 multipath routes with a hop on nmy0, first and later: its hop's flags follow
+        // nmy0's carrier and state silently.
+        "-6 route add 2001:db8:c::/64 nexthop via 2001:db8:1::2 dev nmx0 nexthop via fe80::2 dev nmy0",
+        "-6 route add 2001:db8:e::/64 nexthop via fe80::2 dev nmy0 nexthop via 2001:db8:1::2 dev nmx0",
         "rule add not fwmark 0xca6c table 51820 pref 100",
         "rule add iif nmy1 ipproto tcp dport 443 table 6 pref 102",
     ] {

@@ -1,5 +1,5 @@
-//! Multipath routes that the kernel changes without a word: a next hop's link deleted or
-//! taken down while the route's first hop is elsewhere.
+//! Multipath routes that the kernel changes without a word: a next hop's link deleted, taken
+//! down or without a carrier while the route's first hop is elsewhere.
 
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use netmirror_platform::Cache;
 use netmirror_platform::testing::NetNs;
 use serde_json::Value;
 
-use super::support::{assert_cache_matches_ip, config, ip, netns_with_veth};
+use super::support::{assert_cache_matches_ip, config, ip, netns_with_veth, settle};
 use crate::support::bounded;
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -85,4 +85,36 @@ fn ip_hop_flags(ns: &NetNs, dst: &str) -> Vec<bool> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The next hops of an IPv6 multipath route follow their links with no route notification:
+/// `linkdown` when the carrier goes, `dead` as well when the link goes down, neither when
+/// it comes back, whether the hop is the route's first or a later one; a deleted link takes
+/// its hop away (announced). The IPv4 route beside them loses its later hop the same way.
+#[test]
+fn an_ipv6_multipath_routes_hops_follow_their_links() {
+    bounded(LIMIT, || {
+        let ns = super::nexthop::netns_two_pairs();
+        for line in [
+            "-6 route add 2001:db8:c::/64 nexthop via 2001:db8:1::2 dev nmx0 nexthop via fe80::2 dev nmy0",
+            "-6 route add 2001:db8:e::/64 nexthop via fe80::2 dev nmy0 nexthop via 2001:db8:1::2 dev nmx0",
+            "route add 10.70.0.0/16 nexthop via 192.0.2.2 dev nmx0 nexthop via 198.51.100.2 dev nmy0",
+        ] {
+            ip(&ns, line);
+        }
+        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        assert_cache_matches_ip(&mut cache, &ns);
+        for step in [
+            "link set nmy1 down",
+            "link set nmy0 down",
+            "link set nmy0 up",
+            "link set nmy1 up",
+            "link del nmy0",
+        ] {
+            ip(&ns, step);
+            settle(&mut cache, Duration::from_secs(10));
+            assert_cache_matches_ip(&mut cache, &ns);
+        }
+    });
 }
