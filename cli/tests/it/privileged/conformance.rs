@@ -1234,11 +1234,11 @@ impl Objects {
 
     /// How these objects differ from `ip -j -d`'s, field by field, as the load tests compare
     /// them.
-    fn mismatches(&self, ns: &NetNs) -> Vec<String> {
+    fn mismatches(&self, theirs: &IpObjects) -> Vec<String> {
         let mut mismatches = Vec::new();
-        let mut compare = |what: &str, ours: BTreeSet<String>, theirs: BTreeSet<String>| {
+        let mut compare = |what: &str, ours: BTreeSet<String>, theirs: &BTreeSet<String>| {
             let only_ip: Vec<&String> = theirs.difference(&ours).collect();
-            let only_us: Vec<&String> = ours.difference(&theirs).collect();
+            let only_us: Vec<&String> = ours.difference(theirs).collect();
             if !only_ip.is_empty() || !only_us.is_empty() {
                 mismatches.push(format!(
                     "{what}: only in ip: {only_ip:#?}\nonly in netmirror: {only_us:#?}"
@@ -1252,32 +1252,54 @@ impl Objects {
                 .map(deadlines_to_countdowns)
                 .collect()
         };
-        let mut theirs = ip_json(ns, &["-4", "route", "show", "table", "all"]);
-        theirs.extend(ip_json(ns, &["-6", "route", "show", "table", "all"]));
         compare(
             "routes",
             lines(now(&self.routes).iter().map(our_route)),
-            lines(theirs.iter().map(ip_route)),
+            &theirs.routes,
         );
         compare(
             "nexthops",
             lines(self.nexthops.iter().map(our_nexthop)),
-            lines(ip_json(ns, &["nexthop", "show"]).iter().map(ip_nexthop)),
+            &theirs.nexthops,
         );
-        let mut theirs = ip_json(ns, &["-4", "rule", "show"]);
-        theirs.extend(ip_json(ns, &["-6", "rule", "show"]));
         compare(
             "rules",
             lines(self.rules.iter().map(our_rule)),
-            lines(theirs.iter().map(ip_rule)),
+            &theirs.rules,
         );
         compare(
             "addresses",
             now(&self.addresses).iter().map(our_address).collect(),
-            ip_addresses(ns),
+            &theirs.addresses,
         );
-        mismatches.extend(links_mismatches(&ip_json(ns, &["link", "show"]), &self.links).0);
+        mismatches.extend(links_mismatches(&theirs.links, &self.links).0);
         mismatches
+    }
+}
+
+/// What `ip -j -d` shows, in the shapes [`Objects::mismatches`] compares, read once for the
+/// fresh load and the monitor's objects alike.
+struct IpObjects {
+    routes: BTreeSet<String>,
+    nexthops: BTreeSet<String>,
+    rules: BTreeSet<String>,
+    addresses: BTreeSet<String>,
+    links: Vec<Value>,
+}
+
+impl IpObjects {
+    fn read(ns: &NetNs) -> IpObjects {
+        let mut routes = ip_json(ns, &["-4", "route", "show", "table", "all"]);
+        routes.extend(ip_json(ns, &["-6", "route", "show", "table", "all"]));
+        let mut rules = ip_json(ns, &["-4", "rule", "show"]);
+        rules.extend(ip_json(ns, &["-6", "rule", "show"]));
+        IpObjects {
+            routes: lines(routes.iter().map(ip_route)),
+            nexthops: lines(ip_json(ns, &["nexthop", "show"]).iter().map(ip_nexthop)),
+            rules: lines(rules.iter().map(ip_rule)),
+            addresses: ip_addresses(ns),
+            links: ip_json(ns, &["link", "show"]),
+        }
     }
 }
 
@@ -1331,11 +1353,13 @@ fn check_step(
 ) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     loop {
-        while let Some(line) = monitor.try_line(std::time::Duration::from_millis(300)) {
+        // Until the monitor is quiet; a comparison made too early only comes round again.
+        while let Some(line) = monitor.try_line(std::time::Duration::from_millis(100)) {
             followed.apply(&line);
         }
-        let loaded = Objects::load(ns).mismatches(ns);
-        let live = followed.mismatches(ns);
+        let theirs = IpObjects::read(ns);
+        let loaded = Objects::load(ns).mismatches(&theirs);
+        let live = followed.mismatches(&theirs);
         if loaded.is_empty() && live.is_empty() {
             return;
         }
@@ -1525,6 +1549,24 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
         "link set nmy1 down",
         "link set nmy1 name nmz1",
         "link set nmz1 up",
+        "link add nmw0 type veth peer name nmw1",
+        "link add br6 type bridge",
+        "link set nmw0 master br6",
+        "link set nmw1 up",
+        "link set nmw0 up",
+        "link set br6 up",
+        "addr add 203.0.113.9/24 dev br6",
+        "addr add 10.99.0.1 peer 10.99.0.2/32 dev nmw1",
+        "route add 10.90.0.0/16 via 203.0.113.10 dev br6",
+        "link set nmw0 txqueuelen 500",
+        "link set nmw0 gso_max_size 32000",
+        "link set nmw1 gso_max_segs 100",
+        "link set nmw0 mtu 9000",
+        "link set br6 type bridge group_fwd_mask 0x4000",
+        "link set nmw0 type bridge_slave mcast_flood off neigh_suppress on",
+        "link del br6",
+        "link set nmw1 down",
+        "link del nmw0",
         // Link deletion: the same as link down, with the peer.
         "link del nmy0",
     ] {
