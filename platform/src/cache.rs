@@ -46,6 +46,7 @@ const RTNLGRP_IPV4_RULE: u32 = 8;
 const RTNLGRP_IPV6_IFADDR: u32 = 9;
 const RTNLGRP_IPV6_ROUTE: u32 = 11;
 const RTNLGRP_IPV6_RULE: u32 = 19;
+const RTNLGRP_TC: u32 = 4;
 const RTNLGRP_IPV4_NETCONF: u32 = 24;
 const RTNLGRP_IPV6_NETCONF: u32 = 25;
 const RTNLGRP_NEXTHOP: u32 = 32;
@@ -373,10 +374,12 @@ impl Cache {
             events.add_membership(group)?;
         }
         // Netconf: a sysctl write of `ignore_routes_with_linkdown` changes the flags the
-        // kernel reports on routes without a carrier, and only this group hears of it.
-        for group in [RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF] {
+        // kernel reports on routes without a carrier, and only this group hears of it. Traffic
+        // control: a new root queueing discipline is a link's `qdisc`, and only this group
+        // hears of it.
+        for group in [RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF, RTNLGRP_TC] {
             if let Err(err) = events.add_membership(group) {
-                tracing::debug!(%err, group, "no netconf notifications");
+                tracing::debug!(%err, group, "no netconf or traffic control notifications");
             }
         }
         // Kernels before 5.3 have no nexthop objects (nor their group): nothing to follow.

@@ -45,6 +45,10 @@ pub(crate) const RTM_GETROUTE: u16 = 26;
 pub(crate) const RTM_NEWRULE: u16 = 32;
 pub(crate) const RTM_DELRULE: u16 = 33;
 pub(crate) const RTM_GETRULE: u16 = 34;
+/// A link's queueing discipline added or changed (`struct tcmsg`, `TCA_*`).
+pub(crate) const RTM_NEWQDISC: u16 = 36;
+/// A link's queueing discipline deleted.
+pub(crate) const RTM_DELQDISC: u16 = 37;
 /// A per-link (or `all`) IPv4/IPv6 setting changed (`struct netconfmsg`, `NETCONFA_*`).
 pub(crate) const RTM_NEWNETCONF: u16 = 80;
 pub(crate) const RTM_NEWNEXTHOP: u16 = 104;

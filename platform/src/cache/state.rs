@@ -25,7 +25,7 @@ const IFF_LOOPBACK: u32 = 0x8;
 use crate::nexthop::Nexthop;
 use crate::route::{Family, Route, RouteId};
 use crate::rule::{FR_ACT_GOTO, Rule};
-use crate::wire::{self, Msg};
+use crate::wire::{self, Msg, Nlas};
 
 /// Links, addresses, routes, rules and nexthops with their indexes, and the re-dumps the
 /// messages applied so far call for.
@@ -444,6 +444,7 @@ impl State {
                 }
             }
             wire::RTM_NEWNETCONF => self.apply_netconf(msg.payload),
+            wire::RTM_NEWQDISC | wire::RTM_DELQDISC => self.apply_qdisc(msg.kind, msg.payload),
             wire::NLMSG_DONE | wire::NLMSG_NOOP => {}
             other => tracing::trace!(kind = other, "ignored message type"),
         }
@@ -466,7 +467,7 @@ impl State {
             return;
         };
         let (mut ifindex, mut linkdown, mut others) = (None, false, false);
-        let mut nlas = wire::Nlas::new(attrs);
+        let mut nlas = Nlas::new(attrs);
         for (kind, value) in &mut nlas {
             match kind {
                 NETCONFA_IFINDEX => ifindex = wire::nla_u32(value),
@@ -485,6 +486,39 @@ impl State {
             .filter(|&index| ifindex == NETCONFA_IFINDEX_ALL || ifindex == index)
             .collect();
         self.suspect_ifindexes.extend(concerned);
+    }
+
+    /// Applies an `RTM_NEWQDISC`/`RTM_DELQDISC`. A link's `qdisc` (`IFLA_QDISC`) is the
+    /// kind of its root queueing discipline, and `tc` replacing or deleting that one changes
+    /// it with no link notification; so the links are read again when a root discipline of
+    /// another kind than the held link's comes, or one goes (the kernel then attaches its
+    /// default, which it does not announce). Other disciplines, classes and filters are not
+    /// looked at.
+    fn apply_qdisc(&mut self, kind: u16, payload: &[u8]) {
+        /// `tcm_parent` of a root discipline.
+        const TC_H_ROOT: u32 = u32::MAX;
+        const TCA_KIND: u16 = 1;
+        /// Length of `struct tcmsg`.
+        const TCMSG_LEN: usize = 20;
+        let Some(hdr) = payload.get(..TCMSG_LEN) else {
+            return;
+        };
+        if wire::u32_at(hdr, 12) != TC_H_ROOT {
+            return;
+        }
+        let Some(link) = self.links.get(&wire::u32_at(hdr, 4)) else {
+            return;
+        };
+        let held = match link.setting("qdisc") {
+            Some(crate::AttrValue::Text(held)) => Some(held.as_str()),
+            _ => None,
+        };
+        let new_kind = Nlas::new(&payload[TCMSG_LEN..])
+            .find(|(attr, _)| *attr == TCA_KIND)
+            .map(|(_, value)| wire::nla_str(value));
+        if kind == wire::RTM_DELQDISC || new_kind.as_deref() != held {
+            self.suspect_links = true;
+        }
     }
 
     /// Applies a bridge port's `AF_BRIDGE` `RTM_NEWLINK`: the port's STP state (and its

@@ -33,19 +33,17 @@ fn ip(ns: &NetNs, line: &str) {
         .unwrap_or_else(|err| panic!("ip {line}: {err}"));
 }
 
-/// Runs `line` in `ns`: `sysctl KEY=VALUE` writes a sysctl there, anything else is `ip`'s.
+/// Runs `line` in `ns`: `sysctl KEY=VALUE` writes a sysctl there, `tc ...` runs `tc`,
+/// anything else is `ip`'s.
 fn step(ns: &NetNs, line: &str) {
-    match line.strip_prefix("sysctl ") {
-        Some(setting) => {
-            let status = ns
-                .command("sysctl")
-                .args(["-qw", setting])
-                .status()
-                .expect("sysctl");
-            assert!(status.success(), "{line}");
-        }
-        None => ip(ns, line),
-    }
+    let status = if let Some(setting) = line.strip_prefix("sysctl ") {
+        ns.command("sysctl").args(["-qw", setting]).status()
+    } else if let Some(args) = line.strip_prefix("tc ") {
+        ns.command("tc").args(args.split_whitespace()).status()
+    } else {
+        return ip(ns, line);
+    };
+    assert!(status.expect(line).success(), "{line}");
 }
 
 /// Every route, rule, link and address kind this kernel lets a test make.
@@ -1565,6 +1563,10 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
         "link set br6 type bridge group_fwd_mask 0x4000",
         "link set nmw0 type bridge_slave mcast_flood off neigh_suppress on",
         "link del br6",
+        // A new root queueing discipline is the link's `qdisc`; only `tc`'s group hears.
+        "tc qdisc replace dev nmw0 root bfifo",
+        "tc qdisc replace dev nmw0 root pfifo",
+        "tc qdisc del dev nmw0 root",
         "link set nmw1 down",
         "link del nmw0",
         // Link deletion: the same as link down, with the peer.

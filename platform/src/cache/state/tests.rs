@@ -816,3 +816,55 @@ fn ignore_routes_with_linkdown_asks_for_the_routes_of_links_without_carrier() {
         assert_eq!(state.take_work(), Work::default());
     }
 }
+
+/// An `RTM_NEWQDISC`/`RTM_DELQDISC` of kind `qdisc` on `ifindex` under `parent`.
+fn qdisc_msg(kind: u16, ifindex: u32, parent: u32, qdisc: &str) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut msg = wire::MsgWriter::new(&mut buf, kind, 0, 0);
+    let mut hdr = [0u8; 20];
+    hdr[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+    hdr[8..12].copy_from_slice(&0x8001_0000_u32.to_ne_bytes());
+    hdr[12..16].copy_from_slice(&parent.to_ne_bytes());
+    msg.raw(&hdr);
+    let mut value = qdisc.as_bytes().to_vec();
+    value.push(0);
+    msg.attr(1, &value);
+    msg.finish();
+    buf
+}
+
+/// A new root queueing discipline of another kind than the link's `qdisc`, or a root one
+/// deleted, reads the links again (the kernel says nothing on the link); the same kind
+/// again, a discipline under another, or one on a link the cache does not hold, do not.
+#[test]
+fn a_new_root_qdisc_reads_the_links_again() {
+    let mut state = State::new();
+    let mut link = Vec::new();
+    let mut msg = wire::MsgWriter::new(&mut link, wire::RTM_NEWLINK, 0, 0);
+    let mut hdr = [0u8; 16];
+    hdr[4..8].copy_from_slice(&3u32.to_ne_bytes());
+    msg.raw(&hdr);
+    msg.attr(3, b"a0\0");
+    msg.attr(6, b"noqueue\0");
+    msg.finish();
+    apply_one(&mut state, &link);
+    assert_eq!(state.take_work(), Work::default());
+
+    const ROOT: u32 = u32::MAX;
+    for quiet in [
+        qdisc_msg(wire::RTM_NEWQDISC, 3, ROOT, "noqueue"),
+        qdisc_msg(wire::RTM_NEWQDISC, 3, 0x8001_0001, "pfifo"),
+        qdisc_msg(wire::RTM_NEWQDISC, 3, 0xffff_fff1, "clsact"),
+        qdisc_msg(wire::RTM_NEWQDISC, 9, ROOT, "pfifo"),
+    ] {
+        assert_eq!(apply_one(&mut state, &quiet), []);
+        assert_eq!(state.take_work(), Work::default());
+    }
+    apply_one(&mut state, &qdisc_msg(wire::RTM_NEWQDISC, 3, ROOT, "pfifo"));
+    assert!(state.take_work().links);
+    apply_one(
+        &mut state,
+        &qdisc_msg(wire::RTM_DELQDISC, 3, ROOT, "noqueue"),
+    );
+    assert!(state.take_work().links);
+}

@@ -575,3 +575,48 @@ fn ignore_routes_with_linkdown_marks_the_hops_of_a_link_without_carrier_dead() {
         assert_cache_matches_ip(&mut cache, &ns);
     });
 }
+
+/// A link's `qdisc` is the kind of its root queueing discipline: `tc` replacing or deleting
+/// it says nothing on the link (only the traffic control group hears of it), and the cache,
+/// its link refresh off, follows it.
+#[test]
+fn a_root_qdisc_replaced_by_tc_is_the_links_qdisc() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        let tc = |args: &[&str]| {
+            let status = ns.command("tc").args(args).status().expect("tc");
+            assert!(status.success(), "tc {args:?}");
+        };
+        let qdiscs = |cache: &Cache| -> (String, String) {
+            let ours = cache
+                .links()
+                .find(|link| link.name() == "nmx0")
+                .and_then(|link| link.setting("qdisc").map(ToString::to_string))
+                .unwrap_or_default();
+            let json: serde_json::Value =
+                serde_json::from_str(&ns.ip(&["-j", "link", "show", "nmx0"]).expect("ip"))
+                    .expect("ip's JSON");
+            (
+                ours,
+                json[0]["qdisc"].as_str().unwrap_or_default().to_owned(),
+            )
+        };
+        assert_eq!(qdiscs(&cache), ("noqueue".into(), "noqueue".into()));
+        tc(&["qdisc", "replace", "dev", "nmx0", "root", "pfifo"]);
+        let events = settle(&mut cache, Duration::from_secs(10));
+        assert_eq!(
+            qdiscs(&cache),
+            ("pfifo".into(), "pfifo".into()),
+            "{events:?}"
+        );
+        tc(&["qdisc", "del", "dev", "nmx0", "root"]);
+        let events = settle(&mut cache, Duration::from_secs(10));
+        assert_eq!(
+            qdiscs(&cache),
+            ("noqueue".into(), "noqueue".into()),
+            "{events:?}"
+        );
+    });
+}
