@@ -293,7 +293,7 @@ const FUZZ_PACKAGES: &[(&str, &[(&str, &str)])] = &[
     ("client-cache/fuzz", &[("replay", "../tests/data/replay")]),
 ];
 /// How long each fuzz target runs, in seconds: a fixed, short time per CI run.
-const FUZZ_SECONDS: u32 = 20;
+const FUZZ_SECONDS: u32 = 12;
 
 /// Builds the fuzz targets and runs each for [`FUZZ_SECONDS`], starting from the committed
 /// seeds (real captured messages, bodies as zbus writes them, recordings); a crash or a hang
