@@ -55,6 +55,8 @@ pub(crate) enum Ty {
     PortRange,
     /// A macvlan mode (`MACVLAN_MODE_*`).
     MacvlanMode,
+    /// A TUN device's type (`IFF_TUN`, `IFF_TAP`), as `ip` names it.
+    TunType,
     /// `struct br_boolopt_multi` (a bridge's boolean options: values, and the mask of those
     /// reported): one 0/1 entry per reported option, named as `ip` names them.
     BoolOpts,
@@ -228,12 +230,27 @@ const MACVLAN: &[(u16, &str, Ty)] = &[
     (9, "bc_cutoff", Ty::U32),
 ];
 
+/// `IFLA_TUN_*`, with `ip -j -d`'s keys (`owner` and `group` stay numbers, where `ip` looks up
+/// `user` and group names).
+const TUN: &[(u16, &str, Ty)] = &[
+    (1, "owner", Ty::U32),
+    (2, "group", Ty::U32),
+    (3, "type", Ty::TunType),
+    (4, "pi", Ty::U8),
+    (5, "vnet_hdr", Ty::U8),
+    (6, "persist", Ty::U8),
+    (7, "multi_queue", Ty::U8),
+    (8, "numqueues", Ty::U32),
+    (9, "numdisabled", Ty::U32),
+];
+
 /// The table for a kind's data.
 fn table(kind: &str) -> &'static [(u16, &'static str, Ty)] {
     match kind {
         "bridge" => BRIDGE,
         "vxlan" => VXLAN,
         "macvlan" | "macvtap" => MACVLAN,
+        "tun" => TUN,
         _ => &[],
     }
 }
@@ -397,6 +414,11 @@ fn read(ty: Ty, value: &[u8]) -> Option<AttrValue> {
                 .to_owned(),
             ))
         }
+        (Ty::TunType, 1) => match value[0] {
+            1 => Some(AttrValue::Text("tun".to_owned())),
+            2 => Some(AttrValue::Text("tap".to_owned())),
+            other => uint(other.into()),
+        },
         (Ty::Skip, _) => Some(AttrValue::Flag),
         (Ty::Str, _) => Some(AttrValue::Text(nla_str(value))),
         _ => None,

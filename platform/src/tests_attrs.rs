@@ -1046,3 +1046,48 @@ fn golden_route_expires_past_its_end_is_negative() {
     assert_eq!(sent.dst(), route.dst());
     assert_eq!(sent.expires(), None);
 }
+
+/// A TUN device's kind data (`IFLA_TUN_*`, as `tun_fill_info` sends it for `ip tuntap add
+/// tun0 mode tun multi_queue`) is decoded with `ip -j -d`'s keys, the type named as `ip` names
+/// it; an unknown type stays a number.
+#[test]
+fn tun_kind_data_is_decoded_as_ip_shows_it() {
+    let info = |kind_type: u8| {
+        let mut buf = Vec::new();
+        let mut msg = crate::wire::MsgWriter::new(&mut buf, 0, 0, 0);
+        msg.attr(1, b"tun\0");
+        let data = msg.begin_nest(2);
+        msg.attr(3, &[kind_type]);
+        msg.attr(4, &[0]);
+        msg.attr(5, &[0]);
+        msg.attr(6, &[1]);
+        msg.attr(7, &[1]);
+        msg.attr_u32(8, 0);
+        msg.attr_u32(9, 0);
+        msg.end_nest(data);
+        msg.finish();
+        // The attributes of IFLA_LINKINFO, past the netlink header.
+        crate::linkinfo::parse(&buf[16..])
+    };
+    let tun = info(1);
+    assert_eq!(tun.kind.as_deref(), Some("tun"));
+    let shown: Vec<String> = tun
+        .data
+        .iter()
+        .map(|(name, value)| format!("{name} {value}"))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "type tun",
+            "pi 0",
+            "vnet_hdr 0",
+            "persist 1",
+            "multi_queue 1",
+            "numqueues 0",
+            "numdisabled 0"
+        ]
+    );
+    assert_eq!(info(2).data[0].1, AttrValue::Text("tap".into()));
+    assert_eq!(info(9).data[0].1, AttrValue::Uint(9));
+}
