@@ -271,6 +271,17 @@ impl State {
                     match &event {
                         Event::Link(Change::Added(new)) => {
                             self.relink_rules(None, Some(new.name()), &mut rule_events);
+                            // A veth pair's first end is announced before its peer exists,
+                            // with no parent (`IFLA_LINK` 0); it gets the peer when the peer
+                            // comes, silently.
+                            if let Some(parent) = new.parent()
+                                && self.links.get(&parent.0).is_some_and(|held| {
+                                    held.parent() == Some(Ifindex(0))
+                                        && held.link_netnsid().is_none()
+                                })
+                            {
+                                self.suspect_links = true;
+                            }
                         }
                         Event::Link(Change::Replaced { old, new }) if old.name() != new.name() => {
                             self.relink_rules(Some(old), Some(new.name()), &mut rule_events);
@@ -296,6 +307,22 @@ impl State {
                         // changes the dead and linkdown flags of the others, silently.
                         if old.flags() != new.flags() {
                             self.suspect_nexthops_on(ifindex);
+                        }
+                        // Below the MTU IPv6 needs (1280) the link loses its IPv6 state
+                        // (`IFLA_AF_SPEC`'s address generation mode), and back above it
+                        // gets it again, after the link's announcement.
+                        if (old.mtu() < IPV6_MIN_MTU) != (new.mtu() < IPV6_MIN_MTU) {
+                            self.suspect_links = true;
+                        }
+                        // A port joining or leaving a bridge changes its promiscuity and
+                        // allmulti counts and the bridge's TSO limits; a macvlan going up or
+                        // down, its lower link's promiscuity count: silently where no flag
+                        // changes with them (the count was above zero already).
+                        if old.controller() != new.controller()
+                            || ((old.flags() ^ new.flags()) & IFF_UP != 0
+                                && counts_on_its_lower_link(new))
+                        {
+                            self.suspect_links = true;
                         }
                     }
                     out.push(event);
@@ -800,6 +827,15 @@ impl State {
             .map(|route| Route::id(route))
             .collect()
     }
+}
+
+/// The least MTU IPv6 works with: below it a link has no IPv6 state.
+const IPV6_MIN_MTU: u32 = 1280;
+
+/// Whether `link` adds to its lower link's promiscuity count while it is up (a macvlan or
+/// a macvtap; one deleted while up is first announced down).
+fn counts_on_its_lower_link(link: &Link) -> bool {
+    matches!(link.kind(), Some("macvlan" | "macvtap"))
 }
 
 #[cfg(test)]

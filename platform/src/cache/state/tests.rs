@@ -868,3 +868,71 @@ fn a_new_root_qdisc_reads_the_links_again() {
     );
     assert!(state.take_work().links);
 }
+
+/// An `RTM_NEWLINK` of `ifindex` named `name` with `flags` and the `u32` attributes `attrs`.
+fn link_msg_with(ifindex: u32, name: &str, flags: u32, attrs: &[(u16, u32)]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut msg = wire::MsgWriter::new(&mut buf, wire::RTM_NEWLINK, 0, 0);
+    let mut hdr = [0u8; 16];
+    hdr[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+    hdr[8..12].copy_from_slice(&flags.to_ne_bytes());
+    msg.raw(&hdr);
+    let mut value = name.as_bytes().to_vec();
+    value.push(0);
+    msg.attr(3, &value);
+    for &(kind, value) in attrs {
+        msg.attr_u32(kind, value);
+    }
+    msg.finish();
+    buf
+}
+
+/// What the kernel changes on a link after announcing it, and the cache reads again: a veth
+/// end announced before its peer existed (`IFLA_LINK` 0) gets the peer; a link's MTU going
+/// below or back above what IPv6 needs takes or gives its IPv6 state; a port joining or leaving a bridge, and a macvlan
+/// going up or down, change promiscuity counts.
+#[test]
+fn links_the_kernel_changes_after_announcing_them_are_read_again() {
+    const IFLA_MTU: u16 = 4;
+    const IFLA_LINK: u16 = 5;
+    const IFLA_MASTER: u16 = 10;
+    let mut state = State::new();
+    apply_one(&mut state, &link_msg_with(5, "nmw1", 0, &[(IFLA_LINK, 0)]));
+    assert!(!state.take_work().links);
+    apply_one(&mut state, &link_msg_with(6, "nmw0", 0, &[(IFLA_LINK, 5)]));
+    assert!(state.take_work().links);
+    // A link whose parent has one already: nothing.
+    apply_one(&mut state, &link_msg_with(7, "other", 0, &[(IFLA_LINK, 6)]));
+    assert!(!state.take_work().links);
+
+    apply_one(
+        &mut state,
+        &link_msg_with(6, "nmw0", 0, &[(IFLA_LINK, 5), (IFLA_MTU, 1500)]),
+    );
+    state.take_work();
+    apply_one(
+        &mut state,
+        &link_msg_with(6, "nmw0", 0, &[(IFLA_LINK, 5), (IFLA_MTU, 1200)]),
+    );
+    assert!(state.take_work().links);
+    apply_one(
+        &mut state,
+        &link_msg_with(6, "nmw0", 0, &[(IFLA_LINK, 5), (IFLA_MTU, 1500)]),
+    );
+    assert!(state.take_work().links);
+    apply_one(
+        &mut state,
+        &link_msg_with(6, "nmw0", 0, &[(IFLA_LINK, 5), (IFLA_MTU, 1400)]),
+    );
+    assert!(!state.take_work().links);
+
+    let port = |master: Option<u32>| {
+        let mut attrs = vec![(IFLA_LINK, 5), (IFLA_MTU, 1400)];
+        attrs.extend(master.map(|master| (IFLA_MASTER, master)));
+        link_msg_with(6, "nmw0", 0, &attrs)
+    };
+    apply_one(&mut state, &port(Some(9)));
+    assert!(state.take_work().links);
+    apply_one(&mut state, &port(None));
+    assert!(state.take_work().links);
+}

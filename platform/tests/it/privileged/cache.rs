@@ -620,3 +620,126 @@ fn a_root_qdisc_replaced_by_tc_is_the_links_qdisc() {
         );
     });
 }
+
+/// Counts the kernel keeps on a link change without a word on it where its flags stay:
+/// a macvlan going up or down adds to or takes from its lower link's promiscuity (already
+/// promiscuous here), a port joining or leaving a bridge changes its own promiscuity and
+/// allmulti counts and the bridge's TSO limits. The cache, its link refresh off, reads the
+/// links again each time.
+#[test]
+fn promiscuity_counts_follow_macvlans_and_bridge_ports() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        for line in [
+            "link set nmx0 promisc on",
+            "link set nmx1 promisc on",
+            "link add mv0 link nmx0 type macvlan mode bridge",
+            "link add br9 type bridge",
+        ] {
+            ip(&ns, line);
+        }
+        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        const KEYS: [&str; 3] = ["promiscuity", "allmulti", "tso_max_size"];
+        let counts = |cache: &Cache| -> (Vec<String>, Vec<String>) {
+            let mut ours: Vec<String> = cache
+                .links()
+                .flat_map(|link| {
+                    KEYS.iter().map(move |key| {
+                        let value = match *key {
+                            "promiscuity" => link.promiscuity().to_string(),
+                            _ => link
+                                .setting(key)
+                                .map(ToString::to_string)
+                                .unwrap_or_default(),
+                        };
+                        format!("{} {key} {value}", link.name())
+                    })
+                })
+                .collect();
+            let json: serde_json::Value =
+                serde_json::from_str(&ns.ip(&["-j", "-d", "link", "show"]).expect("ip"))
+                    .expect("ip's JSON");
+            let mut theirs: Vec<String> = json
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|link| {
+                    KEYS.iter().map(move |key| {
+                        let value = link.get(*key).map(ToString::to_string);
+                        format!(
+                            "{} {key} {}",
+                            link["ifname"].as_str().unwrap_or_default(),
+                            value.unwrap_or_default()
+                        )
+                    })
+                })
+                .collect();
+            ours.sort();
+            theirs.sort();
+            (ours, theirs)
+        };
+        let (ours, theirs) = counts(&cache);
+        assert_eq!(ours, theirs);
+        for step in [
+            "link set mv0 up",
+            "link set mv0 down",
+            "link set nmx1 master br9",
+            "link set nmx1 nomaster",
+        ] {
+            ip(&ns, step);
+            let events = settle(&mut cache, Duration::from_secs(10));
+            let (ours, theirs) = counts(&cache);
+            assert_eq!(ours, theirs, "after {step}: {events:?}");
+        }
+    });
+}
+
+/// Link changes the kernel makes after announcing the link: a new veth pair's first end
+/// (announced before its peer exists, without a parent) gets its peer, and a link's MTU
+/// going below what IPv6 needs, and back, takes and gives its IPv6 state (the address
+/// generation mode). The cache, its
+/// link refresh off, has both as `ip` does.
+#[test]
+fn a_veth_ends_peer_and_ipv6_back_above_1280_come_after_the_link() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        let ip_link = |name: &str| -> serde_json::Value {
+            let json: serde_json::Value =
+                serde_json::from_str(&ns.ip(&["-j", "-d", "link", "show", name]).expect("ip"))
+                    .expect("ip's JSON");
+            json[0].clone()
+        };
+        let ours = |cache: &Cache, name: &str| {
+            let link = cache
+                .links()
+                .find(|link| link.name() == name)
+                .cloned()
+                .expect("the link");
+            (
+                link.parent().map(u32::from),
+                link.setting("inet6_addr_gen_mode").map(ToString::to_string),
+            )
+        };
+        ip(&ns, "link add nmw0 type veth peer name nmw1");
+        settle(&mut cache, Duration::from_secs(10));
+        for (name, peer) in [("nmw0", "nmw1"), ("nmw1", "nmw0")] {
+            assert_eq!(ip_link(name)["link"], peer);
+            let theirs = ip_link(peer)["ifindex"]
+                .as_u64()
+                .and_then(|i| u32::try_from(i).ok());
+            assert_eq!(ours(&cache, name).0, theirs, "{name}");
+        }
+        ip(&ns, "link set nmx0 mtu 1200");
+        settle(&mut cache, Duration::from_secs(10));
+        assert_eq!(ours(&cache, "nmx0").1, None);
+        ip(&ns, "link set nmx0 mtu 1500");
+        settle(&mut cache, Duration::from_secs(10));
+        assert_eq!(
+            ours(&cache, "nmx0").1.as_deref(),
+            ip_link("nmx0")["inet6_addr_gen_mode"].as_str()
+        );
+    });
+}
