@@ -451,16 +451,7 @@ fn rule_msg(
 
 /// An `RTM_NEWLINK`/`RTM_DELLINK` with the link's index and name.
 fn link_msg(kind: u16, ifindex: u32, name: &str) -> Vec<u8> {
-    let mut buf = Vec::new();
-    let mut msg = wire::MsgWriter::new(&mut buf, kind, 0, 0);
-    let mut hdr = [0u8; 16];
-    hdr[4..8].copy_from_slice(&ifindex.to_ne_bytes());
-    msg.raw(&hdr);
-    let mut value = name.as_bytes().to_vec();
-    value.push(0);
-    msg.attr(3, &value);
-    msg.finish();
-    buf
+    link_msg_with(kind, ifindex, name, 0, &[])
 }
 
 fn apply_one(state: &mut State, datagram: &[u8]) -> Vec<Event> {
@@ -790,9 +781,11 @@ fn ignore_routes_with_linkdown_asks_for_the_routes_of_links_without_carrier() {
     let mut state = State::new();
     apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 3, "a0"));
     apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 4, "a1"));
-    let mut with_carrier = link_msg(wire::RTM_NEWLINK, 5, "a2");
-    with_carrier[24..28].copy_from_slice(&(IFF_UP | IFF_RUNNING | IFF_LOWER_UP).to_ne_bytes());
-    apply_one(&mut state, &with_carrier);
+    let carrier = IFF_UP | IFF_RUNNING | IFF_LOWER_UP;
+    apply_one(
+        &mut state,
+        &link_msg_with(wire::RTM_NEWLINK, 5, "a2", carrier, &[]),
+    );
     assert_eq!(state.take_work(), Work::default());
 
     apply_one(
@@ -869,10 +862,11 @@ fn a_new_root_qdisc_reads_the_links_again() {
     assert!(state.take_work().links);
 }
 
-/// An `RTM_NEWLINK` of `ifindex` named `name` with `flags` and the `u32` attributes `attrs`.
-fn link_msg_with(ifindex: u32, name: &str, flags: u32, attrs: &[(u16, u32)]) -> Vec<u8> {
+/// An `RTM_NEWLINK`/`RTM_DELLINK` of `ifindex` named `name` with `flags` and the `u32`
+/// attributes `attrs`.
+fn link_msg_with(kind: u16, ifindex: u32, name: &str, flags: u32, attrs: &[(u16, u32)]) -> Vec<u8> {
     let mut buf = Vec::new();
-    let mut msg = wire::MsgWriter::new(&mut buf, wire::RTM_NEWLINK, 0, 0);
+    let mut msg = wire::MsgWriter::new(&mut buf, kind, 0, 0);
     let mut hdr = [0u8; 16];
     hdr[4..8].copy_from_slice(&ifindex.to_ne_bytes());
     hdr[8..12].copy_from_slice(&flags.to_ne_bytes());
@@ -896,43 +890,31 @@ fn links_the_kernel_changes_after_announcing_them_are_read_again() {
     const IFLA_MTU: u16 = 4;
     const IFLA_LINK: u16 = 5;
     const IFLA_MASTER: u16 = 10;
-    let mut state = State::new();
-    apply_one(&mut state, &link_msg_with(5, "nmw1", 0, &[(IFLA_LINK, 0)]));
-    assert!(!state.take_work().links);
-    apply_one(&mut state, &link_msg_with(6, "nmw0", 0, &[(IFLA_LINK, 5)]));
-    assert!(state.take_work().links);
-    // A link whose parent has one already: nothing.
-    apply_one(&mut state, &link_msg_with(7, "other", 0, &[(IFLA_LINK, 6)]));
-    assert!(!state.take_work().links);
-
-    apply_one(
-        &mut state,
-        &link_msg_with(6, "nmw0", 0, &[(IFLA_LINK, 5), (IFLA_MTU, 1500)]),
-    );
-    state.take_work();
-    apply_one(
-        &mut state,
-        &link_msg_with(6, "nmw0", 0, &[(IFLA_LINK, 5), (IFLA_MTU, 1200)]),
-    );
-    assert!(state.take_work().links);
-    apply_one(
-        &mut state,
-        &link_msg_with(6, "nmw0", 0, &[(IFLA_LINK, 5), (IFLA_MTU, 1500)]),
-    );
-    assert!(state.take_work().links);
-    apply_one(
-        &mut state,
-        &link_msg_with(6, "nmw0", 0, &[(IFLA_LINK, 5), (IFLA_MTU, 1400)]),
-    );
-    assert!(!state.take_work().links);
-
-    let port = |master: Option<u32>| {
-        let mut attrs = vec![(IFLA_LINK, 5), (IFLA_MTU, 1400)];
-        attrs.extend(master.map(|master| (IFLA_MASTER, master)));
-        link_msg_with(6, "nmw0", 0, &attrs)
+    let link = |ifindex: u32, name: &str, attrs: &[(u16, u32)]| {
+        link_msg_with(wire::RTM_NEWLINK, ifindex, name, 0, attrs)
     };
-    apply_one(&mut state, &port(Some(9)));
-    assert!(state.take_work().links);
-    apply_one(&mut state, &port(None));
-    assert!(state.take_work().links);
+    let mut state = State::new();
+    // A veth end with no parent yet, its peer, then a link whose parent has one.
+    for (msg, read_again) in [
+        (link(5, "nmw1", &[(IFLA_LINK, 0)]), false),
+        (link(6, "nmw0", &[(IFLA_LINK, 5), (IFLA_MTU, 1500)]), true),
+        (link(7, "other", &[(IFLA_LINK, 6)]), false),
+    ] {
+        apply_one(&mut state, &msg);
+        assert_eq!(state.take_work().links, read_again);
+    }
+    // The MTU across IPv6's 1280 and not; a bridge port joining and leaving.
+    for (mtu, master, read_again) in [
+        (1500, None, false),
+        (1200, None, true),
+        (1500, None, true),
+        (1400, None, false),
+        (1400, Some(9), true),
+        (1400, None, true),
+    ] {
+        let mut attrs = vec![(IFLA_LINK, 5), (IFLA_MTU, mtu)];
+        attrs.extend(master.map(|master| (IFLA_MASTER, master)));
+        apply_one(&mut state, &link(6, "nmw0", &attrs));
+        assert_eq!(state.take_work().links, read_again, "{mtu} {master:?}");
+    }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 use netmirror_platform::{Cache, Change, Event};
 
 use super::support::{
-    assert_cache_matches_ip, config, ip, netns_with_veth, settle, wait_kernel_quiet,
+    assert_cache_matches_ip, config, ip, ip_link_json, netns_with_veth, settle, wait_kernel_quiet,
 };
 use crate::support::bounded;
 
@@ -595,12 +595,10 @@ fn a_root_qdisc_replaced_by_tc_is_the_links_qdisc() {
                 .find(|link| link.name() == "nmx0")
                 .and_then(|link| link.setting("qdisc").map(ToString::to_string))
                 .unwrap_or_default();
-            let json: serde_json::Value =
-                serde_json::from_str(&ns.ip(&["-j", "link", "show", "nmx0"]).expect("ip"))
-                    .expect("ip's JSON");
+            let theirs = ip_link_json(&ns, "nmx0");
             (
                 ours,
-                json[0]["qdisc"].as_str().unwrap_or_default().to_owned(),
+                theirs["qdisc"].as_str().unwrap_or_default().to_owned(),
             )
         };
         assert_eq!(qdiscs(&cache), ("noqueue".into(), "noqueue".into()));
@@ -706,12 +704,7 @@ fn a_veth_ends_peer_and_ipv6_back_above_1280_come_after_the_link() {
         let ns = netns_with_veth();
         let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
         settle(&mut cache, Duration::from_secs(10));
-        let ip_link = |name: &str| -> serde_json::Value {
-            let json: serde_json::Value =
-                serde_json::from_str(&ns.ip(&["-j", "-d", "link", "show", name]).expect("ip"))
-                    .expect("ip's JSON");
-            json[0].clone()
-        };
+        let ip_link = |name: &str| ip_link_json(&ns, name);
         let ours = |cache: &Cache, name: &str| {
             let link = cache
                 .links()

@@ -37,6 +37,13 @@ pub(crate) fn ip(ns: &NetNs, args: &str) {
     }
 }
 
+/// `ip -j -d link show NAME` in `ns`: the link's JSON object.
+pub(crate) fn ip_link_json(ns: &NetNs, name: &str) -> serde_json::Value {
+    let out = ns.ip(&["-j", "-d", "link", "show", name]).expect("ip link");
+    let json: serde_json::Value = serde_json::from_str(&out).expect("ip's JSON");
+    json[0].clone()
+}
+
 /// Waits (up to 20 s) until the kernel's own asynchronous work in `ns` is done: no IPv6 address
 /// is still tentative (duplicate address detection) and the routes of every table read the same
 /// three times in a row, 300 ms apart (IPv6 link-local addresses and their local routes come
