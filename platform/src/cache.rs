@@ -707,11 +707,15 @@ impl Cache {
         self.link_refresh_at = every.map(|every| Instant::now() + every);
         self.stats.n_link_refreshes += 1;
         self.state.settle(out);
+        self.read_links_again(out)
+    }
+
+    /// Reads the links again, reporting what changed, and the addresses of those whose
+    /// address generation mode changed: a sysctl write of it makes the link-local address at
+    /// once, announced only once the link is up and its duplicate detection starts.
+    fn read_links_again(&mut self, out: &mut Vec<Event>) -> Result<()> {
         let first = out.len();
         self.load(Kind::Links, None, Some(out))?;
-        // A sysctl write of a link's address generation mode makes its link-local address
-        // at once, announced only once the link is up and its duplicate detection starts:
-        // the addresses of such a link are read again.
         let regenerated: Vec<u32> = out[first..]
             .iter()
             .filter_map(|event| match event {
@@ -962,7 +966,7 @@ impl Cache {
             self.state.nhid_routes_refreshed(&ids, fresh, out);
         }
         if work.links {
-            self.load(Kind::Links, None, Some(&mut *out))?;
+            self.read_links_again(out)?;
         }
         for ifindex in work.prefix_routes {
             self.load(Kind::PrefixRoutes, Some(ifindex), Some(&mut *out))?;

@@ -421,11 +421,6 @@ impl RouteExtra {
     }
 }
 
-/// `secs` as the kernel's signed 32-bit `rta_expires` would hold it.
-fn clamp_i32(secs: i64) -> i32 {
-    i32::try_from(secs.clamp(i64::from(i32::MIN), i64::from(i32::MAX))).unwrap_or(0)
-}
-
 /// Moves `dst` into `v4` when it ends in four zero bytes, leaving it unspecified: whether
 /// it did.
 fn move_dst_inline(v4: &mut [[u8; 4]; 3], dst: &mut Ipv6Addr) -> bool {
@@ -1181,13 +1176,13 @@ impl Route {
     /// [`with_expires`](Self::with_expires) stands still.
     pub fn expires(&self) -> Option<i32> {
         let countdown = self.extra.as_ref()?.rare().expires?;
-        Some(clamp_i32(countdown.left()))
+        Some(i32::saturating(countdown.left()))
     }
 
     /// The remaining lifetime at `at` (see [`expires`](Self::expires)).
     pub fn expires_at(&self, at: Instant) -> Option<i32> {
         let countdown = self.extra.as_ref()?.rare().expires?;
-        Some(clamp_i32(countdown.left_at(at)))
+        Some(i32::saturating(countdown.left_at(at)))
     }
 
     /// The nexthop object id (`RTA_NH_ID`), if any.

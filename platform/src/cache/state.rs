@@ -505,14 +505,13 @@ impl State {
         let Some(ifindex) = ifindex.filter(|_| linkdown && !others && !nlas.malformed()) else {
             return;
         };
-        let concerned: Vec<u32> = self
-            .links
-            .iter()
-            .filter(|link| link.flags() & IFF_LOWER_UP == 0)
-            .map(|link| link.ifindex().0)
-            .filter(|&index| ifindex == NETCONFA_IFINDEX_ALL || ifindex == index)
-            .collect();
-        self.suspect_ifindexes.extend(concerned);
+        self.suspect_ifindexes.extend(
+            self.links
+                .iter()
+                .filter(|link| link.flags() & IFF_LOWER_UP == 0)
+                .map(|link| link.ifindex().0)
+                .filter(|&index| ifindex == NETCONFA_IFINDEX_ALL || ifindex == index),
+        );
     }
 
     /// Applies an `RTM_NEWQDISC`/`RTM_DELQDISC`. A link's `qdisc` (`IFLA_QDISC`) is the
