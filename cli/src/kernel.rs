@@ -53,6 +53,7 @@ pub(crate) const LINK_FIELDS: &[Field] = &[
     Field::extra("GSO-IPV4-MAX-SIZE", "gso_ipv4_max_size"),
     Field::extra("GRO-IPV4-MAX-SIZE", "gro_ipv4_max_size"),
     Field::extra("PROTO-DOWN", "proto_down"),
+    Field::extra("PROTO-DOWN-REASON", "proto_down_reason"),
     Field::extra("HEADROOM", "headroom"),
     Field::extra("TAILROOM", "tailroom"),
     Field::extra("NETNS-IMMUTABLE", "netns_immutable"),
@@ -79,6 +80,7 @@ const LINK_SETTINGS: &[&str] = &[
     "gso_ipv4_max_size",
     "gro_ipv4_max_size",
     "proto_down",
+    "proto_down_reason",
     "headroom",
     "tailroom",
     "netns_immutable",
@@ -399,6 +401,7 @@ pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
     for key in LINK_SETTINGS {
         row.push(link.setting(key).map_or(Cell::Null, |value| match value {
             AttrValue::Uint(number) => Cell::Int(i64::try_from(*number).unwrap_or(i64::MAX)),
+            AttrValue::List(items) => Cell::List(items.clone()),
             other => Cell::Text(other.to_string().into()),
         }));
     }

@@ -205,11 +205,19 @@ impl Link {
     /// More of the link's settings as named values, with `ip -j -d link`'s keys: `qdisc`,
     /// `allmulti`, `num_tx_queues`, `num_rx_queues`, `gso_max_size`, `gso_max_segs`,
     /// `tso_max_size`, `tso_max_segs`, `gro_max_size`, `gso_ipv4_max_size`,
-    /// `gro_ipv4_max_size`, `proto_down`, `headroom`, `tailroom`, ..., and
+    /// `gro_ipv4_max_size`, `proto_down`, `proto_down_reason` (the reason bits set, as a
+    /// list), `headroom`, `tailroom`, ..., and
     /// `inet6_addr_gen_mode` (`eui64`, `none`, `stable_secret`, `random`, or the number in
     /// hex as `0x04`: how the link makes its IPv6 link-local address, from `IFLA_AF_SPEC`).
     pub fn settings(&self) -> &[KindAttr] {
         &self.settings
+    }
+    /// Every name [`Link::settings`] may hold, so that a viewer can leave none out.
+    pub fn setting_names() -> impl Iterator<Item = &'static str> {
+        linkinfo::LINK
+            .iter()
+            .map(|(_, name, _)| *name)
+            .chain(["inet6_addr_gen_mode"])
     }
     /// One of [`Link::settings`] by name.
     pub fn setting(&self, name: &str) -> Option<&crate::AttrValue> {

@@ -57,6 +57,9 @@ pub(crate) enum Ty {
     MacvlanMode,
     /// A TUN device's type (`IFF_TUN`, `IFF_TAP`), as `ip` names it.
     TunType,
+    /// `IFLA_PROTO_DOWN_REASON`: the reason bits set (`IFLA_PROTO_DOWN_REASON_VALUE`), as
+    /// `ip` lists them without a names file.
+    ProtoDownReason,
     /// `struct br_boolopt_multi` (a bridge's boolean options: values, and the mask of those
     /// reported): one 0/1 entry per reported option, named as `ip` names them.
     BoolOpts,
@@ -73,6 +76,7 @@ pub(crate) const LINK: &[(u16, &str, Ty)] = &[
     (31, "num_tx_queues", Ty::U32),
     (32, "num_rx_queues", Ty::U32),
     (39, "proto_down", Ty::U8),
+    (55, "proto_down_reason", Ty::ProtoDownReason),
     (40, "gso_max_segs", Ty::U32),
     (41, "gso_max_size", Ty::U32),
     (58, "gro_max_size", Ty::U32),
@@ -419,6 +423,18 @@ fn read(ty: Ty, value: &[u8]) -> Option<AttrValue> {
             2 => Some(AttrValue::Text("tap".to_owned())),
             other => uint(other.into()),
         },
+        (Ty::ProtoDownReason, _) => {
+            const IFLA_PROTO_DOWN_REASON_VALUE: u16 = 2;
+            let (_, bits) =
+                Nlas::new(value).find(|(kind, _)| *kind == IFLA_PROTO_DOWN_REASON_VALUE)?;
+            let bits = u32::from_ne_bytes(bits.try_into().ok()?);
+            Some(AttrValue::List(
+                (0..32)
+                    .filter(|bit| bits & (1 << bit) != 0)
+                    .map(|bit: u32| bit.to_string())
+                    .collect(),
+            ))
+        }
         (Ty::Skip, _) => Some(AttrValue::Flag),
         (Ty::Str, _) => Some(AttrValue::Text(nla_str(value))),
         _ => None,

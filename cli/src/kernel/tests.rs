@@ -105,6 +105,33 @@ fn a_link_shows_what_is_not_decoded() {
 }
 
 #[test]
+fn every_setting_a_link_may_hold_has_its_column() {
+    for name in Link::setting_names() {
+        assert!(super::LINK_SETTINGS.contains(&name), "{name} is not shown");
+        assert!(LINK_FIELDS.iter().any(|field| field.key == name), "{name}");
+    }
+}
+
+#[test]
+fn a_links_proto_down_reasons_are_listed_as_ip_lists_them() {
+    let mut header = vec![0, 0];
+    header.extend_from_slice(&1u16.to_ne_bytes());
+    header.extend_from_slice(&3i32.to_ne_bytes());
+    header.extend_from_slice(&[0; 8]);
+    // IFLA_PROTO_DOWN on, IFLA_PROTO_DOWN_REASON { IFLA_PROTO_DOWN_REASON_VALUE: bits 0, 3 }.
+    let reason = attr(2, &0b1001u32.to_ne_bytes());
+    let link = payload(
+        &header,
+        &[attr(3, b"v0\0"), attr(39, &[1]), attr(55, &reason)],
+    );
+    let link = Link::parse(&link).unwrap().unwrap();
+    let json = row_json(LINK_FIELDS, &super::link_row(&link, &names()));
+    assert_eq!(json["proto_down"], 1, "{json}");
+    assert_eq!(json["proto_down_reason"], json!(["0", "3"]), "{json}");
+    assert_eq!(json["unknown_attributes"], json!([]), "{json}");
+}
+
+#[test]
 fn an_address_shows_what_is_not_decoded() {
     // ifaddrmsg: AF_INET, /24, no flags, scope universe, ifindex 3.
     let mut header = vec![2, 24, 0, 0];

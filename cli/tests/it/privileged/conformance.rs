@@ -77,6 +77,10 @@ fn world() -> (NetNs, NetNs) {
         "tuntap add tun0 mode tun multi_queue",
         "link set mv0 up",
         "link set vx0 up",
+        // Protocol down, with two reasons.
+        "link set vx0 protodown_reason 2 on",
+        "link set vx0 protodown_reason 9 on",
+        "link set vx0 protodown on",
         "addr add 10.3.0.1/24 dev mv0",
         "link property add dev v0 altname conformance-alt0",
         "link property add dev v0 altname conformance-alt1",
@@ -704,11 +708,35 @@ fn link_mismatches(ip_link: &Value, our: &Value, ip_links: &[Value]) -> (Vec<Str
         "master",
         "mtu",
         "address",
+        "broadcast",
+        "link_type",
+        "txqlen",
         "operstate",
         "flags",
     ] {
         check(key.to_owned(), get(our, key), get(ip_link, key));
     }
+    // ip 6.1 reads the reasons as 8 bits (`rta_getattr_u8`): it leaves out those from 8 up,
+    // which the kernel holds (32 bits) and netmirror shows.
+    let our_reasons = get(our, "proto_down_reason");
+    let low_reasons = our_reasons.as_array().map(|reasons| {
+        reasons
+            .iter()
+            .filter(|bit| bit.as_str().and_then(|bit| bit.parse::<u8>().ok()) < Some(8))
+            .cloned()
+            .collect::<Vec<_>>()
+    });
+    check(
+        "proto_down_reason".to_owned(),
+        json!(low_reasons),
+        get(ip_link, "proto_down_reason"),
+    );
+    // ip prints `proto_down` only when it is on.
+    check(
+        "proto_down".to_owned(),
+        get(our, "proto_down"),
+        json!(u64::from(ip_link.get("proto_down") == Some(&json!(true)))),
+    );
     // The link's other settings, where ip prints them (ip 6.1 knows no IPv4 GSO/GRO
     // sizes, headroom or tailroom).
     for key in [
@@ -857,6 +885,8 @@ fn links_match_ip_field_by_field() {
     let (mismatches, compared) = links_mismatches(&theirs, &ours);
     assert!(mismatches.is_empty(), "{mismatches:#?}");
     assert!(compared > 15, "kind data compared: {compared}");
+    let vx0 = ours.iter().find(|link| link["ifname"] == "vx0").unwrap();
+    assert_eq!(vx0["proto_down_reason"], json!(["2", "9"]), "{vx0}");
     // The peer in the other namespace: by index and netnsid, never by a local name.
     let p0 = ours.iter().find(|link| link["ifname"] == "p0").unwrap();
     let peer_index = other
@@ -1592,6 +1622,9 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
         "link set nmx1 down",
         "link set nmx1 up",
         "link set mvz0 type macvlan mode vepa",
+        "link set mvz0 protodown_reason 1 on",
+        "link set mvz0 protodown on",
+        "link set mvz0 protodown_reason 1 off",
         "link add nmw0 type veth peer name nmw1",
         "link add br6 type bridge",
         "link set nmw0 master br6",
