@@ -79,6 +79,7 @@ use crate::{
     meta::Registry,
     store::{ObjId, Store},
 };
+use netmirror_dbus_meta::Value;
 
 const BUS: &str = "org.freedesktop.DBus";
 const BUS_PATH: &str = "/org/freedesktop/DBus";
@@ -97,6 +98,45 @@ pub struct FetchSpec {
     pub method: String,
     /// A signal of `interface` after which to fetch again.
     pub refresh: Option<String>,
+    /// A property of other objects whose change fetches again the object they refer to: for
+    /// data the service changes without the `refresh` signal.
+    pub refresh_on: Option<RefreshOn>,
+}
+
+/// When to fetch an object again (see [`FetchSpec::refresh_on`]): when `property` of an
+/// object with `interface` enters or leaves one of `values`, the object whose path that
+/// object's `reference` property holds is fetched again.
+///
+/// NetworkManager writes a profile's `connection.timestamp` when an active connection of it
+/// enters or leaves `ACTIVATED`, and sends no `Updated` for it: [`NmClient`]'s cache fetches
+/// the profile's settings again then, so a long-lived cache shows what `GetSettings` does.
+///
+/// [`NmClient`]: crate::nm::NmClient
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefreshOn {
+    /// The interface of the objects whose property changes.
+    pub interface: String,
+    /// The property that changes (a `u32`).
+    pub property: String,
+    /// The property of the same interface holding the path of the object to fetch again.
+    pub reference: String,
+    /// The values of `property` whose entering or leaving fetches again; empty for every
+    /// change.
+    pub values: Vec<u32>,
+}
+
+impl RefreshOn {
+    /// Whether a change of the property from `old` to `new` fetches again.
+    pub(crate) fn fires(&self, old: &Value, new: &Value) -> bool {
+        if old == new {
+            return false;
+        }
+        let named = |value: &Value| match value {
+            Value::U32(number) => self.values.contains(number),
+            _ => false,
+        };
+        self.values.is_empty() || named(old) || named(new)
+    }
 }
 
 /// The entries of a fetch's reply that the cache keeps (see

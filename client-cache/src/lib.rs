@@ -131,7 +131,7 @@ mod store;
 
 pub use blocking::{BlockingBuilder, BlockingCache, EVENT_CHANNEL};
 pub use cache::{CacheBuilder, ObjectCache, ObjectRef};
-pub use core::{FetchSpec, Lookup, Scope};
+pub use core::{FetchSpec, Lookup, RefreshOn, Scope};
 pub use debug::{DebugConfig, Diagnostics, Warning, WarningKind};
 pub use error::{CallError, CallFailure, Error, Result};
 pub use event::Event;

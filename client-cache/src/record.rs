@@ -58,8 +58,8 @@ use crate::{
 
 /// The first bytes of a recording.
 pub(crate) const MAGIC: &[u8; 8] = b"NMCACHE\x01";
-/// The version of the format this crate writes and reads.
-pub(crate) const VERSION: u32 = 1;
+/// The version of the format this crate writes and reads (2: fetches carry `refresh_on`).
+pub(crate) const VERSION: u32 = 2;
 
 pub(crate) const START: u8 = b'S';
 pub(crate) const BEGIN: u8 = b'B';
@@ -144,6 +144,19 @@ pub(crate) fn header(cfg: &Config, bus: bool) -> Vec<u8> {
         put_str(&mut buf, &f.method);
         buf.push(u8::from(f.refresh.is_some()));
         put_str(&mut buf, f.refresh.as_deref().unwrap_or(""));
+        match &f.refresh_on {
+            None => buf.push(0),
+            Some(on) => {
+                buf.push(1);
+                put_str(&mut buf, &on.interface);
+                put_str(&mut buf, &on.property);
+                put_str(&mut buf, &on.reference);
+                put_u32(&mut buf, len_u32(on.values.len()));
+                for &value in &on.values {
+                    put_u32(&mut buf, value);
+                }
+            }
+        }
     }
     let millis = u64::try_from(cfg.timeout.as_millis()).unwrap_or(u64::MAX);
     buf.extend_from_slice(&millis.to_le_bytes());

@@ -45,7 +45,7 @@ use zbus::message::{Message, Type};
 use zbus::wire::{Endian, serialized};
 
 use crate::{
-    CacheBuilder, Event, FetchSpec, Lookup, Object, Scope,
+    CacheBuilder, Event, FetchSpec, Lookup, Object, RefreshOn, Scope,
     core::Core,
     debug::Diagnostics,
     record::{self, registry_fingerprint},
@@ -359,10 +359,28 @@ impl Replay {
             let method = c.str("a fetch's method")?;
             let has = c.bool("a fetch's refresh flag")?;
             let refresh = c.str("a fetch's refresh signal")?;
+            let refresh_on = if c.bool("a fetch's refresh-on flag")? {
+                let interface = c.str("a refresh-on interface")?;
+                let property = c.str("a refresh-on property")?;
+                let reference = c.str("a refresh-on reference")?;
+                let n = c.u32("the number of refresh-on values")?;
+                let values = (0..n)
+                    .map(|_| c.u32("a refresh-on value"))
+                    .collect::<Result<Vec<u32>>>()?;
+                Some(RefreshOn {
+                    interface,
+                    property,
+                    reference,
+                    values,
+                })
+            } else {
+                None
+            };
             fetches.push(FetchSpec {
                 interface,
                 method,
                 refresh: has.then_some(refresh),
+                refresh_on,
             });
         }
         let timeout = Duration::from_millis(c.u64("the timeout")?);

@@ -21,9 +21,14 @@ impl Core {
             .fetches
             .iter()
             .any(|f| f.interface == iface && f.refresh.as_deref() == Some(member));
-        if !refresh {
-            return;
+        if refresh {
+            self.fetch_again(path);
         }
+    }
+
+    /// Fetches the object at `path` again, if it has a fetch's interface (or marks the fetch
+    /// on its way to be repeated).
+    pub(super) fn fetch_again(&mut self, path: &str) {
         let Some(id) = self
             .store
             .id(path)
@@ -157,7 +162,7 @@ impl Core {
 
 #[cfg(test)]
 mod tests {
-    use crate::core::{FetchSpec, test_support::*};
+    use crate::core::{FetchSpec, RefreshOn, test_support::*};
     use crate::{Value, object::Fetch};
 
     const S: &str = "org.example.Settings";
@@ -168,6 +173,7 @@ mod tests {
             interface: S.into(),
             method: "GetSettings".into(),
             refresh: Some("Updated".into()),
+            refresh_on: None,
         });
         let mut core = bus_core(cfg);
         core.start();
@@ -245,6 +251,74 @@ mod tests {
     }
 
     #[test]
+    fn a_referring_objects_state_entering_or_leaving_a_value_fetches_again() {
+        use std::collections::HashMap;
+        use zbus::{ObjectPath, Variant};
+        const A: &str = "org.example.Active";
+        let mut cfg = config();
+        cfg.fetches.push(FetchSpec {
+            interface: S.into(),
+            method: "GetSettings".into(),
+            refresh: None,
+            refresh_on: Some(RefreshOn {
+                interface: A.into(),
+                property: "State".into(),
+                reference: "Connection".into(),
+                values: vec![2],
+            }),
+        });
+        let mut core = bus_core(cfg);
+        core.start();
+        answer_name_owner(&mut core, OWNER);
+        let gmo = take_call(&mut core, "GetManagedObjects");
+        core.out.clear();
+        let profile = ObjectPath::try_from("/s/1").unwrap();
+        let mut objects: HashMap<ObjectPath<'_>, HashMap<&str, HashMap<&str, Variant<'_>>>> =
+            HashMap::new();
+        objects.insert(profile.clone(), HashMap::from([(S, HashMap::new())]));
+        objects.insert(
+            ObjectPath::try_from("/a/1").unwrap(),
+            HashMap::from([(
+                A,
+                HashMap::from([
+                    ("State", Variant::from(1u32)),
+                    ("Connection", Variant::from(profile)),
+                ]),
+            )]),
+        );
+        core.handle(&reply_to(&gmo).build(&(objects,)).unwrap());
+        core.commit();
+        let get = take_call(&mut core, "GetSettings");
+        core.handle(&reply_to(&get).build(&(7u32,)).unwrap());
+        core.commit();
+        drain(&mut core);
+        // Into 2, the same 2 again, out of 2, and between other values.
+        for (state, fetches) in [(2, true), (2, false), (3, true), (4, false), (1, false)] {
+            core.handle(&properties_changed_from(
+                OWNER,
+                "/a/1",
+                A,
+                &[("State", state)],
+                &[],
+            ));
+            core.commit();
+            if fetches {
+                let get = take_call(&mut core, "GetSettings");
+                assert_eq!(get.header().path().map(|p| p.as_str()), Some("/s/1"));
+                core.handle(&reply_to(&get).build(&(state,)).unwrap());
+                core.commit();
+                assert_eq!(fetched(&core, "/s/1"), Some(Fetch::Done(Value::U32(state))));
+            }
+            assert!(
+                !queued_members(&core).iter().any(|m| m == "GetSettings"),
+                "state {state}: {:?}",
+                queued_members(&core)
+            );
+        }
+        assert_eq!(core.diagnostics().warnings, 0);
+    }
+
+    #[test]
     fn kept_entries_are_those_a_whole_reply_has() {
         use std::collections::BTreeMap;
         use zbus::Variant;
@@ -259,6 +333,7 @@ mod tests {
             interface: S.into(),
             method: "GetSettings".into(),
             refresh: None,
+            refresh_on: None,
         });
         cfg.keep_fetched = crate::CacheBuilder::new("x")
             .keep_fetched(keep)

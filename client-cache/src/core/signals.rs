@@ -331,6 +331,15 @@ impl Core {
         let visible = self.store.slot(id).visible;
         let mut refs_changed = false;
         let mut changes = Vec::new();
+        // A change that fetches again the object this one refers to (see `RefreshOn`).
+        let refresh_on = self
+            .cfg
+            .fetches
+            .iter()
+            .filter_map(|f| f.refresh_on.as_ref())
+            .find(|on| on.interface == iface_name)
+            .cloned();
+        let mut refetch = None;
         {
             let Some(obj) = self.store.slot_mut(id).obj.as_mut() else {
                 return;
@@ -345,6 +354,12 @@ impl Core {
                 let decl = decl.as_ref().map(|d| &d.properties[slot]);
                 refs_changed |= decl.is_some_and(|p| p.is_reference());
                 let new = visible.then(|| value.clone());
+                if let (Some(on), Some(p)) = (&refresh_on, decl)
+                    && *p.name == *on.property
+                    && on.fires(&target.slots[slot], &value)
+                {
+                    refetch = Some(on.reference.clone());
+                }
                 let old = std::mem::replace(&mut target.slots[slot], value);
                 if let (Some(new), Some(p)) = (new, decl) {
                     changes.push((p.name.clone(), old, new));
@@ -352,6 +367,14 @@ impl Core {
             }
             for (name, value) in update.extra {
                 let new = visible.then(|| value.clone());
+                if let Some(on) = &refresh_on
+                    && *name == *on.property
+                {
+                    let old = target.extra.iter().find(|(n, _)| *n == name);
+                    if on.fires(old.map_or(&Value::Unset, |(_, v)| v), &value) {
+                        refetch = Some(on.reference.clone());
+                    }
+                }
                 let old = match target.extra.iter_mut().find(|(n, _)| *n == name) {
                     Some((_, v)) => std::mem::replace(v, value),
                     None => {
@@ -382,6 +405,22 @@ impl Core {
         }
         if refs_changed {
             self.store.update_refs(id);
+        }
+        if let Some(reference) = refetch {
+            let target = self
+                .store
+                .slot(id)
+                .obj
+                .as_ref()
+                .and_then(|o| o.ifaces.iter().find(|i| i.name == iname))
+                .and_then(|i| i.get(&reference))
+                .and_then(|value| match value {
+                    Value::Path(path) => Some(path.clone()),
+                    _ => None,
+                });
+            if let Some(path) = target {
+                self.fetch_again(&path);
+            }
         }
         self.batch.dirty = true;
     }

@@ -170,6 +170,7 @@ mod tests {
             interface: "org.example.Settings".into(),
             method: "GetSettings".into(),
             refresh: Some("Updated".into()),
+            refresh_on: None,
         });
         let mut core = bus_core(cfg);
         core.start();

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use zbus::Connection;
 
 use crate::{
-    CacheBuilder, Event, FetchSpec, Lookup, ObjectCache, ObjectRef, Registry, Result, Value,
+    CacheBuilder, Event, FetchSpec, Lookup, ObjectCache, ObjectRef, RefreshOn, Registry, Result,
+    Value,
 };
 
 mod actions;
@@ -127,7 +128,8 @@ pub struct NmClient {
 
 impl NmClient {
     /// The cache configuration NetworkManager needs: its declarations, its ObjectManager path,
-    /// and `GetSettings` for every profile (refreshed on `Updated`).
+    /// and `GetSettings` for every profile (refreshed on `Updated`, and when an active
+    /// connection of the profile enters or leaves `ACTIVATED`: see [`RefreshOn`]).
     pub fn builder() -> CacheBuilder {
         Self::builder_without_settings().fetch(FetchSpec {
             interface: iface::CONNECTION.into(),
@@ -139,6 +141,14 @@ impl NmClient {
                     .name()
                     .into(),
             ),
+            // The daemon writes `connection.timestamp` when an active connection of the
+            // profile enters or leaves ACTIVATED (2), without `Updated`.
+            refresh_on: Some(RefreshOn {
+                interface: iface::ACTIVE.into(),
+                property: "State".into(),
+                reference: "Connection".into(),
+                values: vec![ActiveConnectionState::Activated.to_u32()],
+            }),
         })
     }
 

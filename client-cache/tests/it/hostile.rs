@@ -144,6 +144,7 @@ fn a_fetch_that_is_never_answered_fails_the_load() {
                 interface: NODE.into(),
                 method: "GetSettings".into(),
                 refresh: None,
+                refresh_on: None,
             }),
         );
         let text = err.to_string();

@@ -5,4 +5,5 @@ mod introspect_conformance;
 mod nm_actions;
 mod nm_cache;
 mod nm_names;
+mod nm_sequence;
 mod replay;
