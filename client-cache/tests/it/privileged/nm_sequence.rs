@@ -19,10 +19,10 @@ use crate::support::bounded;
 
 const LIMIT: Duration = Duration::from_secs(420);
 /// How long without a message counts as settled.
-const QUIET: Duration = Duration::from_millis(700);
+const QUIET: Duration = Duration::from_millis(400);
 /// How many times a step's comparison is made again while the daemon is still busy (a
 /// transition under way when `GetManagedObjects` was answered) before a difference counts.
-const ROUNDS: usize = 6;
+const ROUNDS: usize = 10;
 
 /// A profile's settings as comparable text: `group.key` → value.
 type Settings = BTreeMap<String, String>;
@@ -239,11 +239,24 @@ fn every_step_of_a_change_sequence_leaves_the_cache_equal_to_get_managed_objects
             "nmcli connection modify seq-static ipv4.addresses 192.0.2.2/24 +ipv4.dns 192.0.2.53",
             "nmcli device reapply sa0",
             "nmcli connection modify seq-static connection.metered yes",
+            "nmcli connection modify seq-static ipv4.route-metric 55 ipv6.route-metric 56",
+            "nmcli device reapply sa0",
+            "-6 addr add 2001:db8:6::8/64 dev sa0 nodad valid_lft 600 preferred_lft 300",
+            // The link set down and up behind NetworkManager's back.
+            "link set sa0 down",
+            "link set sa0 up",
+            "nmcli --wait 30 connection up seq-static",
+            "nmcli device disconnect sa0",
+            "nmcli --wait 30 connection up seq-static",
             // A software device realized by an activation, and links that come and go.
             "nmcli --wait 30 connection up seq-bridge",
             "link add sc0 type veth peer name sd0",
             "link set sd0 up",
+            // A profile that activates by itself on the new link.
+            "nmcli connection add type ethernet ifname sc0 con-name seq-auto autoconnect yes \
+             ipv4.method manual ipv4.addresses 198.51.100.1/24 ipv6.method disabled",
             "link del sc0",
+            "nmcli connection delete seq-auto",
             // The daemon's switches.
             "nmcli device set sa0 autoconnect no",
             "nmcli radio wifi off",
