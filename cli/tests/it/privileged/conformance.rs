@@ -93,6 +93,9 @@ fn world() -> (NetNs, NetNs) {
         // down, so its addresses stay tentative (one optimistic).
         "addr add 10.9.0.1/24 dev br0 valid_lft 3000 preferred_lft 2000 noprefixroute",
         "addr add 10.9.0.2/24 dev br0",
+        "addr add 10.13.0.1/24 dev br0 metric 33",
+        "addr add 10.99.7.5 peer 10.99.7.6/32 dev br0",
+        "-6 addr add 2001:db8:b::1/64 dev br0 nodad metric 44",
         "addr add 239.1.1.1/32 dev br0 autojoin",
         "-6 addr add 2001:db8:9::1/64 dev br0 nodad home mngtmpaddr",
         "-6 addr add 2001:db8:9::3/64 dev br0 nodad preferred_lft 0 valid_lft 4000",
@@ -946,6 +949,8 @@ fn ip_addresses(ns: &NetNs) -> BTreeSet<String> {
                 "scope",
                 "label",
                 "broadcast",
+                "address",
+                "metric",
             ] {
                 map.insert(key, get(addr, key));
             }
@@ -971,6 +976,8 @@ fn our_address(addr: &Value) -> String {
         "scope",
         "label",
         "broadcast",
+        "address",
+        "metric",
         "flags",
     ] {
         map.insert(key, get(addr, key));
