@@ -48,6 +48,15 @@ fn names() -> LinkNames {
     names
 }
 
+/// An ifinfomsg: AF_UNSPEC, ARPHRD_ETHER, ifindex 3, no flags.
+fn link_header() -> Vec<u8> {
+    let mut header = vec![0, 0];
+    header.extend_from_slice(&1u16.to_ne_bytes());
+    header.extend_from_slice(&3i32.to_ne_bytes());
+    header.extend_from_slice(&[0; 8]);
+    header
+}
+
 fn expected() -> Value {
     json!([{"type": KIND, "data": "deadbeef01"}])
 }
@@ -88,11 +97,7 @@ fn a_route_and_its_hop_show_what_is_not_decoded() {
 
 #[test]
 fn a_link_shows_what_is_not_decoded() {
-    // ifinfomsg: AF_UNSPEC, ARPHRD_ETHER, ifindex 3, no flags.
-    let mut header = vec![0, 0];
-    header.extend_from_slice(&1u16.to_ne_bytes());
-    header.extend_from_slice(&3i32.to_ne_bytes());
-    header.extend_from_slice(&[0; 8]);
+    let header = link_header();
     let link = payload(&header, &[attr(3, b"v0\0"), attr(250, &DATA)]);
     let link = Link::parse(&link).unwrap().unwrap();
     let json = row_json(LINK_FIELDS, &super::link_row(&link, &names()));
@@ -114,10 +119,7 @@ fn every_setting_a_link_may_hold_has_its_column() {
 
 #[test]
 fn a_links_proto_down_reasons_are_listed_as_ip_lists_them() {
-    let mut header = vec![0, 0];
-    header.extend_from_slice(&1u16.to_ne_bytes());
-    header.extend_from_slice(&3i32.to_ne_bytes());
-    header.extend_from_slice(&[0; 8]);
+    let header = link_header();
     // IFLA_PROTO_DOWN on, IFLA_PROTO_DOWN_REASON { IFLA_PROTO_DOWN_REASON_VALUE: bits 0, 3 }.
     let reason = attr(2, &0b1001u32.to_ne_bytes());
     let link = payload(

@@ -26,18 +26,11 @@ fn managed_objects(nm: &NetworkManagerDaemon) -> ManagedObjects {
             .build()
             .await
             .expect("connect to the private bus");
-        conn.call_method(
-            Some(NM_BUS_NAME),
-            "/org/freedesktop",
-            Some("org.freedesktop.DBus.ObjectManager"),
-            "GetManagedObjects",
-            &(),
-        )
-        .await
-        .expect("GetManagedObjects")
-        .body()
-        .deserialize::<ManagedObjects>()
-        .expect("GetManagedObjects's reply")
+        super::get_managed_objects(&conn)
+            .await
+            .body()
+            .deserialize::<ManagedObjects>()
+            .expect("GetManagedObjects's reply")
     })
 }
 

@@ -30,16 +30,7 @@ type Settings = BTreeMap<String, String>;
 /// Reads what the daemon holds now on a second connection: every object, and the settings
 /// of every profile.
 async fn truth(conn: &zbus::Connection) -> (Flat, BTreeMap<String, Settings>) {
-    let reply = conn
-        .call_method(
-            Some(NM_BUS_NAME),
-            "/org/freedesktop",
-            Some("org.freedesktop.DBus.ObjectManager"),
-            "GetManagedObjects",
-            &(),
-        )
-        .await
-        .expect("GetManagedObjects");
+    let reply = super::get_managed_objects(conn).await;
     let managed: Managed = reply.body().deserialize().expect("a{oa{sa{sv}}}");
     let mut settings = BTreeMap::new();
     for (path, interfaces) in &managed {

@@ -13,7 +13,7 @@ use netmirror_client_cache::{
     Event, ObjectCache,
     nm::NmClient,
     replay::Replay,
-    testing::{NM_BUS_NAME, NetworkManagerDaemon, Profile},
+    testing::{NetworkManagerDaemon, Profile},
 };
 use zbus::wire::LE;
 
@@ -43,16 +43,7 @@ async fn write_managed(address: &str, path: &Path) {
         .build()
         .await
         .expect("connect");
-    let reply = conn
-        .call_method(
-            Some(NM_BUS_NAME),
-            "/org/freedesktop",
-            Some("org.freedesktop.DBus.ObjectManager"),
-            "GetManagedObjects",
-            &(),
-        )
-        .await
-        .expect("GetManagedObjects");
+    let reply = super::get_managed_objects(&conn).await;
     let body = reply.body();
     assert_eq!(
         body.data().context().endian(),
