@@ -230,6 +230,13 @@ fn every_step_of_a_change_sequence_leaves_the_cache_equal_to_get_managed_objects
             "nmcli connection modify seq-static ipv4.addresses 192.0.2.2/24 +ipv4.dns 192.0.2.53",
             "nmcli device reapply sa0",
             "nmcli connection modify seq-static connection.metered yes",
+            // In memory only (unsaved, its file elsewhere), then saved again; a clone; a
+            // reload of every file.
+            "nmcli connection modify --temporary seq-static ipv4.dns 192.0.2.54",
+            "nmcli connection modify seq-static ipv4.dns 192.0.2.55",
+            "nmcli connection clone seq-static seq-clone",
+            "nmcli connection reload",
+            "nmcli connection delete seq-clone",
             "nmcli connection modify seq-static ipv4.route-metric 55 ipv6.route-metric 56",
             "nmcli device reapply sa0",
             "-6 addr add 2001:db8:6::8/64 dev sa0 nodad valid_lft 600 preferred_lft 300",
