@@ -267,14 +267,23 @@ fn every_step_of_a_change_sequence_leaves_the_cache_equal_to_get_managed_objects
             "nmcli --wait 30 connection up seq-static",
             "nmcli --wait 30 connection up seq-bridge",
             "nmcli connection down seq-bridge",
-            "nmcli connection delete seq-bridge",
+            // Its file edited, and loaded again.
+            "(rename seq-bridge seq-bridge-b)",
+            "nmcli connection delete seq-bridge-b",
             "nmcli connection down seq-static",
             "nmcli connection delete seq-static",
             "link del sa0",
         ];
         let mut compared = 0;
         for line in steps {
-            if line != "(load)" {
+            if let Some(rename) = line.strip_prefix("(rename ") {
+                let (from, to) = rename.trim_end_matches(')').split_once(' ').unwrap();
+                let file = nm.keyfile_dir().join(format!("{from}.nmconnection"));
+                let text = std::fs::read_to_string(&file).expect("the profile's keyfile");
+                let text = text.replace(&format!("id={from}\n"), &format!("id={to}\n"));
+                std::fs::write(&file, text).expect("write the keyfile");
+                step(&nm, &format!("nmcli connection load {}", file.display()));
+            } else if line != "(load)" {
                 step(&nm, line);
             }
             let mut rounds = 0;
