@@ -145,8 +145,12 @@ impl NmClient {
             // profile enters or leaves ACTIVATED (2), without `Updated`.
             refresh_on: Some(RefreshOn {
                 interface: iface::ACTIVE.into(),
-                property: "State".into(),
-                reference: "Connection".into(),
+                property: netmirror_dbus_meta::nm::connection_active::STATE
+                    .name()
+                    .into(),
+                reference: netmirror_dbus_meta::nm::connection_active::CONNECTION
+                    .name()
+                    .into(),
                 values: vec![ActiveConnectionState::Activated.to_u32()],
             }),
         })
