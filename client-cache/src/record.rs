@@ -2,17 +2,19 @@
 //! [`CacheBuilder::record_to`](crate::CacheBuilder::record_to)); the
 //! [`replay`](crate::replay) module drives a fresh core from it.
 //!
-//! # The format (version 1)
+//! # The format (version 2)
 //!
 //! Every integer is little-endian; a *string* is a `u32` length then that many bytes of UTF-8.
 //!
-//! - The magic bytes `NMCACHE\x01`, then the `u32` version (1).
+//! - The magic bytes `NMCACHE\x01`, then the `u32` version (2).
 //! - The header: the cache's configuration, which the replay must use too. The service (string),
 //!   the ObjectManager's path (string), whether the connection is a bus (`u8`), the scope (`u8`
 //!   0 = everything; 1 = one path, then the path; 2 = a lookup, then its path, interface,
 //!   method, argument, fallback interface and fallback property), the fetches (`u32` count,
 //!   then per fetch its interface, method, `u8` whether it has a refresh signal and that
-//!   signal's name, a string, empty when it has none), the call timeout (`u64` milliseconds),
+//!   signal's name, a string, empty when it has none, then `u8` whether it has a
+//!   [`RefreshOn`](crate::RefreshOn), and if so its interface, property and reference
+//!   (strings) and its values (`u32` count, then each `u32`)), the call timeout (`u64` milliseconds),
 //!   the bound of the event queue (`u64`), and a fingerprint of the interface declarations
 //!   (`u64` FNV-1a of every declared interface, property, signature and target, in name order)
 //!   with their number (`u32`).
