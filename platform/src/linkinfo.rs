@@ -427,7 +427,7 @@ fn read(ty: Ty, value: &[u8]) -> Option<AttrValue> {
             const IFLA_PROTO_DOWN_REASON_VALUE: u16 = 2;
             let (_, bits) =
                 Nlas::new(value).find(|(kind, _)| *kind == IFLA_PROTO_DOWN_REASON_VALUE)?;
-            let bits = u32::from_ne_bytes(bits.try_into().ok()?);
+            let bits = wire::nla_u32(bits)?;
             Some(AttrValue::List(
                 (0..32)
                     .filter(|bit| bits & (1 << bit) != 0)

@@ -337,8 +337,7 @@ impl Core {
             .fetches
             .iter()
             .filter_map(|f| f.refresh_on.as_ref())
-            .find(|on| on.interface == iface_name)
-            .cloned();
+            .find(|on| on.interface == iface_name);
         let mut refetch = None;
         {
             let Some(obj) = self.store.slot_mut(id).obj.as_mut() else {
@@ -354,7 +353,7 @@ impl Core {
                 let decl = decl.as_ref().map(|d| &d.properties[slot]);
                 refs_changed |= decl.is_some_and(|p| p.is_reference());
                 let new = visible.then(|| value.clone());
-                if let (Some(on), Some(p)) = (&refresh_on, decl)
+                if let (Some(on), Some(p)) = (refresh_on, decl)
                     && *p.name == *on.property
                     && on.fires(&target.slots[slot], &value)
                 {
@@ -367,7 +366,7 @@ impl Core {
             }
             for (name, value) in update.extra {
                 let new = visible.then(|| value.clone());
-                if let Some(on) = &refresh_on
+                if let Some(on) = refresh_on
                     && *name == *on.property
                 {
                     let old = target.extra.iter().find(|(n, _)| *n == name);

@@ -5,7 +5,8 @@ use std::time::Duration;
 use netmirror_platform::{Cache, Change, Event};
 
 use super::support::{
-    assert_cache_matches_ip, config, ip, ip_link_json, netns_with_veth, settle, wait_kernel_quiet,
+    assert_cache_matches_ip, config, ip, ip_link_json, netns_with_veth, open_without_link_refresh,
+    settle, wait_kernel_quiet,
 };
 use crate::support::bounded;
 
@@ -328,8 +329,7 @@ fn an_ipv6_addresss_lifetime_carries_its_prefix_routes_expiry() {
     bounded(LIMIT, || {
         let ns = netns_with_veth();
         wait_kernel_quiet(&ns);
-        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
-        settle(&mut cache, Duration::from_secs(10));
+        let mut cache = open_without_link_refresh(&ns);
         let expires = |cache: &Cache| {
             cache
                 .routes()
@@ -403,8 +403,7 @@ fn a_peer_moved_away_gives_the_link_that_stays_a_parent_elsewhere() {
         let ns = netns_with_veth();
         let other = netmirror_platform::testing::NetNs::new().unwrap();
         ip(&ns, "link set nmx1 down");
-        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
-        settle(&mut cache, Duration::from_secs(10));
+        let mut cache = open_without_link_refresh(&ns);
         let nmx0 = |cache: &Cache| {
             let link = cache.link_by_name("nmx0").expect("nmx0");
             (link.parent(), link.link_netnsid())
@@ -434,8 +433,7 @@ fn lifetimes_held_for_a_while_count_down_as_the_kernels_do() {
             &ns,
             "-6 route add 2001:db8:5::/64 via 2001:db8:1::2 dev nmx0 expires 600",
         );
-        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
-        settle(&mut cache, Duration::from_secs(10));
+        let mut cache = open_without_link_refresh(&ns);
         let ours = |cache: &Cache| {
             let addr = cache
                 .addresses()
@@ -522,8 +520,7 @@ fn ignore_routes_with_linkdown_marks_the_hops_of_a_link_without_carrier_dead() {
             "-6 route add 2001:db8:9::/64 via 2001:db8:1::2 dev nmx0",
         );
         ip(&ns, "link set nmx1 down");
-        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
-        settle(&mut cache, Duration::from_secs(10));
+        let mut cache = open_without_link_refresh(&ns);
         let dead = |cache: &Cache| -> Vec<String> {
             let mut dead: Vec<String> = cache
                 .routes()
@@ -583,8 +580,7 @@ fn ignore_routes_with_linkdown_marks_the_hops_of_a_link_without_carrier_dead() {
 fn a_root_qdisc_replaced_by_tc_is_the_links_qdisc() {
     bounded(LIMIT, || {
         let ns = netns_with_veth();
-        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
-        settle(&mut cache, Duration::from_secs(10));
+        let mut cache = open_without_link_refresh(&ns);
         let tc = |args: &[&str]| {
             let status = ns.command("tc").args(args).status().expect("tc");
             assert!(status.success(), "tc {args:?}");
@@ -636,8 +632,7 @@ fn promiscuity_counts_follow_macvlans_and_bridge_ports() {
         ] {
             ip(&ns, line);
         }
-        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
-        settle(&mut cache, Duration::from_secs(10));
+        let mut cache = open_without_link_refresh(&ns);
         const KEYS: [&str; 3] = ["promiscuity", "allmulti", "tso_max_size"];
         let counts = |cache: &Cache| -> (Vec<String>, Vec<String>) {
             let mut ours: Vec<String> = cache
@@ -702,8 +697,7 @@ fn promiscuity_counts_follow_macvlans_and_bridge_ports() {
 fn a_veth_ends_peer_and_ipv6_back_above_1280_come_after_the_link() {
     bounded(LIMIT, || {
         let ns = netns_with_veth();
-        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
-        settle(&mut cache, Duration::from_secs(10));
+        let mut cache = open_without_link_refresh(&ns);
         let ip_link = |name: &str| ip_link_json(&ns, name);
         let ours = |cache: &Cache, name: &str| {
             let link = cache

@@ -9,7 +9,9 @@ use netmirror_platform::Cache;
 use netmirror_platform::testing::NetNs;
 use serde_json::Value;
 
-use super::support::{assert_cache_matches_ip, config, ip, netns_with_veth, settle};
+use super::support::{
+    assert_cache_matches_ip, config, ip, netns_with_veth, open_without_link_refresh, settle,
+};
 use crate::support::bounded;
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -102,8 +104,7 @@ fn an_ipv6_multipath_routes_hops_follow_their_links() {
         ] {
             ip(&ns, line);
         }
-        let mut cache = Cache::open(config(&ns).with_link_refresh(None)).unwrap();
-        settle(&mut cache, Duration::from_secs(10));
+        let mut cache = open_without_link_refresh(&ns);
         assert_cache_matches_ip(&mut cache, &ns);
         for step in [
             "link set nmy1 down",

@@ -28,6 +28,14 @@ pub(crate) fn config(ns: &NetNs) -> Config {
     Config::new().with_netns(Netns::path(ns.path()))
 }
 
+/// A cache of `ns` with the link refresh off (so that only events and the re-reads they ask
+/// for can bring a change), settled after its load.
+pub(crate) fn open_without_link_refresh(ns: &NetNs) -> Cache {
+    let mut cache = Cache::open(config(ns).with_link_refresh(None)).unwrap();
+    settle(&mut cache, Duration::from_secs(10));
+    cache
+}
+
 /// Runs `ip -n <ns> <args>` and panics with its error output on failure.
 #[track_caller]
 pub(crate) fn ip(ns: &NetNs, args: &str) {
