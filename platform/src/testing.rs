@@ -172,6 +172,22 @@ impl NetNs {
         output_of(&mut command)
     }
 
+    /// Runs `ip -n <name> <args>` for an object that needs a kernel option not every kernel
+    /// has (a lightweight tunnel encapsulation such as seg6, built only with
+    /// `CONFIG_IPV6_SEG6_LWTUNNEL`): `Ok(true)` when the kernel made it, `Ok(false)` (with a
+    /// line on standard error naming the command) when the kernel answered that it does not
+    /// support it. Any other failure is an error, as with [`ip`](Self::ip).
+    pub fn ip_where_supported(&self, args: &[&str]) -> io::Result<bool> {
+        match self.ip(args) {
+            Ok(_) => Ok(true),
+            Err(err) if is_unsupported(&err.to_string()) => {
+                eprintln!("this kernel cannot make `ip {}`: {err}", args.join(" "));
+                Ok(false)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
     /// Runs `f` on a thread that has joined the namespace, and returns its result. Sockets made
     /// in `f` belong to the namespace (and keep belonging to it after `f` returns). A panic in
     /// `f` is passed on to the caller. Note that `/sys` still shows the caller's namespace.
@@ -296,6 +312,14 @@ fn delete_orphans() {
 }
 
 /// Runs `command` and returns its standard output, or an error with its standard error.
+/// Whether `ip`'s error output says that the kernel lacks what was asked for (a kernel option
+/// or module), rather than that the request was wrong.
+fn is_unsupported(stderr: &str) -> bool {
+    ["not supported", "Unknown device type"]
+        .iter()
+        .any(|phrase| stderr.contains(phrase))
+}
+
 fn output_of(command: &mut Command) -> io::Result<String> {
     let output = command.stdin(Stdio::null()).output()?;
     if !output.status.success() {

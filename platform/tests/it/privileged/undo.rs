@@ -80,9 +80,17 @@ fn undo_restores_every_kind_of_deleted_route_exactly() {
                 Some("10.181.0.0/16"),
             ),
         ];
-        for (line, _) in &deleted {
+        // seg6 needs a kernel option (CONFIG_IPV6_SEG6_LWTUNNEL): where the kernel lacks it,
+        // the route is not made and not deleted.
+        let mut deleted = deleted.to_vec();
+        deleted.retain(|(line, _)| {
+            if line.contains("encap seg6") {
+                let args: Vec<&str> = line.split_whitespace().collect();
+                return ns.ip_where_supported(&args).unwrap();
+            }
             ip(&ns, line);
-        }
+            true
+        });
         let before = all_routes(&ns);
         let platform = Platform::open(config(&ns)).unwrap();
         let nmx0 = platform.links().name("nmx0").execute().unwrap().items[0].ifindex();
