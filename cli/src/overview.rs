@@ -44,6 +44,13 @@ pub(crate) fn run(
             usage_error("--fields does not apply to the overview; use a subcommand").into(),
         );
     }
+    // NetworkManager answers in tens of milliseconds, mostly the daemon's own time: ask it
+    // first, on a thread of its own, and read the kernel meanwhile. A namespace has no
+    // NetworkManager of its own: only the host's overview asks the bus.
+    let networkmanager = kernel_args
+        .netns
+        .is_none()
+        .then(|| std::thread::spawn(move || nm::overview(timeout)));
     let platform = kernel::open(kernel_args)?;
     let links = platform
         .links()
@@ -118,12 +125,11 @@ pub(crate) fn run(
         default_table.push(kernel::route_row(route, &names));
     }
 
-    // A namespace has no NetworkManager of its own: only the host's overview asks the bus.
-    let networkmanager = if kernel_args.netns.is_none() {
-        Some(nm::overview(timeout))
-    } else {
-        None
-    };
+    let networkmanager = networkmanager.map(|thread| {
+        thread.join().unwrap_or_else(|_| {
+            nm::Overview::Failed("NetworkManager is not available: its reader failed".to_owned())
+        })
+    });
 
     if printer.mode() == Mode::Json {
         let mut object = Map::new();
