@@ -311,7 +311,6 @@ fn delete_orphans() {
     }
 }
 
-/// Runs `command` and returns its standard output, or an error with its standard error.
 /// Whether `ip`'s error output says that the kernel lacks what was asked for (a kernel option
 /// or module), rather than that the request was wrong.
 fn is_unsupported(stderr: &str) -> bool {
@@ -320,6 +319,7 @@ fn is_unsupported(stderr: &str) -> bool {
         .any(|phrase| stderr.contains(phrase))
 }
 
+/// Runs `command` and returns its standard output, or an error with its standard error.
 fn output_of(command: &mut Command) -> io::Result<String> {
     let output = command.stdin(Stdio::null()).output()?;
     if !output.status.success() {
