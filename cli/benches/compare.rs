@@ -108,13 +108,25 @@ impl Ctx {
     }
 
     /// Compares `ours` with `reference`: probes each once (a failing netmirror command is
-    /// `not available`), then alternates them `runs` times. `between` runs unmeasured before
-    /// every run.
+    /// `not available`), then alternates them the plan's `runs` times. `between` runs
+    /// unmeasured before every run.
     pub(crate) fn compare(
         &self,
         case: &str,
         ours: &Cmd,
         reference: &Cmd,
+        between: impl FnMut() -> anyhow::Result<()>,
+    ) -> Comparison {
+        self.compare_runs(case, ours, reference, self.plan.runs, between)
+    }
+
+    /// [`compare`](Self::compare) with `runs` alternated runs instead of the plan's.
+    pub(crate) fn compare_runs(
+        &self,
+        case: &str,
+        ours: &Cmd,
+        reference: &Cmd,
+        runs: usize,
         mut between: impl FnMut() -> anyhow::Result<()>,
     ) -> Comparison {
         progress(&format!(
@@ -136,7 +148,6 @@ impl Ctx {
         };
         let ours_missing = probe(ours, &mut between, "not available");
         let reference_missing = probe(reference, &mut between, "failed");
-        let runs = self.plan.runs;
         let outcome = |cmd: &Cmd, result: anyhow::Result<Figures>| match result {
             Ok(figures) => Outcome::Measured(figures),
             Err(err) => Outcome::Missing {

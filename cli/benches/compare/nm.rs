@@ -141,6 +141,12 @@ fn nm(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
          /dev/null. Terse output on both sides (`-t`), as scripts use it."
             .to_owned(),
     );
+    section.setup(format!(
+        "The rows against the daemon's floor alternate {} runs of each command (four times \
+         the other rows' count): the two sides of a pair take 70-160 ms and differ by a few, \
+         less than the machine's noise moves a single run.",
+        floor_runs(ctx)
+    ));
     section.fact(
         "daemon ready after",
         format!("{:.1} s", started.elapsed().as_secs_f64()),
@@ -203,10 +209,11 @@ fn nm(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
             .iter()
             .zip([&objects_floor, &settings_floor, &objects_floor])
     {
-        let cmp = ctx.compare(
+        let cmp = ctx.compare_runs(
             &format!("{case}: netmirror ÷ the daemon's floor"),
             ours,
             floor,
+            floor_runs(ctx),
             || Ok(()),
         );
         section.comparisons.push(cmp);
@@ -217,9 +224,8 @@ fn nm(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
             section.fact(
                 format!("{case}: `{}` and the daemon's floor", cmd.label),
                 match pids {
-                    Some((nm, bus)) => {
-                        daemon_floor(cmd, nm, bus).unwrap_or_else(|err| format!("{err:#}"))
-                    }
+                    Some((nm, bus)) => daemon_floor(cmd, nm, bus, floor_runs(ctx))
+                        .unwrap_or_else(|err| format!("{err:#}")),
                     None => "the daemon's process id is not known".to_owned(),
                 },
             );
@@ -228,18 +234,23 @@ fn nm(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs per command for [`daemon_floor`].
-const FLOOR_RUNS: usize = 5;
+/// Runs per command in the comparisons with the daemon's floor and in [`daemon_floor`]: four
+/// times the plan's. The two sides of a pair take 70-160 ms and differ by a few, while this
+/// machine's noise moves one run by ±10 ms; with five runs, the medians of the same command
+/// in two comparisons of one run were 15 % apart.
+fn floor_runs(ctx: &Ctx) -> usize {
+    ctx.plan.runs * 4
+}
 
 /// The wall time of `cmd` against the time NetworkManager's main thread ran meanwhile: the
 /// daemon answers a client's calls one after the other on that thread, so no client can list
 /// faster than that thread's work for it. Also the time of all the daemon's threads and of the
-/// `dbus-daemon` that relays the calls (medians of [`FLOOR_RUNS`] runs, from
+/// `dbus-daemon` that relays the calls (medians of `runs` runs, from
 /// `/proc/PID/task/*/schedstat`, which counts nanoseconds on the CPU).
-fn daemon_floor(cmd: &Cmd, nm: u32, bus: u32) -> anyhow::Result<String> {
+fn daemon_floor(cmd: &Cmd, nm: u32, bus: u32, runs: usize) -> anyhow::Result<String> {
     let (mut walls, mut mains, mut alls, mut buses, mut ratios) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..FLOOR_RUNS {
+    for _ in 0..runs {
         let (main0, all0) = on_cpu(nm)?;
         let (bus0, _) = on_cpu(bus)?;
         let sample = cmd.measure()?;
