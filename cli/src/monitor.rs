@@ -152,9 +152,13 @@ pub(crate) fn run(
                     if let (Some(ifindex), Some(names_before)) = (ifindex, names_before)
                         && wanted(MonitorObject::Link)
                     {
-                        // Say so, as the change it is to their rows.
+                        // Say so, as the change it is to their rows: of the links shown
+                        // already. The cache holds the whole batch of events read, so a
+                        // link whose own `added` comes later in it (a veth's second end)
+                        // shows with the names of then.
                         for peer in cache.links().filter(|peer| {
                             peer.ifindex() != ifindex
+                                && names_before.knows(peer.ifindex())
                                 && ((peer.parent() == Some(ifindex)
                                     && peer.link_netnsid().is_none())
                                     || peer.controller() == Some(ifindex))

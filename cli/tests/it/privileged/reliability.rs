@@ -591,3 +591,66 @@ fn the_monitor_forgets_links_that_go() {
         .expect("links forgotten");
     assert!(last.contains("n_names=3"), "{last}");
 }
+
+/// Links created while the monitor is stopped reach it in one read: a veth pair (whose
+/// second end names the first as its `link`) and a bridge with a port (whose `master` names
+/// it). Each link's `added` comes before any event about it, and what the events leave
+/// equals `ip -j link show`.
+#[test]
+fn links_read_in_one_batch_are_added_before_they_change() {
+    let ns = namespace();
+    let mut command = netmirror(&["--netns", ns.name(), "--json", "monitor", "link"]);
+    command.env("RUST_LOG", "netmirror::monitor=debug");
+    let mut monitor = Monitor::start(command, "monitor ready");
+    // ifindex -> (ifname, link, master), as the events leave them.
+    let mut shown: std::collections::BTreeMap<u64, Value> = ns
+        .ip(&["-j", "link", "show"])
+        .map(|out| serde_json::from_str::<Vec<Value>>(&out).expect("ip -j"))
+        .expect("ip link show")
+        .into_iter()
+        .map(|link| (link["ifindex"].as_u64().expect("ifindex"), link))
+        .collect();
+    let fields =
+        |link: &Value| serde_json::json!([link["ifname"], link.get("link"), link.get("master")]);
+    monitor.signal("STOP");
+    for line in [
+        "link add nmb0 type veth peer name nmb1",
+        "link add brb type bridge",
+        "link set nmb0 master brb",
+        "link set nmb1 up",
+        "link add nmc0 type veth peer name nmc1",
+    ] {
+        let args: Vec<&str> = line.split(' ').collect();
+        ns.ip(&args).expect(line);
+    }
+    monitor.signal("CONT");
+    let mut n_events = 0;
+    while let Some(line) = monitor.try_line(Duration::from_secs(2)) {
+        n_events += 1;
+        let event: Value = serde_json::from_str(&line).expect("monitor JSON");
+        let (old, new) = (&event["old"], &event["new"]);
+        if !old.is_null() {
+            let ifindex = old["ifindex"].as_u64().expect("ifindex");
+            assert!(
+                shown.remove(&ifindex).is_some(),
+                "an event about a link not shown yet: {line}"
+            );
+        }
+        if !new.is_null() {
+            let ifindex = new["ifindex"].as_u64().expect("ifindex");
+            // An `old` left the map just now.
+            assert!(
+                shown.insert(ifindex, new.clone()).is_none(),
+                "a link added twice: {line}"
+            );
+        }
+    }
+    assert!(n_events >= 5, "only {n_events} events");
+    let theirs: Vec<Value> = ns
+        .ip(&["-j", "link", "show"])
+        .map(|out| serde_json::from_str(&out).expect("ip -j"))
+        .expect("ip link show");
+    let ours: Vec<Value> = shown.values().map(fields).collect();
+    let theirs: Vec<Value> = theirs.iter().map(fields).collect();
+    assert_eq!(ours, theirs);
+}
