@@ -277,11 +277,6 @@ impl LinkNames {
             .map(|at| &self.0[at].1)
     }
 
-    /// Whether `ifindex` has a name here: a monitor has shown that link.
-    pub(crate) fn knows(&self, ifindex: impl Into<u32>) -> bool {
-        self.get(ifindex).is_some()
-    }
-
     /// The name of `ifindex`, or `if<N>` for a link that vanished.
     pub(crate) fn name(&self, ifindex: impl Into<u32>) -> String {
         let ifindex = ifindex.into();

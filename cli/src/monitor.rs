@@ -13,11 +13,11 @@
 //! `/proc/PID/ns/net` path ended) it says so and ends with status 1, rather than holding the
 //! namespace alive unseen (its socket keeps the namespace from going away).
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
-use std::sync::LazyLock;
-
-use netmirror_platform::{Cache, Change, Config, Event, Route};
+use netmirror_platform::{Cache, Change, Config, Event, Link, Route};
 use serde_json::{Map, Value};
 
 use crate::args::{KernelArgs, MonitorArgs, MonitorObject};
@@ -85,6 +85,13 @@ pub(crate) fn run(
             .map(|link| (**link).clone())
             .collect::<Vec<_>>(),
     );
+    // Each link as last shown, by index: what the rows of a link's peers and ports are made
+    // from when its name or up state changes. Not the cache's links: the cache already holds
+    // the whole batch of events read, links whose own events come later in it among them.
+    let mut shown: BTreeMap<u32, Arc<Link>> = cache
+        .links()
+        .map(|link| (link.ifindex().0, Arc::clone(link)))
+        .collect();
     tracing::debug!(counts = ?cache.counts(), "monitor ready");
     let mut events = Vec::new();
     // The names of the last route's table, protocol, type and scope: the next one's, mostly.
@@ -138,6 +145,7 @@ pub(crate) fn run(
                     if let Some(link) = change.new() {
                         names.insert(link.ifindex(), link.name());
                         names.set_up(link.ifindex(), kernel::is_up(link));
+                        shown.insert(link.ifindex().0, Arc::clone(link));
                     }
                     // A renamed (or gone) link's routes show its new name from now on.
                     route_names.forget_devices();
@@ -147,18 +155,15 @@ pub(crate) fn run(
                     }
                     if let Change::Removed(link) = change {
                         names.remove(link.ifindex());
+                        shown.remove(&link.ifindex().0);
                         tracing::trace!(n_names = names.len(), "link name forgotten");
                     }
                     if let (Some(ifindex), Some(names_before)) = (ifindex, names_before)
                         && wanted(MonitorObject::Link)
                     {
-                        // Say so, as the change it is to their rows: of the links shown
-                        // already. The cache holds the whole batch of events read, so a
-                        // link whose own `added` comes later in it (a veth's second end)
-                        // shows with the names of then.
-                        for peer in cache.links().filter(|peer| {
+                        // Say so, as the change it is to their rows as last shown.
+                        for peer in shown.values().filter(|peer| {
                             peer.ifindex() != ifindex
-                                && names_before.knows(peer.ifindex())
                                 && ((peer.parent() == Some(ifindex)
                                     && peer.link_netnsid().is_none())
                                     || peer.controller() == Some(ifindex))

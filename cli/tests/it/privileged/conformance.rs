@@ -1277,13 +1277,18 @@ impl Objects {
         };
         if !old.is_null() {
             // The object itself first: IPv4 routes that differ only in their device or
-            // gateway share the kernel's key.
+            // gateway share the kernel's key. A link's `old` is exactly its row as last
+            // shown.
             let at = list
                 .iter()
                 .position(|known| known == old)
                 .or_else(|| {
-                    list.iter()
-                        .position(|known| identity(known) == identity(old))
+                    (object != "link")
+                        .then(|| {
+                            list.iter()
+                                .position(|known| identity(known) == identity(old))
+                        })
+                        .flatten()
                 })
                 .unwrap_or_else(|| {
                     panic!("an event for an object the monitor did not show: {line}")
