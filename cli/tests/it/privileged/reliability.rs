@@ -594,21 +594,23 @@ fn the_monitor_forgets_links_that_go() {
 
 /// Links created while the monitor is stopped reach it in one read: a veth pair (whose
 /// second end names the first as its `link`) and a bridge with a port (whose `master` names
-/// it). Each link's `added` comes before any event about it, and what the events leave
-/// equals `ip -j link show`.
+/// it). Each link's `added` comes before any event about it, each event's `old` is the row
+/// last shown, and what the events leave equals `ip -j link show`.
 #[test]
 fn links_read_in_one_batch_are_added_before_they_change() {
     let ns = namespace();
     let mut command = netmirror(&["--netns", ns.name(), "--json", "monitor", "link"]);
     command.env("RUST_LOG", "netmirror::monitor=debug");
     let mut monitor = Monitor::start(command, "monitor ready");
-    // ifindex -> (ifname, link, master), as the events leave them.
-    let mut shown: std::collections::BTreeMap<u64, Value> = ns
-        .ip(&["-j", "link", "show"])
-        .map(|out| serde_json::from_str::<Vec<Value>>(&out).expect("ip -j"))
-        .expect("ip link show")
+    let ip_links = || -> Vec<Value> {
+        let out = ns.ip(&["-j", "link", "show"]).expect("ip link show");
+        serde_json::from_str(&out).expect("ip -j")
+    };
+    // Each link by index: as ip shows it at the start, then as the events leave it (and
+    // then each event's `old` is the row the last one left).
+    let mut shown: std::collections::BTreeMap<u64, (Value, bool)> = ip_links()
         .into_iter()
-        .map(|link| (link["ifindex"].as_u64().expect("ifindex"), link))
+        .map(|link| (link["ifindex"].as_u64().expect("ifindex"), (link, false)))
         .collect();
     let fields =
         |link: &Value| serde_json::json!([link["ifname"], link.get("link"), link.get("master")]);
@@ -631,26 +633,25 @@ fn links_read_in_one_batch_are_added_before_they_change() {
         let (old, new) = (&event["old"], &event["new"]);
         if !old.is_null() {
             let ifindex = old["ifindex"].as_u64().expect("ifindex");
+            let (known, from_monitor) = shown
+                .remove(&ifindex)
+                .unwrap_or_else(|| panic!("an event about a link not shown yet: {line}"));
             assert!(
-                shown.remove(&ifindex).is_some(),
-                "an event about a link not shown yet: {line}"
+                !from_monitor || known == *old,
+                "`old` is not the row last shown, {known}: {line}"
             );
         }
         if !new.is_null() {
             let ifindex = new["ifindex"].as_u64().expect("ifindex");
             // An `old` left the map just now.
             assert!(
-                shown.insert(ifindex, new.clone()).is_none(),
+                shown.insert(ifindex, (new.clone(), true)).is_none(),
                 "a link added twice: {line}"
             );
         }
     }
     assert!(n_events >= 5, "only {n_events} events");
-    let theirs: Vec<Value> = ns
-        .ip(&["-j", "link", "show"])
-        .map(|out| serde_json::from_str(&out).expect("ip -j"))
-        .expect("ip link show");
-    let ours: Vec<Value> = shown.values().map(fields).collect();
-    let theirs: Vec<Value> = theirs.iter().map(fields).collect();
+    let ours: Vec<Value> = shown.values().map(|(link, _)| fields(link)).collect();
+    let theirs: Vec<Value> = ip_links().iter().map(fields).collect();
     assert_eq!(ours, theirs);
 }
