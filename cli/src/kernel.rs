@@ -386,7 +386,7 @@ pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
             (None, _) => Cell::Null,
         },
         link.txqlen().into(),
-        link.group().into(),
+        names::group(link.group()).into(),
         link.carrier().map_or(Cell::Null, Cell::Bool),
         Cell::opt_text(link.alias()),
         Cell::opt_int(
@@ -1336,7 +1336,7 @@ pub(crate) fn rule_row(rule: &Rule) -> Vec<Cell> {
         range(rule.dport()),
         Cell::opt_text(rule.tun_id()),
         Cell::opt_int(rule.suppress_prefixlen().map(|len| len as i32)),
-        Cell::opt_int(rule.suppress_ifgroup()),
+        Cell::opt_text(rule.suppress_ifgroup().map(names::group)),
         Cell::opt_text(rule.realms().map(names::realms)),
         Cell::opt_int(rule.dscp()),
         rule.is_unresolved().into(),

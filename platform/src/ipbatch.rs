@@ -37,7 +37,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use crate::addr::Address;
 use crate::batch::{Item, Op};
-use crate::names;
+use crate::names::{self, c_number};
 use crate::nexthop::{GroupMember, NEXTHOP_GRP_TYPE_RES, Nexthop, RTNH_F_ONLINK};
 use crate::route::{Encap, Family, NextHop, Route};
 use crate::rule::{FIB_RULE_INVERT, FR_ACT_TO_TBL, Rule};
@@ -990,12 +990,9 @@ fn parse_rule(op: Op, args: &[&str], family: Option<Family>) -> Result<Rule, Par
             }
             _ if abbreviates(word, "suppress_ifgroup") || word == "sup_group" => {
                 let value = value()?;
-                let group = match value {
-                    "default" => Some(0),
-                    value => c_number::<u32>(value).filter(|group| i32::try_from(*group).is_ok()),
-                };
-                rule = rule
-                    .with_suppress_ifgroup(group.ok_or_else(|| bad("suppress_ifgroup", value))?);
+                let group =
+                    names::parse_group(value).ok_or_else(|| bad("suppress_ifgroup", value))?;
+                rule = rule.with_suppress_ifgroup(group);
             }
             "dev" | "iif" | "oif" => {
                 let value = value()?;
@@ -1263,23 +1260,6 @@ fn parse_addr(
 
 fn resolve(ifindex: &dyn Fn(&str) -> Option<Ifindex>, name: &str) -> Result<Ifindex, ParseError> {
     ifindex(name).ok_or_else(|| ParseError::UnknownDevice(name.to_owned()))
-}
-
-/// A number as `ip` reads most (`strtoul` with base 0): `0x` hex, a leading `0` octal, else
-/// decimal; no sign.
-fn c_number<T: TryFrom<u64>>(text: &str) -> Option<T> {
-    let (digits, radix) =
-        if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-            (hex, 16)
-        } else if text.len() > 1 && text.starts_with('0') {
-            (&text[1..], 8)
-        } else {
-            (text, 10)
-        };
-    if digits.is_empty() || digits.starts_with(['+', '-']) {
-        return None;
-    }
-    T::try_from(u64::from_str_radix(digits, radix).ok()?).ok()
 }
 
 /// A rule's port selector as `ip rule` reads it: `P`, `A-B`, or `P/MASK` (a mask only with a

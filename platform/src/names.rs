@@ -757,6 +757,73 @@ pub fn parse_realms(text: &str) -> Option<u32> {
     named.or_else(|| parse_u32(text))
 }
 
+/// Device group names (a link's `group`, a rule's `suppress_ifgroup`): iproute2's one built-in
+/// name (0 is `default`) plus the definitions of the system's `group` file (the first of
+/// [`CONFIG_DIRS`] that has one; there is no `group.d`), read as iproute2 reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceGroups(NameFile);
+
+impl Default for DeviceGroups {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
+impl DeviceGroups {
+    /// The built-in name alone.
+    pub fn builtin() -> Self {
+        DeviceGroups(NameFile::builtin("group", [(0, "default")].into_iter()).alone())
+    }
+
+    /// The built-in name plus the system's file under [`CONFIG_DIRS`].
+    pub fn load() -> Self {
+        Self::builtin().load_from(&config_dirs())
+    }
+
+    /// Adds the definitions of the first `group` file under `dirs` (most important first).
+    pub fn load_from(self, dirs: &[&Path]) -> Self {
+        DeviceGroups(self.0.load_from(dirs))
+    }
+
+    /// Adds the definitions of one `group` text (`NUMBER NAME` lines, `#` comments).
+    pub fn with_text(self, text: &str) -> Self {
+        DeviceGroups(self.0.with_text(text))
+    }
+
+    /// A group's name, or its number as `ip` prints one without a name: as a C `int`, so a
+    /// group from 2^31 on (which only netlink, not `ip`, can set) is negative.
+    pub fn name(&self, id: u32) -> Cow<'_, str> {
+        self.0
+            .name_of(id)
+            .map_or_else(|| Cow::Owned((id as i32).to_string()), Cow::Borrowed)
+    }
+
+    /// A group from its name or number (decimal, `0x` hex or `0` octal, up to 2^31 - 1, as
+    /// `ip` reads it).
+    pub fn id(&self, text: &str) -> Option<u32> {
+        self.0
+            .named(text)
+            .or_else(|| c_number(text))
+            .filter(|id| i32::try_from(*id).is_ok())
+    }
+}
+
+/// The system's device group names, read on first use.
+pub fn device_groups() -> &'static DeviceGroups {
+    static GROUPS: OnceLock<DeviceGroups> = OnceLock::new();
+    GROUPS.get_or_init(DeviceGroups::load)
+}
+
+/// A device group's name (`default`, or one from `group`) or number, as `ip` prints it.
+pub fn group(id: u32) -> Cow<'static, str> {
+    device_groups().name(id)
+}
+
+/// A device group from its name (built-in or from `group`) or number, as `ip` reads it.
+pub fn parse_group(text: &str) -> Option<u32> {
+    device_groups().id(text)
+}
+
 /// A lightweight tunnel type's name (`LWTUNNEL_ENCAP_*`) as `ip` prints it, or its number.
 pub fn encap_type(kind: u16) -> Cow<'static, str> {
     const NAMES: &[(u16, &str)] = &[
@@ -1085,6 +1152,23 @@ fn number_of<T: Copy + std::str::FromStr>(table: &[(T, &str)], text: &str) -> Op
         .find(|(_, name)| *name == text)
         .map(|(number, _)| *number)
         .or_else(|| text.parse().ok())
+}
+
+/// A number as `ip` reads most (`strtoul` with base 0): `0x` hex, a leading `0` octal, else
+/// decimal; no sign.
+pub(crate) fn c_number<T: TryFrom<u64>>(text: &str) -> Option<T> {
+    let (digits, radix) =
+        if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+            (hex, 16)
+        } else if text.len() > 1 && text.starts_with('0') {
+            (&text[1..], 8)
+        } else {
+            (text, 10)
+        };
+    if digits.is_empty() || digits.starts_with(['+', '-']) {
+        return None;
+    }
+    T::try_from(u64::from_str_radix(digits, radix).ok()?).ok()
 }
 
 /// A number as iproute2 reads one in `rt_tables`: decimal or `0x` hex.

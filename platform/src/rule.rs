@@ -751,7 +751,7 @@ impl Rule {
                 out.push(format!("suppress_prefixlength {}", len as i32));
             }
             if let Some(group) = self.suppress_ifgroup() {
-                out.push(format!("suppress_ifgroup {group}"));
+                out.push(format!("suppress_ifgroup {}", names::group(group)));
             }
         }
         if let Some(flow) = self.realms() {

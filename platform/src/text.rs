@@ -320,6 +320,7 @@ pub fn link_text(link: &Link, dev: IfName<'_>, details: bool) -> String {
         words.push(format!("master {}", dev(master.into())));
     }
     words.push(format!("state {}", names::operstate(link.operstate())));
+    words.push(format!("group {}", names::group(link.group())));
     words.push(format!("qlen {}", link.txqlen()));
     words.push(format!("link/{}", names::link_type(link.link_type())));
     if let Some(address) = names::hw_address(link.address()) {

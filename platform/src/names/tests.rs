@@ -422,3 +422,76 @@ fn realm_names_as_ip_reads_and_prints_them() {
         (Some(5), Some(5), None, None)
     );
 }
+
+/// Device group names: 0 is `default`; the administrator's `group` file hides the
+/// distribution's and there is no `group.d`; a number without a name prints as `ip` prints
+/// it (a C `int`), and reads as `ip` reads it (`strtol` with base 0, not negative).
+#[test]
+fn device_group_names_as_ip_reads_and_prints_them() {
+    let builtin = DeviceGroups::builtin();
+    assert_eq!(
+        (builtin.name(0), builtin.name(7), builtin.name(u32::MAX)),
+        ("default".into(), "7".into(), "-1".into())
+    );
+    assert_eq!(
+        (
+            builtin.id("default"),
+            builtin.id("7"),
+            builtin.id("0x10"),
+            builtin.id("010"),
+            builtin.id("2147483647"),
+            builtin.id("2147483648"),
+            builtin.id("-1"),
+            builtin.id("spare"),
+        ),
+        (
+            Some(0),
+            Some(7),
+            Some(16),
+            Some(8),
+            Some(i32::MAX as u32),
+            None,
+            None,
+            None
+        )
+    );
+
+    let root = tempfile::Builder::new()
+        .prefix("netmirror-test-group")
+        .tempdir()
+        .unwrap();
+    let (etc, usr) = (root.path().join("etc"), root.path().join("usr"));
+    fs::create_dir_all(etc.join("group.d")).unwrap();
+    fs::create_dir_all(&usr).unwrap();
+    fs::write(
+        etc.join("group"),
+        "# groups\n0 default\n7 spare\n9 uplinks\n7 idle\n",
+    )
+    .unwrap();
+    fs::write(usr.join("group"), "5 distro\n").unwrap();
+    fs::write(etc.join("group.d/more.conf"), "11 more\n").unwrap();
+    let groups = DeviceGroups::builtin().load_from(&[&etc, &usr]);
+    assert_eq!(
+        (
+            groups.name(7),
+            groups.name(9),
+            groups.name(5),
+            groups.name(11)
+        ),
+        ("idle".into(), "uplinks".into(), "5".into(), "11".into())
+    );
+    assert_eq!(
+        (
+            groups.id("uplinks"),
+            groups.id("spare"),
+            groups.id("distro")
+        ),
+        (Some(9), Some(7), None)
+    );
+    fs::remove_file(etc.join("group")).unwrap();
+    let groups = DeviceGroups::builtin().load_from(&[&etc, &usr]);
+    assert_eq!(
+        (groups.name(5), groups.name(0)),
+        ("distro".into(), "default".into())
+    );
+}

@@ -151,6 +151,7 @@ fn world() -> (NetNs, NetNs) {
         "rule add iif v0 oif v1 fwmark 0x10/0xff realms 3/4 table 7 pref 105 proto 77",
         "rule add tun_id 9 goto 200 pref 106",
         "rule add suppress_ifgroup 5 table 8 pref 107",
+        "rule add suppress_ifgroup default table 8 pref 108",
         "rule add tos 0x10 prohibit pref 109",
         "rule add not from 10.0.0.0/8 to 10.1.0.0/16 table 52 pref 110",
         "rule add iif nosuch0 table 53 pref 111",
@@ -559,6 +560,7 @@ fn ip_rule(rule: &Value) -> Value {
         "uid_end",
         "ipproto",
         "suppress_prefixlen",
+        "suppress_ifgroup",
     ] {
         map.insert(key, get(rule, key));
     }
@@ -568,12 +570,6 @@ fn ip_rule(rule: &Value) -> Value {
     if let Some(tos) = rule.get("tos").and_then(Value::as_str) {
         map.insert("tos", json!(dsfield(tos)));
     }
-    map.insert(
-        "suppress_ifgroup",
-        get(rule, "suppress_ifgroup")
-            .as_str()
-            .map_or(Value::Null, |text| json!(text.parse::<u64>().unwrap())),
-    );
     for flag in [
         "not",
         "l3mdev",
@@ -791,13 +787,7 @@ fn link_mismatches(ip_link: &Value, our: &Value, ip_links: &[Value]) -> (Vec<Str
         get(our, "altnames"),
         ip_link.get("altnames").cloned().unwrap_or(json!([])),
     );
-    // ip names group 0 `default` (its `group` file); netmirror has the number.
-    let group = match ip_link.get("group").and_then(Value::as_str) {
-        Some("default") => json!(0),
-        Some(number) => json!(number.parse::<u64>().unwrap_or(u64::MAX)),
-        None => Value::Null,
-    };
-    check("group".to_owned(), get(our, "group"), group);
+    check("group".to_owned(), get(our, "group"), get(ip_link, "group"));
     check(
         "ifalias".to_owned(),
         get(our, "ifalias"),
