@@ -316,10 +316,14 @@ pub fn link_text(link: &Link, dev: IfName<'_>, details: bool) -> String {
         format!("<{}>", names::link_flags(link.flags()).join(",")),
         format!("mtu {}", link.mtu()),
     ];
+    if let Some(qdisc) = link.setting("qdisc") {
+        words.push(format!("qdisc {qdisc}"));
+    }
     if let Some(master) = link.controller() {
         words.push(format!("master {}", dev(master.into())));
     }
     words.push(format!("state {}", names::operstate(link.operstate())));
+    words.push(format!("mode {}", names::link_mode(link.link_mode())));
     words.push(format!("group {}", names::group(link.group())));
     words.push(format!("qlen {}", link.txqlen()));
     words.push(format!("link/{}", names::link_type(link.link_type())));

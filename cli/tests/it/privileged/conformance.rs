@@ -908,6 +908,23 @@ fn links_match_ip_field_by_field() {
         .ok()
         .to_owned();
     assert!(text.contains(&format!("p0@if{peer_index}:")), "{text}");
+    // The `-d` line of each link starts with `ip link`'s first line, word for word: the
+    // parent, flags, MTU, qdisc, master, state, link mode, group and queue length.
+    let ours = nm(&["-d", "--netns", ns.name(), "link", "show"])
+        .ok()
+        .to_owned();
+    let ours: Vec<&str> = ours
+        .lines()
+        .map(|line| line.split(" link/").next().unwrap_or(line))
+        .collect();
+    let theirs = ns.ip(&["-d", "link", "show"]).expect("ip -d link");
+    let theirs: Vec<&str> = theirs
+        .lines()
+        .filter(|line| !line.starts_with(' '))
+        .map(str::trim_end)
+        .collect();
+    assert!(theirs.len() > 10, "{theirs:#?}");
+    assert_eq!(ours, theirs);
     // `link show ALTNAME` resolves it as ip does.
     let by_alt = our_json(&ns, &["link", "show", "conformance-alt1"]);
     assert_eq!(by_alt.len(), 1);
