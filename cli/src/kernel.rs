@@ -378,6 +378,12 @@ pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
         // A parent in another namespace (IFLA_LINK_NETNSID) is only an index there: never
         // named after a local link that happens to have the same index.
         match (link.parent(), link.link_netnsid()) {
+            // `IFLA_LINK` 0: no parent (a veth's first end announced before its peer, a
+            // tunnel on no device); ip prints `@NONE`, and `null` in JSON.
+            (Some(platform::Ifindex(0)), _) => Cell::from(TypedCell {
+                text: "NONE".to_owned(),
+                json: Value::Null,
+            }),
             (Some(parent), Some(_)) => Cell::from(TypedCell {
                 text: format!("if{parent}"),
                 json: Value::Null,
@@ -391,7 +397,7 @@ pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
         Cell::opt_text(link.alias()),
         Cell::opt_int(
             link.parent()
-                .filter(|_| link.link_netnsid().is_some())
+                .filter(|parent| parent.0 != 0 && link.link_netnsid().is_some())
                 .map(u32::from),
         ),
         Cell::opt_int(link.link_netnsid()),

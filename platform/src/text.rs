@@ -307,6 +307,7 @@ pub fn link_text(link: &Link, dev: IfName<'_>, details: bool) -> String {
         && parent != link.ifindex()
     {
         match link.link_netnsid() {
+            _ if parent.0 == 0 => head.push_str("@NONE"),
             Some(_) => head.push_str(&format!("@if{parent}")),
             None => head.push_str(&format!("@{}", dev(parent.into()))),
         }

@@ -595,7 +595,8 @@ fn the_monitor_forgets_links_that_go() {
 /// Links created while the monitor is stopped reach it in one read: a veth pair (whose
 /// second end names the first as its `link`) and a bridge with a port (whose `master` names
 /// it). Each link's `added` comes before any event about it, each event's `old` is the row
-/// last shown, and what the events leave equals `ip -j link show`.
+/// last shown, the first end of a veth pair is added with no parent as `ip monitor` shows it,
+/// and what the events leave equals `ip -j link show`.
 #[test]
 fn links_read_in_one_batch_are_added_before_they_change() {
     let ns = namespace();
@@ -627,6 +628,7 @@ fn links_read_in_one_batch_are_added_before_they_change() {
     }
     monitor.signal("CONT");
     let mut n_events = 0;
+    let mut first_added = std::collections::BTreeMap::new();
     while let Some(line) = monitor.try_line(Duration::from_secs(2)) {
         n_events += 1;
         let event: Value = serde_json::from_str(&line).expect("monitor JSON");
@@ -642,6 +644,10 @@ fn links_read_in_one_batch_are_added_before_they_change() {
             );
         }
         if !new.is_null() {
+            if old.is_null() {
+                let name = new["ifname"].as_str().expect("ifname").to_owned();
+                first_added.entry(name).or_insert_with(|| new.clone());
+            }
             let ifindex = new["ifindex"].as_u64().expect("ifindex");
             // An `old` left the map just now.
             assert!(
@@ -651,6 +657,10 @@ fn links_read_in_one_batch_are_added_before_they_change() {
         }
     }
     assert!(n_events >= 5, "only {n_events} events");
+    // A veth's first end is announced before its peer exists, with no parent (`IFLA_LINK`
+    // 0): `ip monitor` prints it `nmb1@NONE`, `ip -j` a `link` of null; the cache then reads
+    // the link again and reports its parent.
+    assert_eq!(first_added["nmb1"]["link"], Value::Null, "{first_added:#?}");
     let ours: Vec<Value> = shown.values().map(|(link, _)| fields(link)).collect();
     let theirs: Vec<Value> = ip_links().iter().map(fields).collect();
     assert_eq!(ours, theirs);
