@@ -703,8 +703,57 @@ fn rules_match_ip_field_by_field() {
     );
 }
 
-/// How `our` link differs from `ip -j -d`'s `ip_link`, key by key (empty when equal), and how
-/// many of the settings and kind data keys ip printed were compared.
+/// The keys of `ip -j -d link` compared as they are.
+const LINK_KEYS: [&str; 12] = [
+    "ifindex",
+    "link",
+    "link_index",
+    "link_netnsid",
+    "master",
+    "mtu",
+    "address",
+    "broadcast",
+    "link_type",
+    "txqlen",
+    "operstate",
+    "flags",
+];
+
+/// The keys of a link's settings, compared where ip prints them.
+const LINK_SETTINGS: [&str; 16] = [
+    "qdisc",
+    "allmulti",
+    "num_tx_queues",
+    "num_rx_queues",
+    "gso_max_size",
+    "gso_max_segs",
+    "tso_max_size",
+    "tso_max_segs",
+    "gro_max_size",
+    "gso_ipv4_max_size",
+    "gro_ipv4_max_size",
+    "linkmode",
+    "promiscuity",
+    "min_mtu",
+    "max_mtu",
+    "permaddr",
+];
+
+/// The other keys of `ip -j -d link` compared, each in a way of its own.
+const LINK_OTHER_KEYS: [&str; 8] = [
+    "ifname",
+    "proto_down",
+    "proto_down_reason",
+    "inet6_addr_gen_mode",
+    "altnames",
+    "group",
+    "ifalias",
+    "linkinfo",
+];
+
+/// How `our` link differs from `ip -j -d`'s `ip_link`, key by key (empty when equal; a key ip
+/// prints that is not compared is a difference too), and how many of the settings and kind
+/// data keys ip printed were compared.
 fn link_mismatches(ip_link: &Value, our: &Value, ip_links: &[Value]) -> (Vec<String>, usize) {
     let ifname = ip_link["ifname"].as_str().unwrap_or("?");
     let mut mismatches = Vec::new();
@@ -714,20 +763,7 @@ fn link_mismatches(ip_link: &Value, our: &Value, ip_links: &[Value]) -> (Vec<Str
             mismatches.push(format!("{ifname}: {what}: netmirror {ours}, ip {theirs}"));
         }
     };
-    for key in [
-        "ifindex",
-        "link",
-        "link_index",
-        "link_netnsid",
-        "master",
-        "mtu",
-        "address",
-        "broadcast",
-        "link_type",
-        "txqlen",
-        "operstate",
-        "flags",
-    ] {
+    for key in LINK_KEYS {
         check(key.to_owned(), get(our, key), get(ip_link, key));
     }
     // ip 6.1 reads the reasons as 8 bits (`rta_getattr_u8`): it leaves out those from 8 up,
@@ -753,24 +789,7 @@ fn link_mismatches(ip_link: &Value, our: &Value, ip_links: &[Value]) -> (Vec<Str
     );
     // The link's other settings, where ip prints them (ip 6.1 knows no IPv4 GSO/GRO
     // sizes, headroom or tailroom).
-    for key in [
-        "qdisc",
-        "allmulti",
-        "num_tx_queues",
-        "num_rx_queues",
-        "gso_max_size",
-        "gso_max_segs",
-        "tso_max_size",
-        "tso_max_segs",
-        "gro_max_size",
-        "gso_ipv4_max_size",
-        "gro_ipv4_max_size",
-        "linkmode",
-        "promiscuity",
-        "min_mtu",
-        "max_mtu",
-        "permaddr",
-    ] {
+    for key in LINK_SETTINGS {
         if let Some(theirs) = ip_link.get(key) {
             check(key.to_owned(), get(our, key), theirs.clone());
             compared += 1;
@@ -852,6 +871,22 @@ fn link_mismatches(ip_link: &Value, our: &Value, ip_links: &[Value]) -> (Vec<Str
             };
             check(format!("{section}.{key}"), get(&our_data, key), theirs);
             compared += 1;
+        }
+    }
+    // Each key ip printed is compared above.
+    for key in ip_link
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(key, _)| key)
+    {
+        if !LINK_KEYS
+            .iter()
+            .chain(&LINK_SETTINGS)
+            .chain(&LINK_OTHER_KEYS)
+            .any(|known| known == key)
+        {
+            mismatches.push(format!("{ifname}: {key}: printed by ip, not compared"));
         }
     }
     (mismatches, compared)
