@@ -259,8 +259,24 @@ fn dsfield(text: &str) -> u8 {
         .unwrap_or_else(|| panic!("ip printed tos {text:?}"))
 }
 
+/// The keys of `ip -j -d route` that [`ip_route`] compares, and `nh_info`: the nexthop
+/// object a route is on, as `ip -j -d nexthop` shows it (netmirror's route JSON has its
+/// `nhid`; the objects are compared as nexthops).
+const ROUTE_KEYS: [&str; 25] = [
+    "type", "dst", "gateway", "via", "dev", "table", "metric", "protocol", "scope", "prefsrc",
+    "pref", "flags", "flow", "tos", "expires", "encap", "id", "src", "ttl", "mode", "segs",
+    "metrics", "nexthops", "nhid", "nh_info",
+];
+
 /// A route from `ip -j -d`, in the shape compared.
 fn ip_route(route: &Value) -> Value {
+    // Each key ip prints is compared below.
+    for key in route.as_object().into_iter().flatten().map(|(key, _)| key) {
+        assert!(
+            ROUTE_KEYS.contains(&key.as_str()),
+            "ip printed {key}, which is not compared: {route}"
+        );
+    }
     let mut map: BTreeMap<&str, Value> = BTreeMap::new();
     for key in [
         "type", "dev", "protocol", "scope", "prefsrc", "pref", "flags",
@@ -270,6 +286,7 @@ fn ip_route(route: &Value) -> Value {
     map.insert("table", text_of(&get(route, "table")));
     map.insert("metric", get(route, "metric"));
     map.insert("dst", get(route, "dst"));
+    map.insert("nhid", get(route, "nhid"));
     map.insert(
         "gateway",
         match route.get("via") {
@@ -343,7 +360,7 @@ fn ip_route(route: &Value) -> Value {
 fn our_route(route: &Value) -> Value {
     let mut map: BTreeMap<&str, Value> = BTreeMap::new();
     for key in [
-        "type", "dev", "protocol", "scope", "prefsrc", "pref", "flags", "gateway", "flow",
+        "type", "dev", "protocol", "scope", "prefsrc", "pref", "flags", "gateway", "flow", "nhid",
     ] {
         map.insert(key, get(route, key));
     }
@@ -543,8 +560,52 @@ fn route_details_print_hops_and_attributes_as_ip_does() {
     );
 }
 
+/// The keys of `ip -j rule` that [`ip_rule`] compares.
+const RULE_KEYS: [&str; 33] = [
+    "priority",
+    "src",
+    "srclen",
+    "dst",
+    "dstlen",
+    "iif",
+    "oif",
+    "fwmark",
+    "fwmask",
+    "tun_id",
+    "goto",
+    "uid_start",
+    "uid_end",
+    "ipproto",
+    "suppress_prefixlen",
+    "suppress_ifgroup",
+    "table",
+    "protocol",
+    "action",
+    "tos",
+    "not",
+    "l3mdev",
+    "unresolved",
+    "iif_detached",
+    "oif_detached",
+    "sport",
+    "sport_start",
+    "sport_end",
+    "dport",
+    "dport_start",
+    "dport_end",
+    "flow_from",
+    "flow_to",
+];
+
 /// A rule from `ip -j -d`, in the shape compared.
 fn ip_rule(rule: &Value) -> Value {
+    // Each key ip prints is compared below.
+    for key in rule.as_object().into_iter().flatten().map(|(key, _)| key) {
+        assert!(
+            RULE_KEYS.contains(&key.as_str()),
+            "ip printed {key}, which is not compared: {rule}"
+        );
+    }
     let mut map: BTreeMap<&str, Value> = BTreeMap::new();
     for key in [
         "priority",
@@ -1177,8 +1238,30 @@ fn monitor_lines_show_hops_weights_and_metrics() {
     );
 }
 
+/// The keys of `ip -j -d nexthop` that [`ip_nexthop`] compares.
+const NEXTHOP_KEYS: [&str; 11] = [
+    "id",
+    "gateway",
+    "dev",
+    "group",
+    "type",
+    "resilient_args",
+    "flags",
+    "scope",
+    "protocol",
+    "blackhole",
+    "fdb",
+];
+
 /// A nexthop from `ip -j -d nexthop`, in the shape compared.
 fn ip_nexthop(nh: &Value) -> Value {
+    // Each key ip prints is compared below.
+    for key in nh.as_object().into_iter().flatten().map(|(key, _)| key) {
+        assert!(
+            NEXTHOP_KEYS.contains(&key.as_str()),
+            "ip printed {key}, which is not compared: {nh}"
+        );
+    }
     let mut map: BTreeMap<&str, Value> = BTreeMap::new();
     for key in [
         "id",
