@@ -1048,11 +1048,33 @@ const ADDRESS_FLAGS: &[&str] = &[
     "stable-privacy",
 ];
 
+/// The keys of an address of `ip -j -d addr show` compared (its flags aside), the
+/// countdowns last.
+const ADDRESS_KEYS: [&str; 10] = [
+    "family",
+    "local",
+    "prefixlen",
+    "scope",
+    "label",
+    "broadcast",
+    "address",
+    "metric",
+    "valid_life_time",
+    "preferred_life_time",
+];
+
 /// `ip -j -d addr show`'s addresses, one line each in the shape compared.
 fn ip_addresses(ns: &NetNs) -> BTreeSet<String> {
     let mut theirs = BTreeSet::new();
     for link in ip_json(ns, &["addr", "show"]) {
         for addr in link["addr_info"].as_array().into_iter().flatten() {
+            // Each key ip prints is compared below.
+            for key in addr.as_object().into_iter().flatten().map(|(key, _)| key) {
+                assert!(
+                    ADDRESS_KEYS.contains(&key.as_str()) || ADDRESS_FLAGS.contains(&key.as_str()),
+                    "ip printed {key}, which is not compared: {addr}"
+                );
+            }
             let flags: Vec<&str> = ADDRESS_FLAGS
                 .iter()
                 .copied()
@@ -1060,16 +1082,7 @@ fn ip_addresses(ns: &NetNs) -> BTreeSet<String> {
                 .collect();
             let mut map: BTreeMap<&str, Value> = BTreeMap::new();
             map.insert("ifname", get(&link, "ifname"));
-            for key in [
-                "family",
-                "local",
-                "prefixlen",
-                "scope",
-                "label",
-                "broadcast",
-                "address",
-                "metric",
-            ] {
+            for key in &ADDRESS_KEYS[..8] {
                 map.insert(key, get(addr, key));
             }
             map.insert("flags", json!(flags));
