@@ -51,7 +51,8 @@ impl Object for Route {
     }
 }
 
-/// Routes by outgoing interface.
+/// Routes by outgoing interface. As the platform cache's own (`RoutesByIfindex`), it numbers
+/// its partitions by ifindex ([`IndexType::dense_key`]), so finding one needs no hashing.
 pub struct ByIfindex;
 
 impl IndexType<Route> for ByIfindex {
@@ -59,6 +60,10 @@ impl IndexType<Route> for ByIfindex {
 
     fn partition(&self, route: &Route) -> Option<u32> {
         (route.ifindex != 0).then_some(route.ifindex)
+    }
+
+    fn dense_key(&self, ifindex: &u32) -> Option<usize> {
+        usize::try_from(*ifindex).ok()
     }
 }
 
