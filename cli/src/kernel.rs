@@ -1495,17 +1495,21 @@ pub(crate) fn route_show(
         query = query.family(family);
     }
     let progress = crate::progress::Progress::start("loading routes");
-    if kernel.details && printer.mode() == Mode::Human {
-        let name = |ifindex: u32| names.name(ifindex);
-        // A route on a nexthop object shows the object too (`nh_info`), as `ip -d` does.
-        let nexthops: std::collections::HashMap<u32, platform::Nexthop> = platform
+    // With -d, a route on a nexthop object shows the object too (`nh_info`), as `ip -d` does.
+    let nexthops: std::collections::HashMap<u32, platform::Nexthop> = if kernel.details {
+        platform
             .nexthops()
             .execute()
             .map_err(|err| explain(err, "dump nexthops"))?
             .items
             .into_iter()
             .map(|nh| (nh.id(), nh))
-            .collect();
+            .collect()
+    } else {
+        std::collections::HashMap::new()
+    };
+    if kernel.details && printer.mode() == Mode::Human {
+        let name = |ifindex: u32| names.name(ifindex);
         let mut stream = printer.lines();
         let report = visit_with(&mut stream, progress, query, |stream, route: Route| {
             // The first line, then one line per next hop, indented by a tab as `ip -d` does.
@@ -1529,14 +1533,29 @@ pub(crate) fn route_show(
         tracing::debug!(?report, "routes dumped");
         return stream.finish();
     }
+    // In JSON, each object once, as `nexthop --json` writes it.
+    let nh_info: std::collections::HashMap<u32, String> = match printer.mode() {
+        Mode::Json => nexthops
+            .iter()
+            .map(|(&id, nh)| (id, crate::nexthop::nexthop_json(nh, &names)))
+            .collect(),
+        _ => std::collections::HashMap::new(),
+    };
     let mut stream = printer.rows(ROUTE_FIELDS, &route_bounds(family(kernel)))?;
     let mut memo = NameMemo::default();
     let report = visit_with(&mut stream, progress, query, |stream, route: Route| {
-        stream.lazy_row(&mut RouteRow {
-            route: &route,
-            names: &names,
-            memo: &mut memo,
-        })
+        let extra = route
+            .nh_id()
+            .and_then(|id| nh_info.get(&id))
+            .map(|json| ("nh_info", json.as_str()));
+        stream.lazy_row_with(
+            &mut RouteRow {
+                route: &route,
+                names: &names,
+                memo: &mut memo,
+            },
+            extra,
+        )
     })
     .map_err(|err| dump_error(err, "dump routes"))?;
     tracing::debug!(?report, "routes dumped");

@@ -128,6 +128,17 @@ pub(crate) fn nexthop_row(nh: &Nexthop, names: &LinkNames) -> Vec<Cell> {
     ]
 }
 
+/// A nexthop as one JSON object with every key of `nexthop --json`, pretty-printed: what
+/// `route show -d --json` writes as a route's `nh_info`.
+pub(crate) fn nexthop_json(nh: &Nexthop, names: &LinkNames) -> String {
+    let object: Map<String, Value> = NEXTHOP_FIELDS
+        .iter()
+        .zip(nexthop_row(nh, names))
+        .map(|(field, cell)| (field.key.to_owned(), cell.json()))
+        .collect();
+    serde_json::to_string_pretty(&Value::Object(object)).unwrap_or_default()
+}
+
 /// `nexthop [show] [id N] [dev DEV]`.
 pub(crate) fn show(
     printer: &mut Printer,

@@ -1607,8 +1607,19 @@ impl RowStream<'_> {
 
     /// Writes one row whose cells `row` makes or writes as they are needed.
     pub(crate) fn lazy_row(&mut self, row: &mut impl LazyRow) -> anyhow::Result<()> {
+        self.lazy_row_with(row, None)
+    }
+
+    /// [`lazy_row`](Self::lazy_row), with one more key after the chosen fields in JSON:
+    /// `extra` is its key and its value, already JSON (`route show -d`'s `nh_info`, as
+    /// `ip -j -d` writes it). The other modes leave it out.
+    pub(crate) fn lazy_row_with(
+        &mut self,
+        row: &mut impl LazyRow,
+        extra: Option<(&str, &str)>,
+    ) -> anyhow::Result<()> {
         match self.printer.mode {
-            Mode::Json => self.json_row(row),
+            Mode::Json => self.json_row(row, extra),
             Mode::Terse => {
                 for (col, &idx) in self.chosen.iter().enumerate() {
                     if col > 0 {
@@ -1710,7 +1721,8 @@ impl RowStream<'_> {
     /// One row as `serde_json`'s pretty printer writes an element of an array of objects.
     /// The fields from `reuse` on have the values they had in the row before: that part of
     /// it is copied (as [`RowStream::human_row`] copies a line's).
-    fn json_row(&mut self, row: &mut impl LazyRow) {
+    /// Writes one row of JSON, with `extra` (a key and its value as JSON) after its fields.
+    fn json_row(&mut self, row: &mut impl LazyRow, extra: Option<(&str, &str)>) {
         let n_fields = self.chosen.len();
         let mut reuse = n_fields;
         if self.has_last && self.last_starts.len() == n_fields {
@@ -1733,7 +1745,22 @@ impl RowStream<'_> {
             &mut self.last_starts,
         );
         self.has_last = true;
-        out.push_str(if self.chosen.is_empty() { "}" } else { "\n  }" });
+        // After the row kept to copy from: it holds the fields only.
+        if let Some((key, value)) = extra {
+            out.push_str(if self.chosen.is_empty() {
+                "\n    "
+            } else {
+                ",\n    "
+            });
+            push_json_str(out, key);
+            out.push_str(": ");
+            push_indented(out, value);
+        }
+        out.push_str(if self.chosen.is_empty() && extra.is_none() {
+            "}"
+        } else {
+            "\n  }"
+        });
     }
 
     fn human_row(&mut self, row: &mut impl LazyRow) -> anyhow::Result<()> {
@@ -1859,6 +1886,17 @@ impl RowStream<'_> {
     }
 }
 
+/// Appends pretty-printed JSON `text` as a value nested in a row: each line after the first
+/// indented by the row's two levels.
+pub(crate) fn push_indented(out: &mut String, text: &str) {
+    for (n, line) in text.split('\n').enumerate() {
+        if n > 0 {
+            out.push_str("\n    ");
+        }
+        out.push_str(line);
+    }
+}
+
 /// Appends a cell's JSON as an object's value at the second level of `serde_json`'s pretty
 /// output (the rows of a table): simple values written here, nested ones by `serde_json`.
 pub(crate) fn push_json_cell(out: &mut String, cell: &Cell) {
@@ -1885,12 +1923,7 @@ pub(crate) fn push_json_cell(out: &mut String, cell: &Cell) {
             // serde_json writes no raw newline inside a string, so each newline of its pretty
             // output starts a line to indent by the two levels above.
             let text = serde_json::to_string_pretty(&other.json()).unwrap_or_default();
-            for (n, line) in text.split('\n').enumerate() {
-                if n > 0 {
-                    out.push_str("\n    ");
-                }
-                out.push_str(line);
-            }
+            push_indented(out, &text);
         }
     }
 }

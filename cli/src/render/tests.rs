@@ -761,3 +761,60 @@ fn push_int_writes_what_display_writes() {
         assert_eq!(line, format!("x{value}"));
     }
 }
+
+/// `route show -d --json`'s `nh_info`: a key after the row's fields, in JSON only, on the rows
+/// given one; the rows are otherwise what they are without it.
+#[test]
+fn an_extra_key_ends_its_json_row_only() {
+    let rows = varied_rows();
+    let extra =
+        serde_json::to_string_pretty(&serde_json::json!({"id": 5, "group": [{"id": 1}]})).unwrap();
+    for fields in [&[][..], &["all"][..], &["addresses", "TYPE"][..]] {
+        let (mut printer, buffer) = printer_with(true, false, fields, false);
+        let mut stream = printer.rows(FIELDS, &[]).unwrap();
+        for (n, row) in rows.iter().enumerate() {
+            let with = (n % 3 != 1).then_some(("nh_info", extra.as_str()));
+            stream.lazy_row_with(&mut CellRow(row), with).unwrap();
+        }
+        stream.finish().unwrap();
+        let text = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
+        let with: Value = serde_json::from_str(&text).expect("JSON");
+        let without: Value =
+            serde_json::from_str(&streamed(&rows, Mode::Json, false, fields)).unwrap();
+        let (with, without) = (with.as_array().unwrap(), without.as_array().unwrap());
+        assert_eq!(with.len(), rows.len());
+        for (n, (with, without)) in with.iter().zip(without).enumerate() {
+            let mut expected = without.clone();
+            if n % 3 != 1 {
+                expected["nh_info"] = serde_json::from_str(&extra).unwrap();
+            }
+            assert_eq!(with, &expected, "row {n}, fields {fields:?}");
+            // The key comes last, indented as a nested value.
+            assert_eq!(
+                with.as_object()
+                    .unwrap()
+                    .keys()
+                    .next_back()
+                    .map(String::as_str)
+                    == Some("nh_info"),
+                n % 3 != 1
+            );
+        }
+        assert!(
+            text.contains(",\n    \"nh_info\": {\n      \"id\": 5,"),
+            "{text}"
+        );
+    }
+    // Other modes leave it out.
+    let (mut printer, buffer) = printer_with(false, true, &[], false);
+    let mut stream = printer.rows(FIELDS, &[]).unwrap();
+    stream
+        .lazy_row_with(&mut CellRow(&rows[0]), Some(("nh_info", "{}")))
+        .unwrap();
+    stream.finish().unwrap();
+    assert!(
+        !String::from_utf8(buffer.lock().unwrap().clone())
+            .unwrap()
+            .contains("nh_info")
+    );
+}

@@ -260,8 +260,8 @@ fn dsfield(text: &str) -> u8 {
 }
 
 /// The keys of `ip -j -d route` that [`ip_route`] compares, and `nh_info`: the nexthop
-/// object a route is on, as `ip -j -d nexthop` shows it (netmirror's route JSON has its
-/// `nhid`; the objects are compared as nexthops).
+/// object a route is on, which `Objects::nh_info_mismatches` compares as a nexthop with
+/// `route show -d --json`'s.
 const ROUTE_KEYS: [&str; 25] = [
     "type", "dst", "gateway", "via", "dev", "table", "metric", "protocol", "scope", "prefsrc",
     "pref", "flags", "flow", "tos", "expires", "encap", "id", "src", "ttl", "mode", "segs",
@@ -1344,7 +1344,8 @@ struct Objects {
 impl Objects {
     /// A fresh load: `netmirror --json` of each kind.
     fn load(ns: &NetNs) -> Objects {
-        let mut routes = our_json(ns, &["route", "show", "table", "all"]);
+        // With -d, a route on a nexthop object has it as `nh_info` (see `nh_info_mismatches`).
+        let mut routes = our_json(ns, &["-d", "route", "show", "table", "all"]);
         let mut addresses = our_json(ns, &["addr", "show"]);
         routes.iter_mut().for_each(countdowns_to_deadlines);
         addresses.iter_mut().for_each(countdowns_to_deadlines);
@@ -1503,12 +1504,36 @@ impl Objects {
         mismatches.extend(links_mismatches(&theirs.links, &self.links).0);
         mismatches
     }
+
+    /// What differs between the nexthop objects shown with the routes on them (`nh_info`
+    /// of `route show -d --json`, in a fresh load) and ip's, route by route. A monitor's
+    /// events carry no `nh_info`: only a load is compared.
+    fn nh_info_mismatches(&self, theirs: &IpObjects) -> Vec<String> {
+        let ours: BTreeSet<String> = self
+            .routes
+            .iter()
+            .cloned()
+            .map(deadlines_to_countdowns)
+            .filter(|route| route.get("nh_info").is_some())
+            .map(|route| json!([our_route(&route), our_nexthop(&route["nh_info"])]).to_string())
+            .collect();
+        let only_ip: Vec<&String> = theirs.nh_infos.difference(&ours).collect();
+        let only_us: Vec<&String> = ours.difference(&theirs.nh_infos).collect();
+        if only_ip.is_empty() && only_us.is_empty() {
+            return Vec::new();
+        }
+        vec![format!(
+            "routes' nh_info: only in ip: {only_ip:#?}\nonly in netmirror: {only_us:#?}"
+        )]
+    }
 }
 
 /// What `ip -j -d` shows, in the shapes [`Objects::mismatches`] compares, read once for the
 /// fresh load and the monitor's objects alike.
 struct IpObjects {
     routes: BTreeSet<String>,
+    /// The routes on a nexthop object, each with that object (`nh_info`) as a nexthop.
+    nh_infos: BTreeSet<String>,
     nexthops: BTreeSet<String>,
     rules: BTreeSet<String>,
     addresses: BTreeSet<String>,
@@ -1521,8 +1546,16 @@ impl IpObjects {
         routes.extend(ip_json(ns, &["-6", "route", "show", "table", "all"]));
         let mut rules = ip_json(ns, &["-4", "rule", "show"]);
         rules.extend(ip_json(ns, &["-6", "rule", "show"]));
+        let nh_infos = routes
+            .iter()
+            .filter_map(|route| {
+                let nh = route.get("nh_info")?;
+                Some(json!([ip_route(route), ip_nexthop(nh)]).to_string())
+            })
+            .collect();
         IpObjects {
             routes: lines(routes.iter().map(ip_route)),
+            nh_infos,
             nexthops: lines(ip_json(ns, &["nexthop", "show"]).iter().map(ip_nexthop)),
             rules: lines(rules.iter().map(ip_rule)),
             addresses: ip_addresses(ns),
@@ -1586,7 +1619,9 @@ fn check_step(
             followed.apply(&line);
         }
         let theirs = IpObjects::read(ns);
-        let loaded = Objects::load(ns).mismatches(&theirs);
+        let load = Objects::load(ns);
+        let mut loaded = load.mismatches(&theirs);
+        loaded.extend(load.nh_info_mismatches(&theirs));
         let live = followed.mismatches(&theirs);
         if loaded.is_empty() && live.is_empty() {
             return;
