@@ -1720,8 +1720,8 @@ impl RowStream<'_> {
 
     /// One row as `serde_json`'s pretty printer writes an element of an array of objects.
     /// The fields from `reuse` on have the values they had in the row before: that part of
-    /// it is copied (as [`RowStream::human_row`] copies a line's).
-    /// Writes one row of JSON, with `extra` (a key and its value as JSON) after its fields.
+    /// it is copied (as [`RowStream::human_row`] copies a line's). `extra`, a key and its
+    /// value (already JSON), comes after the fields.
     fn json_row(&mut self, row: &mut impl LazyRow, extra: Option<(&str, &str)>) {
         let n_fields = self.chosen.len();
         let mut reuse = n_fields;
