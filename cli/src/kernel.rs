@@ -1495,19 +1495,21 @@ pub(crate) fn route_show(
         query = query.family(family);
     }
     let progress = crate::progress::Progress::start("loading routes");
-    // With -d, a route on a nexthop object shows the object too (`nh_info`), as `ip -d` does.
-    let nexthops: std::collections::HashMap<u32, platform::Nexthop> = if kernel.details {
-        platform
-            .nexthops()
-            .execute()
-            .map_err(|err| explain(err, "dump nexthops"))?
-            .items
-            .into_iter()
-            .map(|nh| (nh.id(), nh))
-            .collect()
-    } else {
-        std::collections::HashMap::new()
-    };
+    // With -d, a route on a nexthop object shows the object too (`nh_info`), as `ip -d` does;
+    // terse rows have no place for it.
+    let nexthops: std::collections::HashMap<u32, platform::Nexthop> =
+        if kernel.details && printer.mode() != Mode::Terse {
+            platform
+                .nexthops()
+                .execute()
+                .map_err(|err| explain(err, "dump nexthops"))?
+                .items
+                .into_iter()
+                .map(|nh| (nh.id(), nh))
+                .collect()
+        } else {
+            std::collections::HashMap::new()
+        };
     if kernel.details && printer.mode() == Mode::Human {
         let name = |ifindex: u32| names.name(ifindex);
         let mut stream = printer.lines();

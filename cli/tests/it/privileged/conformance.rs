@@ -1466,13 +1466,7 @@ impl Objects {
     fn mismatches(&self, theirs: &IpObjects) -> Vec<String> {
         let mut mismatches = Vec::new();
         let mut compare = |what: &str, ours: BTreeSet<String>, theirs: &BTreeSet<String>| {
-            let only_ip: Vec<&String> = theirs.difference(&ours).collect();
-            let only_us: Vec<&String> = ours.difference(theirs).collect();
-            if !only_ip.is_empty() || !only_us.is_empty() {
-                mismatches.push(format!(
-                    "{what}: only in ip: {only_ip:#?}\nonly in netmirror: {only_us:#?}"
-                ));
-            }
+            mismatches.extend(set_mismatch(what, &ours, theirs));
         };
         let now = |values: &[Value]| -> Vec<Value> {
             values
@@ -1517,15 +1511,18 @@ impl Objects {
             .filter(|route| route.get("nh_info").is_some())
             .map(|route| json!([our_route(&route), our_nexthop(&route["nh_info"])]).to_string())
             .collect();
-        let only_ip: Vec<&String> = theirs.nh_infos.difference(&ours).collect();
-        let only_us: Vec<&String> = ours.difference(&theirs.nh_infos).collect();
-        if only_ip.is_empty() && only_us.is_empty() {
-            return Vec::new();
-        }
-        vec![format!(
-            "routes' nh_info: only in ip: {only_ip:#?}\nonly in netmirror: {only_us:#?}"
-        )]
+        set_mismatch("routes' nh_info", &ours, &theirs.nh_infos)
+            .into_iter()
+            .collect()
     }
+}
+
+/// What is only in ip's or only in netmirror's set of `what`, if anything.
+fn set_mismatch(what: &str, ours: &BTreeSet<String>, theirs: &BTreeSet<String>) -> Option<String> {
+    let only_ip: Vec<&String> = theirs.difference(ours).collect();
+    let only_us: Vec<&String> = ours.difference(theirs).collect();
+    (!only_ip.is_empty() || !only_us.is_empty())
+        .then(|| format!("{what}: only in ip: {only_ip:#?}\nonly in netmirror: {only_us:#?}"))
 }
 
 /// What `ip -j -d` shows, in the shapes [`Objects::mismatches`] compares, read once for the
