@@ -16,6 +16,8 @@ use anyhow::{Context, bail};
 
 use crate::{cmd, system};
 
+mod dedup;
+
 const USAGE: &str = "\
 usage: cargo xtask bench [--quick] [--only N,...] [--no-criterion] [--out PATH]
 
@@ -132,6 +134,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let mut criterion_other: Vec<(String, Vec<String>)> = Vec::new();
     let mut criterion_command = String::new();
     let mut build_commands = Vec::new();
+    let mut dedup_repeats = None;
     if options.criterion {
         let targets = criterion_benches(root)?;
         let built = build_benches(
@@ -183,6 +186,30 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             }
             timings.push((
                 format!("criterion `{label}`"),
+                started.elapsed().as_secs_f64(),
+            ));
+        }
+        // The 1M pairs of dedup-index and the map again (not in a quick run, which has no
+        // 1M), the run's own figures being too noisy for the ratios alone.
+        let ops = built.iter().find(|built| {
+            built.target.package == "netmirror-dedup-index" && built.target.name == "ops"
+        });
+        if let (Some(BuiltBench { target, exe }), false) = (ops, options.quick) {
+            let started = Instant::now();
+            let repeats = dedup::repeat_pairs(
+                exe,
+                &root.join(&target.folder),
+                &target_dir(exe).join("criterion"),
+            );
+            failures.extend(
+                repeats
+                    .failures()
+                    .iter()
+                    .map(|f| format!("dedup-index pairs: {f}")),
+            );
+            dedup_repeats = Some(repeats);
+            timings.push((
+                "dedup-index against HashMap, 1M pairs again".to_owned(),
                 started.elapsed().as_secs_f64(),
             ));
         }
@@ -255,6 +282,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         criterion_command: &criterion_command,
         criterion: &criterion_results,
         criterion_other: &criterion_other,
+        dedup_repeats: dedup_repeats.as_ref(),
         compare_command: &compare_command,
         compare: compare_text.as_deref(),
         failures: &failures,
@@ -607,6 +635,8 @@ struct Written<'a> {
     criterion: &'a [CriterionResult],
     /// What bench targets printed besides criterion's lines (e.g. a memory table).
     criterion_other: &'a [(String, Vec<String>)],
+    /// The 1M pairs of dedup-index and the map, measured again.
+    dedup_repeats: Option<&'a dedup::Repeats>,
     compare_command: &'a str,
     compare: Option<&'a str>,
     failures: &'a [String],
@@ -723,6 +753,9 @@ fn markdown(w: &Written<'_>) -> String {
     }
     out.push('\n');
 
+    if w.options.criterion {
+        out.push_str(&dedup::markdown(w.criterion, w.dedup_repeats));
+    }
     out.push_str("## Criterion benchmarks of the crates\n\n");
     if w.criterion.is_empty() {
         out.push_str(if w.options.criterion {

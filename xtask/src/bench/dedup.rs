@@ -1,0 +1,302 @@
+//! dedup-index against `hashbrown::HashMap<Id, Arc<T>>` (issue #19's targets): the ratios of
+//! the criterion run's own figures, and the 1M pairs measured again, several times over.
+//!
+//! At 1M objects both structures wait on memory, and a shared machine's memory latency drifts
+//! by tens of percent within minutes: one run's ratio can be far off (the same code gave a
+//! lookup ratio of 0.91 in one full run and 1.83 in the next). The repeats run each pair (the
+//! index's operation, then the map's) in one criterion process of its own, a few times, and
+//! report the median of the ratios with their spread.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::{CriterionResult, run_criterion};
+
+/// The operations compared: the index's benchmark, the map's, and the target for the ratio.
+const PAIRS: &[(&str, &str, &str, f64)] = &[
+    ("insert", "insert/fill", "baseline/hashmap_insert", 1.0),
+    ("lookup", "lookup/get", "baseline/hashmap_get_read", 1.0),
+    ("remove", "remove/drain", "baseline/hashmap_drain", 1.3),
+];
+
+/// How often each 1M pair is measured again.
+const REPEATS: usize = 3;
+
+/// The target for 1M's time per operation over 1k's.
+const SCALING_TARGET: f64 = 3.0;
+
+/// What the repeats measured: per operation, the ratios of each repeat.
+pub(super) struct Repeats {
+    ratios: Vec<(&'static str, Vec<f64>)>,
+    command: String,
+    failures: Vec<String>,
+}
+
+impl Repeats {
+    /// The repeats that failed, a line each.
+    pub(super) fn failures(&self) -> &[String] {
+        &self.failures
+    }
+}
+
+/// Runs each 1M pair `REPEATS` times with the `ops` bench executable `exe` (in `folder`,
+/// with `criterion_home` as its `CRITERION_HOME`), round-robin over the pairs.
+pub(super) fn repeat_pairs(exe: &Path, folder: &Path, criterion_home: &Path) -> Repeats {
+    let mut ratios: Vec<(&'static str, Vec<f64>)> =
+        PAIRS.iter().map(|(op, ..)| (*op, Vec::new())).collect();
+    let mut failures = Vec::new();
+    let mut command = String::new();
+    for _ in 0..REPEATS {
+        for ((_, index_id, map_id, _), (_, got)) in PAIRS.iter().zip(&mut ratios) {
+            let filter = format!("^({index_id}|{map_id})/1000000$");
+            let mut bench = Command::new(exe);
+            bench
+                .current_dir(folder)
+                .env("CRITERION_HOME", criterion_home)
+                .args(["--bench", "--color", "never", &filter]);
+            if command.is_empty() {
+                command = super::cmd::show(&bench)
+                    .replace(&exe.display().to_string(), "BENCH_EXE")
+                    .replace(&filter, "'^(INDEX_OP|MAP_OP)/1000000$'");
+            }
+            match run_criterion(&mut bench) {
+                Ok((results, _)) => {
+                    let index = seconds_of(&results, &format!("{index_id}/1000000"));
+                    let map = seconds_of(&results, &format!("{map_id}/1000000"));
+                    match (index, map) {
+                        (Some(index), Some(map)) if map > 0.0 => got.push(index / map),
+                        _ => failures.push(format!("`{filter}` gave no pair of figures")),
+                    }
+                }
+                Err(err) => failures.push(format!("`{filter}`: {err:#}")),
+            }
+        }
+    }
+    Repeats {
+        ratios,
+        command,
+        failures,
+    }
+}
+
+/// The section of the report: ratios from the criterion run, then the repeats (if any ran).
+pub(super) fn markdown(results: &[CriterionResult], repeats: Option<&Repeats>) -> String {
+    let ops: Vec<&CriterionResult> = results
+        .iter()
+        .filter(|result| result.bench == "netmirror-dedup-index/ops")
+        .collect();
+    let mut out = String::from("## dedup-index against hashbrown's HashMap\n\n");
+    if ops.is_empty() {
+        out.push_str("The `ops` bench of netmirror-dedup-index did not run.\n\n");
+        return out;
+    }
+    out.push_str(
+        "The index's time per operation over `hashbrown::HashMap<RouteId, Arc<Route>>` doing the \
+         same work (`insert/fill` over `baseline/hashmap_insert`, `lookup/get` over \
+         `baseline/hashmap_get_read`, which reads the object it finds, `remove/drain` over \
+         `baseline/hashmap_drain`, which frees each object), from the estimates of the criterion \
+         table below; targets of #19: insert ≤ 1.0, lookup ≤ 1.0, remove ≤ 1.3.\n\n",
+    );
+    let sizes: Vec<u32> = [1_000, 100_000, 1_000_000]
+        .into_iter()
+        .filter(|n| {
+            ops.iter()
+                .any(|result| result.id == format!("{}/{n}", PAIRS[0].1))
+        })
+        .collect();
+    out.push_str("| operation |");
+    for n in &sizes {
+        out.push_str(&format!(" {} |", size_name(*n)));
+    }
+    out.push_str(" target |\n| --- |");
+    out.push_str(&" ---: |".repeat(sizes.len()));
+    out.push_str(" ---: |\n");
+    for (op, index_id, map_id, target) in PAIRS {
+        out.push_str(&format!("| {op} |"));
+        for n in &sizes {
+            let ratio = ratio_at(&ops, index_id, map_id, *n);
+            out.push_str(&format!(" {} |", show_ratio(ratio, *target)));
+        }
+        out.push_str(&format!(" ≤ {target} |\n"));
+    }
+    out.push('\n');
+    if sizes.contains(&1_000) && sizes.contains(&1_000_000) {
+        out.push_str(&format!(
+            "Time per operation at 1M over 1k (target of #19: ≤ {SCALING_TARGET} for the \
+             index), the map's own beside it: how much of the growth is the machine's memory \
+             rather than the structure.\n\n\
+             | operation | index 1M ÷ 1k | HashMap 1M ÷ 1k |\n| --- | ---: | ---: |\n"
+        ));
+        for (op, index_id, map_id, _) in PAIRS {
+            let scaling = |id: &str| {
+                let big = seconds_of_refs(&ops, &format!("{id}/1000000"))?;
+                let small = seconds_of_refs(&ops, &format!("{id}/1000"))?;
+                (small > 0.0).then(|| big / small)
+            };
+            out.push_str(&format!(
+                "| {op} | {} | {} |\n",
+                show_ratio(scaling(index_id), SCALING_TARGET),
+                scaling(map_id).map_or_else(|| "–".to_owned(), |r| format!("{r:.1}"))
+            ));
+        }
+        out.push('\n');
+    }
+    if let Some(repeats) = repeats {
+        out.push_str(&format!(
+            "The 1M pairs again, each in a criterion process of its own (the index's operation, \
+             then the map's), {REPEATS} times round-robin after the run above: the median \
+             ratio [min–max]. Command: `{}`.\n\n\
+             | operation | ratios | median [min–max] | target |\n| --- | --- | ---: | ---: |\n",
+            repeats.command
+        ));
+        for ((op, ratios), (.., target)) in repeats.ratios.iter().zip(PAIRS) {
+            let shown: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+            let summary = median(ratios).map_or_else(
+                || "–".to_owned(),
+                |mid| {
+                    let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+                    let max = ratios.iter().copied().fold(0.0, f64::max);
+                    format!("{} [{min:.2}–{max:.2}]", show_ratio(Some(mid), *target))
+                },
+            );
+            out.push_str(&format!(
+                "| {op} | {} | {summary} | ≤ {target} |\n",
+                shown.join(", ")
+            ));
+        }
+        out.push('\n');
+        for failure in &repeats.failures {
+            out.push_str(&format!("- failed: {}\n", failure.replace('\n', " ")));
+        }
+        if !repeats.failures.is_empty() {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn size_name(n: u32) -> String {
+    match n {
+        1_000_000 => "1M".to_owned(),
+        n if n % 1_000 == 0 => format!("{}k", n / 1_000),
+        n => n.to_string(),
+    }
+}
+
+/// `ratio` to two places, in bold with "(missed)" when above `target`.
+fn show_ratio(ratio: Option<f64>, target: f64) -> String {
+    match ratio {
+        None => "–".to_owned(),
+        Some(ratio) if ratio > target => format!("**{ratio:.2}** (missed)"),
+        Some(ratio) => format!("{ratio:.2}"),
+    }
+}
+
+fn ratio_at(ops: &[&CriterionResult], index_id: &str, map_id: &str, n: u32) -> Option<f64> {
+    let index = seconds_of_refs(ops, &format!("{index_id}/{n}"))?;
+    let map = seconds_of_refs(ops, &format!("{map_id}/{n}"))?;
+    (map > 0.0).then(|| index / map)
+}
+
+fn seconds_of(results: &[CriterionResult], id: &str) -> Option<f64> {
+    let result = results.iter().find(|result| result.id == id)?;
+    estimate_seconds(&result.time)
+}
+
+fn seconds_of_refs(results: &[&CriterionResult], id: &str) -> Option<f64> {
+    let result = results.iter().find(|result| result.id == id)?;
+    estimate_seconds(&result.time)
+}
+
+/// The middle figure of criterion's `[low estimate high]`, in seconds.
+fn estimate_seconds(time: &str) -> Option<f64> {
+    let inner = time.trim().strip_prefix('[')?.strip_suffix(']')?;
+    let words: Vec<&str> = inner.split_whitespace().collect();
+    let [_, _, value, unit, _, _] = words.as_slice() else {
+        return None;
+    };
+    let scale = match *unit {
+        "ps" => 1e-12,
+        "ns" => 1e-9,
+        "µs" | "us" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        _ => return None,
+    };
+    Some(value.parse::<f64>().ok()? * scale)
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        n if n % 2 == 1 => Some(sorted[n / 2]),
+        n => Some(f64::midpoint(sorted[n / 2 - 1], sorted[n / 2])),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(id: &str, time: &str) -> CriterionResult {
+        CriterionResult {
+            bench: "netmirror-dedup-index/ops".to_owned(),
+            id: id.to_owned(),
+            time: time.to_owned(),
+            thrpt: None,
+        }
+    }
+
+    #[test]
+    fn estimates_are_read_in_their_unit() {
+        assert_eq!(
+            estimate_seconds("[82.390 µs 82.953 µs 83.495 µs]"),
+            Some(82.953e-6)
+        );
+        assert_eq!(estimate_seconds("[1.0 s 2.5 s 3.0 s]"), Some(2.5));
+        assert_eq!(estimate_seconds("[1.0 parsecs 2 3]"), None);
+        assert_eq!(estimate_seconds("garbage"), None);
+    }
+
+    #[test]
+    fn the_table_gives_each_ratio_and_marks_the_missed_ones() {
+        let results = vec![
+            result("insert/fill/1000", "[1.0 µs 1.0 µs 1.0 µs]"),
+            result("baseline/hashmap_insert/1000", "[1.0 µs 2.0 µs 3.0 µs]"),
+            result("insert/fill/1000000", "[1.0 ms 3.0 ms 5.0 ms]"),
+            result("baseline/hashmap_insert/1000000", "[1.0 ms 2.0 ms 3.0 ms]"),
+            result("remove/drain/1000000", "[1.0 ms 2.5 ms 3.0 ms]"),
+            result("baseline/hashmap_drain/1000000", "[1.0 ms 2.0 ms 3.0 ms]"),
+        ];
+        let repeats = Repeats {
+            ratios: vec![
+                ("insert", vec![0.9, 1.2, 0.8]),
+                ("lookup", vec![]),
+                ("remove", vec![1.25]),
+            ],
+            command: "BENCH_EXE".to_owned(),
+            failures: vec!["one failed".to_owned()],
+        };
+        let text = markdown(&results, Some(&repeats));
+        // 1k: 1.0 / 2.0; 1M: 3.0 / 2.0 (missed); remove 1M 1.25.
+        assert!(
+            text.contains("| insert | 0.50 | **1.50** (missed) | ≤ 1 |"),
+            "{text}"
+        );
+        assert!(text.contains("| remove | – | 1.25 | ≤ 1.3 |"), "{text}");
+        // 1M over 1k: the index 3000, the map 1000.
+        assert!(
+            text.contains("| insert | **3000.00** (missed) | 1000.0 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| insert | 0.90, 1.20, 0.80 | 0.90 [0.80–1.20] | ≤ 1 |"),
+            "{text}"
+        );
+        assert!(text.contains("| lookup |  | – | ≤ 1 |"), "{text}");
+        assert!(text.contains("- failed: one failed"), "{text}");
+    }
+}
