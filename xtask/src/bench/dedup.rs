@@ -129,8 +129,8 @@ pub(super) fn markdown(results: &[CriterionResult], repeats: Option<&Repeats>) -
         ));
         for (op, index_id, map_id, _) in PAIRS {
             let scaling = |id: &str| {
-                let big = seconds_of_refs(&ops, &format!("{id}/1000000"))?;
-                let small = seconds_of_refs(&ops, &format!("{id}/1000"))?;
+                let big = per_op_seconds(&ops, id, 1_000_000)?;
+                let small = per_op_seconds(&ops, id, 1_000)?;
                 (small > 0.0).then(|| big / small)
             };
             out.push_str(&format!(
@@ -183,11 +183,13 @@ fn size_name(n: u32) -> String {
     }
 }
 
-/// `ratio` to two places, in bold with "(missed)" when above `target`.
+/// `ratio` to two places, in bold with "(missed)" when, so rounded, it is above `target`.
 fn show_ratio(ratio: Option<f64>, target: f64) -> String {
     match ratio {
         None => "–".to_owned(),
-        Some(ratio) if ratio > target => format!("**{ratio:.2}** (missed)"),
+        Some(ratio) if (ratio * 100.0).round() / 100.0 > target => {
+            format!("**{ratio:.2}** (missed)")
+        }
         Some(ratio) => format!("{ratio:.2}"),
     }
 }
@@ -196,6 +198,19 @@ fn ratio_at(ops: &[&CriterionResult], index_id: &str, map_id: &str, n: u32) -> O
     let index = seconds_of_refs(ops, &format!("{index_id}/{n}"))?;
     let map = seconds_of_refs(ops, &format!("{map_id}/{n}"))?;
     (map > 0.0).then(|| index / map)
+}
+
+/// The time of one operation of benchmark `id` at size `n`: a benchmark that declares a
+/// throughput (it prints one) times all `n` objects per iteration.
+fn per_op_seconds(results: &[&CriterionResult], id: &str, n: u32) -> Option<f64> {
+    let result = results
+        .iter()
+        .find(|result| result.id == format!("{id}/{n}"))?;
+    let seconds = estimate_seconds(&result.time)?;
+    Some(match result.thrpt {
+        Some(_) => seconds / f64::from(n),
+        None => seconds,
+    })
 }
 
 fn seconds_of(results: &[CriterionResult], id: &str) -> Option<f64> {
@@ -241,12 +256,21 @@ fn median(values: &[f64]) -> Option<f64> {
 mod tests {
     use super::*;
 
+    /// A result whose iteration handles all its objects (it declares a throughput).
     fn result(id: &str, time: &str) -> CriterionResult {
         CriterionResult {
             bench: "netmirror-dedup-index/ops".to_owned(),
             id: id.to_owned(),
             time: time.to_owned(),
+            thrpt: Some("[1 elem/s 1 elem/s 1 elem/s]".to_owned()),
+        }
+    }
+
+    /// A result timed per operation (no throughput).
+    fn per_op(id: &str, time: &str) -> CriterionResult {
+        CriterionResult {
             thrpt: None,
+            ..result(id, time)
         }
     }
 
@@ -270,6 +294,8 @@ mod tests {
             result("baseline/hashmap_insert/1000000", "[1.0 ms 2.0 ms 3.0 ms]"),
             result("remove/drain/1000000", "[1.0 ms 2.5 ms 3.0 ms]"),
             result("baseline/hashmap_drain/1000000", "[1.0 ms 2.0 ms 3.0 ms]"),
+            per_op("lookup/get/1000", "[1.0 ns 10.0 ns 11.0 ns]"),
+            per_op("lookup/get/1000000", "[1.0 ns 50.0 ns 51.0 ns]"),
         ];
         let repeats = Repeats {
             ratios: vec![
@@ -287,9 +313,11 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("| remove | – | 1.25 | ≤ 1.3 |"), "{text}");
-        // 1M over 1k: the index 3000, the map 1000.
+        // 1M over 1k per object: the index 3.0 ms / 1M over 1.0 µs / 1k = 3.0, the map 1.0;
+        // a lookup is timed per operation: 5.0.
+        assert!(text.contains("| insert | 3.00 | 1.0 |"), "{text}");
         assert!(
-            text.contains("| insert | **3000.00** (missed) | 1000.0 |"),
+            text.contains("| lookup | **5.00** (missed) | – |"),
             "{text}"
         );
         assert!(
