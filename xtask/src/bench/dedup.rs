@@ -195,8 +195,8 @@ fn show_ratio(ratio: Option<f64>, target: f64) -> String {
 }
 
 fn ratio_at(ops: &[&CriterionResult], index_id: &str, map_id: &str, n: u32) -> Option<f64> {
-    let index = seconds_of_refs(ops, &format!("{index_id}/{n}"))?;
-    let map = seconds_of_refs(ops, &format!("{map_id}/{n}"))?;
+    let index = seconds_of(ops.iter().copied(), &format!("{index_id}/{n}"))?;
+    let map = seconds_of(ops.iter().copied(), &format!("{map_id}/{n}"))?;
     (map > 0.0).then(|| index / map)
 }
 
@@ -213,13 +213,9 @@ fn per_op_seconds(results: &[&CriterionResult], id: &str, n: u32) -> Option<f64>
     })
 }
 
-fn seconds_of(results: &[CriterionResult], id: &str) -> Option<f64> {
-    let result = results.iter().find(|result| result.id == id)?;
-    estimate_seconds(&result.time)
-}
-
-fn seconds_of_refs(results: &[&CriterionResult], id: &str) -> Option<f64> {
-    let result = results.iter().find(|result| result.id == id)?;
+/// The estimate of benchmark `id` among `results`, in seconds.
+fn seconds_of<'a>(results: impl IntoIterator<Item = &'a CriterionResult>, id: &str) -> Option<f64> {
+    let result = results.into_iter().find(|result| result.id == id)?;
     estimate_seconds(&result.time)
 }
 
