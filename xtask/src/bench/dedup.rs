@@ -203,9 +203,7 @@ fn ratio_at(ops: &[&CriterionResult], index_id: &str, map_id: &str, n: u32) -> O
 /// The time of one operation of benchmark `id` at size `n`: a benchmark that declares a
 /// throughput (it prints one) times all `n` objects per iteration.
 fn per_op_seconds(results: &[&CriterionResult], id: &str, n: u32) -> Option<f64> {
-    let result = results
-        .iter()
-        .find(|result| result.id == format!("{id}/{n}"))?;
+    let result = find(results.iter().copied(), &format!("{id}/{n}"))?;
     let seconds = estimate_seconds(&result.time)?;
     Some(match result.thrpt {
         Some(_) => seconds / f64::from(n),
@@ -215,8 +213,15 @@ fn per_op_seconds(results: &[&CriterionResult], id: &str, n: u32) -> Option<f64>
 
 /// The estimate of benchmark `id` among `results`, in seconds.
 fn seconds_of<'a>(results: impl IntoIterator<Item = &'a CriterionResult>, id: &str) -> Option<f64> {
-    let result = results.into_iter().find(|result| result.id == id)?;
-    estimate_seconds(&result.time)
+    estimate_seconds(&find(results, id)?.time)
+}
+
+/// The result of benchmark `id` among `results`.
+fn find<'a>(
+    results: impl IntoIterator<Item = &'a CriterionResult>,
+    id: &str,
+) -> Option<&'a CriterionResult> {
+    results.into_iter().find(|result| result.id == id)
 }
 
 /// The middle figure of criterion's `[low estimate high]`, in seconds.
