@@ -1,0 +1,290 @@
+//! What each operation of the `ops` bench costs in instructions and cache misses, the index
+//! beside `hashbrown::HashMap<RouteId, Arc<Route>>`: the profile behind the time ratios.
+//!
+//! At 1M objects both structures wait on memory, and on a shared machine the time ratios
+//! drift by tens of percent between runs. Callgrind's counts do not: it runs each operation
+//! over every object once (insert from empty, lookup and read the object, remove and free it),
+//! counting only inside the operation (`--toggle-collect`), with its cache simulation set to
+//! this machine's level 1 data cache and last-level cache (`--D1=32768,8,64`,
+//! `--LL=33554432,16,64`). The table gives, per operation: instructions, level 1 data misses
+//! (reads and writes; they hit in the level 2 or 3 cache or go to memory) and last-level
+//! misses (memory accesses), and the index's count over the map's.
+//!
+//! `cargo bench -p netmirror-dedup-index --bench profile` (needs `valgrind`): 1k and 1M
+//! objects; 1k and 100k with `NETMIRROR_BENCH_QUICK=1`. Without `--bench` (as under
+//! `cargo test --benches`) it only runs each operation once at 1k, natively, counting nothing.
+//! `profile run OP N` runs one operation (what callgrind is given).
+
+mod support;
+
+use std::hint::black_box;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+
+use hashbrown::HashMap;
+use netmirror_dedup_index::{Object, Placement};
+use support::{Layout, Route, RouteId, Routes, route, shuffled};
+
+/// The operations profiled: the index's, the map's doing the same work, and a label.
+const PAIRS: &[(&str, &str, &str)] = &[
+    ("insert", "map_insert", "insert (3 index types)"),
+    ("lookup", "map_lookup", "lookup, reading the object (3)"),
+    ("remove", "map_remove", "remove, freeing the object (3)"),
+    ("remove_one", "map_remove", "remove, freeing the object (1)"),
+];
+
+/// The work callgrind counts: everything inside, nothing outside.
+#[inline(never)]
+fn measured<R>(work: impl FnOnce() -> R) -> R {
+    work()
+}
+
+/// Runs operation `op` over `n` objects. False for an unknown operation.
+fn run_op(op: &str, n: u32) -> bool {
+    let ids: Vec<RouteId> = shuffled(n).into_iter().map(|i| route(i).id()).collect();
+    let fresh: Vec<Route> = (0..n).map(route).collect();
+    let map_of = |fresh: Vec<Route>| -> HashMap<RouteId, Arc<Route>> {
+        fresh
+            .into_iter()
+            .map(|obj| (obj.id(), Arc::new(obj)))
+            .collect()
+    };
+    match op {
+        "insert" => {
+            let routes = measured(|| {
+                let mut routes = Routes::new(Layout::Three);
+                for obj in fresh {
+                    black_box(routes.index.insert(obj, Placement::Append)).ok();
+                }
+                routes
+            });
+            black_box(routes.index.len());
+        }
+        "lookup" => {
+            let routes = Routes::filled(Layout::Three, n);
+            let sum = measured(|| {
+                ids.iter()
+                    .filter_map(|id| routes.index.get(id))
+                    .map(|obj| u64::from(obj.ifindex))
+                    .sum::<u64>()
+            });
+            black_box(sum);
+        }
+        "remove" | "remove_one" => {
+            let layout = if op == "remove" {
+                Layout::Three
+            } else {
+                Layout::One
+            };
+            let mut routes = Routes::filled(layout, n);
+            measured(|| {
+                for id in &ids {
+                    black_box(routes.index.remove(id));
+                }
+            });
+        }
+        "map_insert" => {
+            let map = measured(|| {
+                let mut map = HashMap::new();
+                for obj in fresh {
+                    black_box(map.insert(obj.id(), Arc::new(obj)));
+                }
+                map
+            });
+            black_box(map.len());
+        }
+        "map_lookup" => {
+            let map = map_of(fresh);
+            let sum = measured(|| {
+                ids.iter()
+                    .filter_map(|id| map.get(id))
+                    .map(|obj| u64::from(obj.ifindex))
+                    .sum::<u64>()
+            });
+            black_box(sum);
+        }
+        "map_remove" => {
+            let mut map = map_of(fresh);
+            measured(|| {
+                for id in &ids {
+                    black_box(map.remove(id));
+                }
+            });
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// Callgrind's counts per operation: instructions, level 1 data misses, last-level misses.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    ir: f64,
+    d1: f64,
+    ll: f64,
+}
+
+/// The counts in callgrind's output `text`, divided by `n`.
+fn parse_counts(text: &str, n: u32) -> Option<Counts> {
+    let events: Vec<&str> = text
+        .lines()
+        .find_map(|line| line.strip_prefix("events:"))?
+        .split_whitespace()
+        .collect();
+    let totals: Vec<f64> = text
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("summary:")
+                .or_else(|| line.strip_prefix("totals:"))
+        })?
+        .split_whitespace()
+        .map(|count| count.parse().ok())
+        .collect::<Option<_>>()?;
+    let sum = |names: &[&str]| -> Option<f64> {
+        names
+            .iter()
+            .map(|name| {
+                let at = events.iter().position(|event| event == name)?;
+                Some(totals.get(at).copied().unwrap_or(0.0))
+            })
+            .sum::<Option<f64>>()
+            .map(|count| count / f64::from(n))
+    };
+    Some(Counts {
+        ir: sum(&["Ir"])?,
+        d1: sum(&["D1mr", "D1mw"])?,
+        ll: sum(&["DLmr", "DLmw"])?,
+    })
+}
+
+/// Starts `exe run OP N` under callgrind, writing its counts to `out`.
+fn start(exe: &Path, op: &str, n: u32, out: &Path) -> std::io::Result<std::process::Child> {
+    Command::new("valgrind")
+        .args([
+            "--tool=callgrind",
+            "--cache-sim=yes",
+            "--D1=32768,8,64",
+            "--LL=33554432,16,64",
+            "--collect-atstart=no",
+            "--toggle-collect=*measured*",
+        ])
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(exe)
+        .args(["run", op, &n.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+}
+
+/// Profiles both operations of a pair at `n` objects, side by side (the counts do not depend
+/// on what else runs).
+fn profile_pair(exe: &Path, dir: &Path, ops: [&str; 2], n: u32) -> Result<[Counts; 2], String> {
+    let outs = ops.map(|op| dir.join(format!("callgrind.{op}.{n}")));
+    let mut children = Vec::new();
+    for (op, out) in ops.iter().zip(&outs) {
+        children.push(start(exe, op, n, out).map_err(|err| format!("cannot run valgrind: {err}"))?);
+    }
+    let mut counts = Vec::new();
+    for ((op, out), mut child) in ops.iter().zip(&outs).zip(children) {
+        let status = child.wait().map_err(|err| err.to_string())?;
+        if !status.success() {
+            return Err(format!("callgrind of `{op} {n}` failed: {status}"));
+        }
+        let text =
+            std::fs::read_to_string(out).map_err(|err| format!("{}: {err}", out.display()))?;
+        counts
+            .push(parse_counts(&text, n).ok_or_else(|| format!("no counts in {}", out.display()))?);
+    }
+    Ok([counts[0], counts[1]])
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [run, op, n] = args.as_slice()
+        && run == "run"
+    {
+        let ok = n.parse().is_ok_and(|n| run_op(op, n));
+        return if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
+    if !args.iter().any(|arg| arg == "--bench") {
+        // A smoke run of every operation (`cargo test --benches`).
+        let all_ran = PAIRS
+            .iter()
+            .all(|(index_op, map_op, _)| run_op(index_op, 1_000) && run_op(map_op, 1_000));
+        return if all_ran {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
+    let sizes: &[u32] = if support::quick() {
+        &[1_000, 100_000]
+    } else {
+        &[1_000, 1_000_000]
+    };
+    let dir = std::env::temp_dir().join(format!("dedup-profile.{}", std::process::id()));
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(err) => {
+            eprintln!("profile: cannot find this executable: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(err) = std::fs::create_dir_all(&dir) {
+        eprintln!("profile: cannot make {}: {err}", dir.display());
+        return ExitCode::FAILURE;
+    }
+    let mut out = std::io::stdout().lock();
+    let header = writeln!(
+        out,
+        "dedup-index cache profile (callgrind, D1 32 KiB, LL 32 MiB): per operation, \
+         index / HashMap = ratio\n{:<32} {:>5} {:>24} {:>24} {:>24}",
+        "operation (index types)", "n", "instructions", "L1 data misses", "last-level misses"
+    );
+    let mut failed = header.is_err();
+    for &n in sizes {
+        for (index_op, map_op, label) in PAIRS {
+            match profile_pair(&exe, &dir, [index_op, map_op], n) {
+                Ok([index, map]) => {
+                    // No ratio where the map has (next to) no count: 0 / 0 says nothing.
+                    let cell = |a: f64, b: f64, digits: usize| {
+                        if b >= 0.01 {
+                            format!("{a:.digits$} / {b:.digits$} = {:.2}", a / b)
+                        } else {
+                            format!("{a:.digits$} / {b:.digits$}")
+                        }
+                    };
+                    let row = writeln!(
+                        out,
+                        "{label:<32} {:>5} {:>24} {:>24} {:>24}",
+                        if n >= 1_000_000 {
+                            format!("{}M", n / 1_000_000)
+                        } else {
+                            format!("{}k", n / 1_000)
+                        },
+                        cell(index.ir, map.ir, 0),
+                        cell(index.d1, map.d1, 2),
+                        cell(index.ll, map.ll, 2),
+                    );
+                    failed |= row.is_err();
+                }
+                Err(err) => {
+                    eprintln!("profile: {err}");
+                    failed = true;
+                }
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
