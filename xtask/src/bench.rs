@@ -754,7 +754,12 @@ fn markdown(w: &Written<'_>) -> String {
     out.push('\n');
 
     if w.options.criterion {
-        out.push_str(&dedup::markdown(w.criterion, w.dedup_repeats));
+        let profile = w
+            .criterion_other
+            .iter()
+            .find(|(bench, _)| bench == dedup::PROFILE_BENCH)
+            .map(|(_, lines)| lines.as_slice());
+        out.push_str(&dedup::markdown(w.criterion, w.dedup_repeats, profile));
     }
     out.push_str("## Criterion benchmarks of the crates\n\n");
     if w.criterion.is_empty() {
@@ -783,7 +788,12 @@ fn markdown(w: &Written<'_>) -> String {
         }
         out.push('\n');
     }
-    for (bench, lines) in w.criterion_other {
+    // The dedup-index profile is in the dedup-index section.
+    for (bench, lines) in w
+        .criterion_other
+        .iter()
+        .filter(|(bench, _)| bench != dedup::PROFILE_BENCH)
+    {
         out.push_str(&format!("Printed by `{bench}`:\n\n```text\n"));
         for line in lines {
             out.push_str(line);

@@ -79,8 +79,16 @@ pub(super) fn repeat_pairs(exe: &Path, folder: &Path, criterion_home: &Path) -> 
     }
 }
 
-/// The section of the report: ratios from the criterion run, then the repeats (if any ran).
-pub(super) fn markdown(results: &[CriterionResult], repeats: Option<&Repeats>) -> String {
+/// The label of the bench that prints the callgrind profile of the same operations.
+pub(super) const PROFILE_BENCH: &str = "netmirror-dedup-index/profile";
+
+/// The section of the report: ratios from the criterion run, then the repeats (if any ran),
+/// then the lines of the profile bench (if it ran).
+pub(super) fn markdown(
+    results: &[CriterionResult],
+    repeats: Option<&Repeats>,
+    profile: Option<&[String]>,
+) -> String {
     let ops: Vec<&CriterionResult> = results
         .iter()
         .filter(|result| result.bench == "netmirror-dedup-index/ops")
@@ -171,6 +179,20 @@ pub(super) fn markdown(results: &[CriterionResult], repeats: Option<&Repeats>) -
         if !repeats.failures.is_empty() {
             out.push('\n');
         }
+    }
+    if let Some(lines) = profile {
+        out.push_str(
+            "What each operation costs, counted by callgrind rather than timed (the same counts \
+             whatever else the machine does): instructions, level 1 data cache misses and \
+             last-level misses per operation, the index's over the map's, each operation run \
+             once over every object (`cargo bench -p netmirror-dedup-index --bench profile`; \
+             \"(1)\" is the index with its id index type only).\n\n```text\n",
+        );
+        for line in lines {
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push_str("```\n\n");
     }
     out
 }
@@ -307,7 +329,8 @@ mod tests {
             command: "BENCH_EXE".to_owned(),
             failures: vec!["one failed".to_owned()],
         };
-        let text = markdown(&results, Some(&repeats));
+        let profile = ["profile line".to_owned()];
+        let text = markdown(&results, Some(&repeats), Some(&profile));
         // 1k: 1.0 / 2.0; 1M: 3.0 / 2.0 (missed); remove 1M 1.25.
         assert!(
             text.contains("| insert | 0.50 | **1.50** (missed) | ≤ 1 |"),
@@ -327,5 +350,6 @@ mod tests {
         );
         assert!(text.contains("| lookup |  | – | ≤ 1 |"), "{text}");
         assert!(text.contains("- failed: one failed"), "{text}");
+        assert!(text.contains("```text\nprofile line\n```"), "{text}");
     }
 }
