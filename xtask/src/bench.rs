@@ -39,15 +39,15 @@ How long it takes on a 2-core machine (measured 2026-11-30, with other builds ru
            incremental builds when sources changed (one `cargo bench --no-run` for the
            criterion benches, one for the comparisons; seconds when nothing changed, more
            from an empty target dir)
-  full     about 13 min (measured 12.6 min on an otherwise idle machine): criterion's
-           defaults 7.5 min (dedup-index ops 3.6 of them), comparisons 4 min, builds 1.3
-           min after a previous build
+  full     15-21 min (measured 15.6 min on 2026-12-04): criterion's defaults 8.9 min
+           (dedup-index ops 3.8 of them, its callgrind profile 1), the dedup-index 1M pairs
+           again 2.3 min, comparisons 4.4 min, builds seconds after a previous build
 ";
 
 /// What the report says about the durations `--help` gives (`USAGE` above).
 const TYPICAL_DURATIONS: &str = "On the project's 2-core machine a `--quick` run takes 6-7 \
-     min (2.6 of them measuring, the rest building what changed) and a full run about 13 min (criterion's \
-     defaults 7.5 of them); those are typical durations, not this run's, which are under \
+     min (2.6 of them measuring, the rest building what changed) and a full run 15-21 min (criterion's \
+     defaults about 9 of them); those are typical durations, not this run's, which are under \
      [Run time](#run-time).";
 
 /// Criterion's options for `--quick` (with `NETMIRROR_BENCH_QUICK=1`, for smaller sizes):
