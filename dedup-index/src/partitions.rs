@@ -9,8 +9,9 @@
 use std::any::Any;
 use std::hash::{BuildHasher, Hash};
 
-use hashbrown::{DefaultHashBuilder, HashTable};
+use hashbrown::HashTable;
 
+use crate::hash::MixedHashBuilder;
 use crate::list::{self, Head, Link};
 use crate::object::{DENSE_KEYS, IndexType};
 
@@ -55,7 +56,7 @@ pub(crate) struct TypedTable<X, P> {
     keys: Vec<P>,
     heads: Vec<Head>,
     table: HashTable<u32>,
-    hasher: DefaultHashBuilder,
+    hasher: MixedHashBuilder,
     /// Partition number + 1 by [`IndexType::dense_key`] (0: none), for the keys that have one.
     dense: Vec<u32>,
     /// The partition [`find_or_insert_key`](Self::find_or_insert_key) found last: objects
@@ -71,7 +72,7 @@ impl<X, P: Hash + Eq> TypedTable<X, P> {
             keys: Vec::new(),
             heads: Vec::new(),
             table: HashTable::new(),
-            hasher: DefaultHashBuilder::default(),
+            hasher: MixedHashBuilder::default(),
             dense: Vec::new(),
             last: 0,
         }
