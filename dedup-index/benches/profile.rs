@@ -179,25 +179,31 @@ fn start(exe: &Path, op: &str, n: u32, out: &Path) -> std::io::Result<std::proce
 }
 
 /// Profiles both operations of a pair at `n` objects, side by side (the counts do not depend
-/// on what else runs).
+/// on what else runs). Every child started is waited for, whatever fails.
 fn profile_pair(exe: &Path, dir: &Path, ops: [&str; 2], n: u32) -> Result<[Counts; 2], String> {
     let outs = ops.map(|op| dir.join(format!("callgrind.{op}.{n}")));
-    let mut children = Vec::new();
-    for (op, out) in ops.iter().zip(&outs) {
-        children.push(start(exe, op, n, out).map_err(|err| format!("cannot run valgrind: {err}"))?);
-    }
-    let mut counts = Vec::new();
-    for ((op, out), mut child) in ops.iter().zip(&outs).zip(children) {
-        let status = child.wait().map_err(|err| err.to_string())?;
-        if !status.success() {
-            return Err(format!("callgrind of `{op} {n}` failed: {status}"));
-        }
-        let text =
-            std::fs::read_to_string(out).map_err(|err| format!("{}: {err}", out.display()))?;
-        counts
-            .push(parse_counts(&text, n).ok_or_else(|| format!("no counts in {}", out.display()))?);
-    }
-    Ok([counts[0], counts[1]])
+    let children = [0, 1].map(|i| start(exe, ops[i], n, &outs[i]));
+    let counts = children
+        .into_iter()
+        .zip(ops)
+        .zip(&outs)
+        .map(|((child, op), out)| {
+            let status = child
+                .and_then(|mut child| child.wait())
+                .map_err(|err| format!("cannot run valgrind: {err}"))?;
+            if !status.success() {
+                return Err(format!("callgrind of `{op} {n}` failed: {status}"));
+            }
+            let text =
+                std::fs::read_to_string(out).map_err(|err| format!("{}: {err}", out.display()))?;
+            parse_counts(&text, n).ok_or_else(|| format!("no counts in {}", out.display()))
+        });
+    // Waits for both before looking at either.
+    let [first, second]: [Result<Counts, String>; 2] = counts
+        .collect::<Vec<_>>()
+        .try_into()
+        .map_err(|_| "two operations, two results".to_owned())?;
+    Ok([first?, second?])
 }
 
 fn main() -> ExitCode {
