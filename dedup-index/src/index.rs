@@ -17,8 +17,9 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use hashbrown::DefaultHashBuilder;
+
 use crate::error::{Error, Result};
-use crate::hash::MixedHashBuilder;
 use crate::list::{self, Head, Lane, Link, Links, MAX_SLOTS, NIL};
 use crate::object::{IndexHandle, IndexType, Object, Primary};
 use crate::partitions::{Located, PartitionTable, TypedTable};
@@ -193,7 +194,7 @@ pub struct DedupIndex<T: Object> {
     /// How many times `ids` was rebuilt (wrapping): a position found in it before is still
     /// one of the same table while this is unchanged.
     ids_built: u32,
-    hasher: MixedHashBuilder,
+    hasher: DefaultHashBuilder,
     /// One partition table per lane; lane 0 is [`Primary`].
     pub(crate) tables: Vec<Box<dyn PartitionTable<T>>>,
     /// The first free slot, or [`NIL`].
@@ -300,7 +301,7 @@ impl<T: Object> DedupIndex<T> {
             touched: (0, 0),
             ids: IdTable::with_capacity(capacity),
             ids_built: 0,
-            hasher: MixedHashBuilder::default(),
+            hasher: DefaultHashBuilder::default(),
             tables,
             free: NIL,
             len: 0,

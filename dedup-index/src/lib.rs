@@ -87,7 +87,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
-mod hash;
 mod index;
 mod list;
 mod object;

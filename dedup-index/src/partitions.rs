@@ -9,9 +9,8 @@
 use std::any::Any;
 use std::hash::{BuildHasher, Hash};
 
-use hashbrown::HashTable;
+use hashbrown::{DefaultHashBuilder, HashTable};
 
-use crate::hash::MixedHashBuilder;
 use crate::list::{self, Head, Link};
 use crate::object::{DENSE_KEYS, IndexType};
 
@@ -56,7 +55,7 @@ pub(crate) struct TypedTable<X, P> {
     keys: Vec<P>,
     heads: Vec<Head>,
     table: HashTable<u32>,
-    hasher: MixedHashBuilder,
+    hasher: DefaultHashBuilder,
     /// Partition number + 1 by [`IndexType::dense_key`] (0: none), for the keys that have one.
     dense: Vec<u32>,
     /// The partition [`find_or_insert_key`](Self::find_or_insert_key) found last: objects
@@ -72,7 +71,7 @@ impl<X, P: Hash + Eq> TypedTable<X, P> {
             keys: Vec::new(),
             heads: Vec::new(),
             table: HashTable::new(),
-            hasher: MixedHashBuilder::default(),
+            hasher: DefaultHashBuilder::default(),
             dense: Vec::new(),
             last: 0,
         }
