@@ -32,7 +32,7 @@ use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use hashbrown::HashMap;
 use netmirror_dedup_index::{Object, Placement};
 use support::cpu_time::ThreadCpuTime;
-use support::{Layout, Route, RouteId, Routes, route, shuffled};
+use support::{Layout, Route, RouteId, Routes, route, shuffled, shuffled_ids};
 
 /// The sizes: 1k, 100k and 1M objects; with `NETMIRROR_BENCH_QUICK=1` (as
 /// `cargo xtask bench --quick` sets), 1k and 100k only.
@@ -184,11 +184,6 @@ fn remove<M: Measurement>(c: &mut Criterion<M>, n: u32) {
         });
     });
     group.finish();
-}
-
-/// The ids of routes `0..n` in the benches' random order.
-fn shuffled_ids(n: u32) -> Vec<RouteId> {
-    shuffled(n).into_iter().map(|i| route(i).id()).collect()
 }
 
 /// A resync as the platform cache does it: mark everything, re-add what a fresh dump returns

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use hashbrown::HashMap;
 use netmirror_dedup_index::{Object, Placement};
-use support::{Layout, Route, RouteId, Routes, route, shuffled};
+use support::{Layout, Route, RouteId, Routes, route, shuffled_ids};
 
 /// The operations profiled: the index's, the map's doing the same work, and a label.
 const PAIRS: &[(&str, &str, &str)] = &[
@@ -43,7 +43,7 @@ fn measured<R>(work: impl FnOnce() -> R) -> R {
 
 /// Runs operation `op` over `n` objects. False for an unknown operation.
 fn run_op(op: &str, n: u32) -> bool {
-    let ids: Vec<RouteId> = shuffled(n).into_iter().map(|i| route(i).id()).collect();
+    let ids = shuffled_ids(n);
     let fresh: Vec<Route> = (0..n).map(route).collect();
     let map_of = |fresh: Vec<Route>| -> HashMap<RouteId, Arc<Route>> {
         fresh
@@ -178,32 +178,40 @@ fn start(exe: &Path, op: &str, n: u32, out: &Path) -> std::io::Result<std::proce
         .spawn()
 }
 
-/// Profiles both operations of a pair at `n` objects, side by side (the counts do not depend
-/// on what else runs). Every child started is waited for, whatever fails.
-fn profile_pair(exe: &Path, dir: &Path, ops: [&str; 2], n: u32) -> Result<[Counts; 2], String> {
-    let outs = ops.map(|op| dir.join(format!("callgrind.{op}.{n}")));
-    let children = [0, 1].map(|i| start(exe, ops[i], n, &outs[i]));
-    let counts = children
-        .into_iter()
-        .zip(ops)
-        .zip(&outs)
-        .map(|((child, op), out)| {
-            let status = child
+/// Profiles each of `ops` at `n` objects, two at a time (the counts do not depend on what
+/// else runs). Every child started is waited for, whatever fails.
+fn profile_all<'a>(
+    exe: &Path,
+    dir: &Path,
+    ops: &[&'a str],
+    n: u32,
+) -> Vec<(&'a str, Result<Counts, String>)> {
+    let mut counts = Vec::new();
+    for two in ops.chunks(2) {
+        let started: Vec<_> = two
+            .iter()
+            .map(|op| {
+                let out = dir.join(format!("callgrind.{op}.{n}"));
+                let child = start(exe, op, n, &out);
+                (*op, out, child)
+            })
+            .collect();
+        for (op, out, child) in started {
+            let result = child
                 .and_then(|mut child| child.wait())
-                .map_err(|err| format!("cannot run valgrind: {err}"))?;
-            if !status.success() {
-                return Err(format!("callgrind of `{op} {n}` failed: {status}"));
-            }
-            let text =
-                std::fs::read_to_string(out).map_err(|err| format!("{}: {err}", out.display()))?;
-            parse_counts(&text, n).ok_or_else(|| format!("no counts in {}", out.display()))
-        });
-    // Waits for both before looking at either.
-    let [first, second]: [Result<Counts, String>; 2] = counts
-        .collect::<Vec<_>>()
-        .try_into()
-        .map_err(|_| "two operations, two results".to_owned())?;
-    Ok([first?, second?])
+                .map_err(|err| format!("cannot run valgrind: {err}"))
+                .and_then(|status| {
+                    if !status.success() {
+                        return Err(format!("callgrind of `{op} {n}` failed: {status}"));
+                    }
+                    let text = std::fs::read_to_string(&out)
+                        .map_err(|err| format!("{}: {err}", out.display()))?;
+                    parse_counts(&text, n).ok_or_else(|| format!("no counts in {}", out.display()))
+                });
+            counts.push((op, result));
+        }
+    }
+    counts
 }
 
 fn main() -> ExitCode {
@@ -254,37 +262,54 @@ fn main() -> ExitCode {
         "operation (index types)", "n", "instructions", "L1 data misses", "last-level misses"
     );
     let mut failed = header.is_err();
-    for &n in sizes {
-        for (index_op, map_op, label) in PAIRS {
-            match profile_pair(&exe, &dir, [index_op, map_op], n) {
-                Ok([index, map]) => {
-                    // No ratio where the map has (next to) no count: 0 / 0 says nothing.
-                    let cell = |a: f64, b: f64, digits: usize| {
-                        if b >= 0.01 {
-                            format!("{a:.digits$} / {b:.digits$} = {:.2}", a / b)
-                        } else {
-                            format!("{a:.digits$} / {b:.digits$}")
-                        }
-                    };
-                    let row = writeln!(
-                        out,
-                        "{label:<32} {:>5} {:>24} {:>24} {:>24}",
-                        if n >= 1_000_000 {
-                            format!("{}M", n / 1_000_000)
-                        } else {
-                            format!("{}k", n / 1_000)
-                        },
-                        cell(index.ir, map.ir, 0),
-                        cell(index.d1, map.d1, 2),
-                        cell(index.ll, map.ll, 2),
-                    );
-                    failed |= row.is_err();
-                }
-                Err(err) => {
-                    eprintln!("profile: {err}");
-                    failed = true;
-                }
+    // Each operation once (the map's remove serves both remove rows).
+    let mut ops: Vec<&str> = Vec::new();
+    for (index_op, map_op, _) in PAIRS {
+        for op in [*index_op, *map_op] {
+            if !ops.contains(&op) {
+                ops.push(op);
             }
+        }
+    }
+    for &n in sizes {
+        let counts = profile_all(&exe, &dir, &ops, n);
+        for (_, result) in &counts {
+            if let Err(err) = result {
+                eprintln!("profile: {err}");
+                failed = true;
+            }
+        }
+        let of = |op: &str| {
+            counts
+                .iter()
+                .find(|(name, _)| *name == op)
+                .and_then(|(_, result)| result.as_ref().ok())
+        };
+        for (index_op, map_op, label) in PAIRS {
+            let (Some(index), Some(map)) = (of(index_op), of(map_op)) else {
+                continue;
+            };
+            // No ratio where the map has (next to) no count: 0 / 0 says nothing.
+            let cell = |a: f64, b: f64, digits: usize| {
+                if b >= 0.01 {
+                    format!("{a:.digits$} / {b:.digits$} = {:.2}", a / b)
+                } else {
+                    format!("{a:.digits$} / {b:.digits$}")
+                }
+            };
+            let row = writeln!(
+                out,
+                "{label:<32} {:>5} {:>24} {:>24} {:>24}",
+                if n >= 1_000_000 {
+                    format!("{}M", n / 1_000_000)
+                } else {
+                    format!("{}k", n / 1_000)
+                },
+                cell(index.ir, map.ir, 0),
+                cell(index.d1, map.d1, 2),
+                cell(index.ll, map.ll, 2),
+            );
+            failed |= row.is_err();
         }
     }
     std::fs::remove_dir_all(&dir).ok();

@@ -204,3 +204,8 @@ pub fn shuffled(n: u32) -> Vec<u32> {
     }
     order
 }
+
+/// The ids of routes `0..n` in the benches' random order ([`shuffled`]).
+pub fn shuffled_ids(n: u32) -> Vec<RouteId> {
+    shuffled(n).into_iter().map(|i| route(i).id()).collect()
+}
