@@ -872,7 +872,18 @@ impl Cache {
             Kind::Links => {
                 let parse = Link::parse;
                 let dump = Dump::new(platform, stats, kind, None, &parse);
-                dump.into_index(&mut self.state.links, whole, Event::Link, out)
+                let Some(out) = out else {
+                    return dump.into_index(&mut self.state.links, whole, Event::Link, None);
+                };
+                let first = out.len();
+                let res = dump.into_index(&mut self.state.links, whole, Event::Link, Some(out));
+                // A change the dump saw first is one its event will not report again.
+                for event in &out[first..] {
+                    if let Event::Link(Change::Replaced { old, new }) = event {
+                        self.state.suspect_after_link_change(old, new);
+                    }
+                }
+                res
             }
             Kind::Addresses => {
                 let parse = |payload: &[u8]| {

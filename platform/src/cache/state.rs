@@ -265,7 +265,6 @@ impl State {
                     self.apply_bridge_port(msg.payload, out);
                     return Ok(());
                 };
-                let ifindex = link.ifindex().0;
                 if let Some(event) = upsert(&mut self.links, link, Event::Link) {
                     let mut rule_events = Vec::new();
                     match &event {
@@ -289,41 +288,7 @@ impl State {
                         _ => {}
                     }
                     if let Event::Link(Change::Replaced { old, new }) = &event {
-                        // Going down flushes IPv4 routes without notifications; losing or
-                        // getting back the carrier flips the `linkdown` flag of every route
-                        // on the link, also silently.
-                        let watched = IFF_UP | IFF_LOWER_UP | IFF_RUNNING;
-                        // A new MTU rewrites the unlocked `mtu` metric of the IPv6 routes on
-                        // the link (rt6_mtu_change), also silently.
-                        if (old.flags() ^ new.flags()) & watched != 0
-                            || (old.mtu() != new.mtu()
-                                && self.routes_of(ifindex).any(|route| {
-                                    route.family() == Family::V6 && route.has_unlocked_mtu()
-                                }))
-                        {
-                            self.suspect_ifindexes.push(ifindex);
-                        }
-                        // Going down or losing the carrier flushes the nexthops on it, and
-                        // changes the dead and linkdown flags of the others, silently.
-                        if old.flags() != new.flags() {
-                            self.suspect_nexthops_on(ifindex);
-                        }
-                        // Below the MTU IPv6 needs (1280) the link loses its IPv6 state
-                        // (`IFLA_AF_SPEC`'s address generation mode), and back above it
-                        // gets it again, after the link's announcement.
-                        if (old.mtu() < IPV6_MIN_MTU) != (new.mtu() < IPV6_MIN_MTU) {
-                            self.suspect_links = true;
-                        }
-                        // A port joining or leaving a bridge changes its promiscuity and
-                        // allmulti counts and the bridge's TSO limits; a macvlan going up or
-                        // down, its lower link's promiscuity count: silently where no flag
-                        // changes with them (the count was above zero already).
-                        if old.controller() != new.controller()
-                            || ((old.flags() ^ new.flags()) & IFF_UP != 0
-                                && counts_on_its_lower_link(new))
-                        {
-                            self.suspect_links = true;
-                        }
+                        self.suspect_after_link_change(old, new);
                     }
                     out.push(event);
                     out.append(&mut rule_events);
@@ -793,6 +758,48 @@ impl State {
             .filter(|nh| nh.has_member(id))
             .map(|nh| nh.id());
         self.suspect_nhids.extend(groups);
+    }
+
+    /// Notes what a link's change makes the kernel change without a word, for
+    /// [`State::take_work`], however the cache learnt of the change: from the link's event, or
+    /// from a dump of the links (a refresh or a resync) that saw it before its event came,
+    /// after which the event changes nothing.
+    pub(crate) fn suspect_after_link_change(&mut self, old: &Link, new: &Link) {
+        let ifindex = new.ifindex().0;
+        // Going down flushes IPv4 routes without notifications; losing or
+        // getting back the carrier flips the `linkdown` flag of every route
+        // on the link, also silently.
+        let watched = IFF_UP | IFF_LOWER_UP | IFF_RUNNING;
+        // A new MTU rewrites the unlocked `mtu` metric of the IPv6 routes on
+        // the link (rt6_mtu_change), also silently.
+        if (old.flags() ^ new.flags()) & watched != 0
+            || (old.mtu() != new.mtu()
+                && self
+                    .routes_of(ifindex)
+                    .any(|route| route.family() == Family::V6 && route.has_unlocked_mtu()))
+        {
+            self.suspect_ifindexes.push(ifindex);
+        }
+        // Going down or losing the carrier flushes the nexthops on it, and
+        // changes the dead and linkdown flags of the others, silently.
+        if old.flags() != new.flags() {
+            self.suspect_nexthops_on(ifindex);
+        }
+        // Below the MTU IPv6 needs (1280) the link loses its IPv6 state
+        // (`IFLA_AF_SPEC`'s address generation mode), and back above it
+        // gets it again, after the link's announcement.
+        if (old.mtu() < IPV6_MIN_MTU) != (new.mtu() < IPV6_MIN_MTU) {
+            self.suspect_links = true;
+        }
+        // A port joining or leaving a bridge changes its promiscuity and
+        // allmulti counts and the bridge's TSO limits; a macvlan going up or
+        // down, its lower link's promiscuity count: silently where no flag
+        // changes with them (the count was above zero already).
+        if old.controller() != new.controller()
+            || ((old.flags() ^ new.flags()) & IFF_UP != 0 && counts_on_its_lower_link(new))
+        {
+            self.suspect_links = true;
+        }
     }
 
     /// Schedules a nexthop re-dump if a held nexthop sits on `ifindex` (the kernel flushes

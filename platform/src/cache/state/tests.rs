@@ -334,6 +334,40 @@ fn carrier_loss_asks_for_the_nexthops_and_the_routes_of_the_link() {
     assert!(route_on(&state, 3).is_some());
 }
 
+/// A refresh or a resync that dumps the links between a change and its event: the dump
+/// reports the change and `Cache::load` hands it to `suspect_after_link_change`, as here;
+/// the event, applied after, changes nothing. The re-dumps are asked all the same (CI once
+/// saw `link set ... down` leave the flushed routes and nexthops in a monitor's cache).
+#[test]
+fn a_link_change_a_dump_saw_before_its_event_still_asks_for_the_re_dumps() {
+    let mut state = loaded();
+    for datagram in PEER_DOWN {
+        let datagram = bytes(datagram);
+        for msg in Msgs::new(&datagram) {
+            let msg = msg.unwrap();
+            if msg.kind != wire::RTM_NEWLINK {
+                continue;
+            }
+            let Some(link) = Link::parse(msg.payload).unwrap() else {
+                continue;
+            };
+            if let Some(Event::Link(Change::Replaced { old, new })) =
+                upsert(&mut state.links, link, Event::Link)
+            {
+                state.suspect_after_link_change(&old, &new);
+            }
+        }
+    }
+    let late = feed(&mut state, PEER_DOWN);
+    assert!(
+        !late.iter().any(|event| matches!(event, Event::Link(_))),
+        "{late:?}"
+    );
+    let work = state.take_work();
+    assert!(work.nexthops, "{work:?}");
+    assert_eq!(work.ifindexes, vec![2, 3]);
+}
+
 #[test]
 fn a_link_deleted_keeps_routes_on_groups_for_the_nexthop_resync() {
     let mut state = loaded();
