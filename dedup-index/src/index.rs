@@ -12,14 +12,12 @@
 
 use std::borrow::Borrow;
 use std::fmt;
-use std::hash::BuildHasher;
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use hashbrown::DefaultHashBuilder;
-
 use crate::error::{Error, Result};
+use crate::hash::IdHasher;
 use crate::list::{self, Head, Lane, Link, Links, MAX_SLOTS, NIL};
 use crate::object::{IndexHandle, IndexType, Object, Primary};
 use crate::partitions::{Located, PartitionTable, TypedTable};
@@ -194,7 +192,7 @@ pub struct DedupIndex<T: Object> {
     /// How many times `ids` was rebuilt (wrapping): a position found in it before is still
     /// one of the same table while this is unchanged.
     ids_built: u32,
-    hasher: DefaultHashBuilder,
+    hasher: IdHasher,
     /// One partition table per lane; lane 0 is [`Primary`].
     pub(crate) tables: Vec<Box<dyn PartitionTable<T>>>,
     /// The first free slot, or [`NIL`].
@@ -301,7 +299,7 @@ impl<T: Object> DedupIndex<T> {
             touched: (0, 0),
             ids: IdTable::with_capacity(capacity),
             ids_built: 0,
-            hasher: DefaultHashBuilder::default(),
+            hasher: IdHasher::new(),
             tables,
             free: NIL,
             len: 0,
@@ -529,6 +527,9 @@ impl<T: Object> DedupIndex<T> {
                 let held = Arc::clone(&obj);
                 self.ids.insert_at(pos, hash, slot);
                 self.alloc_slot(slot, held, hash);
+                if self.ids.crowded() {
+                    self.rehash_ids();
+                }
                 if matches!(placement, Placement::Append | Placement::AppendForce) {
                     // Appending a new entry needs no anchor: the direct path.
                     self.link_back(slot);
@@ -619,6 +620,10 @@ impl<T: Object> DedupIndex<T> {
             for (i, (obj, hash)) in batch.drain(..).enumerate() {
                 let free = free.get(i).copied().flatten().map(|pos| (pos, built));
                 n_changed += usize::from(self.append_one(obj, hash, free)?);
+            }
+            // Between batches: a new hash makes the batch's hashes stale.
+            if self.ids.crowded() {
+                self.rehash_ids();
             }
         }
     }
@@ -979,12 +984,39 @@ impl<T: Object> DedupIndex<T> {
         } else {
             for (slot, obj) in self.objs.iter().enumerate() {
                 if let Some(obj) = obj {
-                    ids.insert_unique(self.hasher.hash_one(obj.id()), slot as u32);
+                    ids.insert_unique(self.hasher.hash_one(&obj.id()), slot as u32);
                 }
             }
         }
         self.ids = ids;
         self.ids_built = self.ids_built.wrapping_add(1);
+    }
+
+    /// Changes the id hash and rebuilds the id table with it, for as long as the table reports
+    /// its entries far from their home groups ([`IdTable::crowded`]) and the hasher has another
+    /// hash to try ([`IdHasher::rehash`]): the process's hash seed clusters these ids. Reads
+    /// every object once per try.
+    #[cold]
+    #[inline(never)]
+    fn rehash_ids(&mut self) {
+        while self.ids.crowded() && self.hasher.rehash() {
+            tracing::debug!(
+                entries = self.len,
+                rehashes = self.hasher.rehashes(),
+                mixed = self.hasher.is_mixed(),
+                "dedup-index: the id hash clusters these ids; rebuilding the id table with another"
+            );
+            for slot in 0..self.objs.len() {
+                let Some(Some(obj)) = self.objs.get(slot) else {
+                    continue;
+                };
+                let short = short_hash(self.hash_of(obj));
+                if let Some(kept) = self.hashes.get_mut(slot) {
+                    *kept = short;
+                }
+            }
+            self.rebuild_ids(self.ids.capacity());
+        }
     }
 
     /// The slot a new entry takes: the first free one, or the next new one.
@@ -1021,10 +1053,8 @@ impl<T: Object> DedupIndex<T> {
         match obj.id_ref() {
             Some(id) => self.hasher.hash_one(id),
             None => {
-                let mut state = self.hasher.build_hasher();
-                obj.hash_id(&mut state);
-                let hash = state.finish();
-                debug_assert_eq!(hash, self.hasher.hash_one(obj.id()), "Object::hash_id");
+                let hash = self.hasher.hash_obj(obj);
+                debug_assert_eq!(hash, self.hasher.hash_one(&obj.id()), "Object::hash_id");
                 hash
             }
         }
@@ -1312,6 +1342,21 @@ impl<T: Object> DedupIndex<T> {
 #[cfg(test)]
 impl<T: Object> DedupIndex<T> {
     /// Checks every internal invariant; returns the first one broken.
+    /// The index with its ids hashed by `hasher` (empty, as new): for tests that need a seed
+    /// known to cluster.
+    pub(crate) fn with_hasher(hasher: IdHasher) -> Self {
+        Self {
+            hasher,
+            ..Self::new()
+        }
+    }
+
+    /// How many times the id hash changed because it clustered, and whether the id table now
+    /// has its entries far from their home groups.
+    pub(crate) fn id_hash_state(&self) -> (u8, bool) {
+        (self.hasher.rehashes(), self.ids.crowded())
+    }
+
     pub(crate) fn validate(&self) -> std::result::Result<(), String> {
         let stride = self.tables.len();
         if self.links.len() < self.objs.len() {
@@ -1338,7 +1383,7 @@ impl<T: Object> DedupIndex<T> {
             if self.find_slot(&obj.id()) != Some(slot as u32) {
                 return Err(format!("slot {slot} not found by its id"));
             }
-            if self.hashes.get(slot).copied() != Some(short_hash(self.hasher.hash_one(obj.id()))) {
+            if self.hashes.get(slot).copied() != Some(short_hash(self.hasher.hash_one(&obj.id()))) {
                 return Err(format!("slot {slot} keeps a wrong hash"));
             }
             for lane_idx in 0..stride {

@@ -87,6 +87,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
+mod hash;
 mod index;
 mod list;
 mod object;

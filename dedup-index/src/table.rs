@@ -105,6 +105,17 @@ pub(crate) fn expand_short_hash(short: u32) -> u64 {
 /// entries).
 const SHORT_GROUPS: usize = 1 << 24;
 
+/// How many groups past their home group the entries inserted since the last rebuild may
+/// have landed on average before [`IdTable::crowded`] reports it. Well-spread hashes land 0.5
+/// groups past it on average over a fill from empty to the most a table holds, and 0.8 over a
+/// fill from half that (a table's life between two growths); foldhash's for ids counting up
+/// land far less, except for the seeds that cluster them.
+const CROWDED_MEAN: usize = 2;
+
+/// How many groups past their home groups inserts may land in all before [`IdTable::crowded`]
+/// looks at their mean: a small table is read whole by a few probes anyway.
+const CROWDED_MIN: usize = 4096;
+
 /// Where an entry is (or goes): group and entry within it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Pos {
@@ -132,6 +143,10 @@ pub(crate) struct IdTable {
     /// How many more entries may take an empty entry before the table must be rebuilt, so
     /// that at least one entry in eight stays empty and every probe ends.
     growth_left: usize,
+    /// The entries inserted since the table was built, and how many groups past their home
+    /// group they landed in all.
+    inserted: usize,
+    displaced: usize,
 }
 
 /// The number of entries a table of `n_groups` groups may hold: seven in eight.
@@ -147,6 +162,8 @@ impl IdTable {
             mask: 0,
             items: 0,
             growth_left: 0,
+            inserted: 0,
+            displaced: 0,
         }
     }
 
@@ -164,6 +181,8 @@ impl IdTable {
             mask: n_groups - 1,
             items: 0,
             growth_left: capacity_of(n_groups),
+            inserted: 0,
+            displaced: 0,
         }
     }
 
@@ -193,6 +212,23 @@ impl IdTable {
         self.groups.fill(Group::EMPTY);
         self.items = 0;
         self.growth_left = capacity_of(self.groups.len());
+        self.inserted = 0;
+        self.displaced = 0;
+    }
+
+    /// Whether the entries inserted since the table was built landed far past their home
+    /// groups on average ([`CROWDED_MEAN`]): their hashes cluster in the low bits, and probes
+    /// walk long runs of full groups.
+    #[inline]
+    pub(crate) fn crowded(&self) -> bool {
+        self.displaced > CROWDED_MIN && self.displaced > self.inserted * CROWDED_MEAN
+    }
+
+    /// Counts an insert that landed `past` groups after its home group.
+    #[inline]
+    fn note_insert(&mut self, past: usize) {
+        self.inserted += 1;
+        self.displaced += past;
     }
 
     /// The positions a probe for `hash` visits: its home group, then the next ones.
@@ -291,6 +327,7 @@ impl IdTable {
         group.tags[pos.entry] = tag_of(hash);
         group.slots[pos.entry] = slot;
         self.items += 1;
+        self.note_insert(pos.group.wrapping_sub(hash as usize) & self.mask);
     }
 
     /// Adds `slot` with `hash`, known not to be in the table, without comparing it with any
@@ -302,7 +339,7 @@ impl IdTable {
             return;
         }
         let tag = tag_of(hash);
-        for g in self.probe_seq(hash) {
+        for (past, g) in self.probe_seq(hash).enumerate() {
             let Some(group) = self.groups.get_mut(g) else {
                 return;
             };
@@ -312,6 +349,7 @@ impl IdTable {
                 group.slots[entry] = slot;
                 self.growth_left -= 1;
                 self.items += 1;
+                self.note_insert(past);
                 return;
             }
         }

@@ -1125,3 +1125,101 @@ fn append_all_finds_a_new_id_added_earlier_in_the_same_batch() {
         assert_eq!(fx.index.get(&i).map(|obj| obj.v), Some(1));
     }
 }
+
+/// A route-like object: the same table, metric and prefix length, the destination counting
+/// up, the shape for which some foldhash seeds cluster the hashes' low bits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Rt((u32, u32, u32, u8, u8));
+
+impl Object for Rt {
+    type Id = (u32, u32, u32, u8, u8);
+
+    fn id(&self) -> Self::Id {
+        self.0
+    }
+}
+
+fn rt(i: u32) -> Rt {
+    Rt((254, (i << 8) ^ 0x0a00_0000, 100, 24, 0))
+}
+
+/// foldhash seeded as the process `n` of many would be (its shared seed from where the
+/// process is loaded, the per-hasher one from the stack).
+fn seeded(n: u64) -> crate::hash::IdHasher {
+    use foldhash::SharedSeed;
+    use foldhash::fast::SeedableRandomState;
+    let shared: &'static SharedSeed = Box::leak(Box::new(SharedSeed::from_u64(n)));
+    crate::hash::IdHasher::with_state(SeedableRandomState::with_seed(
+        n.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        shared,
+    ))
+}
+
+/// For the seeds of 40 processes, 30k route ids inserted one by one or appended in batches:
+/// where the process's seed clusters them, the index changes its hash and ends with its
+/// entries near their home groups; where it does not, the hash stays foldhash's alone (which
+/// keeps ids counting up in neighbouring groups). Every id is found either way.
+#[test]
+fn an_id_hash_that_clusters_the_ids_is_changed_and_one_that_does_not_is_kept() {
+    const N: u32 = 30_000;
+    let mut rehashed = Vec::new();
+    for n in 0..40_u64 {
+        let mut index = DedupIndex::with_hasher(seeded(n));
+        if n % 2 == 0 {
+            for i in 0..N {
+                index.insert(rt(i), Placement::Append).unwrap();
+            }
+        } else {
+            assert_eq!(index.append_all((0..N).map(rt)).unwrap(), N as usize);
+        }
+        let (rehashes, crowded) = index.id_hash_state();
+        assert!(
+            !crowded,
+            "seed {n}: still crowded after {rehashes} rehashes"
+        );
+        assert!(index.validate().is_ok(), "seed {n}: {:?}", index.validate());
+        assert_eq!(index.len(), N as usize);
+        assert!((0..N).all(|i| index.get(&rt(i).0) == Some(&Arc::new(rt(i)))));
+        assert!(index.remove(&rt(7).0).is_some());
+        assert!(index.get(&rt(7).0).is_none());
+        if rehashes > 0 {
+            rehashed.push(n);
+        }
+    }
+    // What the rehash is for: some process seeds cluster these ids (each about one in ten).
+    assert!(!rehashed.is_empty(), "no seed of 40 clustered the ids");
+    assert!(
+        rehashed.len() <= 12,
+        "seeds {rehashed:?} rehashed: the hash changes too often"
+    );
+}
+
+/// Ids whose hashes collide whatever the seed (every hash the same): the hash is changed
+/// three times, then left mixed; the index still finds every id and does not try again.
+#[test]
+fn ids_that_collide_under_every_hash_are_rehashed_a_bounded_number_of_times() {
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    struct Same(u32);
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    struct SameId(u32);
+    impl std::hash::Hash for SameId {
+        fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+            state.write_u8(0);
+        }
+    }
+    impl Object for Same {
+        type Id = SameId;
+        fn id(&self) -> SameId {
+            SameId(self.0)
+        }
+    }
+    let mut index = DedupIndex::new();
+    for i in 0..3000 {
+        index.insert(Same(i), Placement::Append).unwrap();
+    }
+    let (rehashes, crowded) = index.id_hash_state();
+    assert_eq!(rehashes, 3);
+    assert!(crowded);
+    assert!((0..3000).all(|i| index.get(&SameId(i)).is_some()));
+    assert!(index.validate().is_ok(), "{:?}", index.validate());
+}
