@@ -1341,7 +1341,6 @@ impl<T: Object> DedupIndex<T> {
 
 #[cfg(test)]
 impl<T: Object> DedupIndex<T> {
-    /// Checks every internal invariant; returns the first one broken.
     /// The index with its ids hashed by `hasher` (empty, as new): for tests that need a seed
     /// known to cluster.
     pub(crate) fn with_hasher(hasher: IdHasher) -> Self {
@@ -1357,6 +1356,7 @@ impl<T: Object> DedupIndex<T> {
         (self.hasher.rehashes(), self.ids.crowded())
     }
 
+    /// Checks every internal invariant; returns the first one broken.
     pub(crate) fn validate(&self) -> std::result::Result<(), String> {
         let stride = self.tables.len();
         if self.links.len() < self.objs.len() {
