@@ -82,7 +82,7 @@ impl IdHasher {
     /// the cache misses of more of them).
     #[inline(never)]
     pub(crate) fn hash_one<Q: Hash + ?Sized>(&self, x: &Q) -> u64 {
-        let mut state = KeyHasher(self.state.build_hasher());
+        let mut state: KeyHasher = Forwarding(self.state.build_hasher());
         x.hash(&mut state);
         self.finish(state.finish())
     }
@@ -92,7 +92,7 @@ impl IdHasher {
     /// ([`ObjHasher`]), for the same reason.
     #[inline(never)]
     pub(crate) fn hash_obj<T: Object>(&self, obj: &T) -> u64 {
-        let mut state = ObjHasher(self.state.build_hasher());
+        let mut state: ObjHasher = Forwarding(self.state.build_hasher());
         obj.hash_id(&mut state);
         self.finish(state.finish())
     }
@@ -131,65 +131,57 @@ impl IdHasher {
     }
 }
 
-/// Defines a hasher type that forwards every call, as the same call, to foldhash's.
-macro_rules! forwarding_hasher {
-    ($(#[$doc:meta])* $name:ident) => {
-        $(#[$doc])*
-        pub(crate) struct $name(FoldHasher<'static>);
+/// foldhash's hasher under a type of the index's own, one type per way the index feeds it
+/// (`WAY`): every call goes to foldhash's as the same call.
+pub(crate) struct Forwarding<const WAY: u8>(FoldHasher<'static>);
 
-        impl Hasher for $name {
-            #[inline(always)]
-            fn finish(&self) -> u64 {
-                self.0.finish()
-            }
+/// The hasher [`IdHasher::hash_one`] alone uses.
+pub(crate) type KeyHasher = Forwarding<0>;
 
-            #[inline(always)]
-            fn write(&mut self, bytes: &[u8]) {
-                self.0.write(bytes);
-            }
+/// The hasher [`IdHasher::hash_obj`] alone uses.
+pub(crate) type ObjHasher = Forwarding<1>;
 
-            #[inline(always)]
-            fn write_u8(&mut self, i: u8) {
-                self.0.write_u8(i);
-            }
+impl<const WAY: u8> Hasher for Forwarding<WAY> {
+    #[inline(always)]
+    fn finish(&self) -> u64 {
+        self.0.finish()
+    }
 
-            #[inline(always)]
-            fn write_u16(&mut self, i: u16) {
-                self.0.write_u16(i);
-            }
+    #[inline(always)]
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
+    }
 
-            #[inline(always)]
-            fn write_u32(&mut self, i: u32) {
-                self.0.write_u32(i);
-            }
+    #[inline(always)]
+    fn write_u8(&mut self, i: u8) {
+        self.0.write_u8(i);
+    }
 
-            #[inline(always)]
-            fn write_u64(&mut self, i: u64) {
-                self.0.write_u64(i);
-            }
+    #[inline(always)]
+    fn write_u16(&mut self, i: u16) {
+        self.0.write_u16(i);
+    }
 
-            #[inline(always)]
-            fn write_u128(&mut self, i: u128) {
-                self.0.write_u128(i);
-            }
+    #[inline(always)]
+    fn write_u32(&mut self, i: u32) {
+        self.0.write_u32(i);
+    }
 
-            #[inline(always)]
-            fn write_usize(&mut self, i: usize) {
-                self.0.write_usize(i);
-            }
-        }
-    };
+    #[inline(always)]
+    fn write_u64(&mut self, i: u64) {
+        self.0.write_u64(i);
+    }
+
+    #[inline(always)]
+    fn write_u128(&mut self, i: u128) {
+        self.0.write_u128(i);
+    }
+
+    #[inline(always)]
+    fn write_usize(&mut self, i: usize) {
+        self.0.write_usize(i);
+    }
 }
-
-forwarding_hasher!(
-    /// foldhash's hasher as [`IdHasher::hash_one`] alone uses it.
-    KeyHasher
-);
-
-forwarding_hasher!(
-    /// foldhash's hasher as [`IdHasher::hash_obj`] alone uses it.
-    ObjHasher
-);
 
 #[cfg(test)]
 mod tests {

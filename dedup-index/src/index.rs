@@ -984,7 +984,7 @@ impl<T: Object> DedupIndex<T> {
         } else {
             for (slot, obj) in self.objs.iter().enumerate() {
                 if let Some(obj) = obj {
-                    ids.insert_unique(self.hasher.hash_one(&obj.id()), slot as u32);
+                    ids.insert_unique(self.hash_of(obj), slot as u32);
                 }
             }
         }

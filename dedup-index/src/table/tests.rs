@@ -177,29 +177,29 @@ fn capacity_is_seven_in_eight_of_whole_groups() {
     assert_eq!(table.room(), table.capacity());
 }
 
-/// Fills a table with `hashes` one by one, growing it as the index does (to twice its
-/// entries, from the kept hashes); true if it ever reported itself crowded.
-fn ever_crowded(hashes: impl Iterator<Item = u64>) -> bool {
-    let mut table = IdTable::new();
-    let mut kept = Vec::new();
-    let mut crowded = false;
-    for (slot, hash) in hashes.enumerate() {
-        if table.room() == 0 {
-            let mut grown = IdTable::with_capacity((kept.len() * 2).max(16));
-            for (slot, &hash) in kept.iter().enumerate() {
-                grown.insert_unique(hash, slot as u32);
-            }
-            table = grown;
-            crowded |= table.crowded();
-        }
-        let Probe::Vacant(Some(pos)) = table.find_or_free(hash, |_| false) else {
-            panic!("no room after growing");
-        };
-        table.insert_at(pos, hash, slot as u32);
-        kept.push(hash);
-        crowded |= table.crowded();
-    }
-    crowded
+/// Adds `keys` one by one to a table that grows as the index's does ([`Harness::insert`]); true
+/// if it ever reported itself crowded.
+fn ever_crowded(hash: fn(u64) -> u64, keys: std::ops::Range<u64>) -> bool {
+    let mut harness = Harness::new(hash, 0);
+    keys.fold(false, |crowded, key| {
+        harness.insert(key);
+        crowded || harness.table.crowded()
+    })
+}
+
+/// Well-spread hashes of keys counting by a large odd step.
+fn spread_hash(key: u64) -> u64 {
+    good_hash(key.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// Hashes whose low bits fall in one group of 64: runs of neighbouring groups fill up.
+fn clustered_hash(key: u64) -> u64 {
+    good_hash(key) & !0xffff_ffc0
+}
+
+/// Hashes whose low bits fall in one group of 4.
+fn tightly_clustered_hash(key: u64) -> u64 {
+    good_hash(key) & !0xffff_fffc
 }
 
 /// Well-spread hashes, up to the most each size of table holds before it grows (where even
@@ -207,20 +207,13 @@ fn ever_crowded(hashes: impl Iterator<Item = u64>) -> bool {
 /// clustered in their low bits do, as soon as their displacement is past the floor.
 #[test]
 fn only_clustered_hashes_look_crowded() {
-    let mut state = 0_u64;
-    let mut spread = move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        good_hash(state)
-    };
-    for _ in 0..3 {
+    for run in 0..3 {
         assert!(!ever_crowded(
-            std::iter::repeat_with(&mut spread).take(300_000)
+            spread_hash,
+            run * 300_000..(run + 1) * 300_000
         ));
     }
-    // Hashes whose low bits fall in one group of 64: runs of neighbouring groups fill up.
-    let clustered = (0..20_000_u64).map(|k| good_hash(k) & !0xffff_ffc0);
-    assert!(ever_crowded(clustered));
+    assert!(ever_crowded(clustered_hash, 0..20_000));
     // Clustered, but too few to matter: a probe of a small table reads it whole anyway.
-    let few = (0..100_u64).map(|k| good_hash(k) & !0xffff_fffc);
-    assert!(!ever_crowded(few));
+    assert!(!ever_crowded(tightly_clustered_hash, 0..100));
 }

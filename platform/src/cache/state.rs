@@ -766,12 +766,11 @@ impl State {
     /// after which the event changes nothing.
     pub(crate) fn suspect_after_link_change(&mut self, old: &Link, new: &Link) {
         let ifindex = new.ifindex().0;
-        // Going down flushes IPv4 routes without notifications; losing or
-        // getting back the carrier flips the `linkdown` flag of every route
-        // on the link, also silently.
+        // Going down flushes IPv4 routes without notifications; losing or getting back the
+        // carrier flips the `linkdown` flag of every route on the link, also silently.
         let watched = IFF_UP | IFF_LOWER_UP | IFF_RUNNING;
-        // A new MTU rewrites the unlocked `mtu` metric of the IPv6 routes on
-        // the link (rt6_mtu_change), also silently.
+        // A new MTU rewrites the unlocked `mtu` metric of the IPv6 routes on the link
+        // (rt6_mtu_change), also silently.
         if (old.flags() ^ new.flags()) & watched != 0
             || (old.mtu() != new.mtu()
                 && self
@@ -780,21 +779,20 @@ impl State {
         {
             self.suspect_ifindexes.push(ifindex);
         }
-        // Going down or losing the carrier flushes the nexthops on it, and
-        // changes the dead and linkdown flags of the others, silently.
+        // Going down or losing the carrier flushes the nexthops on it, and changes the dead and
+        // linkdown flags of the others, silently.
         if old.flags() != new.flags() {
             self.suspect_nexthops_on(ifindex);
         }
-        // Below the MTU IPv6 needs (1280) the link loses its IPv6 state
-        // (`IFLA_AF_SPEC`'s address generation mode), and back above it
-        // gets it again, after the link's announcement.
+        // Below the MTU IPv6 needs (1280) the link loses its IPv6 state (`IFLA_AF_SPEC`'s
+        // address generation mode), and back above it gets it again, after the link's
+        // announcement.
         if (old.mtu() < IPV6_MIN_MTU) != (new.mtu() < IPV6_MIN_MTU) {
             self.suspect_links = true;
         }
-        // A port joining or leaving a bridge changes its promiscuity and
-        // allmulti counts and the bridge's TSO limits; a macvlan going up or
-        // down, its lower link's promiscuity count: silently where no flag
-        // changes with them (the count was above zero already).
+        // A port joining or leaving a bridge changes its promiscuity and allmulti counts and
+        // the bridge's TSO limits; a macvlan going up or down, its lower link's promiscuity
+        // count: silently where no flag changes with them (the count was above zero already).
         if old.controller() != new.controller()
             || ((old.flags() ^ new.flags()) & IFF_UP != 0 && counts_on_its_lower_link(new))
         {
