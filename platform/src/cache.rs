@@ -875,12 +875,19 @@ impl Cache {
                 let Some(out) = out else {
                     return dump.into_index(&mut self.state.links, whole, Event::Link, None);
                 };
-                let first = out.len();
-                let res = dump.into_index(&mut self.state.links, whole, Event::Link, Some(out));
-                // A change the dump saw first is one its event will not report again.
-                for event in &out[first..] {
-                    if let Event::Link(Change::Replaced { old, new }) = event {
-                        self.state.suspect_after_link_change(old, new);
+                let mut changes = Vec::new();
+                let res = dump.into_index(
+                    &mut self.state.links,
+                    whole,
+                    Event::Link,
+                    Some(&mut changes),
+                );
+                // A change the dump saw first is one its event will not report again, nor
+                // what the kernel changed with it without a word.
+                for event in changes {
+                    match event {
+                        Event::Link(change) => self.state.after_link_change(change, out),
+                        other => out.push(other),
                     }
                 }
                 res

@@ -265,33 +265,8 @@ impl State {
                     self.apply_bridge_port(msg.payload, out);
                     return Ok(());
                 };
-                if let Some(event) = upsert(&mut self.links, link, Event::Link) {
-                    let mut rule_events = Vec::new();
-                    match &event {
-                        Event::Link(Change::Added(new)) => {
-                            self.relink_rules(None, Some(new.name()), &mut rule_events);
-                            // A veth pair's first end is announced before its peer exists,
-                            // with no parent (`IFLA_LINK` 0); it gets the peer when the peer
-                            // comes, silently.
-                            if let Some(parent) = new.parent()
-                                && self.links.get(&parent.0).is_some_and(|held| {
-                                    held.parent() == Some(Ifindex(0))
-                                        && held.link_netnsid().is_none()
-                                })
-                            {
-                                self.suspect_links = true;
-                            }
-                        }
-                        Event::Link(Change::Replaced { old, new }) if old.name() != new.name() => {
-                            self.relink_rules(Some(old), Some(new.name()), &mut rule_events);
-                        }
-                        _ => {}
-                    }
-                    if let Event::Link(Change::Replaced { old, new }) = &event {
-                        self.suspect_after_link_change(old, new);
-                    }
-                    out.push(event);
-                    out.append(&mut rule_events);
+                if let Some(Event::Link(change)) = upsert(&mut self.links, link, Event::Link) {
+                    self.after_link_change(change, out);
                 }
             }
             wire::RTM_DELLINK => {
@@ -299,56 +274,8 @@ impl State {
                     return Ok(());
                 };
                 let ifindex = link.ifindex().0;
-                // A veth end moved to another namespace leaves here as deleted; its peer's
-                // parent is then in another namespace (IFLA_LINK_NETNSID), silently.
-                if self.links.iter().any(|other| {
-                    other.parent() == Some(Ifindex(ifindex)) && other.link_netnsid().is_none()
-                }) {
-                    self.suspect_links = true;
-                }
-                // Its nexthops go without notifications, and the routes using them.
-                self.suspect_nexthops_on(ifindex);
-                // Its routes go without notifications; its addresses are announced, but drop
-                // any left so the cache never points at a missing link. Routes on nexthop
-                // objects follow their nexthops (a group keeps its other members).
-                let gone: Vec<RouteId> = self
-                    .routes_of(ifindex)
-                    .filter(|route| route.nh_id().is_none())
-                    .map(|route| Route::id(route))
-                    .collect();
-                for id in gone {
-                    if let Some(old) = self.routes.remove(&id) {
-                        out.push(Event::Route(Change::Removed(old)));
-                    }
-                }
-                if let Ok(n) = self
-                    .addresses
-                    .mark_partition(self.addresses_by_ifindex, &ifindex)
-                    && n > 0
-                {
-                    let removed = self
-                        .addresses
-                        .sweep_partition(self.addresses_by_ifindex, &ifindex)
-                        .unwrap_or_default();
-                    out.extend(
-                        removed
-                            .into_iter()
-                            .map(|a| Event::Address(Change::Removed(a))),
-                    );
-                }
-                // IPv4 multipath routes with any hop on it die with it, also silently (an
-                // IPv6 one loses the hop there, which the kernel announces before the link).
-                for id in self.multipath_through(ifindex, Some(Family::V4)) {
-                    if let Some(old) = self.routes.remove(&id) {
-                        out.push(Event::Route(Change::Removed(old)));
-                    }
-                }
-                if let Some(old) = self.links.remove(&ifindex) {
-                    let mut rule_events = Vec::new();
-                    self.relink_rules(Some(&old), None, &mut rule_events);
-                    out.push(Event::Link(Change::Removed(old)));
-                    out.append(&mut rule_events);
-                }
+                let old = self.links.remove(&ifindex);
+                self.after_link_removal(ifindex, old, out);
             }
             wire::RTM_NEWADDR => {
                 if let Some(addr) = Address::parse(msg.payload)?
@@ -760,11 +687,103 @@ impl State {
         self.suspect_nhids.extend(groups);
     }
 
+    /// Reports a link's change already made in `links` (`change` is its event), with what
+    /// the kernel changes because of it without a word: rules attached or detached by name,
+    /// re-dumps noted for [`State::take_work`], and for a removal the link's routes and
+    /// addresses. The same whether the change came from the link's event or from a dump of the
+    /// links (a refresh or a resync) that saw it before its event, which then changes nothing.
+    pub(crate) fn after_link_change(&mut self, change: Change<Link>, out: &mut Vec<Event>) {
+        if let Change::Removed(old) = change {
+            self.after_link_removal(old.ifindex().0, Some(old), out);
+            return;
+        }
+        let mut rule_events = Vec::new();
+        match &change {
+            Change::Added(new) => {
+                self.relink_rules(None, Some(new.name()), &mut rule_events);
+                // A veth pair's first end is announced before its peer exists, with no parent
+                // (`IFLA_LINK` 0); it gets the peer when the peer comes, silently.
+                if let Some(parent) = new.parent()
+                    && self.links.get(&parent.0).is_some_and(|held| {
+                        held.parent() == Some(Ifindex(0)) && held.link_netnsid().is_none()
+                    })
+                {
+                    self.suspect_links = true;
+                }
+            }
+            Change::Replaced { old, new } => {
+                if old.name() != new.name() {
+                    self.relink_rules(Some(old), Some(new.name()), &mut rule_events);
+                }
+                self.suspect_after_link_change(old, new);
+            }
+            Change::Removed(_) => {}
+        }
+        out.push(Event::Link(change));
+        out.append(&mut rule_events);
+    }
+
+    /// Reports the removal of link `ifindex` (`old`, when the cache held it; it is no longer
+    /// in `links`) and what the kernel removes with it without a word. A removal the cache
+    /// already applied (from a dump that saw it first) finds nothing left to do.
+    fn after_link_removal(&mut self, ifindex: u32, old: Option<Arc<Link>>, out: &mut Vec<Event>) {
+        // A veth end moved to another namespace leaves here as deleted; its peer's parent is
+        // then in another namespace (IFLA_LINK_NETNSID), silently.
+        if self
+            .links
+            .iter()
+            .any(|other| other.parent() == Some(Ifindex(ifindex)) && other.link_netnsid().is_none())
+        {
+            self.suspect_links = true;
+        }
+        // Its nexthops go without notifications, and the routes using them.
+        self.suspect_nexthops_on(ifindex);
+        // Its routes go without notifications; its addresses are announced, but drop any left
+        // so the cache never points at a missing link. Routes on nexthop objects follow their
+        // nexthops (a group keeps its other members).
+        let gone: Vec<RouteId> = self
+            .routes_of(ifindex)
+            .filter(|route| route.nh_id().is_none())
+            .map(|route| Route::id(route))
+            .collect();
+        for id in gone {
+            if let Some(old) = self.routes.remove(&id) {
+                out.push(Event::Route(Change::Removed(old)));
+            }
+        }
+        if let Ok(n) = self
+            .addresses
+            .mark_partition(self.addresses_by_ifindex, &ifindex)
+            && n > 0
+        {
+            let removed = self
+                .addresses
+                .sweep_partition(self.addresses_by_ifindex, &ifindex)
+                .unwrap_or_default();
+            out.extend(
+                removed
+                    .into_iter()
+                    .map(|a| Event::Address(Change::Removed(a))),
+            );
+        }
+        // IPv4 multipath routes with any hop on it die with it, also silently (an IPv6 one
+        // loses the hop there, which the kernel announces before the link).
+        for id in self.multipath_through(ifindex, Some(Family::V4)) {
+            if let Some(old) = self.routes.remove(&id) {
+                out.push(Event::Route(Change::Removed(old)));
+            }
+        }
+        if let Some(old) = old {
+            let mut rule_events = Vec::new();
+            self.relink_rules(Some(&old), None, &mut rule_events);
+            out.push(Event::Link(Change::Removed(old)));
+            out.append(&mut rule_events);
+        }
+    }
+
     /// Notes what a link's change makes the kernel change without a word, for
-    /// [`State::take_work`], however the cache learnt of the change: from the link's event, or
-    /// from a dump of the links (a refresh or a resync) that saw it before its event came,
-    /// after which the event changes nothing.
-    pub(crate) fn suspect_after_link_change(&mut self, old: &Link, new: &Link) {
+    /// [`State::take_work`] (part of [`after_link_change`](Self::after_link_change)).
+    fn suspect_after_link_change(&mut self, old: &Link, new: &Link) {
         let ifindex = new.ifindex().0;
         // Going down flushes IPv4 routes without notifications; losing or getting back the
         // carrier flips the `linkdown` flag of every route on the link, also silently.

@@ -335,8 +335,8 @@ fn carrier_loss_asks_for_the_nexthops_and_the_routes_of_the_link() {
 }
 
 /// A refresh or a resync that dumps the links between a change and its event: the dump
-/// reports the change and `Cache::load` hands it to `suspect_after_link_change`, as here;
-/// the event, applied after, changes nothing. The re-dumps are asked all the same (CI once
+/// reports the change and `Cache::load` hands it to `after_link_change`, as here; the
+/// event, applied after, changes nothing. The re-dumps are asked all the same (CI once
 /// saw `link set ... down` leave the flushed routes and nexthops in a monitor's cache).
 #[test]
 fn a_link_change_a_dump_saw_before_its_event_still_asks_for_the_re_dumps() {
@@ -351,10 +351,8 @@ fn a_link_change_a_dump_saw_before_its_event_still_asks_for_the_re_dumps() {
             let Some(link) = Link::parse(msg.payload).unwrap() else {
                 continue;
             };
-            if let Some(Event::Link(Change::Replaced { old, new })) =
-                upsert(&mut state.links, link, Event::Link)
-            {
-                state.suspect_after_link_change(&old, &new);
+            if let Some(Event::Link(change)) = upsert(&mut state.links, link, Event::Link) {
+                state.after_link_change(change, &mut Vec::new());
             }
         }
     }

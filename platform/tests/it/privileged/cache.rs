@@ -730,3 +730,119 @@ fn a_veth_ends_peer_and_ipv6_back_above_1280_come_after_the_link() {
         );
     });
 }
+
+/// A dump of the links that reads a link's rename, removal or arrival before its event (the
+/// link refresh, run here while the poll's budget leaves the link events queued behind route
+/// events): the kernel attached and detached the rules that name the link, and removed the
+/// gone link's routes, without a word, and the event that comes after changes nothing. The
+/// cache follows all of it as when the event comes first: it never points at the missing link,
+/// and its rules then read as `ip -j rule` shows them.
+#[test]
+fn link_changes_a_refresh_reads_before_their_events_still_move_rules_and_routes() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        ip(&ns, "link add nmr0 type bridge");
+        ip(&ns, "link add nmr1 type bridge");
+        ip(&ns, "link set nmr1 up");
+        ip(&ns, "addr add 198.51.100.1/24 dev nmr1");
+        ip(&ns, "route add 10.70.0.0/16 dev nmr1 table 100");
+        ip(&ns, "rule add iif nmr0 table 100 prio 300");
+        ip(&ns, "rule add oif nmq0 table 101 prio 301");
+        ip(&ns, "rule add iif nmr1 table 102 prio 302");
+        ip(&ns, "rule add oif nmr2 table 103 prio 303");
+        let every = Duration::from_millis(50);
+        let mut cache = Cache::open(config(&ns).with_link_refresh(Some(every))).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        assert!(cache.routes().any(|route| route.table().get() == 100));
+
+        // More event datagrams than one poll applies (one per route), then the link changes.
+        let batch = tempfile::NamedTempFile::new().unwrap();
+        let lines: String = (0..150)
+            .map(|i| format!("route add 10.80.{i}.0/24 via 192.0.2.2\n"))
+            .collect();
+        std::fs::write(batch.path(), lines).unwrap();
+        let path = batch.path().to_str().unwrap();
+        ip(&ns, &format!("-batch {path}"));
+        ip(&ns, "link set nmr0 name nmq0");
+        ip(&ns, "link del nmr1");
+        ip(&ns, "link add nmr2 type bridge");
+        std::thread::sleep(every * 3);
+        let refreshes = cache.stats().n_link_refreshes;
+        let mut events = Vec::new();
+        let status = cache
+            .poll_status(Some(Duration::ZERO), &mut events)
+            .unwrap();
+        // The refresh read the three changes; their events still wait.
+        assert!(!status.drained);
+        assert!(cache.stats().n_link_refreshes > refreshes);
+        let names = |cache: &Cache| {
+            let mut names: Vec<String> = cache
+                .links()
+                .map(|link| link.name().to_owned())
+                .filter(|name| name.starts_with("nmr") || name.starts_with("nmq"))
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names(&cache), ["nmq0", "nmr2"]);
+        let missing: Vec<String> = cache
+            .routes()
+            .filter(|route| route.oif().is_some_and(|oif| cache.link(oif).is_none()))
+            .map(|route| format!("{route:?}"))
+            .collect();
+        assert!(missing.is_empty(), "routes on a missing link: {missing:#?}");
+
+        settle(&mut cache, Duration::from_secs(10));
+        let ours: Vec<String> = cache
+            .rules()
+            .filter(|rule| (300..400).contains(&rule.priority()))
+            .map(|rule| {
+                let side = |name: Option<&str>, detached: bool| match name {
+                    Some(name) if detached => format!("{name} detached"),
+                    Some(name) => name.to_owned(),
+                    None => "-".to_owned(),
+                };
+                format!(
+                    "{} iif {} oif {}",
+                    rule.priority(),
+                    side(rule.iifname(), rule.iif_detached()),
+                    side(rule.oifname(), rule.oif_detached())
+                )
+            })
+            .collect();
+        let json: serde_json::Value =
+            serde_json::from_str(&ns.ip(&["-j", "rule", "show"]).unwrap()).unwrap();
+        let theirs: Vec<String> = json
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|rule| (300..400).contains(&rule["priority"].as_u64().unwrap_or(0)))
+            .map(|rule| {
+                let side = |key: &str| match rule[key].as_str() {
+                    Some(name) if rule.get(format!("{key}_detached")).is_some() => {
+                        format!("{name} detached")
+                    }
+                    Some(name) => name.to_owned(),
+                    None => "-".to_owned(),
+                };
+                format!(
+                    "{} iif {} oif {}",
+                    rule["priority"],
+                    side("iif"),
+                    side("oif")
+                )
+            })
+            .collect();
+        assert_eq!(ours, theirs);
+        assert_eq!(
+            theirs,
+            [
+                "300 iif nmr0 detached oif -",
+                "301 iif - oif nmq0",
+                "302 iif nmr1 detached oif -",
+                "303 iif - oif nmr2",
+            ]
+        );
+        assert_cache_matches_ip(&mut cache, &ns);
+    });
+}
