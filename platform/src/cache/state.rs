@@ -724,8 +724,9 @@ impl State {
     }
 
     /// Reports the removal of link `ifindex` (`old`, when the cache held it; it is no longer
-    /// in `links`) and what the kernel removes with it without a word. A removal the cache
-    /// already applied (from a dump that saw it first) finds nothing left to do.
+    /// in `links`) and what the kernel removes with it without a word. After a dump that saw
+    /// the removal first, the event finds nothing left to remove; it only asks the nexthop
+    /// re-dump again.
     fn after_link_removal(&mut self, ifindex: u32, old: Option<Arc<Link>>, out: &mut Vec<Event>) {
         // A veth end moved to another namespace leaves here as deleted; its peer's parent is
         // then in another namespace (IFLA_LINK_NETNSID), silently.
