@@ -661,7 +661,10 @@ impl Cache {
                     datagram,
                     out,
                 ),
-                Ok(Received::Nothing) => return Ok(true),
+                Ok(Received::Nothing) => {
+                    self.state.events_drained();
+                    return Ok(true);
+                }
                 Ok(Received::Truncated { len }) => {
                     // Longer than any notification seen: its events are lost, as on an
                     // overflow, but the socket still holds what followed.
@@ -886,7 +889,12 @@ impl Cache {
                 // what the kernel changed with it without a word.
                 for event in changes {
                     match event {
-                        Event::Link(change) => self.state.after_link_change(change, out),
+                        Event::Link(change) => {
+                            if let Change::Removed(old) = &change {
+                                self.state.link_gone_before_its_event(old.ifindex().0);
+                            }
+                            self.state.after_link_change(change, out);
+                        }
                         other => out.push(other),
                     }
                 }

@@ -55,6 +55,12 @@ pub(crate) struct State {
     suspect_nhids: Vec<u32>,
     /// Nexthops deleted whose routes are not removed yet ([`State::settle`]).
     deleted_nhids: Vec<u32>,
+    /// Links a dump found gone before their `RTM_DELLINK` came. The kernel's events about
+    /// such a link still queued were sent before it went (its `RTM_DELLINK` is its last), so
+    /// they would bring the link, its addresses or its routes back for a while: they are
+    /// dropped until its `RTM_DELLINK`, or until the event socket is drained, when nothing
+    /// queued is older than the dump any more ([`State::events_drained`]).
+    gone_links: Vec<u32>,
 }
 
 /// What the kernel must be asked again after the messages applied so far
@@ -103,6 +109,7 @@ impl State {
             suspect_nexthops: false,
             suspect_nhids: Vec::new(),
             deleted_nhids: Vec::new(),
+            gone_links: Vec::new(),
         }
     }
 
@@ -265,6 +272,9 @@ impl State {
                     self.apply_bridge_port(msg.payload, out);
                     return Ok(());
                 };
+                if self.gone_links.contains(&link.ifindex().0) {
+                    return Ok(());
+                }
                 if let Some(Event::Link(change)) = upsert(&mut self.links, link, Event::Link) {
                     self.after_link_change(change, out);
                 }
@@ -274,11 +284,13 @@ impl State {
                     return Ok(());
                 };
                 let ifindex = link.ifindex().0;
+                self.gone_links.retain(|&gone| gone != ifindex);
                 let old = self.links.remove(&ifindex);
                 self.after_link_removal(ifindex, old, out);
             }
             wire::RTM_NEWADDR => {
                 if let Some(addr) = Address::parse(msg.payload)?
+                    && !self.gone_links.contains(&addr.ifindex().into())
                     && let Some(event) = upsert(&mut self.addresses, addr, Event::Address)
                 {
                     // An IPv6 address's new valid lifetime becomes its prefix route's
@@ -325,6 +337,9 @@ impl State {
             wire::RTM_NEWROUTE => {
                 if let Some(route) = Route::parse(msg.payload)?
                     && route.flags() & RTM_F_CLONED == 0
+                    && !route
+                        .oif()
+                        .is_some_and(|oif| self.gone_links.contains(&oif.into()))
                 {
                     self.settle_for(route.nh_id(), out);
                     self.apply_new_route(route, msg.flags, out);
@@ -721,6 +736,19 @@ impl State {
         }
         out.push(Event::Link(change));
         out.append(&mut rule_events);
+    }
+
+    /// Notes that a dump found link `ifindex` gone before its `RTM_DELLINK` came: the events
+    /// about it still queued are older than its removal ([`State::gone_links`]).
+    pub(crate) fn link_gone_before_its_event(&mut self, ifindex: u32) {
+        if !self.gone_links.contains(&ifindex) {
+            self.gone_links.push(ifindex);
+        }
+    }
+
+    /// The event socket was drained: every event sent before the last dump has been read.
+    pub(crate) fn events_drained(&mut self) {
+        self.gone_links.clear();
     }
 
     /// Reports the removal of link `ifindex` (`old`, when the cache held it; it is no longer

@@ -664,6 +664,41 @@ fn iif_and_oif_rules_follow_their_links() {
     assert!(rule_at(&state, Family::V4, 302).iif_detached());
 }
 
+/// A link a dump found gone: its events still queued are older than its removal and are
+/// dropped, until its `RTM_DELLINK` or until the socket is drained; after either, a link that
+/// takes its ifindex again (`ip link add ... index N`) is added as any other.
+#[test]
+fn a_link_a_dump_found_gone_is_not_brought_back_by_its_older_events() {
+    let mut state = State::new();
+    for ifindex in [5, 6] {
+        apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, ifindex, "veth-x"));
+        // What `Cache::load` does for a link its dump no longer finds.
+        let old = state.links.remove(&ifindex).unwrap();
+        state.link_gone_before_its_event(ifindex);
+        state.after_link_change(Change::Removed(old), &mut Vec::new());
+    }
+    // Its last announcement before it went, then its deletion: nothing to report.
+    let events = apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 5, "veth-x"));
+    assert!(events.is_empty(), "{events:?}");
+    assert!(state.links.get(&5).is_none());
+    let events = apply_one(&mut state, &link_msg(wire::RTM_DELLINK, 5, "veth-x"));
+    assert!(events.is_empty(), "{events:?}");
+    let events = apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 5, "veth-y"));
+    assert!(
+        matches!(events[..], [Event::Link(Change::Added(_))]),
+        "{events:?}"
+    );
+    // The other one's deletion was lost; the drained socket ends the wait all the same.
+    let events = apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 6, "veth-x"));
+    assert!(events.is_empty(), "{events:?}");
+    state.events_drained();
+    let events = apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 6, "veth-z"));
+    assert!(
+        matches!(events[..], [Event::Link(Change::Added(_))]),
+        "{events:?}"
+    );
+}
+
 /// A bridge port's `RTM_NEWLINK` (`AF_UNSPEC`, with `IFLA_LINKINFO`'s port kind and data) or
 /// its `AF_BRIDGE` one (with `IFLA_PROTINFO`), carrying the port's state and cost.
 fn port_msg(family: u8, ifindex: u32, state: u8, cost: u32) -> Vec<u8> {
