@@ -57,7 +57,7 @@ pub(crate) struct State {
     deleted_nhids: Vec<u32>,
     /// Links a dump found gone before their `RTM_DELLINK` came. The kernel's events about
     /// such a link still queued were sent before it went (its `RTM_DELLINK` is its last), so
-    /// they would bring the link, its addresses or its routes back for a while: they are
+    /// they would bring the link, its addresses, routes or nexthops back for a while: they are
     /// dropped until its `RTM_DELLINK`, or until the event socket is drained, when nothing
     /// queued is older than the dump any more ([`State::events_drained`]).
     gone_links: Vec<u32>,
@@ -367,7 +367,11 @@ impl State {
                 }
             }
             wire::RTM_NEWNEXTHOP => {
-                if let Some(nh) = Nexthop::parse(msg.payload)? {
+                if let Some(nh) = Nexthop::parse(msg.payload)?
+                    && !nh
+                        .oif()
+                        .is_some_and(|oif| self.gone_links.contains(&oif.into()))
+                {
                     self.settle_for(Some(nh.id()), out);
                     self.apply_new_nexthop(nh, msg.flags, out);
                 }

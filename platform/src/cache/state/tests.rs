@@ -677,10 +677,18 @@ fn a_link_a_dump_found_gone_is_not_brought_back_by_its_older_events() {
         state.link_gone_before_its_event(ifindex);
         state.after_link_change(Change::Removed(old), &mut Vec::new());
     }
-    // Its last announcement before it went, then its deletion: nothing to report.
+    // Its last announcement before it went, a nexthop made on it just before (the captured
+    // `ip nexthop add id 1 via 192.0.2.2 dev v0` with its device changed to 5), then its
+    // deletion: nothing to report.
     let events = apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 5, "veth-x"));
     assert!(events.is_empty(), "{events:?}");
     assert!(state.links.get(&5).is_none());
+    let mut nexthop = bytes(NH_ADD[0]);
+    let dev = nexthop.len() - 12;
+    assert_eq!(nexthop[dev..dev + 4], 3u32.to_ne_bytes());
+    nexthop[dev..dev + 4].copy_from_slice(&5u32.to_ne_bytes());
+    let events = apply_one(&mut state, &nexthop);
+    assert!(events.is_empty(), "{events:?}");
     let events = apply_one(&mut state, &link_msg(wire::RTM_DELLINK, 5, "veth-x"));
     assert!(events.is_empty(), "{events:?}");
     let events = apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 5, "veth-y"));
