@@ -549,8 +549,10 @@ impl Cache {
     }
 
     /// Waits up to `timeout` (`None`: forever) for events, applies what arrived (at most a
-    /// bounded number of datagrams) and appends the resulting events to `out`. Also runs a
-    /// scheduled resync once the socket is quiet and the back-off has passed. Returns the
+    /// bounded number of datagrams) and appends the resulting events to `out`. Once the
+    /// socket is drained, also reads again what the applied events may have changed without a
+    /// word, and the links when their refresh is due; and runs a scheduled resync once the
+    /// socket is quiet and the back-off has passed. Returns the
     /// number of events appended: 0 when the timeout expired, but also when what arrived
     /// changed nothing (a bridge port message, an update equal to the held object).
     ///
@@ -691,12 +693,12 @@ impl Cache {
     }
 
     /// Whether [`Cache::kernel_work`] has something to do after a drain that ended
-    /// `drained`: re-dumps the applied events call for, or a resync that is due. A pure
-    /// check, no I/O.
+    /// `drained`: re-dumps the applied events call for or the link refresh (both only once the
+    /// socket is drained, see [`Cache::kernel_work`]), or a resync that is due. A pure check,
+    /// no I/O.
     pub(crate) fn kernel_work_due(&self, drained: bool) -> bool {
-        self.state.has_work()
+        (drained && (self.state.has_work() || self.link_refresh_due()))
             || (self.resync.pending && self.resync_due(drained))
-            || self.link_refresh_due()
     }
 
     /// Whether the links are to be read again now ([`Config::with_link_refresh`]).
@@ -737,13 +739,22 @@ impl Cache {
     }
 
     /// The dumps after a drain that ended `drained`: what the applied events call for
-    /// ([`Cache::run_work`]), then a scheduled resync once it is due. Blocks for as long
-    /// as the kernel takes; a resync whose dumps were all interrupted is scheduled again with a
-    /// longer back-off.
+    /// ([`Cache::run_work`]) and the link refresh once the socket is drained, then a scheduled
+    /// resync once it is due. Blocks for as long as the kernel takes; a resync whose dumps were
+    /// all interrupted is scheduled again with a longer back-off.
+    ///
+    /// A dump read while events wait in the socket sees the kernel after them; those events,
+    /// applied after the dump, would then set back what it read, and where the kernel's later
+    /// change was silent (routes flagged `linkdown` when a link lost its carrier, flushed when
+    /// it went down) nothing would set it right again. So these dumps wait until every event
+    /// sent before them is applied: until a drain empties the socket.
     pub(crate) fn kernel_work(&mut self, drained: bool, out: &mut Vec<Event>) -> Result<()> {
-        let mut res = self.run_work(out);
-        if res.is_ok() && self.link_refresh_due() {
-            res = self.refresh_links(out);
+        let mut res = Ok(());
+        if drained {
+            res = self.run_work(out);
+            if res.is_ok() && self.link_refresh_due() {
+                res = self.refresh_links(out);
+            }
         }
         if res.is_ok() && self.resync.pending && self.resync_due(drained) {
             res = self.run_resync(out);

@@ -23,7 +23,8 @@
 //! socket), [`Cache::poll_status`] says whether it drained the socket (when to clear
 //! readiness) and [`Cache::next_deadline`] when a scheduled resync must run although the socket
 //! is quiet. Note that `poll` itself runs the dumps some events call for and a due resync,
-//! which wait for the kernel.
+//! which wait for the kernel; the re-dumps events call for and the link refresh run once a poll
+//! has drained the socket, so that no event older than what they read is applied after them.
 //!
 //! # Async
 //!

@@ -664,6 +664,55 @@ fn iif_and_oif_rules_follow_their_links() {
     assert!(rule_at(&state, Family::V4, 302).iif_detached());
 }
 
+/// A rename, a removal and an arrival that a dump of the links saw before their events
+/// (`Cache::load` hands each change to `after_link_change`, as here): the rules naming the
+/// links are attached and detached as by the events, and the events, applied after, change
+/// nothing.
+#[test]
+fn rules_follow_the_link_changes_a_dump_saw_first() {
+    use crate::rule::{FIB_RULE_IIF_DETACHED as IIF, FIB_RULE_OIF_DETACHED as OIF};
+    let table = crate::rule::FR_ACT_TO_TBL;
+    let mut state = State::new();
+    let v4 = wire::AF_INET;
+    apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 5, "veth-x"));
+    apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, 6, "veth-q"));
+    for (priority, ifs, flags) in [
+        (300, (Some("veth-x"), None), 0),
+        (301, (None, Some("veth-y")), OIF),
+        (302, (Some("veth-q"), None), 0),
+        (303, (None, Some("veth-z")), OIF),
+    ] {
+        apply_one(
+            &mut state,
+            &rule_msg(wire::RTM_NEWRULE, v4, (priority, table, None), ifs, flags),
+        );
+    }
+    // What the dump reports: veth-x renamed veth-y, veth-q gone, veth-z new.
+    let renamed = link_msg(wire::RTM_NEWLINK, 5, "veth-y");
+    let new = link_msg(wire::RTM_NEWLINK, 7, "veth-z");
+    let mut out = Vec::new();
+    for datagram in [&renamed, &new] {
+        for msg in Msgs::new(datagram) {
+            let link = Link::parse(msg.unwrap().payload).unwrap().unwrap();
+            if let Some(Event::Link(change)) = upsert(&mut state.links, link, Event::Link) {
+                state.after_link_change(change, &mut out);
+            }
+        }
+    }
+    let old = state.links.remove(&6).unwrap();
+    state.after_link_change(Change::Removed(old), &mut out);
+    assert_eq!(
+        rule_flag_changes(&out),
+        [(300, 0, IIF), (301, OIF, 0), (303, OIF, 0), (302, 0, IIF)]
+    );
+    // The events themselves, after: nothing more.
+    let mut late = Vec::new();
+    for datagram in [renamed, new, link_msg(wire::RTM_DELLINK, 6, "veth-q")] {
+        late.extend(apply_one(&mut state, &datagram));
+    }
+    assert!(late.is_empty(), "{late:?}");
+}
+
 /// A link a dump found gone: its events still queued are older than its removal and are
 /// dropped, until its `RTM_DELLINK` or until the socket is drained; after either, a link that
 /// takes its ifindex again (`ip link add ... index N`) is added as any other.

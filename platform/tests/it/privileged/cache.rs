@@ -731,15 +731,14 @@ fn a_veth_ends_peer_and_ipv6_back_above_1280_come_after_the_link() {
     });
 }
 
-/// A dump of the links that reads a link's rename, removal or arrival before its event (the
-/// link refresh, run here while the poll's budget leaves the link events queued behind route
-/// events): the kernel attached and detached the rules that name the link, and removed the
-/// gone link's routes, without a word, and the event that comes after changes nothing. The
-/// cache follows all of it as when the event comes first: it never points at the missing link,
-/// and its rules then read as `ip -j rule` shows them. The gone link's own events still queued
-/// (it went down before it went) are older than the dump and bring nothing back.
+/// A resync that reads a link's rename, removal or arrival before its event (asked for while
+/// the link events wait behind route events): the kernel attached and detached the rules that
+/// name the link, and removed the gone link's routes, without a word, and the event that comes
+/// after changes nothing. The cache never points at the missing link, and its rules read as
+/// `ip -j rule` shows them. The gone link's own events still queued (it went down before it
+/// went) are older than the resync and bring nothing back.
 #[test]
-fn link_changes_a_refresh_reads_before_their_events_still_move_rules_and_routes() {
+fn link_changes_a_resync_reads_before_their_events_are_not_undone_by_them() {
     bounded(LIMIT, || {
         let ns = netns_with_veth();
         ip(&ns, "link add nmr0 type bridge");
@@ -751,13 +750,11 @@ fn link_changes_a_refresh_reads_before_their_events_still_move_rules_and_routes(
         ip(&ns, "rule add oif nmq0 table 101 prio 301");
         ip(&ns, "rule add iif nmr1 table 102 prio 302");
         ip(&ns, "rule add oif nmr2 table 103 prio 303");
-        let every = Duration::from_millis(50);
-        let mut cache = Cache::open(config(&ns).with_link_refresh(Some(every))).unwrap();
-        settle(&mut cache, Duration::from_secs(10));
+        let mut cache = open_without_link_refresh(&ns);
         assert!(cache.routes().any(|route| route.table().get() == 100));
         let gone = cache.link_by_name("nmr1").expect("nmr1").ifindex();
 
-        // More event datagrams than one poll applies (one per route), then the link changes.
+        // Route events, then the link changes, all queued when the resync reads the kernel.
         let batch = tempfile::NamedTempFile::new().unwrap();
         let lines: String = (0..150)
             .map(|i| format!("route add 10.80.{i}.0/24 via 192.0.2.2\n"))
@@ -768,15 +765,8 @@ fn link_changes_a_refresh_reads_before_their_events_still_move_rules_and_routes(
         ip(&ns, "link set nmr0 name nmq0");
         ip(&ns, "link del nmr1");
         ip(&ns, "link add nmr2 type bridge");
-        std::thread::sleep(every * 3);
-        let refreshes = cache.stats().n_link_refreshes;
         let mut events = Vec::new();
-        let status = cache
-            .poll_status(Some(Duration::ZERO), &mut events)
-            .unwrap();
-        // The refresh read the three changes; their events still wait.
-        assert!(!status.drained);
-        assert!(cache.stats().n_link_refreshes > refreshes);
+        cache.resync(&mut events).unwrap();
         let names = |cache: &Cache| {
             let mut names: Vec<String> = cache
                 .links()
@@ -860,6 +850,43 @@ fn link_changes_a_refresh_reads_before_their_events_still_move_rules_and_routes(
                 "303 iif - oif nmr2",
             ]
         );
+        assert_cache_matches_ip(&mut cache, &ns);
+    });
+}
+
+/// A backlog of route events, then the link that the routes' gateway is reached by loses its
+/// carrier (its peer goes down): the kernel flags every route on it `linkdown` without a word.
+/// The link refresh comes due meanwhile. Were it to read the link before the backlog is
+/// applied, the route additions applied after it would set the routes back without the flag,
+/// and nothing would set them right (the link's own event then changes nothing). The cache
+/// reads again only once the socket is drained, and ends equal to `ip`.
+#[test]
+fn routes_flagged_silently_behind_a_backlog_are_read_after_it() {
+    bounded(LIMIT, || {
+        let ns = netns_with_veth();
+        let every = Duration::from_millis(50);
+        let mut cache = Cache::open(config(&ns).with_link_refresh(Some(every))).unwrap();
+        settle(&mut cache, Duration::from_secs(10));
+        let batch = tempfile::NamedTempFile::new().unwrap();
+        let lines: String = (0..200)
+            .map(|i| format!("route add 10.81.{i}.0/24 via 192.0.2.2\n"))
+            .collect();
+        std::fs::write(batch.path(), lines).unwrap();
+        let path = batch.path().to_str().unwrap();
+        ip(&ns, &format!("-batch {path}"));
+        ip(&ns, "link set nmx0 down");
+        // Polls that apply the backlog a budget at a time, each with the refresh due.
+        let mut events = Vec::new();
+        for _ in 0..3 {
+            std::thread::sleep(every * 2);
+            cache
+                .poll_status(Some(Duration::ZERO), &mut events)
+                .unwrap();
+        }
+        settle(&mut cache, Duration::from_secs(10));
+        let flagged = |lines: &str| lines.matches("linkdown").count();
+        let theirs = ns.ip(&["route", "show"]).unwrap();
+        assert!(flagged(&theirs) >= 200, "{theirs}");
         assert_cache_matches_ip(&mut cache, &ns);
     });
 }
