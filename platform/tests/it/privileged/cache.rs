@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use netmirror_platform::testing::NetNs;
 use netmirror_platform::{Cache, Change, Event};
 
 use super::support::{
@@ -401,7 +402,7 @@ fn a_links_first_ipv4_address_brings_its_dead_hops_back() {
 fn a_peer_moved_away_gives_the_link_that_stays_a_parent_elsewhere() {
     bounded(LIMIT, || {
         let ns = netns_with_veth();
-        let other = netmirror_platform::testing::NetNs::new().unwrap();
+        let other = NetNs::new().unwrap();
         ip(&ns, "link set nmx1 down");
         let mut cache = open_without_link_refresh(&ns);
         let nmx0 = |cache: &Cache| {
@@ -755,13 +756,7 @@ fn link_changes_a_resync_reads_before_their_events_are_not_undone_by_them() {
         let gone = cache.link_by_name("nmr1").expect("nmr1").ifindex();
 
         // Route events, then the link changes, all queued when the resync reads the kernel.
-        let batch = tempfile::NamedTempFile::new().unwrap();
-        let lines: String = (0..150)
-            .map(|i| format!("route add 10.80.{i}.0/24 via 192.0.2.2\n"))
-            .collect();
-        std::fs::write(batch.path(), lines).unwrap();
-        let path = batch.path().to_str().unwrap();
-        ip(&ns, &format!("-batch {path}"));
+        queue_routes(&ns, "10.80", 150);
         ip(&ns, "link set nmr0 name nmq0");
         ip(&ns, "link del nmr1");
         ip(&ns, "link add nmr2 type bridge");
@@ -867,13 +862,7 @@ fn routes_flagged_silently_behind_a_backlog_are_read_after_it() {
         let every = Duration::from_millis(50);
         let mut cache = Cache::open(config(&ns).with_link_refresh(Some(every))).unwrap();
         settle(&mut cache, Duration::from_secs(10));
-        let batch = tempfile::NamedTempFile::new().unwrap();
-        let lines: String = (0..200)
-            .map(|i| format!("route add 10.81.{i}.0/24 via 192.0.2.2\n"))
-            .collect();
-        std::fs::write(batch.path(), lines).unwrap();
-        let path = batch.path().to_str().unwrap();
-        ip(&ns, &format!("-batch {path}"));
+        queue_routes(&ns, "10.81", 200);
         ip(&ns, "link set nmx0 down");
         // Polls that apply the backlog a budget at a time, each with the refresh due.
         let mut events = Vec::new();
@@ -889,4 +878,16 @@ fn routes_flagged_silently_behind_a_backlog_are_read_after_it() {
         assert!(flagged(&theirs) >= 200, "{theirs}");
         assert_cache_matches_ip(&mut cache, &ns);
     });
+}
+
+/// Adds `n` routes `PREFIX.i.0/24 via 192.0.2.2` in one `ip -batch`: one event datagram each,
+/// more than a poll applies (its budget is 64).
+fn queue_routes(ns: &NetNs, prefix: &str, n: u32) {
+    let batch = tempfile::NamedTempFile::new().unwrap();
+    let lines: String = (0..n)
+        .map(|i| format!("route add {prefix}.{i}.0/24 via 192.0.2.2\n"))
+        .collect();
+    std::fs::write(batch.path(), lines).unwrap();
+    let path = batch.path().to_str().unwrap();
+    ip(ns, &format!("-batch {path}"));
 }
