@@ -552,9 +552,9 @@ impl Cache {
     /// bounded number of datagrams) and appends the resulting events to `out`. Once the
     /// socket is drained, also reads again what the applied events may have changed without a
     /// word, and the links when their refresh is due; and runs a scheduled resync once the
-    /// socket is quiet and the back-off has passed. Returns the
-    /// number of events appended: 0 when the timeout expired, but also when what arrived
-    /// changed nothing (a bridge port message, an update equal to the held object).
+    /// socket is quiet and the back-off has passed. Returns the number of events appended: 0
+    /// when the timeout expired, but also when what arrived changed nothing (a bridge port
+    /// message, an update equal to the held object).
     ///
     /// [`Cache::poll_status`] says in addition whether the socket was drained.
     pub fn poll(&mut self, timeout: Option<Duration>, out: &mut Vec<Event>) -> Result<usize> {
@@ -900,12 +900,7 @@ impl Cache {
                 // what the kernel changed with it without a word.
                 for event in changes {
                     match event {
-                        Event::Link(change) => {
-                            if let Change::Removed(old) = &change {
-                                self.state.link_gone_before_its_event(old.ifindex().0);
-                            }
-                            self.state.after_link_change(change, out);
-                        }
+                        Event::Link(change) => self.state.after_link_change(change, out),
                         other => out.push(other),
                     }
                 }

@@ -272,7 +272,7 @@ impl State {
                     self.apply_bridge_port(msg.payload, out);
                     return Ok(());
                 };
-                if self.gone_links.contains(&link.ifindex().0) {
+                if self.on_gone_link(Some(link.ifindex())) {
                     return Ok(());
                 }
                 if let Some(Event::Link(change)) = upsert(&mut self.links, link, Event::Link) {
@@ -290,7 +290,7 @@ impl State {
             }
             wire::RTM_NEWADDR => {
                 if let Some(addr) = Address::parse(msg.payload)?
-                    && !self.gone_links.contains(&addr.ifindex().into())
+                    && !self.on_gone_link(Some(addr.ifindex()))
                     && let Some(event) = upsert(&mut self.addresses, addr, Event::Address)
                 {
                     // An IPv6 address's new valid lifetime becomes its prefix route's
@@ -337,9 +337,7 @@ impl State {
             wire::RTM_NEWROUTE => {
                 if let Some(route) = Route::parse(msg.payload)?
                     && route.flags() & RTM_F_CLONED == 0
-                    && !route
-                        .oif()
-                        .is_some_and(|oif| self.gone_links.contains(&oif.into()))
+                    && !self.on_gone_link(route.oif())
                 {
                     self.settle_for(route.nh_id(), out);
                     self.apply_new_route(route, msg.flags, out);
@@ -368,9 +366,7 @@ impl State {
             }
             wire::RTM_NEWNEXTHOP => {
                 if let Some(nh) = Nexthop::parse(msg.payload)?
-                    && !nh
-                        .oif()
-                        .is_some_and(|oif| self.gone_links.contains(&oif.into()))
+                    && !self.on_gone_link(nh.oif())
                 {
                     self.settle_for(Some(nh.id()), out);
                     self.apply_new_nexthop(nh, msg.flags, out);
@@ -712,8 +708,11 @@ impl State {
     /// addresses. The same whether the change came from the link's event or from a dump of the
     /// links (a refresh or a resync) that saw it before its event, which then changes nothing.
     pub(crate) fn after_link_change(&mut self, change: Change<Link>, out: &mut Vec<Event>) {
+        // Only a dump reports a removal here (an event's goes to `after_link_removal`).
         if let Change::Removed(old) = change {
-            self.after_link_removal(old.ifindex().0, Some(old), out);
+            let ifindex = old.ifindex().0;
+            self.link_gone_before_its_event(ifindex);
+            self.after_link_removal(ifindex, Some(old), out);
             return;
         }
         let mut rule_events = Vec::new();
@@ -744,10 +743,15 @@ impl State {
 
     /// Notes that a dump found link `ifindex` gone before its `RTM_DELLINK` came: the events
     /// about it still queued are older than its removal ([`State::gone_links`]).
-    pub(crate) fn link_gone_before_its_event(&mut self, ifindex: u32) {
+    fn link_gone_before_its_event(&mut self, ifindex: u32) {
         if !self.gone_links.contains(&ifindex) {
             self.gone_links.push(ifindex);
         }
+    }
+
+    /// Whether `ifindex` is a link a dump found gone whose older events are still queued.
+    fn on_gone_link(&self, ifindex: Option<Ifindex>) -> bool {
+        ifindex.is_some_and(|ifindex| self.gone_links.contains(&ifindex.0))
     }
 
     /// The event socket was drained: every event sent before the last dump has been read.

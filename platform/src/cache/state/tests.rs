@@ -723,7 +723,6 @@ fn a_link_a_dump_found_gone_is_not_brought_back_by_its_older_events() {
         apply_one(&mut state, &link_msg(wire::RTM_NEWLINK, ifindex, "veth-x"));
         // What `Cache::load` does for a link its dump no longer finds.
         let old = state.links.remove(&ifindex).unwrap();
-        state.link_gone_before_its_event(ifindex);
         state.after_link_change(Change::Removed(old), &mut Vec::new());
     }
     // Its last announcement before it went, a nexthop made on it just before (the captured
