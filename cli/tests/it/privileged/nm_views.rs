@@ -3,7 +3,9 @@
 //! (DHCPv4 and DHCPv6) served by `dnsmasq` in a peer namespace, a bridge with a veth port,
 //! and bond and VLAN profiles whose devices stay unrealized. Every field is compared with
 //! `nmcli` on the same bus; the device state sequence of `nm monitor --json` with the
-//! `PropertiesChanged` sequence that a second connection (`busctl monitor`) records.
+//! `PropertiesChanged` sequence that a second connection (`busctl monitor`) records; and every
+//! value of `objects --json`, in every signature the lab's objects have (IP configurations,
+//! DHCP options, DNS configuration), with `GetManagedObjects` read by `busctl`.
 
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
@@ -1322,4 +1324,71 @@ fn device_kernel_shows_the_kernel_next_to_networkmanager() {
     assert_eq!(marked, 1 + nm_routes.len(), "{kernel:?}");
     // --netns is for --kernel only.
     ours(nm, &["--netns", netns, "nm", "device"]).fails(2);
+}
+
+#[test]
+fn objects_equal_get_managed_objects_in_every_signature() {
+    use super::objects::{Managed, assert_same, managed_objects};
+
+    let lab = lab();
+    let nm = &lab.nm;
+    let read = || {
+        managed_objects(
+            nm.bus(),
+            "org.freedesktop.NetworkManager",
+            "/org/freedesktop",
+        )
+    };
+    // The daemon may still move (a DHCPv6 renewal, a late router advertisement): compare with
+    // a state busctl read the same before and after ours.
+    let deadline = Instant::now() + TIMEOUT;
+    let (mine, theirs) = loop {
+        let before = read();
+        let mine = ours(
+            nm,
+            &[
+                "--json",
+                "objects",
+                "--service",
+                "org.freedesktop.NetworkManager",
+            ],
+        )
+        .json();
+        if read() == before {
+            break (mine, before);
+        }
+        assert!(Instant::now() < deadline, "NetworkManager never held still");
+    };
+    let compared = assert_same(&mine, &theirs);
+    // Every signature the lab's objects have was compared, the containers among them.
+    let signatures = |managed: &Managed| -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for (signature, _) in managed
+            .values()
+            .flat_map(|o| o.values())
+            .flat_map(|p| p.values())
+        {
+            *counts.entry(signature.clone()).or_default() += 1;
+        }
+        counts
+    };
+    let signatures = signatures(&theirs);
+    for wanted in [
+        "a{sv}",
+        "aa{sv}",
+        "aau",
+        "au",
+        "a(ayuay)",
+        "a(ayuayu)",
+        "aay",
+        "ao",
+        "as",
+        "(uu)",
+    ] {
+        assert!(
+            signatures.contains_key(wanted),
+            "no {wanted} in {signatures:?}"
+        );
+    }
+    assert!(compared > 500, "{compared} values, of {signatures:?}");
 }

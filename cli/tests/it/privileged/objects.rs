@@ -55,9 +55,9 @@ fn ours(address: &str, args: &[&str]) -> Run {
 
 /// `GetManagedObjects` of `service` at `manager`, read with busctl: path → interface →
 /// property → `(signature, value)`.
-type Managed = BTreeMap<String, BTreeMap<String, BTreeMap<String, (String, Value)>>>;
+pub(super) type Managed = BTreeMap<String, BTreeMap<String, BTreeMap<String, (String, Value)>>>;
 
-fn managed_objects(bus: &PrivateBus, service: &str, manager: &str) -> Managed {
+pub(super) fn managed_objects(bus: &PrivateBus, service: &str, manager: &str) -> Managed {
     let output = bus
         .command("busctl")
         .args([
@@ -106,10 +106,10 @@ fn our_objects(rows: &Value) -> BTreeMap<String, BTreeMap<String, BTreeMap<Strin
 }
 
 /// Compares our objects with busctl's: the same objects, interfaces (those without
-/// properties too) and properties, and equal values where JSON can tell (strings, numbers,
-/// booleans, string arrays; `ay` byte strings as text).
+/// properties too) and properties, with equal signatures and values in every signature (see
+/// [`assert_value`]). Returns how many values were compared.
 #[track_caller]
-fn assert_same(ours: &Value, theirs: &Managed) -> usize {
+pub(super) fn assert_same(ours: &Value, theirs: &Managed) -> usize {
     let mine = our_objects(ours);
     let paths = |m: &dyn Fn() -> BTreeSet<String>| m();
     assert_eq!(
@@ -136,35 +136,143 @@ fn assert_same(ours: &Value, theirs: &Managed) -> usize {
                 let row = &my_props[name];
                 assert_eq!(row["signature"], signature.as_str(), "{path} {name}");
                 assert!(row["declared"].is_boolean(), "{row}");
-                let mine = &row["value"];
-                match signature.as_str() {
-                    "s" | "o" | "b" | "u" | "i" | "t" | "x" | "q" | "n" | "y" | "as" | "ao" => {
-                        assert_eq!(mine, value, "{path} {interface} {name}");
-                        compared += 1;
-                    }
-                    "ay" => {
-                        let bytes: Vec<u8> = value
-                            .as_array()
-                            .expect("bytes")
-                            .iter()
-                            .map(|b| u8::try_from(b.as_u64().expect("byte")).expect("byte"))
-                            .collect();
-                        match mine {
-                            Value::String(text) => {
-                                let mut expected = text.as_bytes().to_vec();
-                                expected.push(0);
-                                assert_eq!(expected, bytes, "{path} {name}");
-                            }
-                            other => assert_eq!(other, value, "{path} {name}"),
-                        }
-                        compared += 1;
-                    }
-                    _ => {}
-                }
+                assert_value(signature, value, &row["value"], &format!("{path} {name}"));
+                compared += 1;
             }
         }
     }
     compared
+}
+
+/// The first complete type of a non-empty signature, and the rest.
+fn split_type(signature: &str) -> (&str, &str) {
+    let mut depth = 0usize;
+    for (at, code) in signature.char_indices() {
+        match code {
+            'a' => continue,
+            '(' | '{' => depth += 1,
+            ')' | '}' => depth -= 1,
+            _ => {}
+        }
+        if depth == 0 {
+            return signature.split_at(at + 1);
+        }
+    }
+    panic!("signature {signature:?} ends inside a container")
+}
+
+/// The complete types of a struct's or dict entry's inside.
+fn field_types(mut inside: &str) -> Vec<&str> {
+    let mut types = Vec::new();
+    while !inside.is_empty() {
+        let (first, rest) = split_type(inside);
+        types.push(first);
+        inside = rest;
+    }
+    types
+}
+
+/// Asserts that `mine`, our JSON of a value of type `signature`, holds what `theirs`, busctl's
+/// JSON of it, holds. Our JSON (README, `objects`): variants unwrapped, structs as arrays,
+/// dictionaries with string keys as objects (others as arrays of `[key, value]`), byte
+/// arrays as text where they are a C string of printable UTF-8. busctl's: variants as
+/// `{"type", "data"}`, structs as arrays, dictionaries as objects, byte arrays as arrays.
+#[track_caller]
+fn assert_value(signature: &str, theirs: &Value, mine: &Value, at: &str) {
+    let Some(code) = signature.chars().next() else {
+        panic!("{at}: empty signature");
+    };
+    match code {
+        'v' => {
+            let inner = theirs["type"].as_str().expect("a variant's type");
+            assert_value(inner, &theirs["data"], mine, &format!("{at} <{inner}>"));
+        }
+        'a' if signature == "ay" => {
+            let bytes: Vec<u8> = theirs
+                .as_array()
+                .expect("bytes")
+                .iter()
+                .map(|b| u8::try_from(b.as_u64().expect("byte")).expect("byte"))
+                .collect();
+            match mine {
+                Value::String(text) => {
+                    let mut expected = text.as_bytes().to_vec();
+                    expected.push(0);
+                    assert_eq!(expected, bytes, "{at}");
+                }
+                other => assert_eq!(other, theirs, "{at}"),
+            }
+        }
+        'a' if signature.starts_with("a{") => {
+            let types = field_types(&signature[2..signature.len() - 1]);
+            let [key_type, value_type] = types[..] else {
+                panic!("{at}: dict entry {signature}");
+            };
+            let theirs = theirs.as_object().expect("busctl's dictionary");
+            let mine: BTreeMap<String, &Value> = match mine {
+                Value::Object(entries) => entries.iter().map(|(k, v)| (k.clone(), v)).collect(),
+                Value::Array(pairs) => pairs
+                    .iter()
+                    .map(|pair| {
+                        let key = match &pair[0] {
+                            Value::String(text) => text.clone(),
+                            other => other.to_string(),
+                        };
+                        (key, &pair[1])
+                    })
+                    .collect(),
+                other => panic!("{at}: {other} for {signature}"),
+            };
+            // A JSON object's members have no order: compare the keys as sets.
+            assert_eq!(
+                mine.keys().collect::<BTreeSet<_>>(),
+                theirs.keys().collect::<BTreeSet<_>>(),
+                "{at}: keys ({key_type})"
+            );
+            for (key, value) in theirs {
+                assert_value(value_type, value, mine[key], &format!("{at}[{key}]"));
+            }
+        }
+        'a' => {
+            let element = &signature[1..];
+            let (theirs, mine) = (
+                theirs.as_array().expect("busctl's array"),
+                mine.as_array().unwrap_or_else(|| panic!("{at}: {mine}")),
+            );
+            assert_eq!(mine.len(), theirs.len(), "{at}: length");
+            for (i, (theirs, mine)) in theirs.iter().zip(mine).enumerate() {
+                assert_value(element, theirs, mine, &format!("{at}[{i}]"));
+            }
+        }
+        '(' => {
+            let types = field_types(&signature[1..signature.len() - 1]);
+            let (theirs, mine) = (
+                theirs.as_array().expect("busctl's struct"),
+                mine.as_array().unwrap_or_else(|| panic!("{at}: {mine}")),
+            );
+            assert_eq!(
+                (mine.len(), theirs.len()),
+                (types.len(), types.len()),
+                "{at}"
+            );
+            for (i, ((theirs, mine), field)) in theirs.iter().zip(mine).zip(types).enumerate() {
+                assert_value(field, theirs, mine, &format!("{at}.{i}"));
+            }
+        }
+        'd' => {
+            let (theirs, mine) = (
+                theirs.as_f64().expect("busctl's double"),
+                mine.as_f64().unwrap_or_else(|| panic!("{at}: {mine}")),
+            );
+            assert!(
+                (theirs - mine).abs() <= 1e-9 * theirs.abs().max(1.0),
+                "{at}: {mine} against {theirs}"
+            );
+        }
+        // A file descriptor's number is the receiving process's own.
+        'h' => assert!(mine.is_u64(), "{at}: {mine}"),
+        _ => assert_eq!(mine, theirs, "{at}"),
+    }
 }
 
 #[test]
