@@ -193,7 +193,11 @@ pub(crate) fn run(
                     )?;
                 }
                 Event::InterfaceAdded { path, interface } if wanted(&interface) => {
-                    let row = object_row(&path, vec![interface.to_string()]);
+                    // With its properties, as `InterfacesAdded` carries them.
+                    let mut row = object_row(&path, vec![interface.to_string()]);
+                    if let Some(object) = cache.object(&path) {
+                        row[3] = properties_cell(object, &|name| name == &*interface);
+                    }
                     emit(printer, "interface", EventKind::Added, None, Some(row))?;
                 }
                 Event::InterfaceRemoved { path, interface } if wanted(&interface) => {

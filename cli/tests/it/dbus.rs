@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use netmirror_client_cache::testing::{Answer, HostileService, Ifaces, PrivateBus, Props};
 use zbus::OwnedVariant;
 
-use crate::support::{Run, netmirror, run};
+use crate::support::{Monitor, Run, netmirror, run};
 
 const SERVICE: &str = "org.example.Hostile";
 const NM: &str = "org.freedesktop.NetworkManager";
@@ -541,5 +541,58 @@ fn d_bus_monitors_end_on_signals_with_a_last_line() {
     assert_eq!(
         value,
         serde_json::json!({"object": "monitor", "event": "stopped", "signal": "SIGTERM"})
+    );
+}
+
+#[test]
+fn objects_monitor_shows_the_properties_of_an_interface_added_to_an_object() {
+    let bus = PrivateBus::start().expect("bus");
+    let service = hostile(&bus);
+    let start = |json: bool| {
+        let mut args = vec!["--bus", bus.address()];
+        if json {
+            args.push("--json");
+        }
+        args.extend(["objects", "monitor", "--service", SERVICE, "--manager", "/"]);
+        let mut command = netmirror(&args);
+        command.env("RUST_LOG", "netmirror::objects=debug");
+        Monitor::start(command, "monitor ready")
+    };
+    let (mut json, mut text) = (start(true), start(false));
+    // `/a` gains an interface, as a udisks2 block device gains `Filesystem`.
+    let mut props = Props::new();
+    props.insert("Label".into(), v("data"));
+    props.insert("Size".into(), v(4096_u64));
+    props.insert("MountPoints".into(), v(vec!["/mnt", "/srv"]));
+    let ifaces = Ifaces::from([("org.example.Filesystem".to_owned(), props)]);
+    service
+        .add_interfaces("/a", &ifaces)
+        .expect("InterfacesAdded");
+    let line = json.expect_line(Duration::from_secs(30), |line| {
+        line.contains("\"object\":\"interface\"")
+    });
+    let event: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(event["event"], "added", "{line}");
+    assert_eq!(event["new"]["path"], "/a", "{line}");
+    assert_eq!(
+        event["new"]["interface"],
+        serde_json::json!(["org.example.Filesystem"]),
+        "{line}"
+    );
+    // What the signal carried, and only the new interface's.
+    assert_eq!(
+        event["new"]["value"],
+        serde_json::json!({"org.example.Filesystem": {
+            "Label": "data", "MountPoints": ["/mnt", "/srv"], "Size": 4096,
+        }}),
+        "{line}"
+    );
+    let line = text.expect_line(Duration::from_secs(30), |line| line.contains("/a"));
+    assert!(
+        line.contains("Filesystem.Label=data")
+            && line.contains("Filesystem.MountPoints=/mnt,/srv")
+            && line.contains("Filesystem.Size=4096")
+            && !line.contains("Node.Name"),
+        "{line}"
     );
 }

@@ -191,6 +191,31 @@ impl HostileService {
         })
     }
 
+    /// Gives the object at `path` the interfaces `ifaces` (an object that had none is new),
+    /// with one `InterfacesAdded`, as udisks2 does when a block device gets a filesystem.
+    pub fn add_interfaces(&self, path: &str, ifaces: &Ifaces) -> io::Result<()> {
+        let object_path = OwnedObjectPath::try_from(path).map_err(|e| io_err(path, e))?;
+        on_thread(|| {
+            zbus::block_on(async {
+                self.lock()
+                    .objects
+                    .entry(path.to_owned())
+                    .or_default()
+                    .extend(ifaces.clone());
+                self.conn
+                    .emit_signal(
+                        None::<&str>,
+                        self.manager.as_str(),
+                        OM,
+                        "InterfacesAdded",
+                        &(object_path, ifaces),
+                    )
+                    .await
+                    .map_err(|e| io_err("emit", e))
+            })
+        })
+    }
+
     /// Removes objects with one `InterfacesRemoved` each.
     pub fn flood_removed(&self, paths: &[String]) -> io::Result<()> {
         on_thread(|| {
