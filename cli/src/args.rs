@@ -185,7 +185,8 @@ pub(crate) struct KernelArgs {
     #[arg(short = '6', global = true)]
     pub(crate) ipv6: bool,
     /// Every attribute, as `ip -d` prints it (routes, links, addresses, rules: one `ip`-style
-    /// line per object, one `nexthop` line per hop of a multipath route).
+    /// line per object, one `nexthop` line per hop of a multipath route); `monitor` prints each
+    /// change as `ip -d monitor` does.
     #[arg(short = 'd', long, global = true)]
     pub(crate) details: bool,
 }

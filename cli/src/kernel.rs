@@ -1441,7 +1441,7 @@ pub(crate) fn rule(
     if kernel.details && printer.mode() == Mode::Human {
         let mut stream = printer.lines();
         visit_with(&mut stream, progress, query, |stream, rule: Rule| {
-            stream.tabbed_line(&rule.to_string())
+            stream.tabbed_line(&platform::text::rule_text(&rule, true))
         })
         .map_err(|err| dump_error(err, "dump rules"))?;
         return stream.finish();

@@ -3,7 +3,8 @@
 //! It opens a `netmirror-platform` [`Cache`] (which loads everything, then follows the
 //! multicast groups) and prints each change the cache reports, with the old and the new
 //! object: `[ROUTE] changed dst 10.0.0.0/24 ...: metric 100 → 200` for people, one JSON
-//! object per line with `--json` (`{"object":"route","event":"added","old":null,"new":{...}}`).
+//! object per line with `--json` (`{"object":"route","event":"added","old":null,"new":{...}}`),
+//! and with `-d` the lines `ip -d monitor` prints (`Deleted ` before a removal).
 //! When the kernel drops events (ENOBUFS) the cache resyncs and reports what changed; the
 //! monitor says so with an `overrun` and a `resynced` line.
 //!
@@ -17,13 +18,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
-use netmirror_platform::{Cache, Change, Config, Event, Link, Route};
+use netmirror_platform::{Cache, Change, Config, Event, Link, Route, text};
 use serde_json::{Map, Value};
 
 use crate::args::{KernelArgs, MonitorArgs, MonitorObject};
 use crate::failure::Failure;
 use crate::kernel::{self, LinkNames};
-use crate::render::{self, Cell, EventKind, EventRows, Field, Printer};
+use crate::render::{self, Cell, EventKind, EventRows, Field, Mode, Printer};
 use crate::signals::Interrupt;
 
 /// The route columns of monitor lines: those of `route`, with the next hops shown by default
@@ -62,6 +63,8 @@ pub(crate) fn run(
     args: &MonitorArgs,
 ) -> anyhow::Result<()> {
     let wanted = |object: MonitorObject| args.objects.is_empty() || args.objects.contains(&object);
+    // `-d`: the lines `ip -d monitor` prints, for people.
+    let details = kernel_args.details && printer.mode() == Mode::Human;
     let family = kernel::family(kernel_args);
     let interrupt = Interrupt::install()?;
     let watch = match kernel::netns(kernel_args) {
@@ -149,7 +152,12 @@ pub(crate) fn run(
                     }
                     // A renamed (or gone) link's routes show its new name from now on.
                     route_names.forget_devices();
-                    if wanted(MonitorObject::Link) {
+                    if wanted(MonitorObject::Link) && details {
+                        let link = change.new().or(change.old());
+                        let name = |ifindex: u32| names.name(ifindex);
+                        let lines = link.map(|link| text::link_text(link, &name, true));
+                        print_detailed(printer, change, lines)?;
+                    } else if wanted(MonitorObject::Link) {
                         let row = |link: &netmirror_platform::Link| kernel::link_row(link, &names);
                         print_change(printer, "link", kernel::LINK_FIELDS, change, row)?;
                     }
@@ -160,6 +168,7 @@ pub(crate) fn run(
                     }
                     if let (Some(ifindex), Some(names_before)) = (ifindex, names_before)
                         && wanted(MonitorObject::Link)
+                        && !details
                     {
                         // Say so, as the change it is to their rows as last shown.
                         for peer in shown.values().filter(|peer| {
@@ -187,7 +196,14 @@ pub(crate) fn run(
                         .new()
                         .or(change.old())
                         .is_none_or(|addr| family.is_none_or(|family| addr.family() == family));
-                    if wanted(MonitorObject::Addr) && in_family {
+                    if wanted(MonitorObject::Addr) && in_family && details {
+                        let line = change.new().or(change.old()).map(|addr| {
+                            let ifindex = addr.ifindex();
+                            let text = text::address_text(addr);
+                            format!("{ifindex}: {}    {text}", names.name(ifindex))
+                        });
+                        print_detailed(printer, change, line)?;
+                    } else if wanted(MonitorObject::Addr) && in_family {
                         let row =
                             |addr: &netmirror_platform::Address| kernel::addr_row(addr, &names);
                         print_change(printer, "addr", kernel::ADDR_FIELDS, change, row)?;
@@ -198,7 +214,24 @@ pub(crate) fn run(
                         .new()
                         .or(change.old())
                         .is_none_or(|route| family.is_none_or(|family| route.family() == family));
-                    if wanted(MonitorObject::Route) && in_family {
+                    if wanted(MonitorObject::Route) && in_family && details {
+                        let name = |ifindex: u32| names.name(ifindex);
+                        let route = change.new().or(change.old());
+                        let lines = route.into_iter().flat_map(|route| {
+                            // A route on a nexthop object, then the object, as `ip -d` does.
+                            let nh_info = route
+                                .nh_id()
+                                .and_then(|id| cache.nexthop(id))
+                                .map(|nh| format!("\tnh_info {}", text::nexthop_text(nh, &name)));
+                            let mut lines = text::route_lines(route, &name, true).into_iter();
+                            let first = lines.next();
+                            first
+                                .into_iter()
+                                .chain(nh_info)
+                                .chain(lines.map(|hop| format!("\t{hop}")))
+                        });
+                        print_detailed(printer, change, lines)?;
+                    } else if wanted(MonitorObject::Route) && in_family {
                         let mut rows = RouteRows {
                             old: change.old().map(|route| &**route),
                             new: change.new().map(|route| &**route),
@@ -218,7 +251,13 @@ pub(crate) fn run(
                         .new()
                         .or(change.old())
                         .is_none_or(|rule| family.is_none_or(|family| rule.family() == family));
-                    if wanted(MonitorObject::Rule) && in_family {
+                    if wanted(MonitorObject::Rule) && in_family && details {
+                        let line = change
+                            .new()
+                            .or(change.old())
+                            .map(|rule| text::rule_text(rule, true));
+                        print_detailed(printer, change, line)?;
+                    } else if wanted(MonitorObject::Rule) && in_family {
                         print_change(
                             printer,
                             "rule",
@@ -232,7 +271,14 @@ pub(crate) fn run(
                     let in_family = change.new().or(change.old()).is_none_or(|nh| {
                         family.is_none_or(|family| nh.family().is_none_or(|f| f == family))
                     });
-                    if wanted(MonitorObject::Nexthop) && in_family {
+                    if wanted(MonitorObject::Nexthop) && in_family && details {
+                        let name = |ifindex: u32| names.name(ifindex);
+                        let line = change
+                            .new()
+                            .or(change.old())
+                            .map(|nh| text::nexthop_text(nh, &name));
+                        print_detailed(printer, change, line)?;
+                    } else if wanted(MonitorObject::Nexthop) && in_family {
                         let row = |nh: &netmirror_platform::Nexthop| {
                             crate::nexthop::nexthop_row(nh, &names)
                         };
@@ -274,6 +320,23 @@ pub(crate) fn run(
             }
         }
     }
+}
+
+/// Prints one change as `ip -d monitor` does: the lines of the object (the new one, or the
+/// one removed), the first after `Deleted ` for a removal.
+fn print_detailed<T>(
+    printer: &mut Printer,
+    change: &Change<T>,
+    lines: impl IntoIterator<Item = String>,
+) -> anyhow::Result<()> {
+    for (n, line) in lines.into_iter().enumerate() {
+        if n == 0 && matches!(change, Change::Removed(_)) {
+            printer.tabbed_line_buffered(&format!("Deleted {line}"))?;
+        } else {
+            printer.tabbed_line_buffered(&line)?;
+        }
+    }
+    Ok(())
 }
 
 /// Prints one change with the rows of its old and new object.

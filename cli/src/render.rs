@@ -980,6 +980,21 @@ impl Printer {
         self.out.flush()?;
         Ok(())
     }
+
+    /// Writes a line into the output buffer without flushing it, each part between tabs
+    /// escaped (a monitor's `ip -d` lines; see [`Printer::event_buffered`]).
+    pub(crate) fn tabbed_line_buffered(&mut self, text: &str) -> anyhow::Result<()> {
+        let mut line = String::with_capacity(text.len() + 1);
+        for (n, part) in text.split('\t').enumerate() {
+            if n > 0 {
+                line.push('\t');
+            }
+            push_escaped(&mut line, part, false);
+        }
+        line.push('\n');
+        self.out.write_all(line.as_bytes())?;
+        Ok(())
+    }
 }
 
 /// What happened to an object.

@@ -679,7 +679,7 @@ impl Rule {
 /// `100:\tnot from all fwmark 0xca6c lookup 51820`.
 impl std::fmt::Display for Rule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:\t{}", self.priority(), self.selectors().join(" "))
+        f.write_str(&crate::text::rule_text(self, false))
     }
 }
 
@@ -689,6 +689,12 @@ impl Rule {
     /// `tun_id`, `lookup` (with `suppress_*`), `realms`, the action, `proto`, `dscp`,
     /// `flowlabel`.
     pub fn selectors(&self) -> Vec<String> {
+        self.selector_words(false)
+    }
+
+    /// [`selectors`](Self::selectors), and with `details` as `ip -d rule` prints them: `proto`
+    /// whatever the protocol (`unspec`, `kernel` too).
+    pub(crate) fn selector_words(&self, details: bool) -> Vec<String> {
         use crate::names;
         let mut out = Vec::new();
         if self.is_inverted() {
@@ -771,7 +777,7 @@ impl Rule {
             action => out.push(names::rule_action(action).into_owned()),
         }
         // As `ip rule` without `-d`: neither `unspec` nor `kernel` is printed.
-        if self.protocol != 0 && self.protocol != Protocol::KERNEL.0 {
+        if details || (self.protocol != 0 && self.protocol != Protocol::KERNEL.0) {
             out.push(format!("proto {}", names::protocol(self.protocol)));
         }
         // As iproute2 6.14 and later print them: last.

@@ -6,7 +6,7 @@ use std::fmt;
 
 use crate::route::{AttrValue, Encap, NextHop, RTAX_CC_ALGO, RouteMetric};
 use crate::types::{Protocol, RouteType, Scope, Table};
-use crate::{Address, Family, Link, Nexthop, Route, names};
+use crate::{Address, Family, Link, Nexthop, Route, Rule, names};
 
 /// Names an interface index (`eth0`), or `ifN` when it is unknown.
 pub type IfName<'a> = &'a dyn Fn(u32) -> String;
@@ -240,6 +240,16 @@ impl fmt::Display for Route {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&route_lines(self, &default_name, false).join("\n\t"))
     }
+}
+
+/// A rule as `ip rule` prints it (`ip -d rule` with `details`): `PRIORITY:\tSELECTORS`, e.g.
+/// `100:\tfrom 10.1.0.0/16 lookup 7` (with `details`, `... lookup 7 proto unspec`).
+pub fn rule_text(rule: &Rule, details: bool) -> String {
+    format!(
+        "{}:\t{}",
+        rule.priority(),
+        rule.selector_words(details).join(" ")
+    )
 }
 
 /// An address as `ip -o addr` prints it after the interface: `inet 10.0.0.1/24 brd ...

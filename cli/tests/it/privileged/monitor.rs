@@ -241,3 +241,143 @@ fn a_down_links_silent_change_comes_with_the_link_refresh() {
         }
     }
 }
+
+/// `ip -n NS -d monitor OBJECTS...`, its lines sent to a channel; killed on drop.
+struct IpMonitor {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Drop for IpMonitor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl IpMonitor {
+    fn start(ns: &NetNs, objects: &[&str]) -> IpMonitor {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("ip")
+            .args(["-n", ns.name(), "-d", "monitor"])
+            .args(objects)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("ip monitor");
+        let stdout = child.stdout.take().expect("piped");
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        IpMonitor { child, lines }
+    }
+}
+
+/// The lines of `next` from the one that contains `from` (left out) up to the one that
+/// contains `to` (left out), trailing blanks trimmed (`ip` ends most lines with one).
+fn lines_between(mut next: impl FnMut() -> String, from: &str, to: &str) -> Vec<String> {
+    while !next().contains(from) {}
+    let mut lines = Vec::new();
+    loop {
+        let line = next();
+        if line.contains(to) {
+            return lines;
+        }
+        lines.push(line.trim_end().to_owned());
+    }
+}
+
+/// With `-d`, the monitor prints what `ip -d monitor` prints for routes (on nexthop objects,
+/// with their `nh_info`; multipath; IPv6; those an address brings), nexthop objects and
+/// groups, and rules (`proto` always, as `-d` has it), removals after `Deleted `: compared
+/// line by line with `ip -d monitor route nexthop rule` run beside it.
+#[test]
+fn details_are_the_lines_of_ip_d_monitor() {
+    let ns = namespace();
+    ns.ip(&["link", "set", "veth0", "up"]).expect("up");
+    ns.ip(&["link", "set", "veth1", "up"]).expect("up");
+    let objects = ["route", "nexthop", "rule"];
+    let mut ours = monitor(&ns, &[&["-d", "monitor"][..], &objects].concat());
+    let ip = IpMonitor::start(&ns, &objects);
+    // Each monitor's lines from a first marker rule to a last one: both are listening once
+    // both show the first.
+    let marker = |priority: &str, table: &str| {
+        ns.ip(&[
+            "rule",
+            "add",
+            "priority",
+            priority,
+            "from",
+            "198.18.99.0/24",
+            "table",
+            table,
+        ])
+        .expect("ip rule add");
+    };
+    marker("9", "99");
+    for step in [
+        "nexthop add id 5 via 192.0.2.2 dev veth0",
+        "nexthop add id 6 dev veth0",
+        "nexthop add id 10 group 5,2/6",
+        "route add 198.51.100.0/25 nhid 5",
+        "route add 198.51.100.128/25 nhid 10 metric 30",
+        "route add 203.0.113.0/24 proto static metric 20 nexthop via 192.0.2.7 dev veth0 weight 2 nexthop via 192.0.2.8 dev veth0",
+        "route replace 198.51.100.0/25 nhid 6",
+        "-6 route add 2001:db8:5::/64 dev veth0 metric 300 pref high",
+        "rule add priority 200 from 10.1.0.0/16 table 7",
+        "rule add priority 201 not to 10.2.0.0/16 fwmark 0x5/0xff table 8 proto static",
+        "rule del priority 200",
+        "route del 198.51.100.0/25",
+        "route del 198.51.100.128/25 metric 30",
+        "nexthop del id 10",
+        "nexthop del id 5",
+        "nexthop del id 6",
+        "route del 203.0.113.0/24 metric 20",
+        "addr add 192.0.2.9/24 dev veth0",
+        "-6 route del 2001:db8:5::/64 dev veth0 metric 300",
+    ] {
+        let words: Vec<&str> = step.split(' ').collect();
+        ns.ip(&words)
+            .unwrap_or_else(|err| panic!("ip {step}: {err}"));
+    }
+    marker("10", "100");
+    let theirs = lines_between(
+        || {
+            ip.lines
+                .recv_timeout(EVENT_TIMEOUT)
+                .expect("a line from ip monitor")
+        },
+        "198.18.99.0/24 lookup 99",
+        "198.18.99.0/24 lookup 100",
+    );
+    let mine = lines_between(
+        || ours.expect_line(EVENT_TIMEOUT, |_| true),
+        "198.18.99.0/24 lookup 99",
+        "198.18.99.0/24 lookup 100",
+    );
+    assert!(theirs.len() > 20, "{theirs:#?}");
+    assert!(
+        theirs
+            .iter()
+            .any(|line| line.contains("nh_info id 10 group 5,2/6"))
+    );
+    assert_eq!(mine, theirs);
+    // `rule -d` prints the rules as `ip -d rule` does, `proto` included.
+    for family in ["-4", "-6"] {
+        let run = crate::support::run(netmirror(&["--netns", ns.name(), family, "-d", "rule"]));
+        let theirs = ns.ip(&[family, "-d", "rule"]).expect("ip -d rule");
+        let trimmed = |text: &str| {
+            text.lines()
+                .map(str::trim_end)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(trimmed(&run.stdout), trimmed(&theirs), "{family}");
+    }
+}
