@@ -136,7 +136,7 @@ pub(crate) struct Monitor {
 }
 
 /// Sends each line of `pipe` to a channel, from a thread of its own.
-fn lines_of(pipe: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+pub(crate) fn lines_of(pipe: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
     let (send, lines) = mpsc::channel();
     thread::spawn(move || {
         for line in BufReader::new(pipe).lines() {

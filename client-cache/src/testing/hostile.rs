@@ -175,16 +175,7 @@ impl HostileService {
                     let path = OwnedObjectPath::try_from(p.as_str()).map_err(|e| io_err(&p, e))?;
                     // As a service does: the table changes, then the signal says so.
                     self.lock().objects.insert(p, ifaces.clone());
-                    self.conn
-                        .emit_signal(
-                            None::<&str>,
-                            self.manager.as_str(),
-                            OM,
-                            "InterfacesAdded",
-                            &(path, ifaces),
-                        )
-                        .await
-                        .map_err(|e| io_err("emit", e))?;
+                    self.emit_added(path, ifaces).await?;
                 }
                 Ok(())
             })
@@ -202,18 +193,23 @@ impl HostileService {
                     .entry(path.to_owned())
                     .or_default()
                     .extend(ifaces.clone());
-                self.conn
-                    .emit_signal(
-                        None::<&str>,
-                        self.manager.as_str(),
-                        OM,
-                        "InterfacesAdded",
-                        &(object_path, ifaces),
-                    )
-                    .await
-                    .map_err(|e| io_err("emit", e))
+                self.emit_added(object_path, ifaces).await
             })
         })
+    }
+
+    /// Sends `InterfacesAdded` for `path` with `ifaces`.
+    async fn emit_added(&self, path: OwnedObjectPath, ifaces: &Ifaces) -> io::Result<()> {
+        self.conn
+            .emit_signal(
+                None::<&str>,
+                self.manager.as_str(),
+                OM,
+                "InterfacesAdded",
+                &(path, ifaces),
+            )
+            .await
+            .map_err(|e| io_err("emit", e))
     }
 
     /// Removes objects with one `InterfacesRemoved` each.

@@ -257,7 +257,6 @@ impl Drop for IpMonitor {
 
 impl IpMonitor {
     fn start(ns: &NetNs, objects: &[&str]) -> IpMonitor {
-        use std::io::BufRead;
         let mut child = std::process::Command::new("ip")
             .args(["-n", ns.name(), "-d", "monitor"])
             .args(objects)
@@ -265,16 +264,7 @@ impl IpMonitor {
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("ip monitor");
-        let stdout = child.stdout.take().expect("piped");
-        let (send, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = crate::support::lines_of(child.stdout.take().expect("piped"));
         IpMonitor { child, lines }
     }
 }
@@ -305,8 +295,30 @@ fn details_are_the_lines_of_ip_d_monitor() {
     let objects = ["route", "nexthop", "rule"];
     let mut ours = monitor(&ns, &[&["-d", "monitor"][..], &objects].concat());
     let ip = IpMonitor::start(&ns, &objects);
-    // Each monitor's lines from a first marker rule to a last one: both are listening once
-    // both show the first.
+    // `ip monitor` gives no sign that it listens: a probe rule, added again until it prints it.
+    let listening = (0..50).any(|_| {
+        let _ = ns.ip(&["rule", "del", "priority", "8"]);
+        ns.ip(&[
+            "rule",
+            "add",
+            "priority",
+            "8",
+            "from",
+            "198.18.98.0/24",
+            "table",
+            "98",
+        ])
+        .expect("ip rule add");
+        let deadline = std::time::Instant::now() + Duration::from_millis(200);
+        std::iter::from_fn(|| {
+            ip.lines
+                .recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+                .ok()
+        })
+        .any(|line| line.contains("198.18.98.0/24"))
+    });
+    assert!(listening, "ip monitor printed nothing");
+    // Each monitor's lines from a first marker rule to a last one.
     let marker = |priority: &str, table: &str| {
         ns.ip(&[
             "rule",

@@ -921,17 +921,7 @@ impl BusRecorder {
             .stderr(Stdio::null())
             .spawn()
             .expect("busctl monitor");
-        let stdout = child.stdout.take().expect("piped");
-        let (send, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = crate::support::lines_of(child.stdout.take().expect("piped"));
         // busctl is a monitor once it has said so to the bus; give it a moment.
         std::thread::sleep(Duration::from_secs(1));
         BusRecorder {
