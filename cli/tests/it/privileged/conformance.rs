@@ -735,11 +735,12 @@ fn rules_match_ip_field_by_field() {
             "{family}: only in ip: {only_ip:#?}\nonly in netmirror: {only_us:#?}"
         );
     }
-    // The text of each rule is ip rule's, and five rules at one priority are five rows.
-    let text = ns.ip(&["rule", "show"]).expect("ip rule");
+    // The `-d` text of each rule is `ip -d rule`'s (`proto` always), and five rules at one
+    // priority are five rows.
+    let text = ns.ip(&["-d", "rule", "show"]).expect("ip -d rule");
     let theirs: Vec<String> = text
         .lines()
-        .map(|line| line.trim_end().replace(" proto kernel", ""))
+        .map(|line| line.trim_end().to_owned())
         .collect();
     let out = nm(&["-d", "--netns", ns.name(), "-4", "rule"])
         .ok()
@@ -747,11 +748,11 @@ fn rules_match_ip_field_by_field() {
     let ours: Vec<String> = out.lines().map(str::to_owned).collect();
     assert_eq!(ours, theirs);
     for expected in [
-        "100:\tnot from all fwmark 0xca6c lookup 51820",
-        "104:\tfrom all lookup [l3mdev-table]",
-        "101:\tfrom all uidrange 100-200 lookup 5",
-        "102:\tfrom all ipproto tcp sport 80-90 dport 443 lookup 6",
-        "103:\tfrom all lookup main suppress_prefixlength 0",
+        "100:\tnot from all fwmark 0xca6c lookup 51820 proto unspec",
+        "104:\tfrom all lookup [l3mdev-table] proto unspec",
+        "101:\tfrom all uidrange 100-200 lookup 5 proto unspec",
+        "102:\tfrom all ipproto tcp sport 80-90 dport 443 lookup 6 proto unspec",
+        "103:\tfrom all lookup main suppress_prefixlength 0 proto unspec",
     ] {
         assert!(
             ours.iter().any(|line| line == expected),
