@@ -65,6 +65,8 @@ pub(crate) fn run(
     let wanted = |object: MonitorObject| args.objects.is_empty() || args.objects.contains(&object);
     // `-d`: the lines `ip -d monitor` prints, for people.
     let details = kernel_args.details && printer.mode() == Mode::Human;
+    // `-d --json`: a route on a nexthop object carries it (`nh_info`).
+    let json_details = kernel_args.details && printer.mode() == Mode::Json;
     let family = kernel::family(kernel_args);
     let interrupt = Interrupt::install()?;
     let watch = match kernel::netns(kernel_args) {
@@ -232,6 +234,16 @@ pub(crate) fn run(
                         });
                         print_detailed(printer, change, lines)?;
                     } else if wanted(MonitorObject::Route) && in_family {
+                        // With `-d`, a route on a nexthop object carries the object in JSON
+                        // (`nh_info`), as `route show -d --json` writes it.
+                        let nh_info = |route: Option<&Arc<Route>>| {
+                            let id = route?.nh_id().filter(|_| json_details)?;
+                            Some(crate::nexthop::nexthop_json_line(
+                                cache.nexthop(id)?,
+                                &names,
+                            ))
+                        };
+                        let (old_nh, new_nh) = (nh_info(change.old()), nh_info(change.new()));
                         let mut rows = RouteRows {
                             old: change.old().map(|route| &**route),
                             new: change.new().map(|route| &**route),
@@ -243,6 +255,10 @@ pub(crate) fn run(
                             event_kind(change),
                             &MONITOR_ROUTE_FIELDS,
                             &mut rows,
+                            [
+                                old_nh.as_deref().map(|json| ("nh_info", json)),
+                                new_nh.as_deref().map(|json| ("nh_info", json)),
+                            ],
                         )?;
                     }
                 }
@@ -456,7 +472,13 @@ mod tests {
                 memo: &mut memo,
             };
             printer
-                .event_rows("route", EventKind::Added, &MONITOR_ROUTE_FIELDS, &mut rows)
+                .event_rows(
+                    "route",
+                    EventKind::Added,
+                    &MONITOR_ROUTE_FIELDS,
+                    &mut rows,
+                    [None, None],
+                )
                 .unwrap();
         }
         printer.flush().unwrap();
@@ -512,8 +534,14 @@ mod tests {
                             names: &names,
                             memo: &mut memo,
                         };
-                        lazy.event_rows("route", kind, &MONITOR_ROUTE_FIELDS, &mut rows)
-                            .unwrap();
+                        lazy.event_rows(
+                            "route",
+                            kind,
+                            &MONITOR_ROUTE_FIELDS,
+                            &mut rows,
+                            [None, None],
+                        )
+                        .unwrap();
                     }
                 }
                 whole.flush().unwrap();

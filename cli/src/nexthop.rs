@@ -131,12 +131,21 @@ pub(crate) fn nexthop_row(nh: &Nexthop, names: &LinkNames) -> Vec<Cell> {
 /// A nexthop as one JSON object with every key of `nexthop --json`, pretty-printed: what
 /// `route show -d --json` writes as a route's `nh_info`.
 pub(crate) fn nexthop_json(nh: &Nexthop, names: &LinkNames) -> String {
+    serde_json::to_string_pretty(&nexthop_value(nh, names)).unwrap_or_default()
+}
+
+/// [`nexthop_json`] on one line: what `monitor -d --json` writes as a route's `nh_info`.
+pub(crate) fn nexthop_json_line(nh: &Nexthop, names: &LinkNames) -> String {
+    serde_json::to_string(&nexthop_value(nh, names)).unwrap_or_default()
+}
+
+fn nexthop_value(nh: &Nexthop, names: &LinkNames) -> Value {
     let object: Map<String, Value> = NEXTHOP_FIELDS
         .iter()
         .zip(nexthop_row(nh, names))
         .map(|(field, cell)| (field.key.to_owned(), cell.json()))
         .collect();
-    serde_json::to_string_pretty(&Value::Object(object)).unwrap_or_default()
+    Value::Object(object)
 }
 
 /// `nexthop [show] [id N] [dev DEV]`.

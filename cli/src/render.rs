@@ -856,13 +856,16 @@ impl Printer {
 
     /// Prints a change event of a monitor as [`Printer::event_buffered`] prints its
     /// [`Event`], the rows asked for field by field: JSON is written straight from them,
-    /// without making their cells.
+    /// without making their cells. `extra` is one more key in JSON after the fields of the old
+    /// and of the new object (`extra[0]`, `extra[1]`): its key and its value, already JSON
+    /// (`monitor -d --json`'s `nh_info`). The other modes leave it out.
     pub(crate) fn event_rows(
         &mut self,
         object: &str,
         kind: EventKind,
         fields: &'static [Field],
         rows: &mut impl EventRows,
+        extra: [Option<(&str, &str)>; 2],
     ) -> anyhow::Result<()> {
         if self.mode != Mode::Json {
             // An object added or removed: its one row written field by field.
@@ -894,8 +897,10 @@ impl Printer {
         self.event_line.clear();
         keys.push_head(&mut self.event_line, object, kind);
         keys.push_lazy_row(&mut self.event_line, rows.old_row());
+        push_extra(&mut self.event_line, extra[0]);
         self.event_line.push_str(",\"new\":");
         keys.push_lazy_row(&mut self.event_line, rows.new_row());
+        push_extra(&mut self.event_line, extra[1]);
         self.event_line.push_str("}\n");
         self.event_keys = Some(keys);
         self.out.write_all(self.event_line.as_bytes())?;
@@ -995,6 +1000,25 @@ impl Printer {
         self.out.write_all(line.as_bytes())?;
         Ok(())
     }
+}
+
+/// Adds the key and value `extra` (already JSON) to the JSON object that `line` ends with;
+/// nothing without one, or when `line` ends with `null` (no object).
+fn push_extra(line: &mut String, extra: Option<(&str, &str)>) {
+    let Some((key, value)) = extra else {
+        return;
+    };
+    if !line.ends_with('}') {
+        return;
+    }
+    line.pop();
+    if !line.ends_with('{') {
+        line.push(',');
+    }
+    push_json_str(line, key);
+    line.push(':');
+    line.push_str(value);
+    line.push('}');
 }
 
 /// What happened to an object.

@@ -393,3 +393,49 @@ fn details_are_the_lines_of_ip_d_monitor() {
         assert_eq!(trimmed(&run.stdout), trimmed(&theirs), "{family}");
     }
 }
+
+/// With `-d --json`, a route event on a nexthop object carries the object as `nh_info`, the
+/// same as `route show -d --json` writes for the route (which the conformance sequence
+/// compares with `ip -j -d`); without `-d`, no event has one.
+#[test]
+fn json_details_carry_the_nexthop_object_of_a_route() {
+    let ns = namespace();
+    ns.ip(&["link", "set", "veth0", "up"]).expect("up");
+    ns.ip(&["nexthop", "add", "id", "5", "dev", "veth0"])
+        .expect("ip nexthop add");
+    let mut detailed = monitor(&ns, &["-d", "--json", "monitor", "route"]);
+    let mut plain = monitor(&ns, &["--json", "monitor", "route"]);
+    ns.ip(&["route", "add", "198.51.100.0/24", "nhid", "5"])
+        .expect("ip route add");
+    let event = |monitor: &mut Monitor| -> Value {
+        let line = monitor.expect_line(EVENT_TIMEOUT, |line| line.contains("198.51.100.0/24"));
+        serde_json::from_str(&line).expect("JSON")
+    };
+    let (detailed, plain) = (event(&mut detailed), event(&mut plain));
+    let run = crate::support::run(netmirror(&[
+        "--netns",
+        ns.name(),
+        "-d",
+        "--json",
+        "route",
+        "show",
+    ]));
+    let shown: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let row = shown
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|row| row["dst"] == "198.51.100.0/24")
+        .expect("the route");
+    assert_eq!(detailed["new"]["nh_info"], row["nh_info"], "{detailed}");
+    assert_eq!(detailed["new"]["nh_info"]["id"], 5, "{detailed}");
+    assert_eq!(detailed["new"]["nh_info"]["dev"], "veth0", "{detailed}");
+    assert!(plain["new"].get("nh_info").is_none(), "{plain}");
+    // Apart from `nh_info`, the event is the one without `-d`.
+    let mut without = detailed.clone();
+    without["new"]
+        .as_object_mut()
+        .expect("object")
+        .remove("nh_info");
+    assert_eq!(without, plain);
+}
