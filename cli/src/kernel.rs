@@ -354,14 +354,37 @@ pub(crate) fn is_up(link: &Link) -> bool {
 /// `IFF_UP`.
 const IFF_UP: u32 = 1;
 
+/// Whether `ip` gives the link `M-DOWN`: its parent in this namespace is down (a veth whose
+/// peer is).
+fn is_m_down(link: &Link, names: &LinkNames) -> bool {
+    matches!(
+        (link.parent(), link.link_netnsid()),
+        (Some(parent), None) if u32::from(parent) != 0 && names.is_down(parent)
+    )
+}
+
+/// A link's `-d` line (`link -d`, `monitor -d`): [`platform::text::link_text`] with the
+/// `M-DOWN` flag that `ip` adds when [`is_m_down`].
+pub(crate) fn link_detail_text(link: &Link, names: &LinkNames) -> String {
+    let name = |ifindex: u32| names.name(ifindex);
+    let mut text = platform::text::link_text(link, &name, true);
+    // The flags follow the head `N: NAME[@PARENT]:`; a name holds no `:`, and flags no `>`.
+    if is_m_down(link, names)
+        && let Some(start) = text.find(": <")
+        && let Some(end) = text[start..].find('>')
+    {
+        let at = start + end;
+        let comma = if text[..at].ends_with('<') { "" } else { "," };
+        text.insert_str(at, &format!("{comma}M-DOWN"));
+    }
+    text
+}
+
 /// A link's row.
 pub(crate) fn link_row(link: &Link, names: &LinkNames) -> Vec<Cell> {
     let mut flags = names::link_flags(link.flags());
     // As `ip` does: a link whose parent in this namespace is down (a veth whose peer is).
-    if let (Some(parent), None) = (link.parent(), link.link_netnsid())
-        && u32::from(parent) != 0
-        && names.is_down(parent)
-    {
+    if is_m_down(link, names) {
         flags.push("M-DOWN".to_owned());
     }
     let mut row = vec![
@@ -1375,9 +1398,8 @@ pub(crate) fn link(
         None => all.items.iter().collect(),
     };
     if kernel.details && printer.mode() == Mode::Human {
-        let name = |ifindex: u32| names.name(ifindex);
         for link in links {
-            printer.line(&platform::text::link_text(link, &name, true))?;
+            printer.line(&link_detail_text(link, &names))?;
         }
         return Ok(());
     }

@@ -156,8 +156,7 @@ pub(crate) fn run(
                     route_names.forget_devices();
                     if wanted(MonitorObject::Link) && details {
                         let link = change.new().or(change.old());
-                        let name = |ifindex: u32| names.name(ifindex);
-                        let lines = link.map(|link| text::link_text(link, &name, true));
+                        let lines = link.map(|link| kernel::link_detail_text(link, &names));
                         print_detailed(printer, change, lines)?;
                     } else if wanted(MonitorObject::Link) {
                         let row = |link: &netmirror_platform::Link| kernel::link_row(link, &names);

@@ -1864,3 +1864,30 @@ fn every_step_of_a_change_sequence_matches_ip_field_by_field() {
     ip(&ns, &step);
     check_step(&ns, &mut monitor, &mut followed, &step);
 }
+
+/// `link -d`'s lines begin as `ip -o link`'s (up to `link/`), on every link of the world:
+/// the parent, the flags with `M-DOWN` for a link whose parent is down, `mtu`, `qdisc`,
+/// `master`, `state`, `mode`, `group`, `qlen`.
+#[test]
+fn link_detail_lines_begin_as_ip_o_link() {
+    let (ns, _other) = world();
+    // A veth end up whose peer is down: `M-DOWN`.
+    ns.ip(&["link", "add", "md0", "type", "veth", "peer", "name", "md1"])
+        .expect("ip link add");
+    ns.ip(&["link", "set", "md0", "up"]).expect("ip link set");
+    let text = ns.ip(&["-o", "link"]).expect("ip -o link");
+    let theirs: Vec<&str> = text
+        .lines()
+        .map(|line| line.split('\\').next().unwrap_or(line).trim_end())
+        .collect();
+    let out = nm(&["-d", "--netns", ns.name(), "link"]).ok().to_owned();
+    let ours: Vec<&str> = out
+        .lines()
+        .map(|line| line.split(" link/").next().unwrap_or(line))
+        .collect();
+    assert_eq!(ours, theirs);
+    assert!(
+        ours.iter().any(|line| line.contains(",M-DOWN>")),
+        "{ours:#?}"
+    );
+}
