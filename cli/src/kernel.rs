@@ -363,21 +363,11 @@ fn is_m_down(link: &Link, names: &LinkNames) -> bool {
     )
 }
 
-/// A link's `-d` line (`link -d`, `monitor -d`): [`platform::text::link_text`] with the
-/// `M-DOWN` flag that `ip` adds when [`is_m_down`].
+/// A link's `-d` line (`link -d`, `monitor -d`), with the `M-DOWN` flag that `ip` adds when
+/// [`is_m_down`].
 pub(crate) fn link_detail_text(link: &Link, names: &LinkNames) -> String {
     let name = |ifindex: u32| names.name(ifindex);
-    let mut text = platform::text::link_text(link, &name, true);
-    // The flags follow the head `N: NAME[@PARENT]:`; a name holds no `:`, and flags no `>`.
-    if is_m_down(link, names)
-        && let Some(start) = text.find(": <")
-        && let Some(end) = text[start..].find('>')
-    {
-        let at = start + end;
-        let comma = if text[..at].ends_with('<') { "" } else { "," };
-        text.insert_str(at, &format!("{comma}M-DOWN"));
-    }
-    text
+    platform::text::link_text_with(link, &name, is_m_down(link, names), true)
 }
 
 /// A link's row.
@@ -1533,23 +1523,11 @@ pub(crate) fn route_show(
             std::collections::HashMap::new()
         };
     if kernel.details && printer.mode() == Mode::Human {
-        let name = |ifindex: u32| names.name(ifindex);
         let mut stream = printer.lines();
         let report = visit_with(&mut stream, progress, query, |stream, route: Route| {
-            // The first line, then one line per next hop, indented by a tab as `ip -d` does.
-            for (n, line) in platform::text::route_lines(&route, &name, true)
-                .iter()
-                .enumerate()
-            {
-                if n == 0 {
-                    stream.tabbed_line(line)?;
-                    if let Some(nh) = route.nh_id().and_then(|id| nexthops.get(&id)) {
-                        let text = platform::text::nexthop_text(nh, &name);
-                        stream.tabbed_line(&format!("\tnh_info {text}"))?;
-                    }
-                } else {
-                    stream.tabbed_line(&format!("\t{line}"))?;
-                }
+            let nh = route.nh_id().and_then(|id| nexthops.get(&id));
+            for line in route_detail_lines(&route, &names, nh) {
+                stream.tabbed_line(&line)?;
             }
             Ok(())
         })
@@ -1584,6 +1562,24 @@ pub(crate) fn route_show(
     .map_err(|err| dump_error(err, "dump routes"))?;
     tracing::debug!(?report, "routes dumped");
     stream.finish()
+}
+
+/// A route's `-d` lines as `ip -d` prints them: its first line, then the nexthop object it
+/// uses (`nh_info`, when `nh` is given), then one `nexthop` line per hop, each after a tab.
+pub(crate) fn route_detail_lines(
+    route: &Route,
+    names: &LinkNames,
+    nh: Option<&platform::Nexthop>,
+) -> Vec<String> {
+    let name = |ifindex: u32| names.name(ifindex);
+    let mut lines = platform::text::route_lines(route, &name, true).into_iter();
+    let first = lines.next();
+    let nh_info = nh.map(|nh| format!("\tnh_info {}", platform::text::nexthop_text(nh, &name)));
+    first
+        .into_iter()
+        .chain(nh_info)
+        .chain(lines.map(|hop| format!("\t{hop}")))
+        .collect()
 }
 
 /// The widest text of each of [`ROUTE_FIELDS`] that its data type allows (the default

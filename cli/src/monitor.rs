@@ -216,20 +216,10 @@ pub(crate) fn run(
                         .or(change.old())
                         .is_none_or(|route| family.is_none_or(|family| route.family() == family));
                     if wanted(MonitorObject::Route) && in_family && details {
-                        let name = |ifindex: u32| names.name(ifindex);
                         let route = change.new().or(change.old());
                         let lines = route.into_iter().flat_map(|route| {
-                            // A route on a nexthop object, then the object, as `ip -d` does.
-                            let nh_info = route
-                                .nh_id()
-                                .and_then(|id| cache.nexthop(id))
-                                .map(|nh| format!("\tnh_info {}", text::nexthop_text(nh, &name)));
-                            let mut lines = text::route_lines(route, &name, true).into_iter();
-                            let first = lines.next();
-                            first
-                                .into_iter()
-                                .chain(nh_info)
-                                .chain(lines.map(|hop| format!("\t{hop}")))
+                            let nh = route.nh_id().and_then(|id| cache.nexthop(id));
+                            kernel::route_detail_lines(route, &names, nh.map(Arc::as_ref))
                         });
                         print_detailed(printer, change, lines)?;
                     } else if wanted(MonitorObject::Route) && in_family {

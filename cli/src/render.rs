@@ -990,16 +990,22 @@ impl Printer {
     /// escaped (a monitor's `ip -d` lines; see [`Printer::event_buffered`]).
     pub(crate) fn tabbed_line_buffered(&mut self, text: &str) -> anyhow::Result<()> {
         let mut line = String::with_capacity(text.len() + 1);
-        for (n, part) in text.split('\t').enumerate() {
-            if n > 0 {
-                line.push('\t');
-            }
-            push_escaped(&mut line, part, false);
-        }
-        line.push('\n');
+        push_tabbed_line(&mut line, text);
         self.out.write_all(line.as_bytes())?;
         Ok(())
     }
+}
+
+/// Appends `text` and a newline, each part between tabs escaped as [`escape`] does (the tabs
+/// stay: `ip -d`'s lines).
+fn push_tabbed_line(out: &mut String, text: &str) {
+    for (n, part) in text.split('\t').enumerate() {
+        if n > 0 {
+            out.push('\t');
+        }
+        push_escaped(out, part, false);
+    }
+    out.push('\n');
 }
 
 /// Adds the key and value `extra` (already JSON) to the JSON object that `line` ends with;
@@ -1689,13 +1695,7 @@ impl RowStream<'_> {
 
     /// Writes a line as it is, each part between tabs escaped (a route's `-d` lines).
     pub(crate) fn tabbed_line(&mut self, text: &str) -> anyhow::Result<()> {
-        for (n, part) in text.split('\t').enumerate() {
-            if n > 0 {
-                self.pending.push('\t');
-            }
-            push_escaped(&mut self.pending, part, false);
-        }
-        self.pending.push('\n');
+        push_tabbed_line(&mut self.pending, text);
         self.rows += 1;
         self.spill()
     }

@@ -312,6 +312,13 @@ impl fmt::Display for Address {
 /// parent as `@ifN` (with `link-netnsid N`) when it is in another namespace; then with
 /// `details`, the kind and its data, and the altnames.
 pub fn link_text(link: &Link, dev: IfName<'_>, details: bool) -> String {
+    link_text_with(link, dev, false, details)
+}
+
+/// [`link_text`], with `M-DOWN` after the flags when `parent_down`: `ip` prints it for a link
+/// whose parent in the namespace is down (a veth whose peer is), which only a caller that
+/// knows the other links can tell.
+pub fn link_text_with(link: &Link, dev: IfName<'_>, parent_down: bool, details: bool) -> String {
     let mut head = format!("{}: {}", link.ifindex(), link.name());
     if let Some(parent) = link.parent()
         && parent != link.ifindex()
@@ -322,9 +329,13 @@ pub fn link_text(link: &Link, dev: IfName<'_>, details: bool) -> String {
             None => head.push_str(&format!("@{}", dev(parent.into()))),
         }
     }
+    let mut flags = names::link_flags(link.flags());
+    if parent_down {
+        flags.push("M-DOWN".to_owned());
+    }
     let mut words = vec![
         format!("{head}:"),
-        format!("<{}>", names::link_flags(link.flags()).join(",")),
+        format!("<{}>", flags.join(",")),
         format!("mtu {}", link.mtu()),
     ];
     if let Some(qdisc) = link.setting("qdisc") {
