@@ -11,6 +11,8 @@ use crate::{Address, Family, Link, Nexthop, Route, Rule, names};
 /// Names an interface index (`eth0`), or `ifN` when it is unknown.
 pub type IfName<'a> = &'a dyn Fn(u32) -> String;
 
+mod kinds;
+
 pub(crate) fn default_name(ifindex: u32) -> String {
     format!("if{ifindex}")
 }
@@ -308,9 +310,11 @@ impl fmt::Display for Address {
     }
 }
 
-/// A link as the first line of `ip link` prints it: `3: v0@v1: <FLAGS> mtu 1500 ...`, the
-/// parent as `@ifN` (with `link-netnsid N`) when it is in another namespace; then with
-/// `details`, the kind and its data, and the altnames.
+/// A link as `ip -o link` prints it, on one line: `3: v0@v1: <FLAGS> mtu 1500 ...`, the
+/// parent as `@ifN` (with `link-netnsid N`) when it is in another namespace, the link-layer
+/// addresses, `protodown`, the alias and the altnames; with `details`, every word `ip -d -o
+/// link` adds (promiscuity, MTU limits, the kind's and the port role's data as iproute2
+/// prints them, queues and offload limits), except the countdown timers, which are not kept.
 pub fn link_text(link: &Link, dev: IfName<'_>, details: bool) -> String {
     link_text_with(link, dev, false, details)
 }
@@ -353,29 +357,82 @@ pub fn link_text_with(link: &Link, dev: IfName<'_>, parent_down: bool, details: 
         words.push(address);
     }
     if let Some(brd) = names::hw_address(link.broadcast()) {
-        words.push(format!("brd {brd}"));
+        // A point-to-point link's "broadcast" address is its peer's.
+        let word = if link.flags() & IFF_POINTOPOINT != 0 {
+            "peer"
+        } else {
+            "brd"
+        };
+        words.push(format!("{word} {brd}"));
+    }
+    if !link.perm_address().is_empty()
+        && link.perm_address() != link.address()
+        && let Some(perm) = names::hw_address(link.perm_address())
+    {
+        words.push(format!("permaddr {perm}"));
     }
     if let Some(netnsid) = link.link_netnsid() {
         words.push(format!("link-netnsid {netnsid}"));
     }
+    if link
+        .setting("proto_down")
+        .is_some_and(|down| *down != AttrValue::Uint(0))
+    {
+        words.push("protodown on".to_owned());
+    }
+    if let Some(AttrValue::List(reasons)) = link.setting("proto_down_reason")
+        && !reasons.is_empty()
+    {
+        words.push(format!("protodown_reason <{}>", reasons.join(",")));
+    }
     if details {
-        if let Some(kind) = link.kind() {
-            words.push(kind.to_owned());
-            for (name, value) in link.kind_data() {
-                words.push(format!("{name} {value}"));
-            }
-        }
-        if let Some(kind) = link.port_kind() {
-            words.push(format!("{kind}_slave"));
-            for (name, value) in link.port_data() {
-                words.push(format!("{name} {value}"));
-            }
-        }
+        detail_words(link, dev, &mut words);
+    }
+    if let Some(alias) = link.alias() {
+        words.push(format!("alias {alias}"));
     }
     for alt in link.altnames() {
         words.push(format!("altname {alt}"));
     }
     words.join(" ")
+}
+
+const IFF_POINTOPOINT: u32 = 0x10;
+
+/// The words `ip -d link` adds after the link-layer addresses: counts, MTU limits, the kind's
+/// and the port role's data, the IPv6 address generation mode, queues and offload limits.
+fn detail_words(link: &Link, dev: IfName<'_>, words: &mut Vec<String>) {
+    let setting = |name: &str| link.setting(name).map(ToString::to_string);
+    words.push(format!("promiscuity {}", link.promiscuity()));
+    if let Some(allmulti) = setting("allmulti") {
+        words.push(format!("allmulti {allmulti}"));
+    }
+    let (min_mtu, max_mtu) = link.mtu_range();
+    words.push(format!("minmtu {min_mtu} maxmtu {max_mtu}"));
+    if let Some(kind) = link.kind() {
+        words.push(kind.to_owned());
+        words.extend(kinds::kind_words(kind, link.kind_data(), dev));
+    }
+    if let Some(kind) = link.port_kind() {
+        words.push(format!("{kind}_slave"));
+        words.extend(kinds::port_words(kind, link.port_data(), dev));
+    }
+    for (name, word) in [
+        ("inet6_addr_gen_mode", "addrgenmode"),
+        ("num_tx_queues", "numtxqueues"),
+        ("num_rx_queues", "numrxqueues"),
+        ("gso_max_size", "gso_max_size"),
+        ("gso_max_segs", "gso_max_segs"),
+        ("tso_max_size", "tso_max_size"),
+        ("tso_max_segs", "tso_max_segs"),
+        ("gro_max_size", "gro_max_size"),
+        ("gso_ipv4_max_size", "gso_ipv4_max_size"),
+        ("gro_ipv4_max_size", "gro_ipv4_max_size"),
+    ] {
+        if let Some(value) = setting(name) {
+            words.push(format!("{word} {value}"));
+        }
+    }
 }
 
 impl fmt::Display for Link {
