@@ -1417,16 +1417,24 @@ pub(crate) fn addr(
     }
     let progress = crate::progress::Progress::start("loading addresses");
     if kernel.details && printer.mode() == Mode::Human {
+        // As `ip -d -o addr` lists them: link by link, each link's in the kernel's order (its
+        // IPv4 addresses, then its IPv6 ones).
+        let mut addrs = Vec::new();
         let mut stream = printer.lines();
-        visit_with(&mut stream, progress, query, |stream, addr: Address| {
+        visit_with(&mut stream, progress, query, |_, addr: Address| {
+            addrs.push(addr);
+            Ok(())
+        })
+        .map_err(|err| dump_error(err, "dump addresses"))?;
+        addrs.sort_by_key(Address::ifindex);
+        for addr in &addrs {
             stream.line(&format!(
                 "{}: {}    {}",
                 addr.ifindex(),
                 names.name(addr.ifindex()),
-                platform::text::address_text(&addr)
-            ))
-        })
-        .map_err(|err| dump_error(err, "dump addresses"))?;
+                platform::text::address_text(addr)
+            ))?;
+        }
         return stream.finish();
     }
     let mut stream = printer.rows(ADDR_FIELDS, &[])?;

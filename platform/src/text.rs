@@ -277,19 +277,20 @@ pub fn address_text(addr: &Address) -> String {
             addr.prefix_len()
         )),
     }
+    if let Some(metric) = addr.rt_priority() {
+        words.push(format!("metric {metric}"));
+    }
     if let Some(brd) = addr.broadcast() {
         words.push(format!("brd {brd}"));
     }
     words.push(format!("scope {}", addr.scope()));
     words.extend(addr.flag_names());
+    // As `ip` prints it: not when it is 0 (unspec).
+    if let Some(proto) = addr.proto().filter(|proto| *proto != 0) {
+        words.push(format!("proto {}", names::address_proto(proto)));
+    }
     if let Some(label) = addr.label() {
         words.push(label.to_owned());
-    }
-    if let Some(metric) = addr.rt_priority() {
-        words.push(format!("metric {metric}"));
-    }
-    if let Some(proto) = addr.proto() {
-        words.push(format!("proto {}", names::address_proto(proto)));
     }
     let lifetime = |secs: u32| {
         if secs == crate::LIFETIME_FOREVER {
