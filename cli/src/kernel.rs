@@ -4,6 +4,7 @@
 //! `netmirror-platform` (whose filters the kernel applies where it can) and renders the answer
 //! as a [`Table`]. The columns and JSON keys are those of `ip -j` where `ip` has them.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -364,10 +365,35 @@ fn is_m_down(link: &Link, names: &LinkNames) -> bool {
 }
 
 /// A link's `-d` line (`link -d`, `monitor -d`), with the `M-DOWN` flag that `ip` adds when
-/// [`is_m_down`].
-pub(crate) fn link_detail_text(link: &Link, names: &LinkNames) -> String {
+/// [`is_m_down`], and its parent's namespace named from `netns` (see [`netns_names`]).
+pub(crate) fn link_detail_text(
+    link: &Link,
+    names: &LinkNames,
+    netns: &BTreeMap<i32, String>,
+) -> String {
     let name = |ifindex: u32| names.name(ifindex);
-    platform::text::link_text_with(link, &name, is_m_down(link, names), true)
+    let link_netns = link
+        .link_netnsid()
+        .and_then(|id| netns.get(&id))
+        .map(String::as_str);
+    platform::text::link_text_with(link, &name, is_m_down(link, names), link_netns, true)
+}
+
+/// The names of the namespaces (`ip netns`) that these links' parents are in, by id, as `ip`
+/// names them (`link-netns NAME`): asked of the kernel only when a link has its parent in
+/// another namespace. Names that cannot be found are left out, with a warning: the link
+/// then shows its `link-netnsid`, as `ip` shows an id it has no name for.
+pub(crate) fn netns_names<'a>(
+    platform: &Platform,
+    mut links: impl Iterator<Item = &'a Link>,
+) -> BTreeMap<i32, String> {
+    if !links.any(|link| link.link_netnsid().is_some()) {
+        return BTreeMap::new();
+    }
+    platform.netns_names().unwrap_or_else(|err| {
+        tracing::warn!(error = %err, "cannot name the namespaces of links' parents");
+        BTreeMap::new()
+    })
 }
 
 /// A link's row.
@@ -1388,8 +1414,9 @@ pub(crate) fn link(
         None => all.items.iter().collect(),
     };
     if kernel.details && printer.mode() == Mode::Human {
+        let netns = netns_names(&platform, links.iter().copied());
         for link in links {
-            printer.line(&link_detail_text(link, &names))?;
+            printer.line(&link_detail_text(link, &names, &netns))?;
         }
         return Ok(());
     }

@@ -156,7 +156,11 @@ pub(crate) fn run(
                     route_names.forget_devices();
                     if wanted(MonitorObject::Link) && details {
                         let link = change.new().or(change.old());
-                        let lines = link.map(|link| kernel::link_detail_text(link, &names));
+                        let netns = kernel::netns_names(
+                            cache.platform(),
+                            link.into_iter().map(|link| &**link),
+                        );
+                        let lines = link.map(|link| kernel::link_detail_text(link, &names, &netns));
                         print_detailed(printer, change, lines)?;
                     } else if wanted(MonitorObject::Link) {
                         let row = |link: &netmirror_platform::Link| kernel::link_row(link, &names);

@@ -71,13 +71,13 @@ impl Netns {
                         source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
                     });
                 }
-                Ok(Some(PathBuf::from("/run/netns").join(name)))
+                Ok(Some(Path::new(NETNS_RUN_DIR).join(name)))
             }
             Netns::Path(path) => Ok(Some(path.clone())),
         }
     }
 
-    fn open(&self) -> Result<Option<Arc<OwnedFd>>> {
+    pub(crate) fn open(&self) -> Result<Option<Arc<OwnedFd>>> {
         if let Netns::Fd(fd) = self {
             return Ok(Some(fd.clone()));
         }
@@ -159,6 +159,9 @@ impl Netns {
         })
     }
 }
+
+/// Where `ip netns add` puts the namespaces it names.
+pub(crate) const NETNS_RUN_DIR: &str = "/run/netns";
 
 /// `NSFS_MAGIC`: the file system of namespace files (`/proc/PID/ns/*` and their bind mounts).
 const NSFS_MAGIC: rustix::fs::FsWord = 0x6e73_6673;

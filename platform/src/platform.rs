@@ -1,15 +1,16 @@
 //! [`Platform`]: a handle on one network namespace's rtnetlink, for dumps, filtered queries
 //! and batches. [`Config`] is its builder-lite configuration.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::netns::Netns;
+use crate::netns::{NETNS_RUN_DIR, Netns};
 use crate::socket::{DumpOutcome, NlSocket, RcvbufOutcome};
-use crate::wire::Msg;
+use crate::wire::{self, Msg, MsgWriter, Nlas};
 
 /// How a platform (or a cache) is opened.
 #[derive(Debug, Clone)]
@@ -181,6 +182,72 @@ impl Platform {
     /// The configuration this platform was opened with.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The namespaces named under `/run/netns` (`ip netns add`) that this platform's namespace
+    /// has an id for (`ip netns list-id`), by that id: where a link's parent is when its
+    /// [`Link::link_netnsid`](crate::Link::link_netnsid) is one of them, the name `ip` prints
+    /// as `link-netns NAME`. A name that is not a namespace, cannot be opened, or has no id
+    /// here is left out; when two names lead to one namespace, the first in name order is
+    /// kept. Asks the kernel once per name (`RTM_GETNSID`), so call it when an id is to be
+    /// named, not per link.
+    pub fn netns_names(&self) -> Result<BTreeMap<i32, String>> {
+        let mut names: Vec<String> = match std::fs::read_dir(NETNS_RUN_DIR) {
+            Ok(entries) => entries
+                .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+                .collect(),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(source) => {
+                return Err(Error::Netns {
+                    netns: NETNS_RUN_DIR.to_owned(),
+                    source,
+                });
+            }
+        };
+        names.sort();
+        let mut ids = BTreeMap::new();
+        for name in names {
+            // Not a namespace, or gone meanwhile: `ip` skips it too.
+            let Ok(Some(fd)) = Netns::name(name.clone()).open() else {
+                continue;
+            };
+            if let Some(id) = self.netns_id(std::os::fd::AsRawFd::as_raw_fd(&*fd))? {
+                ids.entry(id).or_insert(name);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// This namespace's id for the namespace of the open file `fd` (`RTM_GETNSID` with
+    /// `NETNSA_FD`); `None` when it has none.
+    fn netns_id(&self, fd: i32) -> Result<Option<i32>> {
+        const RTM_GETNSID: u16 = 90;
+        const NETNSA_NSID: u16 = 1;
+        const NETNSA_FD: u16 = 3;
+        let mut id = None;
+        let res = self.request(
+            |buf, seq| {
+                let mut msg =
+                    MsgWriter::new(buf, RTM_GETNSID, wire::NLM_F_REQUEST | wire::NLM_F_ACK, seq);
+                // struct rtgenmsg: the family, AF_UNSPEC.
+                msg.raw(&[0]);
+                msg.attr_u32(NETNSA_FD, fd as u32);
+                msg.finish();
+            },
+            |msg| {
+                let attrs = msg.payload.get(4..).unwrap_or_default();
+                if let Some((_, value)) = Nlas::new(attrs).find(|(kind, _)| *kind == NETNSA_NSID) {
+                    id = wire::nla_u32(value).map(|id| id as i32);
+                }
+                Ok(())
+            },
+        );
+        match res {
+            Ok(()) => Ok(id.filter(|id| *id >= 0)),
+            // The file is not a network namespace after all.
+            Err(Error::Kernel(err)) if err.errno == libc::EINVAL => Ok(None),
+            Err(err) => Err(err),
+        }
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, NlSocket> {

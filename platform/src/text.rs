@@ -317,13 +317,21 @@ impl fmt::Display for Address {
 /// link` adds (promiscuity, MTU limits, the kind's and the port role's data as iproute2
 /// prints them, queues and offload limits), except the countdown timers, which are not kept.
 pub fn link_text(link: &Link, dev: IfName<'_>, details: bool) -> String {
-    link_text_with(link, dev, false, details)
+    link_text_with(link, dev, false, None, details)
 }
 
 /// [`link_text`], with `M-DOWN` after the flags when `parent_down`: `ip` prints it for a link
 /// whose parent in the namespace is down (a veth whose peer is), which only a caller that
-/// knows the other links can tell.
-pub fn link_text_with(link: &Link, dev: IfName<'_>, parent_down: bool, details: bool) -> String {
+/// knows the other links can tell; and with `link-netns NAME` where `link_netns` names the
+/// namespace of the link's [`link_netnsid`](Link::link_netnsid) (see
+/// [`Platform::netns_names`](crate::Platform::netns_names)), as `ip` prints it.
+pub fn link_text_with(
+    link: &Link,
+    dev: IfName<'_>,
+    parent_down: bool,
+    link_netns: Option<&str>,
+    details: bool,
+) -> String {
     let mut head = format!("{}: {}", link.ifindex(), link.name());
     if let Some(parent) = link.parent()
         && parent != link.ifindex()
@@ -372,8 +380,11 @@ pub fn link_text_with(link: &Link, dev: IfName<'_>, parent_down: bool, details: 
     {
         words.push(format!("permaddr {perm}"));
     }
-    if let Some(netnsid) = link.link_netnsid() {
-        words.push(format!("link-netnsid {netnsid}"));
+    match (link.link_netnsid(), link_netns) {
+        (Some(netnsid), _) if netnsid < 0 => words.push("link-netnsid unknown".to_owned()),
+        (Some(_), Some(name)) => words.push(format!("link-netns {name}")),
+        (Some(netnsid), None) => words.push(format!("link-netnsid {netnsid}")),
+        (None, _) => {}
     }
     if link
         .setting("proto_down")

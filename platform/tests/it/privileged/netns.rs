@@ -191,3 +191,41 @@ fn deliberate_failure_leaves_nothing_behind() {
         assert!(!left.contains(&name), "{name} outlived its fixture");
     }
 }
+
+/// `Platform::netns_names` gives the namespaces this one has ids for by those ids, as
+/// `ip netns list-id` lists them: here the namespace a veth peer went to, under the id the
+/// link reports as its `link_netnsid`; nothing in a namespace that has no ids.
+#[test]
+fn netns_names_are_ip_netns_list_id() {
+    use netmirror_platform::{Config, Netns, Platform};
+    bounded(LIMIT, || {
+        let other = NetNs::new().unwrap();
+        let ns = NetNs::builder()
+            .veth(Veth::new("veth0", "veth1").peer_in(&other))
+            .start()
+            .unwrap();
+        let platform = Platform::open(Config::new().with_netns(Netns::name(ns.name()))).unwrap();
+        let names = platform.netns_names().unwrap();
+        let listed: Vec<(i32, String)> = ns
+            .ip(&["netns", "list-id"])
+            .unwrap()
+            .lines()
+            .filter_map(|line| {
+                let (id, rest) = line.strip_prefix("nsid ")?.split_once(' ')?;
+                let name = rest
+                    .strip_prefix("(iproute2 netns name: ")?
+                    .strip_suffix(')')?;
+                Some((id.parse().ok()?, name.to_owned()))
+            })
+            .collect();
+        assert_eq!(names.clone().into_iter().collect::<Vec<_>>(), listed);
+        let veth = platform.links().name("veth0").execute().unwrap();
+        let id = veth.items[0]
+            .link_netnsid()
+            .expect("a peer in another namespace");
+        assert_eq!(names.get(&id).map(String::as_str), Some(other.name()));
+        let alone = NetNs::new().unwrap();
+        let platform = Platform::open(Config::new().with_netns(Netns::name(alone.name()))).unwrap();
+        assert_eq!(platform.netns_names().unwrap(), Default::default());
+    });
+}
