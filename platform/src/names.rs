@@ -892,6 +892,47 @@ pub fn parse_address_proto(text: &str) -> Option<u8> {
     number_of(ADDRESS_PROTOS, text)
 }
 
+/// The name of user `uid` in `/etc/passwd`, as `ip` prints a TUN device's owner (`user
+/// root`); `None` when the file has none, where `ip` prints the number. (`ip` asks the name
+/// service, which may know users of other databases too; this reads the file, once.)
+pub fn user_name(uid: u32) -> Option<&'static str> {
+    static USERS: OnceLock<Vec<(u32, String)>> = OnceLock::new();
+    id_name(USERS.get_or_init(|| id_file("/etc/passwd")), uid)
+}
+
+/// The name of group `gid` in `/etc/group`, as `ip` prints a TUN device's group; `None` when
+/// the file has none. Read once, like [`user_name`].
+pub fn group_name(gid: u32) -> Option<&'static str> {
+    static GROUPS: OnceLock<Vec<(u32, String)>> = OnceLock::new();
+    id_name(GROUPS.get_or_init(|| id_file("/etc/group")), gid)
+}
+
+fn id_name(entries: &'static [(u32, String)], id: u32) -> Option<&'static str> {
+    entries
+        .iter()
+        .find(|(held, _)| *held == id)
+        .map(|(_, name)| name.as_str())
+}
+
+/// The names and ids of `/etc/passwd` or `/etc/group` (`name:password:id:...`), in file order;
+/// empty when it cannot be read.
+fn id_file(path: &str) -> Vec<(u32, String)> {
+    std::fs::read_to_string(path)
+        .map(|text| id_entries(&text))
+        .unwrap_or_default()
+}
+
+fn id_entries(text: &str) -> Vec<(u32, String)> {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split(':');
+            let name = fields.next()?;
+            let id = fields.nth(1)?.parse().ok()?;
+            (!name.is_empty() && !name.starts_with('#')).then(|| (id, name.to_owned()))
+        })
+        .collect()
+}
+
 /// Address protocols (`IFA_PROTO`) as iproute2 names them.
 const ADDRESS_PROTOS: &[(u8, &str)] = &[(1, "kernel_lo"), (2, "kernel_ra"), (3, "kernel_ll")];
 

@@ -495,3 +495,25 @@ fn device_group_names_as_ip_reads_and_prints_them() {
         ("distro".into(), "default".into())
     );
 }
+
+#[test]
+fn users_and_groups_are_read_as_the_files_give_them() {
+    let entries = id_entries(
+        "root:x:0:0:root:/root:/bin/bash\n\
+         daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n\
+         broken line\n\
+         nobody:x:notanumber:\n\
+         again:x:1:1::/:/bin/false\n",
+    );
+    assert_eq!(
+        entries,
+        [
+            (0, "root".to_owned()),
+            (1, "daemon".to_owned()),
+            (1, "again".to_owned()),
+        ]
+    );
+    let leaked: &'static [(u32, String)] = Box::leak(entries.into_boxed_slice());
+    assert_eq!(id_name(leaked, 1), Some("daemon"), "the first with the id");
+    assert_eq!(id_name(leaked, 7), None);
+}

@@ -7,6 +7,7 @@
 //! only. A kind without a printer here has its data printed as `name value` pairs.
 
 use crate::linkinfo::KindAttr;
+use crate::names::{self, c_hex};
 use crate::route::AttrValue;
 use crate::text::IfName;
 
@@ -63,15 +64,6 @@ fn shown(value: &AttrValue, show: Show) -> String {
         (Show::Hex, AttrValue::Uint(number)) => c_hex(*number),
         (Show::OnOff, AttrValue::Uint(number)) => on_off(*number != 0).to_owned(),
         _ => value.to_string(),
-    }
-}
-
-/// A number as C's `%#x` writes it: no `0x` for zero.
-fn c_hex(number: u64) -> String {
-    if number == 0 {
-        "0".to_owned()
-    } else {
-        format!("{number:#x}")
     }
 }
 
@@ -435,12 +427,17 @@ fn tun(data: &Data<'_>, words: &mut Vec<String>) {
         );
     }
     data.push_all(words, &[("persist", "persist", OnOff)]);
-    // `ip` names the owner and group from the user and group databases; this crate reads
-    // no files, so they are numbers, as `ip` prints an id without a name.
-    data.push_all(
-        words,
-        &[("owner", "user", Plain), ("group", "group", Plain)],
-    );
+    // Named as `ip` names them, from the user and group files; a number without a name.
+    if let Some(uid) = data.uint("owner") {
+        let uid = uid as u32;
+        let name = names::user_name(uid).map_or_else(|| uid.to_string(), str::to_owned);
+        words.push(format!("user {name}"));
+    }
+    if let Some(gid) = data.uint("group") {
+        let gid = gid as u32;
+        let name = names::group_name(gid).map_or_else(|| gid.to_string(), str::to_owned);
+        words.push(format!("group {name}"));
+    }
 }
 
 #[cfg(test)]

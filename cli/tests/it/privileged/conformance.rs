@@ -1905,6 +1905,37 @@ fn link_detail_lines_are_ip_d_o_link() {
     ns.ip(&["link", "set", "md0", "up"]).expect("ip link set");
     ns.ip(&["link", "set", "md0", "alias", "an alias"])
         .expect("ip link set alias");
+    // Beside the world's defaults, the values that change the words: a bridge and a port with
+    // every switch turned, VXLANs with a multicast group, IPv6 ends, `external`, and the
+    // flags; macvlans in the other modes; a TAP with an owner and a group (named from the
+    // user and group files).
+    for line in [
+        "link add nmxbr type bridge stp_state 1 group_fwd_mask 0x4000 mcast_querier 1 \
+         mcast_snooping 0 ageing_time 1000 nf_call_iptables 1 mcast_stats_enabled 1 \
+         mcast_igmp_version 3 mcast_mld_version 2",
+        "link add nmxp0 type veth peer name nmxp1",
+        "link add nmxq0 type veth peer name nmxq1",
+        "link set nmxp1 master nmxbr",
+        "link set nmxq1 master nmxbr",
+        "link set nmxp1 type bridge_slave hairpin on guard on root_block on fastleave on \
+         learning off flood off proxy_arp on mcast_flood off mcast_to_unicast on \
+         neigh_suppress on group_fwd_mask 0x4004 vlan_tunnel on isolated on cost 7 \
+         priority 3 mcast_router 2 bcast_flood off locked on backup_port nmxq1",
+        "link add nmxvx1 type vxlan id 7 group 239.1.1.1 dev nmxp0 dstport 0 nolearning \
+         tos inherit ttl inherit df set maxaddr 5 noudpcsum remcsumtx remcsumrx gbp proxy \
+         rsc l2miss l3miss srcport 1000 2000",
+        "link add nmxvx2 type vxlan id 8 remote 2001:db8::2 local 2001:db8::1 dstport 4790 \
+         ttl 64 tos 0x10 flowlabel 0x12 udp6zerocsumtx udp6zerocsumrx",
+        "link add nmxvx3 type vxlan external dstport 4791",
+        "link add nmxmv1 link nmxp0 type macvlan mode source",
+        "link add nmxmv2 link nmxq0 type macvlan mode passthru nopromisc",
+        "link add nmxmv3 link nmxp0 type macvlan mode private bcqueuelen 50",
+        "tuntap add nmxtap mode tap user 1 group 1 pi vnet_hdr",
+    ] {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        ns.ip(&words)
+            .unwrap_or_else(|err| panic!("ip {line}: {err}"));
+    }
     let text = ns.ip(&["-d", "-o", "link"]).expect("ip -d -o link");
     let theirs: Vec<Vec<String>> = text
         .lines()
@@ -1973,6 +2004,16 @@ fn link_detail_lines_are_ip_d_o_link() {
         " tun type tun pi off vnet_hdr off multi_queue ",
         " alias an alias",
         " altname conformance-alt0 altname conformance-alt1",
+        " bridge_slave state disabled priority 3 cost 7 hairpin on guard on ",
+        " backup_port nmxq1 ",
+        " group_fwd_mask_str lacp,lldp ",
+        " vxlan id 7 group 239.1.1.1 dev nmxp0 srcport 1000 2000 ",
+        " tos inherit ttl inherit df set ",
+        " remote 2001:db8::2 local 2001:db8::1 ",
+        " vxlan external ",
+        " macvlan mode source ",
+        " macvlan mode passthru nopromisc ",
+        " tun type tap pi on vnet_hdr on persist on user ",
     ] {
         assert!(all.contains(word), "{word} in {out}");
     }
