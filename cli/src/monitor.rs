@@ -202,12 +202,16 @@ pub(crate) fn run(
                         .or(change.old())
                         .is_none_or(|addr| family.is_none_or(|family| addr.family() == family));
                     if wanted(MonitorObject::Addr) && in_family && details {
-                        let line = change.new().or(change.old()).map(|addr| {
+                        // `ip -d monitor address`'s two lines: the lifetimes on the second.
+                        let lines = change.new().or(change.old()).map(|addr| {
                             let ifindex = addr.ifindex();
-                            let text = text::address_text(addr);
-                            format!("{ifindex}: {}    {text}", names.name(ifindex))
+                            let [head, lifetimes] = text::address_lines(addr);
+                            [
+                                format!("{ifindex}: {}    {head}", names.name(ifindex)),
+                                format!("       {lifetimes}"),
+                            ]
                         });
-                        print_detailed(printer, change, line)?;
+                        print_detailed(printer, change, lines.into_iter().flatten())?;
                     } else if wanted(MonitorObject::Addr) && in_family {
                         let row =
                             |addr: &netmirror_platform::Address| kernel::addr_row(addr, &names);

@@ -257,6 +257,14 @@ pub fn rule_text(rule: &Rule, details: bool) -> String {
 /// An address as `ip -o addr` prints it after the interface: `inet 10.0.0.1/24 brd ...
 /// scope global dynamic noprefixroute LABEL valid_lft 300sec preferred_lft 200sec`.
 pub fn address_text(addr: &Address) -> String {
+    let [head, lifetimes] = address_lines(addr);
+    format!("{head} {lifetimes}")
+}
+
+/// An address as `ip addr` (and `ip monitor address`) prints it after the interface, in its
+/// two lines without their indentation: `inet 10.0.0.1/24 ... LABEL`, then `valid_lft 300sec
+/// preferred_lft 200sec`.
+pub fn address_lines(addr: &Address) -> [String; 2] {
     let family = match addr.family() {
         Family::V4 => "inet",
         Family::V6 => "inet6",
@@ -300,9 +308,14 @@ pub fn address_text(addr: &Address) -> String {
         }
     };
     let (valid, preferred) = addr.lifetimes();
-    words.push(format!("valid_lft {}", lifetime(valid)));
-    words.push(format!("preferred_lft {}", lifetime(preferred)));
-    words.join(" ")
+    [
+        words.join(" "),
+        format!(
+            "valid_lft {} preferred_lft {}",
+            lifetime(valid),
+            lifetime(preferred)
+        ),
+    ]
 }
 
 impl fmt::Display for Address {

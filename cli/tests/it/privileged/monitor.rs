@@ -285,14 +285,15 @@ fn lines_between(mut next: impl FnMut() -> String, from: &str, to: &str) -> Vec<
 
 /// With `-d`, the monitor prints what `ip -d monitor` prints for routes (on nexthop objects,
 /// with their `nh_info`; multipath; IPv6; those an address brings), nexthop objects and
-/// groups, and rules (`proto` always, as `-d` has it), removals after `Deleted `: compared
-/// line by line with `ip -d monitor route nexthop rule` run beside it.
+/// groups, rules (`proto` always, as `-d` has it) and addresses (in two lines, the lifetimes
+/// on the second), removals after `Deleted `: compared line by line with
+/// `ip -d monitor route nexthop rule address` run beside it.
 #[test]
 fn details_are_the_lines_of_ip_d_monitor() {
     let ns = namespace();
     ns.ip(&["link", "set", "veth0", "up"]).expect("up");
     ns.ip(&["link", "set", "veth1", "up"]).expect("up");
-    let objects = ["route", "nexthop", "rule"];
+    let objects = ["route", "nexthop", "rule", "address"];
     let mut ours = monitor(&ns, &[&["-d", "monitor"][..], &objects].concat());
     let ip = IpMonitor::start(&ns, &objects);
     // `ip monitor` gives no sign that it listens: a probe rule, added again until it prints it.
@@ -353,6 +354,16 @@ fn details_are_the_lines_of_ip_d_monitor() {
         "route del 203.0.113.0/24 metric 20",
         "addr add 192.0.2.9/24 dev veth0",
         "-6 route del 2001:db8:5::/64 dev veth0 metric 300",
+        // Addresses: a secondary, lifetimes, IPv6 flags, a metric, a peer; the primary's
+        // removal takes its secondary with it (the kernel's own deletion, announced).
+        "addr add 10.46.0.1/24 dev veth0",
+        "addr add 10.46.0.2/24 dev veth0 label veth0:sec",
+        "addr add 10.44.0.1/24 dev veth0 valid_lft 3000 preferred_lft 2000 noprefixroute",
+        "-6 addr add 2001:db8:44::1/64 dev veth0 nodad home metric 77",
+        "addr add 10.45.0.1 peer 10.45.0.2/32 dev veth0",
+        "addr del 10.46.0.1/24 dev veth0",
+        "addr del 192.0.2.9/24 dev veth0",
+        "-6 addr del 2001:db8:44::1/64 dev veth0",
     ] {
         let words: Vec<&str> = step.split(' ').collect();
         ns.ip(&words)
@@ -379,7 +390,34 @@ fn details_are_the_lines_of_ip_d_monitor() {
             .iter()
             .any(|line| line.contains("nh_info id 10 group 5,2/6"))
     );
-    assert_eq!(mine, theirs);
+    for line in [
+        "Deleted 3: veth0    inet 10.46.0.2/24 scope global secondary veth0:sec",
+        "       valid_lft 3000sec preferred_lft 2000sec",
+        "3: veth0    inet6 2001:db8:44::1/64 metric 77 scope global nodad home",
+    ] {
+        assert!(
+            theirs.iter().any(|theirs| theirs == line),
+            "{line}: {theirs:#?}"
+        );
+    }
+    // The lifetimes are the kernel's count as ip read it; ours count down from when the cache
+    // read the event, in whole seconds: within one of each other.
+    let within_a_second = |mine: &str, theirs: &str| {
+        let secs = |word: &str| word.strip_suffix("sec")?.parse::<i64>().ok();
+        let (mine, theirs): (Vec<&str>, Vec<&str>) =
+            (mine.split(' ').collect(), theirs.split(' ').collect());
+        mine.len() == theirs.len()
+            && mine.iter().zip(&theirs).all(|(a, b)| {
+                a == b || matches!((secs(a), secs(b)), (Some(a), Some(b)) if (a - b).abs() <= 1)
+            })
+    };
+    assert_eq!(mine.len(), theirs.len(), "{mine:#?}\n{theirs:#?}");
+    for (mine, theirs) in mine.iter().zip(&theirs) {
+        assert!(
+            within_a_second(mine, theirs),
+            "ours: {mine}\nip:   {theirs}"
+        );
+    }
     // `rule -d` prints the rules as `ip -d rule` does, `proto` included.
     for family in ["-4", "-6"] {
         let run = crate::support::run(netmirror(&["--netns", ns.name(), family, "-d", "rule"]));
