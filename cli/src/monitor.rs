@@ -102,6 +102,7 @@ pub(crate) fn run(
     // The names of the last route's table, protocol, type and scope: the next one's, mostly.
     let mut route_names = kernel::NameMemo::default();
     let mut checked = Instant::now();
+    let mut netns = NetnsNames::default();
     loop {
         if let Some(signal) = interrupt.received() {
             let mut details = Map::new();
@@ -156,11 +157,11 @@ pub(crate) fn run(
                     route_names.forget_devices();
                     if wanted(MonitorObject::Link) && details {
                         let link = change.new().or(change.old());
-                        let netns = kernel::netns_names(
-                            cache.platform(),
-                            link.into_iter().map(|link| &**link),
-                        );
-                        let lines = link.map(|link| kernel::link_detail_text(link, &names, &netns));
+                        if let Some(id) = link.and_then(|link| link.link_netnsid()) {
+                            netns.refresh(cache.platform(), id);
+                        }
+                        let lines =
+                            link.map(|link| kernel::link_detail_text(link, &names, &netns.names));
                         print_detailed(printer, change, lines)?;
                     } else if wanted(MonitorObject::Link) {
                         let row = |link: &netmirror_platform::Link| kernel::link_row(link, &names);
@@ -334,6 +335,31 @@ pub(crate) fn run(
         }
     }
 }
+
+/// The names of the namespaces links' parents are in (`link-netns NAME`), read again when a
+/// link names an id they lack, at most once a second (a namespace named meanwhile is found;
+/// an id without a name does not cost a read per event).
+#[derive(Default)]
+struct NetnsNames {
+    names: BTreeMap<i32, String>,
+    read: Option<Instant>,
+}
+
+impl NetnsNames {
+    fn refresh(&mut self, platform: &netmirror_platform::Platform, id: i32) {
+        if self.names.contains_key(&id) || self.read.is_some_and(|at| at.elapsed() < NETNS_REREAD) {
+            return;
+        }
+        self.read = Some(Instant::now());
+        self.names = platform.netns_names().unwrap_or_else(|err| {
+            tracing::warn!(error = %err, "cannot name the namespaces of links' parents");
+            BTreeMap::new()
+        });
+    }
+}
+
+/// How often [`NetnsNames`] may read the namespaces' names again.
+const NETNS_REREAD: Duration = Duration::from_secs(1);
 
 /// Prints one change as `ip -d monitor` does: the lines of the object (the new one, or the
 /// one removed), the first after `Deleted ` for a removal.

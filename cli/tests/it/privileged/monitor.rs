@@ -477,3 +477,32 @@ fn json_details_carry_the_nexthop_object_of_a_route() {
         .remove("nh_info");
     assert_eq!(without, plain);
 }
+
+/// With `-d`, a link whose parent is in a namespace `ip netns` names shows `link-netns NAME`,
+/// as `ip -d -o link` prints it, also for a namespace named after the monitor started.
+#[test]
+fn details_name_the_namespace_of_a_links_parent() {
+    let ns = namespace();
+    let mut ours = monitor(&ns, &["-d", "monitor", "link"]);
+    let other = NetNs::new().expect("second namespace");
+    ns.ip(&[
+        "link",
+        "add",
+        "nmxo0",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "nmxo1",
+        "netns",
+        other.name(),
+    ])
+    .expect("ip link add");
+    let line = ours.expect_line(EVENT_TIMEOUT, |line| line.contains(": nmxo0@"));
+    let theirs = ns
+        .ip(&["-d", "-o", "link", "show", "nmxo0"])
+        .expect("ip -d -o link");
+    let in_other = format!(" link-netns {} ", other.name());
+    assert!(theirs.contains(&in_other), "{theirs}");
+    assert!(line.contains(&in_other), "{line}");
+}
