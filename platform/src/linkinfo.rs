@@ -60,6 +60,9 @@ pub(crate) enum Ty {
     /// `IFLA_PROTO_DOWN_REASON`: the reason bits set (`IFLA_PROTO_DOWN_REASON_VALUE`), as
     /// `ip` lists them without a names file.
     ProtoDownReason,
+    /// Nested hardware addresses (`IFLA_MACVLAN_MACADDR_DATA`: `IFLA_MACVLAN_MACADDR` each), as
+    /// a list; `None` (kept raw) when an entry is not a 6-byte address.
+    MacList,
     /// `struct br_boolopt_multi` (a bridge's boolean options: values, and the mask of those
     /// reported): one 0/1 entry per reported option, named as `ip` names them.
     BoolOpts,
@@ -228,6 +231,7 @@ const MACVLAN: &[(u16, &str, Ty)] = &[
     (2, "flags", Ty::U16),
     (3, "macaddr_mode", Ty::U32),
     (4, "macaddr", Ty::Mac),
+    (5, "macaddr_data", Ty::MacList),
     (6, "macaddr_count", Ty::U32),
     (7, "bcqueuelen", Ty::U32),
     (8, "usedbcqueuelen", Ty::U32),
@@ -423,6 +427,17 @@ fn read(ty: Ty, value: &[u8]) -> Option<AttrValue> {
             2 => Some(AttrValue::Text("tap".to_owned())),
             other => uint(other.into()),
         },
+        (Ty::MacList, _) => {
+            const IFLA_MACVLAN_MACADDR: u16 = 4;
+            Nlas::new(value)
+                .map(|(kind, mac)| {
+                    (kind == IFLA_MACVLAN_MACADDR && mac.len() == 6)
+                        .then(|| crate::names::hw_address(mac))
+                        .flatten()
+                })
+                .collect::<Option<Vec<_>>>()
+                .map(AttrValue::List)
+        }
         (Ty::ProtoDownReason, _) => {
             const IFLA_PROTO_DOWN_REASON_VALUE: u16 = 2;
             let (_, bits) =

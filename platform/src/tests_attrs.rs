@@ -1091,3 +1091,39 @@ fn tun_kind_data_is_decoded_as_ip_shows_it() {
     assert_eq!(info(2).data[0].1, AttrValue::Text("tap".into()));
     assert_eq!(info(9).data[0].1, AttrValue::Uint(9));
 }
+
+/// A source-mode macvlan's addresses (`IFLA_MACVLAN_MACADDR_DATA`, one nested
+/// `IFLA_MACVLAN_MACADDR` each) are a list, `ip -j -d`'s `macaddr_data`; an entry that is not
+/// a 6-byte address keeps the whole attribute raw.
+#[test]
+fn macvlan_source_addresses_are_a_list() {
+    let info = |second: &[u8]| {
+        let mut buf = Vec::new();
+        let mut msg = crate::wire::MsgWriter::new(&mut buf, 0, 0, 0);
+        msg.attr(1, b"macvlan\0");
+        let data = msg.begin_nest(2);
+        msg.attr_u32(1, 16);
+        let macs = msg.begin_nest(5);
+        msg.attr(4, &[0, 0x11, 0x22, 0x33, 0x44, 0x55]);
+        msg.attr(4, second);
+        msg.end_nest(macs);
+        msg.attr_u32(6, 2);
+        msg.end_nest(data);
+        msg.finish();
+        crate::linkinfo::parse(&buf[16..]).data
+    };
+    let data = info(&[0, 0x11, 0x22, 0x33, 0x44, 0x66]);
+    assert_eq!(
+        data[1],
+        (
+            "macaddr_data".into(),
+            AttrValue::List(vec![
+                "00:11:22:33:44:55".to_owned(),
+                "00:11:22:33:44:66".to_owned()
+            ])
+        )
+    );
+    let data = info(&[1, 2, 3]);
+    assert_eq!(data[1].0, "attr5");
+    assert!(matches!(data[1].1, AttrValue::Raw(_)), "{data:?}");
+}

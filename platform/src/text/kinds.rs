@@ -401,6 +401,9 @@ fn macvlan(data: &Data<'_>, words: &mut Vec<String>) {
         && let Some(count) = data.uint("macaddr_count")
     {
         words.push(format!("remotes ({count})"));
+        if let Some(AttrValue::List(macs)) = data.get("macaddr_data") {
+            words.extend(macs.iter().cloned());
+        }
     }
 }
 

@@ -78,6 +78,10 @@ fn world() -> (NetNs, NetNs) {
         // a TAP and a multiqueue TUN.
         "link add mv0 link v0 type macvlan mode bridge",
         "link add mvt0 link v0 type macvtap mode vepa",
+        // A source-mode macvlan and the addresses it takes (`macaddr_data`).
+        "link add mvs0 link v0 type macvlan mode source",
+        "link set mvs0 type macvlan macaddr add 00:11:22:33:44:55",
+        "link set mvs0 type macvlan macaddr add 00:11:22:33:44:66",
         "link add vx0 type vxlan id 42 dstport 4789 local 10.1.0.1 dev v0 ttl 5 ageing 120",
         "link add ifb0 type ifb",
         "tuntap add tap0 mode tap",
@@ -2011,7 +2015,8 @@ fn link_detail_lines_are_ip_d_o_link() {
         " tos inherit ttl inherit df set ",
         " remote 2001:db8::2 local 2001:db8::1 ",
         " vxlan external ",
-        " macvlan mode source ",
+        " macvlan mode source bcqueuelen 1000 usedbcqueuelen 1000 remotes (2) \
+         00:11:22:33:44:55 00:11:22:33:44:66 ",
         " macvlan mode passthru nopromisc ",
         " tun type tap pi on vnet_hdr on persist on user ",
     ] {
