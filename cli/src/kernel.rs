@@ -58,6 +58,7 @@ pub(crate) const LINK_FIELDS: &[Field] = &[
     Field::extra("HEADROOM", "headroom"),
     Field::extra("TAILROOM", "tailroom"),
     Field::extra("NETNS-IMMUTABLE", "netns_immutable"),
+    Field::extra("MAX-PACING-OFFLOAD-HORIZON", "max_pacing_offload_horizon"),
     Field::extra("ADDRGENMODE", "inet6_addr_gen_mode"),
     Field::extra("LINKMODE", "linkmode"),
     Field::extra("PROMISCUITY", "promiscuity"),
@@ -85,6 +86,7 @@ const LINK_SETTINGS: &[&str] = &[
     "headroom",
     "tailroom",
     "netns_immutable",
+    "max_pacing_offload_horizon",
     "inet6_addr_gen_mode",
 ];
 

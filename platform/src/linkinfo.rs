@@ -40,6 +40,10 @@ pub(crate) enum Ty {
     U16,
     U32,
     U64,
+    /// `NLA_UINT`: a number in 4 or 8 bytes, as the value needs.
+    Uint,
+    /// A big-endian 64-bit number.
+    Be64,
     /// A big-endian 16-bit number (UDP ports, EtherTypes).
     Be16,
     /// A big-endian 32-bit number.
@@ -88,6 +92,7 @@ pub(crate) const LINK: &[(u16, &str, Ty)] = &[
     (61, "allmulti", Ty::U32),
     (63, "gso_ipv4_max_size", Ty::U32),
     (64, "gro_ipv4_max_size", Ty::U32),
+    (66, "max_pacing_offload_horizon", Ty::Uint),
     (67, "netns_immutable", Ty::U8),
     (68, "headroom", Ty::U16),
     (69, "tailroom", Ty::U16),
@@ -224,6 +229,7 @@ const VXLAN: &[(u16, &str, Ty)] = &[
     (30, "vnifilter", Ty::U8),
     (31, "localbypass", Ty::U8),
     (32, "label_policy", Ty::U32),
+    (33, "reserved_bits", Ty::Be64),
 ];
 
 const MACVLAN: &[(u16, &str, Ty)] = &[
@@ -381,7 +387,9 @@ fn read(ty: Ty, value: &[u8]) -> Option<AttrValue> {
         (Ty::U8, 1) => uint(value[0].into()),
         (Ty::U16, 2) => uint(wire::u16_at(value, 0).into()),
         (Ty::U32, 4) => uint(wire::u32_at(value, 0).into()),
-        (Ty::U64, 8) => uint(u64::from_ne_bytes(value.try_into().ok()?)),
+        (Ty::U64 | Ty::Uint, 8) => uint(u64::from_ne_bytes(value.try_into().ok()?)),
+        (Ty::Uint, 4) => uint(wire::u32_at(value, 0).into()),
+        (Ty::Be64, 8) => uint(u64::from_be_bytes(value.try_into().ok()?)),
         (Ty::Be16, 2) => uint(u16::from_be_bytes([value[0], value[1]]).into()),
         (Ty::Be32, 4) => uint(u32::from_be_bytes(value.try_into().ok()?).into()),
         (Ty::In4, 4) => Some(AttrValue::Text(

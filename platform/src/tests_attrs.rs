@@ -1127,3 +1127,34 @@ fn macvlan_source_addresses_are_a_list() {
     assert_eq!(data[1].0, "attr5");
     assert!(matches!(data[1].1, AttrValue::Raw(_)), "{data:?}");
 }
+
+/// `IFLA_MAX_PACING_OFFLOAD_HORIZON` is an `NLA_UINT` (4 bytes, or 8 when the value needs
+/// them); a VXLAN's `IFLA_VXLAN_RESERVED_BITS` is a big-endian 64-bit mask.
+#[test]
+fn variable_width_and_big_endian_numbers_are_decoded() {
+    let link = crate::linkinfo::LINK;
+    let horizon = |bytes: &[u8]| crate::linkinfo::decode_one(link, 66, bytes);
+    let four = horizon(&7u32.to_ne_bytes()).unwrap();
+    assert_eq!(
+        four,
+        ("max_pacing_offload_horizon".into(), AttrValue::Uint(7))
+    );
+    let eight = horizon(&(1u64 << 40).to_ne_bytes()).unwrap();
+    assert_eq!(eight.1, AttrValue::Uint(1 << 40));
+    assert_eq!(horizon(&[1, 2]), None, "another size stays raw");
+    let mut buf = Vec::new();
+    let mut msg = crate::wire::MsgWriter::new(&mut buf, 0, 0, 0);
+    msg.attr(1, b"vxlan\0");
+    let data = msg.begin_nest(2);
+    msg.attr(33, &0xf7ff_ffff_0000_00ff_u64.to_be_bytes());
+    msg.end_nest(data);
+    msg.finish();
+    let info = crate::linkinfo::parse(&buf[16..]);
+    assert_eq!(
+        info.data,
+        [(
+            "reserved_bits".into(),
+            AttrValue::Uint(0xf7ff_ffff_0000_00ff)
+        )]
+    );
+}

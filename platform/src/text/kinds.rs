@@ -362,6 +362,9 @@ fn vxlan(data: &Data<'_>, dev: IfName<'_>, words: &mut Vec<String>) {
     }
     flag("remcsum_tx", "remcsumtx", words);
     flag("remcsum_rx", "remcsumrx", words);
+    if let Some(bits) = data.uint("reserved_bits") {
+        words.push(format!("reserved_bits {}", c_hex(bits)));
+    }
     if data.get("gbp").is_some() {
         words.push("gbp".to_owned());
     }

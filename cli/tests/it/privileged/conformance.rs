@@ -1901,6 +1901,7 @@ fn link_detail_lines_are_ip_d_o_link() {
         "mab",
         "backup_nhid",
         "bclim",
+        "reserved_bits",
     ];
     let (ns, other) = world();
     // A veth end up whose peer is down: `M-DOWN`.
