@@ -135,6 +135,23 @@ pub(crate) struct Monitor {
     log: mpsc::Receiver<String>,
 }
 
+/// Asserts that the lines `ours` are `theirs` (`ip`'s), word for word, but for counts of
+/// seconds (`valid_lft 2999sec`) within `slack` of each other: lifetimes count down between
+/// the two reads.
+pub(crate) fn assert_lines_but_lifetimes(ours: &[String], theirs: &[String], slack: i64) {
+    let secs = |word: &str| word.strip_suffix("sec")?.parse::<i64>().ok();
+    assert_eq!(ours.len(), theirs.len(), "{ours:#?}\n{theirs:#?}");
+    for (ours, theirs) in ours.iter().zip(theirs) {
+        let (a, b): (Vec<&str>, Vec<&str>) =
+            (ours.split(' ').collect(), theirs.split(' ').collect());
+        let same = a.len() == b.len()
+            && a.iter().zip(&b).all(|(a, b)| {
+                a == b || matches!((secs(a), secs(b)), (Some(a), Some(b)) if (a - b).abs() <= slack)
+            });
+        assert!(same, "ours: {ours}\nip:   {theirs}");
+    }
+}
+
 /// Sends each line of `pipe` to a channel, from a thread of its own.
 pub(crate) fn lines_of(pipe: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
     let (send, lines) = mpsc::channel();

@@ -2064,21 +2064,7 @@ fn address_detail_lines_are_ip_d_o_addr() {
     assert_eq!(out.lines().count(), theirs.len(), "{out}");
     assert!(out.contains(" proto kernel_ll "), "{out}");
     // Lifetimes count down between the two dumps: within 2 s of each other.
-    let lifetimes_apart = |ours: &str, theirs: &str| {
-        let (ours, theirs): (Vec<&str>, Vec<&str>) =
-            (ours.split(' ').collect(), theirs.split(' ').collect());
-        ours.len() == theirs.len()
-            && ours.iter().zip(&theirs).all(|(a, b)| {
-                let secs = |word: &str| word.strip_suffix("sec")?.parse::<i64>().ok();
-                a == b || matches!((secs(a), secs(b)), (Some(a), Some(b)) if (a - b).abs() <= 2)
-            })
-    };
-    for (ours, theirs) in ours.iter().zip(&theirs) {
-        assert!(
-            lifetimes_apart(ours, theirs),
-            "ours: {ours}\nip:   {theirs}"
-        );
-    }
+    crate::support::assert_lines_but_lifetimes(&ours, &theirs, 2);
     let all = ours.join("\n");
     for word in [
         " secondary ",

@@ -402,22 +402,7 @@ fn details_are_the_lines_of_ip_d_monitor() {
     }
     // The lifetimes are the kernel's count as ip read it; ours count down from when the cache
     // read the event, in whole seconds: within one of each other.
-    let within_a_second = |mine: &str, theirs: &str| {
-        let secs = |word: &str| word.strip_suffix("sec")?.parse::<i64>().ok();
-        let (mine, theirs): (Vec<&str>, Vec<&str>) =
-            (mine.split(' ').collect(), theirs.split(' ').collect());
-        mine.len() == theirs.len()
-            && mine.iter().zip(&theirs).all(|(a, b)| {
-                a == b || matches!((secs(a), secs(b)), (Some(a), Some(b)) if (a - b).abs() <= 1)
-            })
-    };
-    assert_eq!(mine.len(), theirs.len(), "{mine:#?}\n{theirs:#?}");
-    for (mine, theirs) in mine.iter().zip(&theirs) {
-        assert!(
-            within_a_second(mine, theirs),
-            "ours: {mine}\nip:   {theirs}"
-        );
-    }
+    crate::support::assert_lines_but_lifetimes(&mine, &theirs, 1);
     // `rule -d` prints the rules as `ip -d rule` does, `proto` included.
     for family in ["-4", "-6"] {
         let run = crate::support::run(netmirror(&["--netns", ns.name(), family, "-d", "rule"]));
