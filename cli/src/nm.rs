@@ -1184,6 +1184,23 @@ fn setting_cell(
             text: nmc::Metered::from_u32(u32::try_from(*n).unwrap_or(0)).to_string(),
             json: bus::json(value),
         }),
+        ("mode", V::U32(n)) if setting == "ip-tunnel" => Cell::from(TypedCell {
+            text: nmc::IpTunnelMode::from_u32(*n).to_string(),
+            json: bus::json(value),
+        }),
+        ("apn", V::Str(apn)) if setting == "gsm" => Cell::from(ModalCell {
+            text: format!("\"{apn}\""),
+            terse: apn.to_string(),
+            json: bus::json(value),
+        }),
+        (key, V::U32(n)) => match setting_value_names(setting, key) {
+            Some(names) => Cell::from(ModalCell {
+                text: names.text(*n),
+                terse: n.to_string(),
+                json: bus::json(value),
+            }),
+            None => bus::cell(value),
+        },
         (_, V::Bool(on)) => Cell::from(TypedCell {
             text: if *on { "yes" } else { "no" }.to_owned(),
             json: bus::json(value),
@@ -1194,6 +1211,52 @@ fn setting_cell(
         (_, V::Array(array)) if array.items.is_empty() => Cell::Null,
         (_, V::U32s(items)) if items.is_empty() => Cell::Null,
         _ => bus::cell(value),
+    })
+}
+
+/// The names nmcli gives the numbers of a setting property that is an enumeration or a set
+/// of flags of libnm's (not of the D-Bus API, whose types are in `nmc`), for people: `N
+/// (name)` for a value, `N (NAME, NAME)` for flags (`0 (NONE)` for none); the number alone
+/// in terse output.
+enum ValueNames {
+    Enum(&'static [&'static str]),
+    Flags(&'static [&'static str]),
+}
+
+impl ValueNames {
+    fn text(&self, n: u32) -> String {
+        match self {
+            ValueNames::Enum(names) => match names.get(n as usize) {
+                Some(name) => format!("{n} ({name})"),
+                None => n.to_string(),
+            },
+            ValueNames::Flags(_) if n == 0 => "0 (NONE)".to_owned(),
+            ValueNames::Flags(names) => {
+                let set: Vec<String> = (0..32)
+                    .filter(|bit| n & (1 << bit) != 0)
+                    .map(|bit: u32| match names.get(bit as usize) {
+                        Some(name) => (*name).to_owned(),
+                        None => format!("{:#x}", 1u32 << bit),
+                    })
+                    .collect();
+                format!("{n} ({})", set.join(", "))
+            }
+        }
+    }
+}
+
+/// [`ValueNames`] of the properties that have them (libnm's `NMSettingMacvlanMode`,
+/// `NMSettingTunMode`, `NMVlanFlags`), as nmcli 1.42 prints them.
+fn setting_value_names(setting: &str, key: &str) -> Option<ValueNames> {
+    Some(match (setting, key) {
+        ("macvlan", "mode") => {
+            ValueNames::Enum(&["unknown", "vepa", "bridge", "private", "passthru", "source"])
+        }
+        ("tun", "mode") => ValueNames::Enum(&["unknown", "tun", "tap"]),
+        ("vlan", "flags") => {
+            ValueNames::Flags(&["REORDER_HEADERS", "GVRP", "LOOSE_BINDING", "MVRP"])
+        }
+        _ => return None,
     })
 }
 

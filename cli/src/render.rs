@@ -743,20 +743,18 @@ impl Printer {
                 cell => lines.push((name.into_owned(), cell.text().into_owned())),
             }
         }
-        let width = lines
-            .iter()
-            .map(|(name, _)| width_of(name) + 1)
-            .max()
-            .unwrap_or(0);
         for (name, value) in lines {
             if terse {
                 // One property per line: nmcli leaves the value unescaped, since the first
                 // `:` already ends the name.
                 writeln!(self.out, "{name}:{value}")?;
             } else {
+                // nmcli's layout: `NAME:` padded to 40 columns, the value right after (no
+                // space after a name of 40 columns or more).
                 let label = format!("{name}:");
+                let pad = NMCLI_VALUE_INDENT.saturating_sub(width_of(&label));
                 let style = value_style(self.color, &value);
-                writeln!(self.out, "{label:width$}  {style}{value}{style:#}")?;
+                writeln!(self.out, "{label}{:pad$}{style}{value}{style:#}", "")?;
             }
         }
         Ok(())
@@ -1365,6 +1363,10 @@ fn push_spaces(line: &mut String, count: usize) {
 
 /// The width of text on a terminal, counting characters (the values printed are ASCII or
 /// names in which a character is one column).
+/// The column where nmcli's one-property-per-line output (`nmcli device show`, `nmcli
+/// connection show ID`) starts the values (its `ML_VALUE_INDENT`).
+const NMCLI_VALUE_INDENT: usize = 40;
+
 fn width_of(text: &str) -> usize {
     if text.is_ascii() {
         text.len()

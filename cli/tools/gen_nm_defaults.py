@@ -28,7 +28,8 @@ import subprocess
 import sys
 
 # (name, nmcli connection add arguments): a bare profile of each type netmirror shows, and
-# the port and security settings that only appear with a controller or a key management.
+# the port and security settings that only appear with a controller, a key management or
+# 802.1X.
 SAMPLES = [
     # Nothing set but the type: the daemon leaves out autoconnect and interface-name too
     # (the others say `autoconnect no`, so that nothing activates).
@@ -47,6 +48,23 @@ SAMPLES = [
                      "slave-type", "bridge"]),
     ("bond-port", ["type", "ethernet", "ifname", "nmdefp1", "master", "nmdefbond0",
                    "slave-type", "bond"]),
+    # 802.1X on a wired profile (the password is a secret: nmcli shows `<hidden>`).
+    ("ethernet-8021x", ["type", "ethernet", "ifname", "nmdef8", "802-1x.eap", "peap",
+                        "802-1x.identity", "nmdef", "802-1x.phase2-auth", "mschapv2",
+                        "802-1x.password", "nmdef-secret"]),
+    # The other types NetworkManager can hold without hardware or a plugin.
+    ("tun", ["type", "tun", "ifname", "nmdeft0", "mode", "tap"]),
+    ("tun-default", ["type", "tun", "ifname", "nmdeft1"]),
+    ("macvlan", ["type", "macvlan", "ifname", "nmdefm0", "dev", "nmdef0", "mode", "bridge"]),
+    ("vxlan", ["type", "vxlan", "ifname", "nmdefx0", "id", "5", "remote", "192.0.2.2"]),
+    ("ip-tunnel", ["type", "ip-tunnel", "ifname", "nmdefg0", "mode", "gre", "remote",
+                   "192.0.2.2"]),
+    ("wireguard", ["type", "wireguard", "ifname", "nmdefwg0"]),
+    ("vrf", ["type", "vrf", "ifname", "nmdefvrf0", "table", "10"]),
+    ("infiniband", ["type", "infiniband", "ifname", "nmdefib0"]),
+    ("team", ["type", "team", "ifname", "nmdefteam0"]),
+    ("gsm", ["type", "gsm", "ifname", "nmdefgsm0", "apn", "internet"]),
+    ("cdma", ["type", "cdma", "ifname", "nmdefcdma0"]),
 ]
 
 

@@ -818,3 +818,25 @@ fn an_extra_key_ends_its_json_row_only() {
             .contains("nh_info")
     );
 }
+
+#[test]
+fn properties_start_their_values_at_nmclis_column() {
+    let props = vec![
+        Prop::common("connection.id", Cell::from("st")),
+        Prop::common("802-3-ethernet.generate-mac-address-mask", Cell::from("--")),
+        Prop::common("802-1x.ca-cert-password-flags", Cell::from("0 (none)")),
+    ];
+    let (mut printer, buffer) = printer(false, false);
+    printer.props(&props).unwrap();
+    printer.flush().unwrap();
+    let text = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
+    // As `nmcli connection show` prints them: values at column 40, and a name of 40 columns
+    // or more followed by its value with no space.
+    assert_eq!(
+        text,
+        format!(
+            "{:<40}st\n802-3-ethernet.generate-mac-address-mask:--\n{:<40}0 (none)\n",
+            "connection.id:", "802-1x.ca-cert-password-flags:"
+        )
+    );
+}

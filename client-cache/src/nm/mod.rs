@@ -29,8 +29,8 @@ pub use actions::*;
 pub use named::{Named, named};
 pub use netmirror_dbus_meta::nm::{
     ActivationStateFlags, ActiveConnectionState, ActiveConnectionStateReason, ConnectivityState,
-    DeviceCapabilities, DeviceInterfaceFlags, DeviceState, DeviceStateReason, DeviceType, Metered,
-    RadioFlags, State,
+    DeviceCapabilities, DeviceInterfaceFlags, DeviceState, DeviceStateReason, DeviceType,
+    IpTunnelMode, Metered, RadioFlags, State,
 };
 pub use settings::Settings as ProfileSettings;
 pub use views::*;
