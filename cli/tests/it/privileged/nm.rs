@@ -649,99 +649,40 @@ fn objects_monitor_prints_nmcli_connection_add() {
 #[test]
 fn connection_show_equals_nmcli_for_every_type() {
     let nm = daemon();
-    let profiles: &[&[&str]] = &[
-        &[
-            "ethernet",
-            "ifname",
-            "nmxe1",
-            "802-1x.eap",
-            "peap",
-            "802-1x.identity",
-            "me",
-            "802-1x.phase2-auth",
-            "mschapv2",
-            "802-1x.password",
-            "s3cret",
-        ],
-        &["tun", "ifname", "nmxt0", "mode", "tun"],
-        &["tun", "ifname", "nmxt1", "mode", "tap", "owner", "1"],
-        &["macvlan", "ifname", "nmxm1", "dev", "veth0", "mode", "vepa"],
-        &[
-            "macvlan", "ifname", "nmxm2", "dev", "veth0", "mode", "bridge",
-        ],
-        &[
-            "macvlan", "ifname", "nmxm3", "dev", "veth0", "mode", "private",
-        ],
-        &[
-            "macvlan", "ifname", "nmxm4", "dev", "veth0", "mode", "passthru",
-        ],
-        &[
-            "macvlan", "ifname", "nmxm5", "dev", "veth0", "mode", "source",
-        ],
-        &["vxlan", "ifname", "nmxx0", "id", "7", "remote", "192.0.2.9"],
-        &[
-            "ip-tunnel",
-            "ifname",
-            "nmxg0",
-            "mode",
-            "gre",
-            "remote",
-            "192.0.2.9",
-        ],
-        &["wireguard", "ifname", "nmxwg0"],
-        &["vrf", "ifname", "nmxvrf0", "table", "11"],
-        &["infiniband", "ifname", "nmxib0"],
-        &["team", "ifname", "nmxteam0"],
-        &["gsm", "ifname", "nmxgsm0", "apn", "internet"],
-        &["cdma", "ifname", "nmxcdma0"],
-        &[
-            "wifi",
-            "ifname",
-            "nmxw0",
-            "ssid",
-            "nmx",
-            "wifi-sec.key-mgmt",
-            "wpa-psk",
-            "wifi-sec.psk",
-            "s3cret-psk",
-        ],
-        &[
-            "vlan",
-            "ifname",
-            "nmxv5",
-            "dev",
-            "veth0",
-            "id",
-            "5",
-            "vlan.flags",
-            "5",
-        ],
-        &[
-            "vlan",
-            "ifname",
-            "nmxv6",
-            "dev",
-            "veth0",
-            "id",
-            "6",
-            "vlan.flags",
-            "0",
-        ],
-        &["dummy", "ifname", "nmxd0"],
-        &["veth", "ifname", "nmxve0", "veth.peer", "nmxve1"],
+    // `nmcli connection add type ...` arguments, one profile a line.
+    let profiles = [
+        "ethernet ifname nmxe1 802-1x.eap peap 802-1x.identity me 802-1x.phase2-auth mschapv2 \
+         802-1x.password s3cret",
+        "tun ifname nmxt0 mode tun",
+        "tun ifname nmxt1 mode tap owner 1",
+        "macvlan ifname nmxm1 dev veth0 mode vepa",
+        "macvlan ifname nmxm2 dev veth0 mode bridge",
+        "macvlan ifname nmxm3 dev veth0 mode private",
+        "macvlan ifname nmxm4 dev veth0 mode passthru",
+        "macvlan ifname nmxm5 dev veth0 mode source",
+        "vxlan ifname nmxx0 id 7 remote 192.0.2.9",
+        "ip-tunnel ifname nmxg0 mode gre remote 192.0.2.9",
+        "wireguard ifname nmxwg0",
+        "vrf ifname nmxvrf0 table 11",
+        "infiniband ifname nmxib0",
+        "team ifname nmxteam0",
+        "gsm ifname nmxgsm0 apn internet",
+        "cdma ifname nmxcdma0",
+        "wifi ifname nmxw0 ssid nmx wifi-sec.key-mgmt wpa-psk wifi-sec.psk s3cret-psk",
+        "vlan ifname nmxv5 dev veth0 id 5 vlan.flags 5",
+        "vlan ifname nmxv6 dev veth0 id 6 vlan.flags 0",
+        "dummy ifname nmxd0",
+        "veth ifname nmxve0 veth.peer nmxve1",
     ];
     for (n, add) in profiles.iter().enumerate() {
+        let add: Vec<&str> = add.split_whitespace().collect();
         let id = format!("nmx-type-{n}");
-        let mut args = vec![
-            "connection",
-            "add",
-            "con-name",
-            id.as_str(),
-            "autoconnect",
-            "no",
-        ];
-        args.push("type");
-        args.extend_from_slice(add);
+        let args = [
+            &["connection", "add", "con-name", id.as_str()][..],
+            &["autoconnect", "no", "type"],
+            &add,
+        ]
+        .concat();
         nmcli_lines(&nm, &args);
         for terse in [false, true] {
             let mode: &[&str] = if terse { &["-t"] } else { &[] };
