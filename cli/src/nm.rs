@@ -1193,14 +1193,24 @@ fn setting_cell(
             terse: apn.to_string(),
             json: bus::json(value),
         }),
-        (key, V::U32(n)) => match setting_value_names(setting, key) {
-            Some(names) => Cell::from(ModalCell {
-                text: names.text(*n),
-                terse: n.to_string(),
-                json: bus::json(value),
-            }),
-            None => bus::cell(value),
-        },
+        (key, V::U32(_) | V::I32(_)) => {
+            let n = match value {
+                V::U32(n) => i64::from(*n),
+                V::I32(n) => i64::from(*n),
+                _ => 0,
+            };
+            match setting_value_names(setting, key) {
+                Some(names) => {
+                    let (text, terse) = names.texts(n);
+                    Cell::from(ModalCell {
+                        text,
+                        terse,
+                        json: bus::json(value),
+                    })
+                }
+                None => bus::cell(value),
+            }
+        }
         (_, V::Bool(on)) => Cell::from(TypedCell {
             text: if *on { "yes" } else { "no" }.to_owned(),
             json: bus::json(value),
@@ -1215,23 +1225,33 @@ fn setting_cell(
 }
 
 /// The names nmcli gives the numbers of a setting property that is an enumeration or a set
-/// of flags of libnm's (not of the D-Bus API, whose types are in `nmc`), for people: `N
-/// (name)` for a value, `N (NAME, NAME)` for flags (`0 (NONE)` for none); the number alone
-/// in terse output.
+/// of flags of libnm's (not of the D-Bus API, whose types are in `nmc`): `N (name)` for
+/// people and `N` terse (the name in both, where nmcli's terse form has it), `N (A, B)` for
+/// flags with `0 (none)` (or `0 (NONE)`) for none. A number without a name is the number.
 enum ValueNames {
-    Enum(&'static [&'static str]),
-    Flags(&'static [&'static str]),
+    Enum {
+        names: &'static [(i64, &'static str)],
+        terse_name: bool,
+    },
+    Flags {
+        names: &'static [&'static str],
+        none: &'static str,
+    },
 }
 
 impl ValueNames {
-    fn text(&self, n: u32) -> String {
+    /// nmcli's text for `n`: (for people, terse).
+    fn texts(&self, n: i64) -> (String, String) {
         match self {
-            ValueNames::Enum(names) => match names.get(n as usize) {
-                Some(name) => format!("{n} ({name})"),
-                None => n.to_string(),
-            },
-            ValueNames::Flags(_) if n == 0 => "0 (NONE)".to_owned(),
-            ValueNames::Flags(names) => {
+            ValueNames::Enum { names, terse_name } => {
+                match names.iter().find(|(value, _)| *value == n) {
+                    Some((_, name)) if *terse_name => (format!("{n} ({name})"), (*name).to_owned()),
+                    Some((_, name)) => (format!("{n} ({name})"), n.to_string()),
+                    None => (n.to_string(), n.to_string()),
+                }
+            }
+            ValueNames::Flags { none, .. } if n == 0 => (format!("0 ({none})"), "0".to_owned()),
+            ValueNames::Flags { names, .. } => {
                 let set: Vec<String> = (0..32)
                     .filter(|bit| n & (1 << bit) != 0)
                     .map(|bit: u32| match names.get(bit as usize) {
@@ -1239,23 +1259,92 @@ impl ValueNames {
                         None => format!("{:#x}", 1u32 << bit),
                     })
                     .collect();
-                format!("{n} ({})", set.join(", "))
+                (format!("{n} ({})", set.join(", ")), n.to_string())
             }
         }
     }
 }
 
-/// [`ValueNames`] of the properties that have them (libnm's `NMSettingMacvlanMode`,
-/// `NMSettingTunMode`, `NMVlanFlags`), as nmcli 1.42 prints them.
+/// The secrets' flags properties (`NMSettingSecretFlags`), in every setting that has them.
+const SECRET_FLAG_KEYS: &[&str] = &[
+    "ca-cert-password-flags",
+    "client-cert-password-flags",
+    "leap-password-flags",
+    "password-flags",
+    "password-raw-flags",
+    "phase2-ca-cert-password-flags",
+    "phase2-client-cert-password-flags",
+    "phase2-private-key-password-flags",
+    "pin-flags",
+    "private-key-flags",
+    "private-key-password-flags",
+    "psk-flags",
+    "wep-key-flags",
+];
+
+/// [`ValueNames`] of the properties that have them, as nmcli 1.42 prints them (each value
+/// read off nmcli in the sandbox; `connection_show_equals_nmcli_for_every_type` compares).
 fn setting_value_names(setting: &str, key: &str) -> Option<ValueNames> {
+    const DEFAULT_NO_YES: &[(i64, &str)] = &[(-1, "default"), (0, "no"), (1, "yes")];
+    const DEFAULT_FALSE_TRUE: &[(i64, &str)] = &[(-1, "default"), (0, "false"), (1, "true")];
+    const RESOLVE: &[(i64, &str)] = &[(-1, "default"), (0, "no"), (1, "resolve"), (2, "yes")];
+    const WIFI_SEC: &[(i64, &str)] = &[
+        (0, "default"),
+        (1, "disable"),
+        (2, "optional"),
+        (3, "required"),
+    ];
+    let number = |names| ValueNames::Enum {
+        names,
+        terse_name: false,
+    };
+    if SECRET_FLAG_KEYS.contains(&key) {
+        return Some(ValueNames::Flags {
+            names: &["agent-owned", "not saved", "not required"],
+            none: "none",
+        });
+    }
     Some(match (setting, key) {
-        ("macvlan", "mode") => {
-            ValueNames::Enum(&["unknown", "vepa", "bridge", "private", "passthru", "source"])
+        ("connection", "multi-connect") => number(&[
+            (0, "default"),
+            (1, "single"),
+            (2, "manual-multiple"),
+            (3, "multiple"),
+        ]),
+        ("connection", "autoconnect-slaves") => number(DEFAULT_NO_YES),
+        ("connection", "mdns" | "llmnr") => number(RESOLVE),
+        ("connection", "dns-over-tls") => {
+            number(&[(-1, "default"), (0, "no"), (1, "opportunistic"), (2, "yes")])
         }
-        ("tun", "mode") => ValueNames::Enum(&["unknown", "tun", "tap"]),
-        ("vlan", "flags") => {
-            ValueNames::Flags(&["REORDER_HEADERS", "GVRP", "LOOSE_BINDING", "MVRP"])
+        ("802-3-ethernet", "accept-all-mac-addresses") => number(DEFAULT_FALSE_TRUE),
+        ("802-11-wireless", "ap-isolation") => number(DEFAULT_FALSE_TRUE),
+        ("802-11-wireless", "powersave") => ValueNames::Enum {
+            names: &[(0, "default"), (1, "ignore"), (2, "disable"), (3, "enable")],
+            terse_name: true,
+        },
+        ("802-11-wireless-security", "pmf" | "fils") => number(WIFI_SEC),
+        ("ipv4", "link-local") => {
+            number(&[(0, "default"), (1, "auto"), (2, "disabled"), (3, "enabled")])
         }
+        ("ipv6", "ip6-privacy") => number(&[
+            (-1, "unknown"),
+            (0, "disabled"),
+            (1, "enabled, prefer public IP"),
+            (2, "enabled, prefer temporary IP"),
+        ]),
+        ("macvlan", "mode") => number(&[
+            (0, "unknown"),
+            (1, "vepa"),
+            (2, "bridge"),
+            (3, "private"),
+            (4, "passthru"),
+            (5, "source"),
+        ]),
+        ("tun", "mode") => number(&[(0, "unknown"), (1, "tun"), (2, "tap")]),
+        ("vlan", "flags") => ValueNames::Flags {
+            names: &["REORDER_HEADERS", "GVRP", "LOOSE_BINDING", "MVRP"],
+            none: "NONE",
+        },
         _ => return None,
     })
 }

@@ -138,7 +138,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
             ("phase1-peaplabel", Some(("--", ""))),
             ("phase1-fast-provisioning", Some(("--", ""))),
             ("phase1-auth-flags", Some(("0x0 (none)", "none"))),
-            ("phase2-auth", None),
+            ("phase2-auth", Some(("--", ""))),
             ("phase2-autheap", Some(("--", ""))),
             ("phase2-ca-cert", Some(("--", ""))),
             ("phase2-ca-cert-password", Some(("<hidden>", "<hidden>"))),

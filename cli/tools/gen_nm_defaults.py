@@ -52,6 +52,8 @@ SAMPLES = [
     ("ethernet-8021x", ["type", "ethernet", "ifname", "nmdef8", "802-1x.eap", "peap",
                         "802-1x.identity", "nmdef", "802-1x.phase2-auth", "mschapv2",
                         "802-1x.password", "nmdef-secret"]),
+    ("ethernet-8021x-md5", ["type", "ethernet", "ifname", "nmdef9", "802-1x.eap", "md5",
+                            "802-1x.identity", "nmdef"]),
     # The other types NetworkManager can hold without hardware or a plugin.
     ("tun", ["type", "tun", "ifname", "nmdeft0", "mode", "tap"]),
     ("tun-default", ["type", "tun", "ifname", "nmdeft1"]),

@@ -645,7 +645,8 @@ fn objects_monitor_prints_nmcli_connection_add() {
 /// nmcli's column 40, a long name followed by its value with no space), and `-t` what
 /// `nmcli -t` prints, for a profile of every type the daemon holds without hardware or a
 /// plugin, with values that nmcli names: 802.1X with a secret, every macvlan mode, a TAP,
-/// VLAN flags, a GRE tunnel, a GSM APN (quoted for people).
+/// VLAN flags, a GRE tunnel, a GSM APN (quoted for people), secret flags, and the
+/// connection, Ethernet, Wi-Fi and IP enumerations away from their defaults.
 #[test]
 fn connection_show_equals_nmcli_for_every_type() {
     let nm = daemon();
@@ -673,6 +674,19 @@ fn connection_show_equals_nmcli_for_every_type() {
         "vlan ifname nmxv6 dev veth0 id 6 vlan.flags 0",
         "dummy ifname nmxd0",
         "veth ifname nmxve0 veth.peer nmxve1",
+        // Values nmcli names, away from their defaults.
+        "ethernet ifname nmxe2 connection.multi-connect 2 connection.mdns 1 \
+         connection.llmnr 2 connection.dns-over-tls 1 connection.autoconnect-slaves 0 \
+         802-3-ethernet.accept-all-mac-addresses 1 ipv4.link-local 3 ipv6.ip6-privacy 1",
+        "ethernet ifname nmxe3 connection.multi-connect 3 connection.mdns 2 \
+         connection.dns-over-tls 2 connection.autoconnect-slaves 1 \
+         802-3-ethernet.accept-all-mac-addresses 0 ipv4.link-local 2 ipv6.ip6-privacy 2 \
+         802-1x.eap md5 802-1x.identity me 802-1x.password-flags 5",
+        "wifi ifname nmxw1 ssid nmx mode ap 802-11-wireless.powersave 2 \
+         802-11-wireless.ap-isolation 1 wifi-sec.key-mgmt wpa-psk wifi-sec.psk s3cret-psk \
+         wifi-sec.psk-flags 3 wifi-sec.pmf 3 wifi-sec.fils 2",
+        "wifi ifname nmxw2 ssid nmx 802-11-wireless.powersave 3 wifi-sec.key-mgmt wpa-psk \
+         wifi-sec.psk s3cret-psk wifi-sec.psk-flags 2 wifi-sec.pmf 1 wifi-sec.fils 3",
     ];
     for (n, add) in profiles.iter().enumerate() {
         let add: Vec<&str> = add.split_whitespace().collect();
