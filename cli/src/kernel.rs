@@ -392,6 +392,11 @@ pub(crate) fn netns_names<'a>(
     if !links.any(|link| link.link_netnsid().is_some()) {
         return BTreeMap::new();
     }
+    read_netns_names(platform)
+}
+
+/// [`Platform::netns_names`], or none with a warning when they cannot be read.
+pub(crate) fn read_netns_names(platform: &Platform) -> BTreeMap<i32, String> {
     platform.netns_names().unwrap_or_else(|err| {
         tracing::warn!(error = %err, "cannot name the namespaces of links' parents");
         BTreeMap::new()

@@ -351,10 +351,7 @@ impl NetnsNames {
             return;
         }
         self.read = Some(Instant::now());
-        self.names = platform.netns_names().unwrap_or_else(|err| {
-            tracing::warn!(error = %err, "cannot name the namespaces of links' parents");
-            BTreeMap::new()
-        });
+        self.names = kernel::read_netns_names(platform);
     }
 }
 

@@ -1168,6 +1168,19 @@ fn setting_cell(
         return Some("<hidden>".into());
     }
     let value = value.unwrap_variant();
+    let number = match value {
+        V::U32(n) => Some(i64::from(*n)),
+        V::I32(n) => Some(i64::from(*n)),
+        _ => None,
+    };
+    if let (Some(n), Some(names)) = (number, setting_value_names(setting, key)) {
+        let (text, terse) = names.texts(n);
+        return Some(Cell::from(ModalCell {
+            text,
+            terse,
+            json: bus::json(value),
+        }));
+    }
     Some(match (key, value) {
         ("addresses", _) if ip => decoded(setting_addresses(values)),
         ("routes", _) if ip => match setting_routes(values) {
@@ -1193,24 +1206,6 @@ fn setting_cell(
             terse: apn.to_string(),
             json: bus::json(value),
         }),
-        (key, V::U32(_) | V::I32(_)) => {
-            let n = match value {
-                V::U32(n) => i64::from(*n),
-                V::I32(n) => i64::from(*n),
-                _ => 0,
-            };
-            match setting_value_names(setting, key) {
-                Some(names) => {
-                    let (text, terse) = names.texts(n);
-                    Cell::from(ModalCell {
-                        text,
-                        terse,
-                        json: bus::json(value),
-                    })
-                }
-                None => bus::cell(value),
-            }
-        }
         (_, V::Bool(on)) => Cell::from(TypedCell {
             text: if *on { "yes" } else { "no" }.to_owned(),
             json: bus::json(value),

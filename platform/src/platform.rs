@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -211,7 +212,7 @@ impl Platform {
             let Ok(Some(fd)) = Netns::name(name.clone()).open() else {
                 continue;
             };
-            if let Some(id) = self.netns_id(std::os::fd::AsRawFd::as_raw_fd(&*fd))? {
+            if let Some(id) = self.netns_id(fd.as_raw_fd())? {
                 ids.entry(id).or_insert(name);
             }
         }

@@ -49,6 +49,11 @@ impl<'a> Data<'a> {
         }
     }
 
+    /// Every attribute as `name value`: the data of a kind without a printer here.
+    fn pairs(&self) -> impl Iterator<Item = String> + 'a {
+        self.0.iter().map(|(name, value)| format!("{name} {value}"))
+    }
+
     /// `label value` for each of `spec` that the data holds.
     fn push_all(&self, words: &mut Vec<String>, spec: &[(&str, &str, Show)]) {
         for &(name, label, show) in spec {
@@ -80,7 +85,7 @@ pub(super) fn kind_words(kind: &str, data: &[KindAttr], dev: IfName<'_>) -> Vec<
         "vxlan" => vxlan(&data, dev, &mut words),
         "macvlan" | "macvtap" => macvlan(&data, &mut words),
         "tun" => tun(&data, &mut words),
-        _ => words.extend(data.0.iter().map(|(name, value)| format!("{name} {value}"))),
+        _ => words.extend(data.pairs()),
     }
     words
 }
@@ -91,7 +96,7 @@ pub(super) fn port_words(kind: &str, data: &[KindAttr], dev: IfName<'_>) -> Vec<
     let mut words = Vec::new();
     match kind {
         "bridge" => bridge_port(&data, dev, &mut words),
-        _ => words.extend(data.0.iter().map(|(name, value)| format!("{name} {value}"))),
+        _ => words.extend(data.pairs()),
     }
     words
 }

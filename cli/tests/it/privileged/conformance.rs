@@ -1944,51 +1944,26 @@ fn link_detail_lines_are_ip_d_o_link() {
     let text = ns.ip(&["-d", "-o", "link"]).expect("ip -d -o link");
     let theirs: Vec<Vec<String>> = text
         .lines()
-        .map(|line| {
-            let line = line.replace('\\', " ");
-            let words: Vec<&str> = line.split_whitespace().collect();
-            let mut kept = Vec::new();
-            let mut i = 0;
-            while i < words.len() {
-                if TIMERS.contains(&words[i]) {
-                    i += 2;
-                    continue;
-                }
-                kept.push(words[i].to_owned());
-                i += 1;
-            }
-            kept
-        })
+        .map(|line| without_pairs(&line.replace('\\', " "), |word| TIMERS.contains(&word)))
         .collect();
     let out = nm(&["-d", "--netns", ns.name(), "link"]).ok().to_owned();
     let ours: Vec<Vec<String>> = out
         .lines()
         .zip(&theirs)
         .map(|(line, theirs)| {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            let mut kept = Vec::new();
-            let mut i = 0;
-            while i < words.len() {
-                if NEWER.contains(&words[i]) && !theirs.iter().any(|w| w == words[i]) {
-                    i += 2;
-                    continue;
-                }
-                // As in the JSON comparison: ip reads the reasons as 8 bits.
-                if words[i] == "protodown_reason"
-                    && let Some(reasons) = words.get(i + 1)
-                {
-                    let low: Vec<&str> = reasons
-                        .trim_matches(['<', '>'])
-                        .split(',')
-                        .filter(|bit| bit.parse::<u8>().is_ok_and(|bit| bit < 8))
-                        .collect();
-                    kept.push("protodown_reason".to_owned());
-                    kept.push(format!("<{}>", low.join(",")));
-                    i += 2;
-                    continue;
-                }
-                kept.push(words[i].to_owned());
-                i += 1;
+            let mut kept = without_pairs(line, |word| {
+                NEWER.contains(&word) && !theirs.iter().any(|w| w == word)
+            });
+            // As in the JSON comparison: ip reads the reasons as 8 bits.
+            if let Some(at) = kept.iter().position(|word| word == "protodown_reason")
+                && let Some(reasons) = kept.get_mut(at + 1)
+            {
+                let low: Vec<&str> = reasons
+                    .trim_matches(['<', '>'])
+                    .split(',')
+                    .filter(|bit| bit.parse::<u8>().is_ok_and(|bit| bit < 8))
+                    .collect();
+                *reasons = format!("<{}>", low.join(","));
             }
             kept
         })
@@ -2023,6 +1998,20 @@ fn link_detail_lines_are_ip_d_o_link() {
     ] {
         assert!(all.contains(word), "{word} in {out}");
     }
+}
+
+/// The words of `line` without each `name value` pair whose name `drop` picks.
+fn without_pairs(line: &str, drop: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut words = line.split_whitespace();
+    let mut kept = Vec::new();
+    while let Some(word) = words.next() {
+        if drop(word) {
+            words.next();
+        } else {
+            kept.push(word.to_owned());
+        }
+    }
+    kept
 }
 
 /// `addr -d`'s lines are `ip -d -o addr`'s, once `ip`'s line breaks (`\`) are spaces, on every
