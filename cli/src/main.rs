@@ -16,6 +16,7 @@ mod nexthop;
 mod nm;
 mod nm_actions;
 mod nm_defaults;
+mod nm_meta;
 mod objects;
 mod overview;
 mod pipe;

@@ -1036,13 +1036,455 @@ fn bytes_text(key: &str, bytes: &[u8]) -> String {
             .collect::<Vec<_>>()
             .join(sep)
     };
-    if key.contains("mac-address") || key == "bssid" {
+    if key.contains("mac-address") || matches!(key, "bssid" | "bdaddr" | "dhcp-anycast-address") {
         return hex(":");
     }
     match std::str::from_utf8(bytes) {
         Ok(text) if !text.chars().any(char::is_control) => text.to_owned(),
         _ => hex(" "),
     }
+}
+
+/// A `tc` handle as libnm writes it: `MAJOR:` or `MAJOR:MINOR`, in hex.
+fn tc_handle(handle: u32) -> String {
+    match handle & 0xffff {
+        0 => format!("{:x}:", handle >> 16),
+        minor => format!("{:x}:{minor:x}", handle >> 16),
+    }
+}
+
+/// An object's attributes as libnm formats them (`_nm_utils_format_variant_attributes`):
+/// sorted by name, `name` `kv` `value` (only the name for a flag of `spec`), separated by
+/// `sep`, both separators and backslashes escaped; where `spec` is given, only the names it
+/// lists; numbers, booleans (`true`/`false`) and text only, as libnm.
+fn variant_attributes(
+    dict: &netmirror_client_cache::Value,
+    skip: &[&str],
+    spec: Option<&[(&str, bool)]>,
+    sep: char,
+    kv: char,
+) -> String {
+    use netmirror_client_cache::Value as V;
+    let escape = |text: &str| {
+        let mut out = String::with_capacity(text.len());
+        for c in text.chars() {
+            if c == sep || c == kv || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let V::Dict(dict) = dict else {
+        return String::new();
+    };
+    let mut attrs: Vec<(&str, String)> = dict
+        .entries
+        .iter()
+        .filter_map(|(key, value)| {
+            let key = key.as_str()?;
+            if skip.contains(&key) {
+                return None;
+            }
+            let flag = match spec {
+                Some(spec) => spec.iter().find(|(name, _)| *name == key)?.1,
+                None => false,
+            };
+            let value = match value.unwrap_variant() {
+                V::U32(n) => n.to_string(),
+                V::I32(n) => n.to_string(),
+                V::U64(n) => n.to_string(),
+                V::U8(n) => n.to_string(),
+                V::Bool(b) => b.to_string(),
+                V::Str(text) => text.to_string(),
+                V::Bytes(bytes) => {
+                    String::from_utf8_lossy(bytes.split(|b| *b == 0).next()?).into_owned()
+                }
+                _ => return None,
+            };
+            let text = if flag {
+                escape(key)
+            } else {
+                format!("{}{kv}{}", escape(key), escape(&value))
+            };
+            Some((key, text))
+        })
+        .collect();
+    attrs.sort_by(|a, b| a.0.cmp(b.0));
+    attrs
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect::<Vec<_>>()
+        .join(&sep.to_string())
+}
+
+/// A `tc.qdiscs` or `tc.tfilters` value as nmcli shows it (libnm's `nm_utils_tc_qdisc_to_str`
+/// and `nm_utils_tc_tfilter_to_str`, joined with `, `): `root`, `parent MAJ:MIN` (nothing for
+/// ingress), `handle MAJ:MIN`, the kind and its attributes, a filter's action.
+fn tc_text(key: &str, value: &netmirror_client_cache::Value) -> Option<String> {
+    const ROOT: u32 = 0xffff_ffff;
+    const INGRESS: u32 = 0xffff_fff1;
+    let netmirror_client_cache::Value::Array(array) = value else {
+        return None;
+    };
+    let qdisc = key == "qdiscs";
+    let mut texts = Vec::new();
+    for item in &array.items {
+        let item = item.unwrap_variant();
+        let number = |name: &str| {
+            item.get(name)
+                .and_then(|v| v.unwrap_variant().as_u32())
+                .unwrap_or(0)
+        };
+        let kind = item.get("kind")?.unwrap_variant().as_str()?;
+        let mut text = match number("parent") {
+            ROOT => "root ".to_owned(),
+            INGRESS => String::new(),
+            parent => format!("parent {} ", tc_handle(parent)),
+        };
+        let handle = number("handle");
+        if handle != 0 && !(qdisc && matches!(kind, "ingress" | "clsact")) {
+            text.push_str(&format!("handle {} ", tc_handle(handle)));
+        }
+        text.push_str(kind);
+        let rest = if qdisc {
+            variant_attributes(item, &["kind", "handle", "parent"], None, ' ', ' ')
+        } else if let Some(action) = item.get("action").map(|a| a.unwrap_variant()) {
+            let action_kind = action.get("kind")?.unwrap_variant().as_str()?;
+            text.push_str(" action ");
+            text.push_str(action_kind);
+            let spec: Option<&[(&str, bool)]> = match action_kind {
+                "simple" => Some(&[("sdata", false)]),
+                "mirred" => Some(&[
+                    ("egress", true),
+                    ("ingress", true),
+                    ("mirror", true),
+                    ("redirect", true),
+                    ("dev", false),
+                ]),
+                _ => None,
+            };
+            variant_attributes(action, &["kind"], spec, ' ', ' ')
+        } else {
+            String::new()
+        };
+        if !rest.is_empty() {
+            text.push(' ');
+            text.push_str(&rest);
+        }
+        texts.push(text);
+    }
+    Some(texts.join(", "))
+}
+
+/// The dictionaries of an `aa{sv}` value.
+fn dicts(value: &netmirror_client_cache::Value) -> Vec<&netmirror_client_cache::Value> {
+    match value.unwrap_variant() {
+        netmirror_client_cache::Value::Array(array) => array
+            .items
+            .iter()
+            .map(netmirror_client_cache::Value::unwrap_variant)
+            .filter(|item| matches!(item, netmirror_client_cache::Value::Dict(_)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A number of a dictionary, whatever its integer type.
+fn dict_number(dict: &netmirror_client_cache::Value, key: &str) -> Option<i64> {
+    use netmirror_client_cache::Value as V;
+    match dict.get(key)?.unwrap_variant() {
+        V::U8(n) => Some(i64::from(*n)),
+        V::U16(n) => Some(i64::from(*n)),
+        V::I16(n) => Some(i64::from(*n)),
+        V::U32(n) => Some(i64::from(*n)),
+        V::I32(n) => Some(i64::from(*n)),
+        V::U64(n) => i64::try_from(*n).ok(),
+        V::I64(n) => Some(*n),
+        _ => None,
+    }
+}
+
+/// Text in a list as nmcli escapes it (libnm's `nm_utils_escaped_tokens_escape_full` with a
+/// backslash as needed and leading and trailing spaces): a backslash before each of
+/// `delimiters`, before a space that starts or ends the text, and before a backslash that
+/// would otherwise escape the next character (one of `delimiters` or `as_needed`, a space,
+/// or the end).
+fn escape_tokens(text: &str, delimiters: &str, as_needed: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let edge = i == 0 || i + 1 == chars.len();
+        let escape = delimiters.contains(c)
+            || (c.is_ascii_whitespace() && edge)
+            || (c == '\\'
+                && chars.get(i + 1).is_none_or(|next| {
+                    delimiters.contains(*next)
+                        || as_needed.contains(*next)
+                        || next.is_ascii_whitespace()
+                }));
+        if escape {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A `key=value` list's key or value as nmcli escapes it (libnm's
+/// `nm_utils_escaped_tokens_options_escape_key`/`_val`).
+fn escape_option(text: &str, key: bool) -> String {
+    if key {
+        escape_tokens(text, ",=", "")
+    } else {
+        escape_tokens(text, ",", "=")
+    }
+}
+
+/// `ipv4.routing-rules`/`ipv6.routing-rules` as nmcli shows them (libnm's
+/// `nm_ip_routing_rule_to_string`, joined with `, `).
+fn routing_rules_text(value: &netmirror_client_cache::Value) -> String {
+    const FR_ACT_TO_TBL: i64 = 1;
+    const RTN_NAMES: [&str; 12] = [
+        "unspec",
+        "unicast",
+        "local",
+        "broadcast",
+        "anycast",
+        "multicast",
+        "blackhole",
+        "unreachable",
+        "prohibit",
+        "throw",
+        "nat",
+        "xresolve",
+    ];
+    let rules: Vec<String> = dicts(value)
+        .into_iter()
+        .map(|rule| {
+            let number = |key: &str| dict_number(rule, key);
+            let text = |key: &str| rule.get(key).and_then(|v| v.unwrap_variant().as_str());
+            let v4 = number("family") != Some(10);
+            let mut words: Vec<String> = Vec::new();
+            if let Some(priority) = number("priority") {
+                words.push(format!("priority {priority}"));
+            }
+            if rule
+                .get("invert")
+                .and_then(|v| v.unwrap_variant().as_bool())
+                == Some(true)
+            {
+                words.push("not".to_owned());
+            }
+            let full = if v4 { 32 } else { 128 };
+            let to = text("to").map(|addr| (addr, number("to-len").unwrap_or(0)));
+            let from = text("from").map(|addr| (addr, number("from-len").unwrap_or(0)));
+            for (word, addr, required) in [("from", from, to.is_none()), ("to", to, false)] {
+                match addr {
+                    Some((addr, len)) if len != 0 => words.push(if len == full {
+                        format!("{word} {addr}")
+                    } else {
+                        format!("{word} {addr}/{len}")
+                    }),
+                    _ if required => {
+                        words.push(format!("{word} {}/0", if v4 { "0.0.0.0" } else { "::" }));
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(tos) = number("tos").filter(|n| *n != 0) {
+                words.push(format!("tos 0x{tos:02x}"));
+            }
+            if let Some(ipproto) = number("ipproto").filter(|n| *n != 0) {
+                words.push(format!("ipproto {ipproto}"));
+            }
+            let (mark, mask) = (number("fwmark").unwrap_or(0), number("fwmask").unwrap_or(0));
+            if mark != 0 || mask != 0 {
+                let mut word = if mark == 0 {
+                    "fwmark 0".to_owned()
+                } else {
+                    format!("fwmark 0x{mark:x}")
+                };
+                match mask {
+                    0xffff_ffff => {}
+                    0 => word.push_str("/0"),
+                    mask => word.push_str(&format!("/0x{mask:x}")),
+                }
+                words.push(word);
+            }
+            // libnm takes a range without its end as the one value.
+            for name in ["sport", "dport"] {
+                let start = number(&format!("{name}-start")).unwrap_or(0);
+                let end = number(&format!("{name}-end")).unwrap_or(start);
+                if start != 0 || end != 0 {
+                    words.push(if start == end {
+                        format!("{name} {start}")
+                    } else {
+                        format!("{name} {start}-{end}")
+                    });
+                }
+            }
+            for (key, word) in [("iifname", "iif"), ("oifname", "oif")] {
+                if let Some(name) = text(key) {
+                    words.push(format!("{word} {}", escape_tokens(name, " \t\n", "")));
+                }
+            }
+            if let Some(start) = number("uid-range-start") {
+                let end = number("uid-range-end").unwrap_or(start);
+                words.push(format!("uidrange {start}-{end}"));
+            }
+            if let Some(length) = number("suppress-prefixlength").filter(|n| *n != -1) {
+                words.push(format!("suppress_prefixlength {length}"));
+            }
+            let action = number("action").unwrap_or(FR_ACT_TO_TBL);
+            let table = number("table").unwrap_or(0);
+            if table != 0 || action == FR_ACT_TO_TBL {
+                words.push(format!("table {table}"));
+            }
+            if action != FR_ACT_TO_TBL {
+                let name = usize::try_from(action).ok().and_then(|i| RTN_NAMES.get(i));
+                words.push(match name {
+                    Some(name) => format!("type {name}"),
+                    None => format!("type {action}"),
+                });
+            }
+            escape_tokens(&words.join(" "), ",", "")
+        })
+        .collect();
+    rules.join(", ")
+}
+
+/// The text nmcli shows for the structured properties it prints with printers of its own,
+/// the same in both forms: bond options, VPN data, VLAN priority maps, routing rules, bridge
+/// VLANs, OVS trunks and SR-IOV VFs. `None` for any other property.
+fn structured_text(
+    setting: &str,
+    key: &str,
+    value: &netmirror_client_cache::Value,
+) -> Option<String> {
+    use netmirror_client_cache::Value as V;
+    let value = value.unwrap_variant();
+    let pairs = |value: &V| -> Vec<(String, String)> {
+        let V::Dict(dict) = value else {
+            return Vec::new();
+        };
+        let mut pairs: Vec<(String, String)> = dict
+            .entries
+            .iter()
+            .filter_map(|(k, v)| {
+                Some((
+                    k.as_str()?.to_owned(),
+                    v.unwrap_variant().as_str()?.to_owned(),
+                ))
+            })
+            .collect();
+        pairs.sort();
+        pairs
+    };
+    Some(match (setting, key) {
+        ("bond", "options") => {
+            let mut options = pairs(value);
+            // libnm puts `mode` first.
+            options.sort_by_key(|(k, _)| k != "mode");
+            options
+                .iter()
+                .map(|(k, v)| {
+                    let v = if k == "arp_ip_target" {
+                        v.replace(',', " ")
+                    } else {
+                        v.clone()
+                    };
+                    format!("{}={}", escape_option(k, true), escape_option(&v, false))
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        }
+        ("vpn", "data") => pairs(value)
+            .iter()
+            .map(|(k, v)| format!("{} = {}", escape_option(k, true), escape_option(v, false)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        ("vlan", "ingress-priority-map" | "egress-priority-map") => value.as_strs()?.join(" "),
+        // `user:NAME:` on D-Bus (the last part is reserved), `user:NAME` in nmcli.
+        ("connection", "permissions") => value
+            .as_strs()?
+            .iter()
+            .map(|p| p.strip_suffix(':').unwrap_or(p))
+            .collect::<Vec<_>>()
+            .join(","),
+        ("ipv4" | "ipv6", "routing-rules") => routing_rules_text(value),
+        ("bridge" | "bridge-port", "vlans") => dicts(value)
+            .into_iter()
+            .map(|vlan| {
+                let start = dict_number(vlan, "vid-start").unwrap_or(0);
+                let end = dict_number(vlan, "vid-end").unwrap_or(start);
+                let mut text = if start == end {
+                    start.to_string()
+                } else {
+                    format!("{start}-{end}")
+                };
+                for flag in ["pvid", "untagged"] {
+                    if vlan.get(flag).and_then(|v| v.unwrap_variant().as_bool()) == Some(true) {
+                        text.push(' ');
+                        text.push_str(flag);
+                    }
+                }
+                text
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        ("ovs-port", "trunks") => dicts(value)
+            .into_iter()
+            .map(|range| {
+                let start = dict_number(range, "start").unwrap_or(0);
+                let end = dict_number(range, "end").unwrap_or(start);
+                if start == end {
+                    start.to_string()
+                } else {
+                    format!("{start}-{end}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        ("sriov", "vfs") => dicts(value)
+            .into_iter()
+            .map(|vf| {
+                let mut text = dict_number(vf, "index").unwrap_or(0).to_string();
+                let attributes = variant_attributes(vf, &["index", "vlans"], None, ' ', '=');
+                if !attributes.is_empty() {
+                    text.push(' ');
+                    text.push_str(&attributes);
+                }
+                let mut vlans: Vec<(i64, i64, i64)> = vf
+                    .get("vlans")
+                    .map(dicts)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|vlan| {
+                        (
+                            dict_number(vlan, "id").unwrap_or(0),
+                            dict_number(vlan, "qos").unwrap_or(0),
+                            dict_number(vlan, "protocol").unwrap_or(0),
+                        )
+                    })
+                    .collect();
+                vlans.sort_unstable();
+                if !vlans.is_empty() {
+                    text.push_str(" vlans");
+                }
+                for (i, (id, qos, protocol)) in vlans.into_iter().enumerate() {
+                    text.push(if i == 0 { '=' } else { ';' });
+                    text.push_str(&id.to_string());
+                    if qos != 0 || protocol != 0 {
+                        text.push_str(&format!(".{qos}{}", if protocol == 0 { "" } else { ".ad" }));
+                    }
+                }
+                escape_tokens(&text, ",", "")
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => return None,
+    })
 }
 
 /// An `ipv4.addresses`/`ipv6.addresses` value from the setting's `address-data`.
@@ -1077,9 +1519,9 @@ fn setting_routes(values: &netmirror_client_cache::Value) -> Option<(String, Str
     let mut human = Vec::new();
     let mut terse = Vec::new();
     for d in &array.items {
-        let netmirror_client_cache::Value::Dict(dict) = d.unwrap_variant() else {
+        if !matches!(d.unwrap_variant(), netmirror_client_cache::Value::Dict(_)) {
             continue;
-        };
+        }
         let (Some(dest), Some(prefix)) = (
             d.get("dest").and_then(|v| v.as_str()),
             d.get("prefix").and_then(|v| v.as_u32()),
@@ -1095,27 +1537,21 @@ fn setting_routes(values: &netmirror_client_cache::Value) -> Option<(String, Str
         }
         if let Some(mt) = d.get("metric").and_then(|v| v.as_u32()) {
             text.push_str(&format!(", mt = {mt}"));
-            if nh.is_none() {
-                short.push_str(if dest.contains(':') {
-                    " ::"
-                } else {
-                    " 0.0.0.0"
-                });
-            }
             short.push_str(&format!(" {mt}"));
         }
-        for (key, value) in &dict.entries {
-            let Some(key) = key.as_str() else { continue };
-            if !matches!(key, "dest" | "prefix" | "next-hop" | "metric") {
-                text.push_str(&format!(", {key}={}", value.unwrap_variant()));
-                short.push_str(&format!(" {key}={}", value.unwrap_variant()));
-            }
+        let attributes =
+            variant_attributes(d, &["dest", "prefix", "next-hop", "metric"], None, ' ', '=');
+        if !attributes.is_empty() {
+            text.push(' ');
+            text.push_str(&attributes);
+            short.push(' ');
+            short.push_str(&attributes);
         }
         text.push_str(" }");
         human.push(text);
         terse.push(short);
     }
-    Some((human.join("; "), terse.join(",")))
+    Some((human.join("; "), terse.join(", ")))
 }
 
 /// `ipv4.dns` (`au` in network byte order, or `dns-data`) and `ipv6.dns` (`aay`) as addresses.
@@ -1181,6 +1617,9 @@ fn setting_cell(
             json: bus::json(value),
         }));
     }
+    if let Some(text) = structured_text(setting, key, value) {
+        return Some(decoded(Some(text)));
+    }
     Some(match (key, value) {
         ("addresses", _) if ip => decoded(setting_addresses(values)),
         ("routes", _) if ip => match setting_routes(values) {
@@ -1193,17 +1632,19 @@ fn setting_cell(
             None => bus::cell(value),
         },
         ("dns", _) if ip => decoded(setting_dns(setting, values)),
+        ("qdiscs" | "tfilters", _) if setting == "tc" => decoded(tc_text(key, value)),
         ("metered", V::I32(n)) if setting == "connection" => Cell::from(TypedCell {
             text: nmc::Metered::from_u32(u32::try_from(*n).unwrap_or(0)).to_string(),
-            json: bus::json(value),
-        }),
-        ("mode", V::U32(n)) if setting == "ip-tunnel" => Cell::from(TypedCell {
-            text: nmc::IpTunnelMode::from_u32(*n).to_string(),
             json: bus::json(value),
         }),
         ("apn", V::Str(apn)) if setting == "gsm" => Cell::from(ModalCell {
             text: format!("\"{apn}\""),
             terse: apn.to_string(),
+            json: bus::json(value),
+        }),
+        // An ethtool feature or pause setting: nmcli says `on`/`off`.
+        (_, V::Bool(on)) if setting == "ethtool" => Cell::from(TypedCell {
+            text: if *on { "on" } else { "off" }.to_owned(),
             json: bus::json(value),
         }),
         (_, V::Bool(on)) => Cell::from(TypedCell {
@@ -1219,45 +1660,188 @@ fn setting_cell(
     })
 }
 
-/// The names nmcli gives the numbers of a setting property that is an enumeration or a set
-/// of flags of libnm's (not of the D-Bus API, whose types are in `nmc`): `N (name)` for
-/// people and `N` terse (the name in both, where nmcli's terse form has it), `N (A, B)` for
-/// flags with `0 (none)` (or `0 (NONE)`) for none. A number without a name is the number.
-enum ValueNames {
-    Enum {
+/// How nmcli shows a number in one form (people's or terse): the number (in hex or not), its
+/// name, or `number (name)`, which is what it shows when it has both and they differ.
+#[derive(Clone, Copy)]
+pub(crate) struct Mode {
+    pub(crate) number: bool,
+    pub(crate) hex: bool,
+    pub(crate) name: bool,
+}
+
+/// How nmcli names the numbers of a setting property (the rows of
+/// [`crate::nm_meta::VALUE_NAMES`], generated from nmcli's own property table).
+pub(crate) enum Names {
+    /// A number with names for some values: `N (name)` for people, `N` terse.
+    Number {
+        hex: bool,
         names: &'static [(i64, &'static str)],
-        terse_name: bool,
     },
+    /// An enumeration: the names nmcli puts `first`, then the type's `own`.
+    Enum {
+        first: &'static [(i64, &'static str)],
+        own: &'static [(i64, &'static str)],
+        people: Mode,
+        terse: Mode,
+    },
+    /// Flags, named as libnm names them: the names nmcli puts `first`, then the type's
+    /// `own` in their order, each taking its bits; bits without a name (an empty name is one
+    /// libnm does not print) are the rest in hex. The names are joined with `, `.
     Flags {
-        names: &'static [&'static str],
+        first: &'static [(i64, &'static str)],
+        own: &'static [(i64, &'static str)],
+        people: Mode,
+        terse: Mode,
+    },
+    /// Flags as nmcli's own printers of secret, VLAN and DCB flags show them: `N (A, B)`
+    /// with the names of the known bits (the others left out), `0 (none)`, `N (unknown)`
+    /// where no bit is known; terse `N`, or the same text where `terse_names`.
+    Listed {
         none: &'static str,
+        names: &'static [(i64, &'static str)],
+        terse_names: bool,
     },
 }
 
-impl ValueNames {
+impl Names {
     /// nmcli's text for `n`: (for people, terse).
     fn texts(&self, n: i64) -> (String, String) {
         match self {
-            ValueNames::Enum { names, terse_name } => {
-                match names.iter().find(|(value, _)| *value == n) {
-                    Some((_, name)) if *terse_name => (format!("{n} ({name})"), (*name).to_owned()),
-                    Some((_, name)) => (format!("{n} ({name})"), n.to_string()),
-                    None => (n.to_string(), n.to_string()),
-                }
+            Names::Number { hex, names } => {
+                let number = if *hex {
+                    format!("0x{n:x}")
+                } else {
+                    n.to_string()
+                };
+                let people = match names.iter().find(|(value, _)| *value == n) {
+                    Some((_, name)) => format!("{number} ({name})"),
+                    None => number.clone(),
+                };
+                (people, number)
             }
-            ValueNames::Flags { none, .. } if n == 0 => (format!("0 ({none})"), "0".to_owned()),
-            ValueNames::Flags { names, .. } => {
-                let set: Vec<String> = (0..32)
-                    .filter(|bit| n & (1 << bit) != 0)
-                    .map(|bit: u32| match names.get(bit as usize) {
-                        Some(name) => (*name).to_owned(),
-                        None => format!("{:#x}", 1u32 << bit),
-                    })
+            Names::Enum {
+                people,
+                terse,
+                first,
+                own,
+            } => {
+                let name = || {
+                    first
+                        .iter()
+                        .chain(own.iter())
+                        .find(|(value, _)| *value == n)
+                        .map_or_else(|| n.to_string(), |(_, name)| (*name).to_owned())
+                };
+                (people.show(n, name), terse.show(n, name))
+            }
+            Names::Flags {
+                people,
+                terse,
+                first,
+                own,
+            } => {
+                let name = || flag_names(first, own, n);
+                (people.show(n, name), terse.show(n, name))
+            }
+            Names::Listed {
+                none,
+                names,
+                terse_names,
+            } => {
+                let set: Vec<&str> = names
+                    .iter()
+                    .filter(|(bit, _)| n & bit != 0)
+                    .map(|(_, name)| *name)
                     .collect();
-                (format!("{n} ({})", set.join(", ")), n.to_string())
+                let people = match (n, set.is_empty()) {
+                    (0, _) => format!("0 ({none})"),
+                    (_, true) => format!("{n} (unknown)"),
+                    (_, false) => format!("{n} ({})", set.join(", ")),
+                };
+                let terse = if *terse_names {
+                    people.clone()
+                } else {
+                    n.to_string()
+                };
+                (people, terse)
             }
         }
     }
+}
+
+impl Mode {
+    /// The text of `n` in this form, `name` giving its name (libnm's `enum_to_str`).
+    fn show(self, n: i64, name: impl Fn() -> String) -> String {
+        let number = if self.hex {
+            format!("0x{n:x}")
+        } else {
+            n.to_string()
+        };
+        if !self.name {
+            return number;
+        }
+        let name = name();
+        if !self.number || name == number {
+            name
+        } else {
+            format!("{number} ({name})")
+        }
+    }
+}
+
+/// libnm's names of a set of flags: `first`'s that are wholly set (a zero-valued one only for
+/// zero), then `own`'s, first match first, until every bit is named or one has no name.
+fn flag_names(first: &[(i64, &str)], own: &[(i64, &str)], n: i64) -> String {
+    // The bits as libnm holds them (`unsigned`): cutting to 32 bits is the point.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let mut bits = n as u32;
+    let was_zero = bits == 0;
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let as_bits = |value: i64| value as u32;
+    let mut names: Vec<String> = Vec::new();
+    for &(value, name) in first {
+        let value = as_bits(value);
+        let takes = if bits == 0 {
+            value == 0 && was_zero
+        } else {
+            value != 0 && bits & value == value
+        };
+        if takes {
+            names.push(name.to_owned());
+            bits &= !value;
+            if bits == 0 {
+                return names.join(", ");
+            }
+        }
+    }
+    loop {
+        let found = own
+            .iter()
+            .map(|&(value, name)| (as_bits(value), name))
+            .find(|&(value, _)| {
+                if bits == 0 {
+                    value == 0
+                } else {
+                    value != 0 && bits & value == value
+                }
+            });
+        match found {
+            Some((value, name)) if !name.is_empty() => {
+                names.push(name.to_owned());
+                bits &= !value;
+            }
+            _ => {
+                if bits != 0 {
+                    names.push(format!("0x{bits:x}"));
+                }
+                break;
+            }
+        }
+        if bits == 0 {
+            break;
+        }
+    }
+    names.join(", ")
 }
 
 /// The secrets' flags properties (`NMSettingSecretFlags`), in every setting that has them.
@@ -1277,71 +1861,49 @@ const SECRET_FLAG_KEYS: &[&str] = &[
     "wep-key-flags",
 ];
 
-/// [`ValueNames`] of the properties that have them, as nmcli 1.42 prints them (each value
-/// read off nmcli in the sandbox; `connection_show_equals_nmcli_for_every_type` compares).
-fn setting_value_names(setting: &str, key: &str) -> Option<ValueNames> {
-    const DEFAULT_NO_YES: &[(i64, &str)] = &[(-1, "default"), (0, "no"), (1, "yes")];
-    const DEFAULT_FALSE_TRUE: &[(i64, &str)] = &[(-1, "default"), (0, "false"), (1, "true")];
-    const RESOLVE: &[(i64, &str)] = &[(-1, "default"), (0, "no"), (1, "resolve"), (2, "yes")];
-    const WIFI_SEC: &[(i64, &str)] = &[
-        (0, "default"),
-        (1, "disable"),
-        (2, "optional"),
-        (3, "required"),
-    ];
-    let number = |names| ValueNames::Enum {
-        names,
-        terse_name: false,
-    };
+/// Secret flags (nmcli's `secret_flags_to_string`).
+const SECRET_FLAGS: Names = Names::Listed {
+    none: "none",
+    names: &[(1, "agent-owned"), (2, "not saved"), (4, "not required")],
+    terse_names: false,
+};
+
+/// DCB's flags (nmcli's `dcb_flags_to_string`, the same text in both forms).
+const DCB_FLAGS: Names = Names::Listed {
+    none: "disabled",
+    names: &[(1, "enabled"), (2, "advertise"), (4, "willing")],
+    terse_names: true,
+};
+
+/// `vlan.flags` (nmcli's `vlan_flags_to_string`).
+const VLAN_FLAGS: Names = Names::Listed {
+    none: "NONE",
+    names: &[
+        (1, "REORDER_HEADERS"),
+        (2, "GVRP"),
+        (4, "LOOSE_BINDING"),
+        (8, "MVRP"),
+    ],
+    terse_names: false,
+};
+
+/// The [`Names`] of a setting property's numbers, where nmcli has them: the generated table
+/// of nmcli's enumerations, flags and named numbers, and the two kinds nmcli prints with
+/// printers of their own.
+fn setting_value_names(setting: &str, key: &str) -> Option<&'static Names> {
     if SECRET_FLAG_KEYS.contains(&key) {
-        return Some(ValueNames::Flags {
-            names: &["agent-owned", "not saved", "not required"],
-            none: "none",
-        });
+        return Some(&SECRET_FLAGS);
     }
-    Some(match (setting, key) {
-        ("connection", "multi-connect") => number(&[
-            (0, "default"),
-            (1, "single"),
-            (2, "manual-multiple"),
-            (3, "multiple"),
-        ]),
-        ("connection", "autoconnect-slaves") => number(DEFAULT_NO_YES),
-        ("connection", "mdns" | "llmnr") => number(RESOLVE),
-        ("connection", "dns-over-tls") => {
-            number(&[(-1, "default"), (0, "no"), (1, "opportunistic"), (2, "yes")])
-        }
-        ("802-3-ethernet", "accept-all-mac-addresses") => number(DEFAULT_FALSE_TRUE),
-        ("802-11-wireless", "ap-isolation") => number(DEFAULT_FALSE_TRUE),
-        ("802-11-wireless", "powersave") => ValueNames::Enum {
-            names: &[(0, "default"), (1, "ignore"), (2, "disable"), (3, "enable")],
-            terse_name: true,
-        },
-        ("802-11-wireless-security", "pmf" | "fils") => number(WIFI_SEC),
-        ("ipv4", "link-local") => {
-            number(&[(0, "default"), (1, "auto"), (2, "disabled"), (3, "enabled")])
-        }
-        ("ipv6", "ip6-privacy") => number(&[
-            (-1, "unknown"),
-            (0, "disabled"),
-            (1, "enabled, prefer public IP"),
-            (2, "enabled, prefer temporary IP"),
-        ]),
-        ("macvlan", "mode") => number(&[
-            (0, "unknown"),
-            (1, "vepa"),
-            (2, "bridge"),
-            (3, "private"),
-            (4, "passthru"),
-            (5, "source"),
-        ]),
-        ("tun", "mode") => number(&[(0, "unknown"), (1, "tun"), (2, "tap")]),
-        ("vlan", "flags") => ValueNames::Flags {
-            names: &["REORDER_HEADERS", "GVRP", "LOOSE_BINDING", "MVRP"],
-            none: "NONE",
-        },
-        _ => return None,
-    })
+    if (setting, key) == ("vlan", "flags") {
+        return Some(&VLAN_FLAGS);
+    }
+    if setting == "dcb" && key.ends_with("-flags") {
+        return Some(&DCB_FLAGS);
+    }
+    crate::nm_meta::VALUE_NAMES
+        .iter()
+        .find(|(s, k, _)| *s == setting && *k == key)
+        .map(|(_, _, names)| names)
 }
 
 /// nmcli's text for a property the daemon left out (its default, from the generated table).
@@ -1371,14 +1933,31 @@ fn default_cell((text, terse): (&'static str, &'static str)) -> Cell {
     }
 }
 
-/// The properties of one setting of a profile, in nmcli's order: each property nmcli shows,
-/// the daemon's value where it sent one, nmcli's default (from [`crate::nm_defaults`]) where
-/// it left it out. nmcli shows no other property of a setting it knows (the daemon also sends
-/// D-Bus-only and deprecated forms, such as `bridge.interface-name`); of a setting the table
-/// does not know, every property the daemon sent is shown.
+/// nmcli's default text of a property the daemon left out, where the table has one.
+fn default_of(setting: &str, key: &str) -> Option<(&'static str, &'static str)> {
+    crate::nm_defaults::SETTINGS
+        .iter()
+        .find(|(name, _)| *name == setting)
+        .and_then(|(_, keys)| keys.iter().find(|(name, _)| *name == key))
+        .and_then(|(_, default)| *default)
+}
+
+/// The properties of one setting of a profile, in nmcli's order ([`crate::nm_meta`]): each
+/// property nmcli shows, the daemon's value where it sent one, nmcli's default (from
+/// [`crate::nm_defaults`]) where it left it out, except the properties nmcli hides while
+/// they hold their default. nmcli shows no other property of a setting it knows (the daemon
+/// also sends D-Bus-only and deprecated forms, such as `bridge.interface-name`), and nothing
+/// of the settings its table has but does not print (`loopback`); of a setting its table
+/// does not have, every property the daemon sent is shown.
 fn setting_props(props: &mut Vec<Prop>, setting: &str, values: &netmirror_client_cache::Value) {
     let sent = |key: &str| values.get(key).map(|value| value.unwrap_variant());
-    let Some((_, known)) = crate::nm_defaults::SETTINGS
+    let mut push = |key: &str, cell: Cell| {
+        props.push(Prop::common(format!("{setting}.{key}"), cell).in_group("profile"));
+    };
+    if crate::nm_meta::UNSHOWN_SETTINGS.contains(&setting) {
+        return;
+    }
+    let Some((_, known)) = crate::nm_meta::SETTINGS
         .iter()
         .find(|(name, _)| *name == setting)
     else {
@@ -1386,19 +1965,35 @@ fn setting_props(props: &mut Vec<Prop>, setting: &str, values: &netmirror_client
             for (key, value) in &dict.entries {
                 let Some(key) = key.as_str() else { continue };
                 if let Some(cell) = setting_cell(setting, key, value.unwrap_variant(), values) {
-                    props.push(Prop::common(format!("{setting}.{key}"), cell).in_group("profile"));
+                    push(key, cell);
                 }
             }
         }
         return;
     };
-    for (key, default) in *known {
+    for &(key, hidden_if_default) in *known {
+        // libnm takes `cloned-mac-address` from the D-Bus-only `assigned-mac-address` where
+        // the daemon sent it (the bytes cannot say `stable` or `random`), empty as unset.
+        if key == "cloned-mac-address"
+            && let Some(assigned) = sent("assigned-mac-address").and_then(|v| v.as_str())
+        {
+            push(
+                key,
+                if assigned.is_empty() {
+                    Cell::Null
+                } else {
+                    Cell::from(assigned.to_owned())
+                },
+            );
+            continue;
+        }
         let cell = match sent(key) {
             Some(value) => setting_cell(setting, key, value, values),
-            None => default.map(default_cell),
+            None if hidden_if_default => None,
+            None => default_of(setting, key).map(default_cell),
         };
         if let Some(cell) = cell {
-            props.push(Prop::common(format!("{setting}.{key}"), cell).in_group("profile"));
+            push(key, cell);
         }
     }
 }
@@ -1413,7 +2008,7 @@ fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
         profile.settings().map(|value| value.unwrap_variant())
     {
         let rank = |setting: &str| {
-            crate::nm_defaults::SETTINGS
+            crate::nm_meta::SETTINGS
                 .iter()
                 .position(|(name, _)| *name == setting)
                 .unwrap_or(usize::MAX)
@@ -1972,4 +2567,149 @@ fn print(
         old,
         new,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netmirror_client_cache::Value as V;
+
+    fn names(setting: &str, key: &str) -> &'static Names {
+        setting_value_names(setting, key).expect("a property nmcli names")
+    }
+
+    #[test]
+    fn numbers_are_named_as_nmcli_names_them() {
+        let text = |setting, key, n| names(setting, key).texts(n);
+        // Flags: the name nmcli puts first for zero, the type's names, hex in both forms.
+        assert_eq!(
+            text("connection", "mptcp-flags", 0),
+            ("0x0 (default)".into(), "0x0".into())
+        );
+        assert_eq!(
+            text("connection", "mptcp-flags", 6),
+            ("0x6 (enabled, also-without-sysctl)".into(), "0x6".into())
+        );
+        // Bits without a name are the rest, in hex.
+        assert_eq!(
+            text("ipv4", "dhcp-hostname-flags", 0x31),
+            ("0x31 (fqdn-serv-update, 0x30)".into(), "0x31".into())
+        );
+        // Names only, in both forms (terse with the names too where nmcli's table says so).
+        assert_eq!(
+            text("802-3-ethernet", "wake-on-lan", 0x42),
+            ("phy, magic".into(), "phy, magic".into())
+        );
+        assert_eq!(
+            text("802-1x", "phase1-auth-flags", 5),
+            (
+                "0x5 (tls-1-0-disable, tls-1-2-disable)".into(),
+                "tls-1-0-disable, tls-1-2-disable".into()
+            )
+        );
+        // Enumerations: a value without a name is the number alone.
+        assert_eq!(
+            text("ipv4", "auto-route-ext-gw", 0),
+            ("0 (false)".into(), "0".into())
+        );
+        assert_eq!(
+            text("ipv4", "auto-route-ext-gw", 7),
+            ("7".into(), "7".into())
+        );
+        assert_eq!(
+            text("ipv6", "ip6-privacy", 1),
+            ("1 (enabled, prefer public IP)".into(), "1".into())
+        );
+        assert_eq!(
+            text("ipv6", "addr-gen-mode", 0),
+            ("eui64".into(), "eui64".into())
+        );
+        // Numbers with names for some values.
+        assert_eq!(
+            text("ipv4", "route-table", 254),
+            ("254 (main)".into(), "254".into())
+        );
+        assert_eq!(text("ipv4", "route-table", 7), ("7".into(), "7".into()));
+        assert_eq!(
+            text("wpan", "pan-id", 0xffff),
+            ("0xffff (unset)".into(), "0xffff".into())
+        );
+        // nmcli's own printers: known bits only, `unknown` without one.
+        assert_eq!(
+            text("802-11-wireless-security", "psk-flags", 9),
+            ("9 (agent-owned)".into(), "9".into())
+        );
+        assert_eq!(
+            text("vlan", "flags", 16),
+            ("16 (unknown)".into(), "16".into())
+        );
+        assert_eq!(
+            text("dcb", "app-fcoe-flags", 0),
+            ("0 (disabled)".into(), "0 (disabled)".into())
+        );
+        assert!(setting_value_names("connection", "id").is_none());
+    }
+
+    fn dict(entries: &[(&str, V)]) -> V {
+        V::Dict(Box::new(netmirror_client_cache::Dict {
+            key: "s".into(),
+            value: "v".into(),
+            entries: entries
+                .iter()
+                .map(|(k, v)| (V::Str((*k).into()), V::Variant(Box::new(v.clone()))))
+                .collect(),
+        }))
+    }
+
+    fn array(items: Vec<V>) -> V {
+        V::Array(Box::new(netmirror_client_cache::Array {
+            element: "a{sv}".into(),
+            items,
+        }))
+    }
+
+    #[test]
+    fn structured_values_are_printed_as_libnm_prints_them() {
+        let rules = array(vec![
+            dict(&[
+                ("family", V::I32(2)),
+                ("priority", V::U32(5)),
+                ("to", V::Str("10.0.0.1".into())),
+                ("to-len", V::U8(32)),
+                ("dport-start", V::U16(80)),
+                ("fwmask", V::U32(3)),
+                ("action", V::U8(6)),
+            ]),
+            dict(&[("family", V::I32(10)), ("table", V::U32(7))]),
+        ]);
+        assert_eq!(
+            structured_text("ipv4", "routing-rules", &rules).as_deref(),
+            Some(
+                "priority 5 to 10.0.0.1 fwmark 0/0x3 dport 80 type blackhole, \
+                 from ::/0 table 7"
+            )
+        );
+        let qdiscs = array(vec![dict(&[
+            ("kind", V::Str("fq_codel".into())),
+            ("handle", V::U32(0x1234_0000)),
+            ("parent", V::U32(0xffff_ffff)),
+            ("limit", V::U32(100)),
+            ("ecn", V::Bool(true)),
+        ])]);
+        assert_eq!(
+            tc_text("qdiscs", &qdiscs).as_deref(),
+            Some("root handle 1234: fq_codel ecn true limit 100")
+        );
+        let options = dict(&[
+            ("miimon", V::Str("100".into())),
+            ("arp_ip_target", V::Str("192.0.2.1,192.0.2.2".into())),
+            ("mode", V::Str("active-backup".into())),
+        ]);
+        assert_eq!(
+            structured_text("bond", "options", &options).as_deref(),
+            Some("mode=active-backup,arp_ip_target=192.0.2.1 192.0.2.2,miimon=100")
+        );
+        assert_eq!(escape_tokens(r"a,b\ c\", ",", "="), r"a\,b\\ c\\");
+        assert_eq!(escape_tokens(" x ", ",", ""), r"\ x\ ");
+    }
 }

@@ -641,16 +641,51 @@ fn objects_monitor_prints_nmcli_connection_add() {
     assert_eq!(event["new"]["declared"], true, "{event}");
 }
 
+/// Whitespace-separated words, a 'quoted' span one word with its spaces.
+fn words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    let mut any = false;
+    for c in line.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                any = true;
+            }
+            c if c.is_whitespace() && !quoted => {
+                if any {
+                    words.push(std::mem::take(&mut word));
+                    any = false;
+                }
+            }
+            c => {
+                word.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        words.push(word);
+    }
+    words
+}
+
 /// `nm connection ID` prints what `nmcli connection show ID` prints, byte for byte (values at
 /// nmcli's column 40, a long name followed by its value with no space), and `-t` what
 /// `nmcli -t` prints, for a profile of every type the daemon holds without hardware or a
 /// plugin, with values that nmcli names: 802.1X with a secret, every macvlan mode, a TAP,
 /// VLAN flags, a GRE tunnel, a GSM APN (quoted for people), secret flags, and the
-/// connection, Ethernet, Wi-Fi and IP enumerations away from their defaults.
+/// enumerations, flags and named numbers of nmcli's table away from their defaults; the
+/// settings a profile of any type may have (match, DCB, SR-IOV, tc, ethtool, hostname);
+/// the structured values nmcli prints with printers of its own (routes with attributes,
+/// routing rules, bond options, VPN data, bridge VLANs, OVS trunks, VLAN priority maps);
+/// properties nmcli hides while they hold their default; a cloned MAC address that only
+/// `assigned-mac-address` can carry; and a setting nmcli does not print (`loopback`).
 #[test]
 fn connection_show_equals_nmcli_for_every_type() {
     let nm = daemon();
-    // `nmcli connection add type ...` arguments, one profile a line.
+    // `nmcli connection add type ...` arguments, one profile a line ('quoted' for spaces).
     let profiles = [
         "ethernet ifname nmxe1 802-1x.eap peap 802-1x.identity me 802-1x.phase2-auth mschapv2 \
          802-1x.password s3cret",
@@ -687,9 +722,107 @@ fn connection_show_equals_nmcli_for_every_type() {
          wifi-sec.psk-flags 3 wifi-sec.pmf 3 wifi-sec.fils 2",
         "wifi ifname nmxw2 ssid nmx 802-11-wireless.powersave 3 wifi-sec.key-mgmt wpa-psk \
          wifi-sec.psk s3cret-psk wifi-sec.psk-flags 2 wifi-sec.pmf 1 wifi-sec.fils 3",
+        // Flags, enumerations and named numbers of nmcli's table (`nm_meta.rs`).
+        "ethernet ifname nmxe4 connection.mptcp-flags 0x6 ipv4.dhcp-fqdn a.example \
+         ipv4.dhcp-hostname-flags 0x3 ipv6.dhcp-hostname-flags 0x8 \
+         connection.autoconnect-retries 3 ipv4.route-table 100 ipv4.replace-local-rule 1 \
+         ipv4.dhcp-timeout 30 ipv4.required-timeout 10 ipv4.dad-timeout 200 \
+         ipv4.auto-route-ext-gw 0 ipv6.ra-timeout 20 ipv6.auto-route-ext-gw 1 \
+         802-3-ethernet.wake-on-lan 0x2",
+        "ethernet ifname nmxe5 connection.lldp 1 connection.autoconnect-retries 0 \
+         ipv4.route-table 254 ipv4.required-timeout 2147483647 ipv4.dad-timeout 0 \
+         ipv6.addr-gen-mode 0 802-3-ethernet.wake-on-lan 0x42 connection.mptcp-flags 0x82 \
+         ipv6.ip6-privacy 0 hostname.from-dhcp 0 hostname.only-from-default 1 proxy.method 1",
+        "ethernet ifname nmxe6 802-1x.eap ttls 802-1x.identity me \
+         802-1x.phase1-auth-flags 0x5 802-1x.phase2-auth pap 802-1x.password s3cret",
+        "wifi ifname nmxw3 ssid nmx 802-11-wireless.wake-on-wlan 0x106 \
+         802-11-wireless.mac-address-randomization 2 wifi-sec.key-mgmt none \
+         wifi-sec.wep-key-type 2 wifi-sec.wep-key0 abcdefgh wifi-sec.wps-method 0x6",
+        "wireguard ifname nmxwg1 wireguard.fwmark 0x2a wireguard.ip4-auto-default-route 1 \
+         wireguard.ip6-auto-default-route 0 wireguard.listen-port 51820",
+        "ethernet ifname nmxtp0 master nmxteam0 slave-type team team-port.queue-id 0 \
+         team-port.lacp-prio 255",
+        "ethernet ifname nmxe7 ethernet.cloned-mac-address stable",
+        "ethernet ifname nmxe8 ethernet.cloned-mac-address 02:11:22:33:44:55",
+        // The other setting types, and the settings any profile may have.
+        "macsec ifname nmxmacsec0 dev veth0 mode psk \
+         macsec.mka-cak 0123456789abcdef0123456789abcdef \
+         macsec.mka-ckn 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "6lowpan ifname nmx6lp0 dev veth0",
+        "wpan ifname nmxwpan0 wpan.mac-address 11:22:33:44:55:66:77:88 wpan.pan-id 0x1234 \
+         wpan.short-address 0x4321",
+        "pppoe ifname nmxpppoe0 username nmx password s3cret pppoe.parent veth0",
+        "bluetooth ifname nmxbt0 addr 00:11:22:33:44:55 bt-type panu",
+        "bluetooth ifname nmxbt1 addr 00:11:22:33:44:56 bt-type dun gsm.apn internet",
+        "adsl ifname nmxadsl0 username nmx protocol pppoa",
+        "olpc-mesh ifname nmxmesh0 ssid nmx",
+        "wifi-p2p ifname nmxp2p0 peer 00:11:22:33:44:55",
+        "ovs-bridge ifname nmxovsbr0",
+        "ovs-port ifname nmxovsp0 master nmxovsbr0 ovs-port.trunks '10-20,30' ovs-port.tag 5 \
+         ovs-port.vlan-mode trunk",
+        "ovs-interface ifname nmxovsi0 master nmxovsp0 ovs-interface.type internal",
+        "ovs-interface ifname nmxovsi1 master nmxovsp0 ovs-interface.type patch \
+         ovs-patch.peer nmx",
+        "ovs-interface ifname nmxovsi2 master nmxovsp0 ovs-interface.type dpdk \
+         ovs-dpdk.devargs nmx",
+        "vpn vpn-type openvpn vpn.data 'remote=192.0.2.1, connection-type=tls' \
+         vpn.secrets password=s3cret vpn.user-name me",
+        "vpn vpn-type openvpn vpn.data 'remote=a\\,b, key with space=x'",
+        "loopback ifname lo loopback.mtu 1000",
+        "ethernet ifname nmxe9 match.interface-name nmxe9 ethtool.feature-rx on \
+         sriov.total-vfs 2 tc.qdiscs 'root pfifo_fast' dcb.app-fcoe-flags 1",
+        "ethernet ifname nmxe10 match.driver e1000 ethtool.coalesce-rx-usecs 3 \
+         ethtool.ring-rx 10 sriov.autoprobe-drivers 1 \
+         tc.tfilters 'parent ffff: matchall action drop' dcb.app-iscsi-flags 1 \
+         dcb.priority-flow-control-flags 1",
+        "ethernet ifname nmxe11 tc.qdiscs 'root handle 1234: fq_codel limit 100 ecn, ingress' \
+         tc.tfilters 'parent 1234: matchall action simple sdata Hello, \
+         parent ffff: handle 3: matchall action mirred egress redirect dev lo'",
+        "ethernet ifname nmxe12 sriov.total-vfs 4 \
+         sriov.vfs '0 mac=00:11:22:33:44:55 trust=true vlans=100.2.q, \
+         1 spoof-check=false min-tx-rate=10, 2 vlans=3;1.5;2.0.ad max-tx-rate=5'",
+        "ethernet ifname nmxe13 connection.permissions user:root,user:daemon \
+         match.interface-name 'eth*,!eth1' match.kernel-command-line a=b \
+         match.path pci-0000:00:01.0 connection.zone trusted connection.auth-retries 3 \
+         connection.wait-device-timeout 500 connection.metered yes \
+         connection.mud-url https://example.com/nmx",
+        // Routes with attributes, routing rules, DNS.
+        "ethernet ifname nmxe14 ipv4.method manual \
+         ipv4.addresses '192.0.2.1/24, 192.0.2.2/24' ipv4.gateway 192.0.2.254 \
+         ipv4.routes '198.51.100.0/24 192.0.2.9 100 mtu=1400 table=5 onlink=true, \
+         203.0.113.0/24, 192.0.2.128/25 0.0.0.0 50, \
+         10.0.0.0/8 lock-mtu=true mtu=1300 src=192.0.2.1 type=blackhole cwnd=10 tos=16' \
+         ipv4.routing-rules 'priority 5 from 192.0.2.0/24 table 5, \
+         priority 6 to 198.51.100.0/24 fwmark 0x10/0xff iif x table 6, \
+         priority 10 not from 192.0.2.0/24 to 10.0.0.1 tos 0x10 ipproto 6 sport 1000-2000 \
+         dport 80 oif lo uidrange 100-200 table 10, \
+         priority 11 suppress_prefixlength 0 table 254, priority 12 type blackhole, \
+         priority 14 fwmark 0/0x3 table 14' \
+         ipv4.dns '9.9.9.9 1.1.1.1' ipv4.dns-search a.example,b.example \
+         ipv4.dns-options rotate,ndots:2 ipv6.method manual ipv6.addresses 2001:db8::1/64 \
+         ipv6.routes '2001:db8:1::/48 2001:db8::2 10 src=2001:db8::1' \
+         ipv6.routing-rules 'priority 7 from ::/0 table 7, \
+         priority 8 to 2001:db8::/32 table 8, priority 9 from 2001:db8::5 iif eth0 table 9'",
+        "ethernet ifname nmxe15 ipv4.dhcp-client-id mac ipv4.dhcp-iaid mac \
+         ipv4.dhcp-vendor-class-identifier nmx ipv4.dhcp-reject-servers 192.0.2.1 \
+         ipv6.dhcp-duid ll ipv6.addr-gen-mode eui64 ipv6.token ::1 ipv4.may-fail no \
+         ipv4.ignore-auto-dns yes \
+         ipv4.dns-priority 50",
+        // Bond options, bridge VLANs and hidden-while-default properties, VLAN maps.
+        "bond ifname nmxbond1 bond.options \
+         'mode=802.3ad,miimon=100,lacp_rate=fast,xmit_hash_policy=layer3+4'",
+        "bond ifname nmxbond2 bond.options \
+         'mode=active-backup,arp_interval=100,arp_ip_target=192.0.2.1 192.0.2.2,primary=eth0'",
+        "bridge ifname nmxbr1 bridge.vlan-filtering yes bridge.vlans '10-20 untagged, 30 pvid' \
+         bridge.multicast-querier yes bridge.vlan-protocol 802.1ad ethtool.pause-rx on",
+        "ethernet ifname nmxbp0 master nmxbr1 slave-type bridge \
+         bridge-port.vlans '100 pvid untagged, 200-210'",
+        "vlan ifname nmxv7 dev veth0 id 7 vlan.ingress-priority-map 1:2,3:4 \
+         vlan.egress-priority-map 5:6",
     ];
     for (n, add) in profiles.iter().enumerate() {
-        let add: Vec<&str> = add.split_whitespace().collect();
+        let add = words(add);
+        let add: Vec<&str> = add.iter().map(String::as_str).collect();
         let id = format!("nmx-type-{n}");
         let args = [
             &["connection", "add", "con-name", id.as_str()][..],
