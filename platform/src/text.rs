@@ -20,6 +20,17 @@ pub(crate) fn default_name(ifindex: u32) -> String {
 /// A route's words as `ip route show` prints them (`ip -d route` with `details`): its
 /// first line, then one `nexthop ...` line per hop of a multipath route.
 pub fn route_lines(route: &Route, dev: IfName<'_>, details: bool) -> Vec<String> {
+    route_lines_in(route, dev, details, false)
+}
+
+/// [`route_lines`] as `ip route show table ID` prints them when `one_table` (also `ip route
+/// show`, which is `table main`): the table is not named, as every route is in it.
+pub fn route_lines_in(
+    route: &Route,
+    dev: IfName<'_>,
+    details: bool,
+    one_table: bool,
+) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     if route.kind() != RouteType::UNICAST || details {
         words.push(route.kind().to_string());
@@ -43,7 +54,7 @@ pub fn route_lines(route: &Route, dev: IfName<'_>, details: bool) -> Vec<String>
     if let Some(oif) = route.oif() {
         words.push(format!("dev {}", dev(oif.into())));
     }
-    if route.table() != Table::MAIN || details {
+    if (route.table() != Table::MAIN || details) && !one_table {
         words.push(format!("table {}", route.table()));
     }
     if route.flags() & RTM_F_CLONED == 0 {

@@ -463,19 +463,24 @@ fn route_details_print_hops_and_attributes_as_ip_does() {
         .ok()
         .to_owned();
     for expected in [
-        "unicast 10.83.0.0/16 table main proto boot scope global\n\tnexthop via 10.1.0.2 dev v0 weight 1\n\tnexthop via 10.1.0.3 dev v0 weight 3\n",
-        "unicast 10.80.0.0/16 via inet6 fe80::1 dev v0 table main proto boot scope global\n",
+        "unicast 10.83.0.0/16 proto boot scope global\n\tnexthop via 10.1.0.2 dev v0 weight 1\n\tnexthop via 10.1.0.3 dev v0 weight 3\n",
+        "unicast 10.80.0.0/16 via inet6 fe80::1 dev v0 proto boot scope global\n",
         "\tnexthop via inet6 fe80::1 dev v0 weight 2\n",
         "\tnexthop via 10.1.0.2 realm 7 dev v0 weight 1\n\tnexthop via 10.1.0.3 dev v0 weight 1 onlink\n",
         "unicast 10.81.0.0/16 encap ip id 1 src 0.0.0.0 dst 1.2.3.4 ttl 0 tos 0 dev v0",
-        "via 10.99.0.1 dev v0 table main proto boot scope global onlink\n",
+        "via 10.99.0.1 dev v0 proto boot scope global onlink\n",
         "realms 5/6 mtu lock 1400 window 1000 rtt 1ms rttvar 1ms ssthresh 3 cwnd 4 advmss 1300 reordering 3 hoplimit 33 initcwnd 10 features ecn rto_min lock 20ms initrwnd 20 quickack 1 congctl lock cubic fastopen_no_cookie 1\n",
     ] {
         assert!(out.contains(expected), "{expected:?} not in\n{out}");
     }
     // Line for line what `ip -d route` prints (blanks squeezed; the countdown of `expires`
-    // read at two moments is left out).
-    for family in ["-4", "-6"] {
+    // read at two moments is left out), for every table (which names each route's table),
+    // the main one (the default, which names none) and another one.
+    let selections: [&[&str]; 3] = [&["table", "all"], &[], &["table", "local"]];
+    for (family, selection) in ["-4", "-6"]
+        .into_iter()
+        .flat_map(|family| selections.map(|selection| (family, selection)))
+    {
         let normal = |text: &str| -> Vec<String> {
             text.lines()
                 .map(|line| {
@@ -499,21 +504,20 @@ fn route_details_print_hops_and_attributes_as_ip_does() {
                 .collect()
         };
         let theirs = ns
-            .ip(&["-d", family, "route", "show", "table", "all"])
+            .ip(&[&["-d", family, "route", "show"], selection].concat())
             .expect("ip -d route");
         let ours = nm(&[
-            "-d",
-            "--netns",
-            ns.name(),
-            family,
-            "route",
-            "show",
-            "table",
-            "all",
-        ])
+            &["-d", "--netns", ns.name(), family, "route", "show"],
+            selection,
+        ]
+        .concat())
         .ok()
         .to_owned();
-        assert_eq!(normal(&ours), normal(&theirs), "{family}");
+        assert!(
+            theirs.lines().count() > 2,
+            "{family} {selection:?}: {theirs}"
+        );
+        assert_eq!(normal(&ours), normal(&theirs), "{family} {selection:?}");
     }
     // The table view: a multipath route lists its hops, never `-- --`.
     let out = nm(&["--netns", ns.name(), "route", "show"]).ok().to_owned();
