@@ -1548,8 +1548,12 @@ pub(crate) fn route_show(
     if let Some(family) = family(kernel) {
         query = query.family(family);
     }
-    // `ip` names no table in a listing of one (`!filter.tb`).
-    let one_table = selector.table.as_deref() != Some("all");
+    // `ip` leaves out the words a filter makes the same on every line.
+    let narrowed = platform::text::Narrowed {
+        table: selector.table.as_deref() != Some("all"),
+        dev: selector.dev.is_some(),
+        protocol: selector.proto.is_some(),
+    };
     let progress = crate::progress::Progress::start("loading routes");
     // With -d, a route on a nexthop object shows the object too (`nh_info`), as `ip -d` does;
     // terse rows have no place for it.
@@ -1570,7 +1574,7 @@ pub(crate) fn route_show(
         let mut stream = printer.lines();
         let report = visit_with(&mut stream, progress, query, |stream, route: Route| {
             let nh = route.nh_id().and_then(|id| nexthops.get(&id));
-            for line in route_detail_lines(&route, &names, nh, one_table) {
+            for line in route_detail_lines(&route, &names, nh, narrowed) {
                 stream.tabbed_line(&line)?;
             }
             Ok(())
@@ -1610,16 +1614,16 @@ pub(crate) fn route_show(
 
 /// A route's `-d` lines as `ip -d` prints them: its first line, then the nexthop object it
 /// uses (`nh_info`, when `nh` is given), then one `nexthop` line per hop, each after a tab.
-/// With `one_table` (a listing of one table, as `route show` is of `main`), the table is not
-/// named, as `ip` does not name it.
+/// In a listing `narrowed` to one table, device or protocol, that word is left out, as `ip`
+/// leaves it out.
 pub(crate) fn route_detail_lines(
     route: &Route,
     names: &LinkNames,
     nh: Option<&platform::Nexthop>,
-    one_table: bool,
+    narrowed: platform::text::Narrowed,
 ) -> Vec<String> {
     let name = |ifindex: u32| names.name(ifindex);
-    let mut lines = platform::text::route_lines_in(route, &name, true, one_table).into_iter();
+    let mut lines = platform::text::route_lines_in(route, &name, true, narrowed).into_iter();
     let first = lines.next();
     let nh_info = nh.map(|nh| format!("\tnh_info {}", platform::text::nexthop_text(nh, &name)));
     first

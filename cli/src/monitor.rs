@@ -228,7 +228,12 @@ pub(crate) fn run(
                         let route = change.new().or(change.old());
                         let lines = route.into_iter().flat_map(|route| {
                             let nh = route.nh_id().and_then(|id| cache.nexthop(id));
-                            kernel::route_detail_lines(route, &names, nh.map(Arc::as_ref), false)
+                            kernel::route_detail_lines(
+                                route,
+                                &names,
+                                nh.map(Arc::as_ref),
+                                netmirror_platform::text::Narrowed::default(),
+                            )
                         });
                         print_detailed(printer, change, lines)?;
                     } else if wanted(MonitorObject::Route) && in_family {

@@ -20,16 +20,27 @@ pub(crate) fn default_name(ifindex: u32) -> String {
 /// A route's words as `ip route show` prints them (`ip -d route` with `details`): its
 /// first line, then one `nexthop ...` line per hop of a multipath route.
 pub fn route_lines(route: &Route, dev: IfName<'_>, details: bool) -> Vec<String> {
-    route_lines_in(route, dev, details, false)
+    route_lines_in(route, dev, details, Narrowed::default())
 }
 
-/// [`route_lines`] as `ip route show table ID` prints them when `one_table` (also `ip route
-/// show`, which is `table main`): the table is not named, as every route is in it.
+/// What a listing of routes was narrowed to, as `ip route show` narrows it: `ip` leaves out of
+/// each line the words every line would repeat.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Narrowed {
+    /// One table (`table ID`, or none given, which is `table main`): no `table` word.
+    pub table: bool,
+    /// One device (`dev DEV`): no `dev` word on the route's line (its hops keep theirs).
+    pub dev: bool,
+    /// One protocol (`proto P`): no `proto` word.
+    pub protocol: bool,
+}
+
+/// [`route_lines`] as `ip route show` prints them in a listing narrowed to `narrowed`.
 pub fn route_lines_in(
     route: &Route,
     dev: IfName<'_>,
     details: bool,
-    one_table: bool,
+    narrowed: Narrowed,
 ) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     if route.kind() != RouteType::UNICAST || details {
@@ -51,14 +62,14 @@ pub fn route_lines_in(
     if let Some(gateway) = route.gateway() {
         words.push(via_text(route.family(), gateway));
     }
-    if let Some(oif) = route.oif() {
+    if let Some(oif) = route.oif().filter(|_| !narrowed.dev) {
         words.push(format!("dev {}", dev(oif.into())));
     }
-    if (route.table() != Table::MAIN || details) && !one_table {
+    if (route.table() != Table::MAIN || details) && !narrowed.table {
         words.push(format!("table {}", route.table()));
     }
     if route.flags() & RTM_F_CLONED == 0 {
-        if route.protocol() != Protocol::BOOT || details {
+        if (route.protocol() != Protocol::BOOT || details) && !narrowed.protocol {
             words.push(format!("proto {}", route.protocol()));
         }
         if route.scope() != Scope::UNIVERSE || details {

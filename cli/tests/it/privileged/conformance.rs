@@ -475,8 +475,15 @@ fn route_details_print_hops_and_attributes_as_ip_does() {
     }
     // Line for line what `ip -d route` prints (blanks squeezed; the countdown of `expires`
     // read at two moments is left out), for every table (which names each route's table),
-    // the main one (the default, which names none) and another one.
-    let selections: [&[&str]; 3] = [&["table", "all"], &[], &["table", "local"]];
+    // the main one (the default, which names none), another one, and a device and a
+    // protocol (whose words ip leaves out too).
+    let selections: [&[&str]; 5] = [
+        &["table", "all"],
+        &[],
+        &["table", "local"],
+        &["table", "all", "dev", "v0"],
+        &["table", "all", "proto", "kernel"],
+    ];
     for (family, selection) in ["-4", "-6"]
         .into_iter()
         .flat_map(|family| selections.map(|selection| (family, selection)))
