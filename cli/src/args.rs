@@ -225,11 +225,12 @@ pub(crate) struct AddrArgs {
     pub(crate) words: Vec<String>,
 }
 
-/// `nexthop [show] [id N] [dev DEV]`.
+/// `nexthop [show] [SELECTOR]...`.
 #[derive(Debug, Args)]
 pub(crate) struct NexthopArgs {
-    /// `show` (optional), then `id N` and/or `dev DEV`.
-    #[arg(value_name = "show] [id N] [dev DEV")]
+    /// `show` (optional), then any of `id N`, `dev DEV`, `master DEV`, `vrf NAME`, `groups`,
+    /// `fdb`, `protocol P`, as `ip nexthop show` takes them.
+    #[arg(value_name = "show] [SELECTOR")]
     pub(crate) words: Vec<String>,
 }
 

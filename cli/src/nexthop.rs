@@ -1,11 +1,11 @@
 //! `nexthop [show] [id N] [dev DEV]`: the kernel's nexthop objects, like `ip nexthop`.
 
-use netmirror_platform::Nexthop;
+use netmirror_platform::{self as platform, Nexthop, names};
 use serde_json::{Map, Value};
 
 use crate::args::{self, KernelArgs, NexthopArgs};
 use crate::kernel::{self, LinkNames};
-use crate::render::{Cell, Field, Printer, TypedCell};
+use crate::render::{Cell, Field, Mode, Printer, TypedCell};
 
 /// Columns of `nexthop`; the JSON keys are those of `ip -j nexthop`.
 pub(crate) const NEXTHOP_FIELDS: &[Field] = &[
@@ -148,7 +148,8 @@ fn nexthop_value(nh: &Nexthop, names: &LinkNames) -> Value {
     Value::Object(object)
 }
 
-/// `nexthop [show] [id N] [dev DEV]`.
+/// `nexthop [show] [id N] [dev DEV] [master DEV|vrf NAME] [groups] [fdb] [protocol P]`, with
+/// `-4`/`-6` the nexthops of that family; `-d` prints `ip -d nexthop`'s lines.
 pub(crate) fn show(
     printer: &mut Printer,
     kernel_args: &KernelArgs,
@@ -158,45 +159,74 @@ pub(crate) fn show(
     if words.peek() == Some(&"show") || words.peek() == Some(&"list") {
         words.next();
     }
-    let mut id = None;
-    let mut dev = None;
+    let platform = kernel::open(kernel_args)?;
+    let links = platform
+        .links()
+        .execute()
+        .map_err(|err| kernel::explain(err, "dump links"))?
+        .items;
+    let names = LinkNames::from_links(&links);
+    let mut query = platform.nexthops();
     while let Some(word) = words.next() {
+        match word {
+            "groups" => {
+                query = query.groups();
+                continue;
+            }
+            "fdb" => {
+                query = query.fdb();
+                continue;
+            }
+            _ => {}
+        }
         let value = words
             .next()
             .ok_or_else(|| args::usage_error(format!("`{word}` needs a value")))?;
-        match word {
-            "id" => {
-                id = Some(
-                    value
-                        .parse::<u32>()
-                        .map_err(|_| args::usage_error(format!("`{value}` is not a nexthop id")))?,
-                )
+        query = match word {
+            "id" => query.id(value
+                .parse::<u32>()
+                .map_err(|_| args::usage_error(format!("`{value}` is not a nexthop id")))?),
+            "dev" => query.dev(names.index(value)?),
+            "master" => query.master(names.index(value)?),
+            // As `ip`, a VRF by name, refused when it is another kind of link.
+            "vrf" => {
+                let index = names.index(value)?;
+                if !links
+                    .iter()
+                    .any(|link| link.ifindex() == index && link.kind() == Some("vrf"))
+                {
+                    return Err(args::usage_error(format!("`{value}` is not a VRF")).into());
+                }
+                query.master(index)
             }
-            "dev" => dev = Some(value.to_owned()),
+            "protocol" | "proto" => query.protocol(platform::Protocol(
+                names::parse_protocol(value)
+                    .ok_or_else(|| args::usage_error(format!("unknown protocol `{value}`")))?,
+            )),
             other => {
                 return Err(args::usage_error(format!(
-                    "unknown nexthop selector `{other}` (id N, dev DEV)"
+                    "unknown nexthop selector `{other}` (id N, dev DEV, master DEV, vrf NAME, \
+                     groups, fdb, protocol P)"
                 ))
                 .into());
             }
-        }
+        };
     }
-    let platform = kernel::open(kernel_args)?;
-    let names = LinkNames::load(&platform)?;
-    let mut query = platform.nexthops();
-    if let Some(id) = id {
-        query = query.id(id);
+    if let Some(family) = kernel::family(kernel_args) {
+        query = query.family(family);
     }
-    if let Some(dev) = &dev {
-        query = query.dev(names.index(dev)?);
-    }
-    let family = kernel::family(kernel_args);
     let progress = crate::progress::Progress::start("loading nexthops");
+    if kernel_args.details && printer.mode() == Mode::Human {
+        let name = |ifindex: u32| names.name(ifindex);
+        let mut stream = printer.lines();
+        kernel::visit_with(&mut stream, progress, query, |stream, nh: Nexthop| {
+            stream.tabbed_line(&platform::text::nexthop_text(&nh, &name))
+        })
+        .map_err(|err| kernel::dump_error(err, "dump nexthops"))?;
+        return stream.finish();
+    }
     let mut stream = printer.rows(NEXTHOP_FIELDS, &[])?;
     kernel::visit_with(&mut stream, progress, query, |stream, nh: Nexthop| {
-        if family.is_some() && nh.family().is_some() && nh.family() != family {
-            return Ok(());
-        }
         stream.row(&nexthop_row(&nh, &names))
     })
     .map_err(|err| kernel::dump_error(err, "dump nexthops"))?;

@@ -18,6 +18,10 @@ const NHA_OIF: u16 = 5;
 const NHA_GATEWAY: u16 = 6;
 const NHA_ENCAP_TYPE: u16 = 7;
 const NHA_ENCAP: u16 = 8;
+/// Dump request only: groups only.
+const NHA_GROUPS: u16 = 9;
+/// Dump request only: the nexthops on the ports of this master device.
+const NHA_MASTER: u16 = 10;
 const NHA_FDB: u16 = 11;
 const NHA_RES_GROUP: u16 = 12;
 
@@ -424,6 +428,11 @@ pub struct NexthopQuery<'a> {
     platform: &'a Platform,
     dev: Option<Ifindex>,
     id: Option<u32>,
+    master: Option<Ifindex>,
+    groups: bool,
+    fdb: bool,
+    protocol: Option<Protocol>,
+    family: Option<Family>,
 }
 
 impl Platform {
@@ -433,6 +442,11 @@ impl Platform {
             platform: self,
             dev: None,
             id: None,
+            master: None,
+            groups: false,
+            fdb: false,
+            protocol: None,
+            family: None,
         }
     }
 }
@@ -450,6 +464,39 @@ impl NexthopQuery<'_> {
         self
     }
 
+    /// Only the nexthops on the ports of this master device, such as a VRF (`ip nexthop
+    /// show master D` or `vrf D`; the kernel selects them).
+    pub fn master(mut self, ifindex: Ifindex) -> Self {
+        self.master = Some(ifindex);
+        self
+    }
+
+    /// Only groups (`ip nexthop show groups`; the kernel selects them).
+    pub fn groups(mut self) -> Self {
+        self.groups = true;
+        self
+    }
+
+    /// Only FDB nexthops (`ip nexthop show fdb`; the kernel selects them, and the answer is
+    /// the kernel's, as `ip`'s is).
+    pub fn fdb(mut self) -> Self {
+        self.fdb = true;
+        self
+    }
+
+    /// Only the nexthops of this protocol (`ip nexthop show protocol P`).
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = Some(protocol);
+        self
+    }
+
+    /// Only the nexthops of this family (`ip -4 nexthop`): groups, which have none, are left
+    /// out, as `ip` leaves them out.
+    pub fn family(mut self, family: Family) -> Self {
+        self.family = Some(family);
+        self
+    }
+
     /// Runs the query. A kernel without nexthop objects (before 5.3) gives an empty answer.
     pub fn execute(self) -> Result<Answer<Nexthop>> {
         let mut collect = Collect::new();
@@ -464,7 +511,13 @@ impl NexthopQuery<'_> {
         self,
         visitor: &mut V,
     ) -> std::result::Result<VisitReport, V::Error> {
-        let filtered = self.dev.is_some() || self.id.is_some();
+        let filtered = self.dev.is_some()
+            || self.id.is_some()
+            || self.master.is_some()
+            || self.groups
+            || self.fdb
+            || self.protocol.is_some()
+            || self.family.is_some();
         let mut report = VisitReport::new(filtered, false);
         let result = visit_dump(
             self.platform,
@@ -477,12 +530,23 @@ impl NexthopQuery<'_> {
                     seq,
                 );
                 msg.raw(&[0u8; NHMSG_LEN]);
+                if let Some(master) = self.master {
+                    msg.attr_u32(NHA_MASTER, master.into());
+                }
+                if self.groups {
+                    msg.attr(NHA_GROUPS, &[]);
+                }
+                if self.fdb {
+                    msg.attr(NHA_FDB, &[]);
+                }
                 msg.finish();
             },
             Nexthop::parse,
             |nh| {
                 self.dev.is_none_or(|dev| nh.oif() == Some(dev))
                     && self.id.is_none_or(|id| nh.id() == id)
+                    && self.protocol.is_none_or(|p| nh.protocol() == p)
+                    && self.family.is_none_or(|f| nh.family() == Some(f))
             },
             visitor,
             &mut report,

@@ -84,6 +84,71 @@ fn nexthop_json_has_the_keys_and_values_of_ip() {
     );
 }
 
+/// `-d nexthop show` prints `ip -d nexthop show`'s lines, with every selector `ip` takes and a
+/// family: IPv4 and IPv6 gateways, a device-only nexthop, FDB nexthops and an FDB group,
+/// groups, and the nexthops of a bridge's port (`master`).
+#[test]
+fn detail_lines_are_ip_d_nexthop_with_every_selector() {
+    let ns = namespace();
+    for line in [
+        "link add nmxbr type bridge",
+        "link add nmxp0 type veth peer name nmxp1",
+        "link set nmxp0 master nmxbr",
+        "link set nmxp0 up",
+        "link set nmxp1 up",
+        "link set nmxbr up",
+        "nexthop add id 20 dev nmxp0",
+        "nexthop add id 21 via fe80::9 dev veth0",
+        "nexthop add id 30 via 192.0.2.7 fdb",
+        "nexthop add id 31 group 30 fdb",
+    ] {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        ns.ip(&args).expect(line);
+    }
+    let selections: [&[&str]; 11] = [
+        &[],
+        &["-4"],
+        &["-6"],
+        &["id", "10"],
+        &["dev", "veth0"],
+        &["groups"],
+        &["fdb"],
+        &["groups", "fdb"],
+        &["master", "nmxbr"],
+        &["protocol", "zebra"],
+        &["-4", "groups"],
+    ];
+    for selection in selections {
+        let (family, rest): (&[&str], &[&str]) = match selection.first() {
+            Some(&flag) if flag.starts_with('-') => (&selection[..1], &selection[1..]),
+            _ => (&[], selection),
+        };
+        // ip takes a protocol by number only.
+        let theirs_rest: Vec<&str> = rest
+            .iter()
+            .map(|word| if *word == "zebra" { "11" } else { word })
+            .collect();
+        let theirs = ns
+            .ip(&[&["-d"], family, &["nexthop", "show"], &theirs_rest].concat())
+            .expect("ip -d nexthop");
+        let ours = nm(&[
+            &["-d", "--netns", ns.name()],
+            family,
+            &["nexthop", "show"],
+            rest,
+        ]
+        .concat())
+        .ok()
+        .to_owned();
+        let theirs: Vec<&str> = theirs.lines().map(str::trim_end).collect();
+        let ours: Vec<&str> = ours.lines().collect();
+        assert_eq!(ours, theirs, "{selection:?}");
+    }
+    // Every selection but the empty ones above printed something.
+    let all = ns.ip(&["nexthop", "show"]).expect("ip nexthop");
+    assert!(all.lines().count() >= 9, "{all}");
+}
+
 #[test]
 fn monitor_prints_nexthop_events() {
     let ns = namespace();
