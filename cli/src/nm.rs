@@ -1025,10 +1025,23 @@ const SECRET_KEYS: &[&str] = &[
     "phase2-client-cert-password",
 ];
 
-/// A byte string as nmcli shows it: a MAC address (`AA:BB:CC:DD:EE:FF`) for 6 or 20 bytes
-/// under a key naming one, printable text as itself, else hex bytes joined by `:` as nmcli
-/// prints opaque bytes.
-fn bytes_text(key: &str, bytes: &[u8]) -> String {
+/// The 802.1X properties that hold a certificate or key (nmcli's `_pt_cert_8021x`).
+const CERT_KEYS: &[&str] = &[
+    "ca-cert",
+    "client-cert",
+    "private-key",
+    "phase2-ca-cert",
+    "phase2-client-cert",
+    "phase2-private-key",
+];
+
+/// A byte string as nmcli shows it: a MAC address (`AA:BB:CC:DD:EE:FF`) under a key naming
+/// one; an SSID as text (libnm's `nm_utils_ssid_to_utf8`: UTF-8 as it is, other bytes as
+/// ISO-8859-1, which is what it falls back to without a language); an 802.1X certificate
+/// or key by its path or PKCS#11 URI, `<hidden>` when the profile holds the data itself;
+/// nmcli's plain bytes (`wfd-ies`) in hex; in a setting nmcli does not know, printable text
+/// as itself, else hex bytes joined by spaces.
+fn bytes_text(setting: &str, key: &str, bytes: &[u8]) -> String {
     let hex = |sep: &str| {
         bytes
             .iter()
@@ -1038,6 +1051,31 @@ fn bytes_text(key: &str, bytes: &[u8]) -> String {
     };
     if key.contains("mac-address") || matches!(key, "bssid" | "bdaddr" | "dhcp-anycast-address") {
         return hex(":");
+    }
+    if key == "ssid" {
+        return match std::str::from_utf8(bytes) {
+            Ok(text) if !text.contains('\0') => text.to_owned(),
+            // Latin-1 is each byte's own code point; the C string ends at a NUL.
+            _ => bytes
+                .iter()
+                .take_while(|b| **b != 0)
+                .map(|b| char::from(*b))
+                .collect(),
+        };
+    }
+    if setting == "802-1x" && CERT_KEYS.contains(&key) {
+        // libnm's schemes: `file://PATH` and `pkcs11:URI`, each NUL-terminated; else a blob.
+        let text = bytes
+            .strip_suffix(&[0])
+            .and_then(|b| std::str::from_utf8(b).ok());
+        return match text {
+            Some(text) if text.starts_with("file://") => text["file://".len()..].to_owned(),
+            Some(text) if text.starts_with("pkcs11:") => text.to_owned(),
+            _ => "<hidden>".to_owned(),
+        };
+    }
+    if key == "wfd-ies" {
+        return hex("");
     }
     match std::str::from_utf8(bytes) {
         Ok(text) if !text.chars().any(char::is_control) => text.to_owned(),
@@ -1190,10 +1228,10 @@ fn dicts(value: &netmirror_client_cache::Value) -> Vec<&netmirror_client_cache::
     }
 }
 
-/// A number of a dictionary, whatever its integer type.
-fn dict_number(dict: &netmirror_client_cache::Value, key: &str) -> Option<i64> {
+/// A number, whatever its integer type.
+fn value_i64(value: &netmirror_client_cache::Value) -> Option<i64> {
     use netmirror_client_cache::Value as V;
-    match dict.get(key)?.unwrap_variant() {
+    match value.unwrap_variant() {
         V::U8(n) => Some(i64::from(*n)),
         V::U16(n) => Some(i64::from(*n)),
         V::I16(n) => Some(i64::from(*n)),
@@ -1203,6 +1241,11 @@ fn dict_number(dict: &netmirror_client_cache::Value, key: &str) -> Option<i64> {
         V::I64(n) => Some(*n),
         _ => None,
     }
+}
+
+/// A number of a dictionary, whatever its integer type.
+fn dict_number(dict: &netmirror_client_cache::Value, key: &str) -> Option<i64> {
+    value_i64(dict.get(key)?)
 }
 
 /// Text in a list as nmcli escapes it (libnm's `nm_utils_escaped_tokens_escape_full` with a
@@ -1405,6 +1448,8 @@ fn structured_text(
             .collect::<Vec<_>>()
             .join(", "),
         ("vlan", "ingress-priority-map" | "egress-priority-map") => value.as_strs()?.join(" "),
+        // nmcli's `0x%04x`; `default` for -1 (the daemon leaves that out).
+        ("infiniband", "p-key") => format!("0x{:04x}", value_i64(value)?),
         // `user:NAME:` on D-Bus (the last part is reserved), `user:NAME` in nmcli.
         ("connection", "permissions") => value
             .as_strs()?
@@ -1600,7 +1645,7 @@ fn setting_cell(
         }),
         None => bus::cell(value),
     };
-    if SECRET_KEYS.contains(&key) {
+    if SECRET_KEYS.contains(&key) && !(setting == "802-1x" && CERT_KEYS.contains(&key)) {
         return Some("<hidden>".into());
     }
     let value = value.unwrap_variant();
@@ -1651,7 +1696,7 @@ fn setting_cell(
             text: if *on { "yes" } else { "no" }.to_owned(),
             json: bus::json(value),
         }),
-        (_, V::Bytes(bytes)) => decoded(Some(bytes_text(key, bytes))),
+        (_, V::Bytes(bytes)) => decoded(Some(bytes_text(setting, key, bytes))),
         (_, V::Strs(items)) => decoded(Some(items.join(","))),
         (_, V::Dict(dict)) if dict.entries.is_empty() => Cell::Null,
         (_, V::Array(array)) if array.items.is_empty() => Cell::Null,
@@ -2711,5 +2756,40 @@ mod tests {
         );
         assert_eq!(escape_tokens(r"a,b\ c\", ",", "="), r"a\,b\\ c\\");
         assert_eq!(escape_tokens(" x ", ",", ""), r"\ x\ ");
+    }
+
+    #[test]
+    fn byte_strings_are_printed_as_nmcli_prints_them() {
+        // An SSID: UTF-8 as it is, other bytes as ISO-8859-1, up to a NUL.
+        assert_eq!(
+            bytes_text("802-11-wireless", "ssid", "café".as_bytes()),
+            "café"
+        );
+        assert_eq!(
+            bytes_text("802-11-wireless", "ssid", b"\xffab\0cd"),
+            "\u{ff}ab"
+        );
+        // Certificates: a path, a PKCS#11 URI, or data the profile holds.
+        assert_eq!(
+            bytes_text("802-1x", "ca-cert", b"file:///etc/ca.pem\0"),
+            "/etc/ca.pem"
+        );
+        assert_eq!(
+            bytes_text("802-1x", "private-key", b"pkcs11:token=a\0"),
+            "pkcs11:token=a"
+        );
+        assert_eq!(
+            bytes_text("802-1x", "client-cert", b"-----BEGIN"),
+            "<hidden>"
+        );
+        assert_eq!(bytes_text("wifi-p2p", "wfd-ies", &[0x0a, 0xbc]), "0ABC");
+        assert_eq!(
+            bytes_text("bluetooth", "bdaddr", &[0, 0x11, 0x22, 0x33, 0x44, 0x55]),
+            "00:11:22:33:44:55"
+        );
+        assert_eq!(
+            structured_text("infiniband", "p-key", &V::I32(0x8001)).as_deref(),
+            Some("0x8001")
+        );
     }
 }

@@ -106,6 +106,10 @@ SAMPLES = [
     ("ovs-dpdk", ["type", "ovs-interface", "ifname", "nmdefovsi2", "master", "nmdefovsp0",
                   "ovs-interface.type", "dpdk", "ovs-dpdk.devargs", "nmdef"]),
     ("vpn", ["type", "vpn", "vpn-type", "openvpn"]),
+    ("gsm-ppp", ["type", "gsm", "ifname", "nmdefgsm1", "apn", "internet", "serial.baud",
+                 "9600", "ppp.mtu", "1000"]),
+    ("gsm-ppp-2", ["type", "gsm", "ifname", "nmdefgsm2", "apn", "internet",
+                   "serial.send-delay", "5", "ppp.lcp-echo-interval", "5"]),
 ]
 
 

@@ -641,6 +641,20 @@ fn objects_monitor_prints_nmcli_connection_add() {
     assert_eq!(event["new"]["declared"], true, "{event}");
 }
 
+/// A self-signed certificate (P-256, valid until 2126) for the 802.1X profiles.
+const TEST_CA: &str = "\
+-----BEGIN CERTIFICATE-----\n\
+MIIBczCCARmgAwIBAgIUQsSbzGirix2WBrLWIMG4Z83SM+MwCgYIKoZIzj0EAwIw\n\
+DjEMMAoGA1UEAwwDbm14MCAXDTI2MTIwNTA2MTAyOVoYDzIxMjYxMTExMDYxMDI5\n\
+WjAOMQwwCgYDVQQDDANubXgwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAATHtQ+3\n\
+OKfu+QIvCiH0jTkOs/K7Q0ffJaGLnfk0cvw0nVPnvHdoBguicWtxphVTT5OcVGy0\n\
+iZYZTnDshcfiWZu4o1MwUTAdBgNVHQ4EFgQUW4rlkCoVM7PYHu+qv1xjn8fS8iMw\n\
+HwYDVR0jBBgwFoAUW4rlkCoVM7PYHu+qv1xjn8fS8iMwDwYDVR0TAQH/BAUwAwEB\n\
+/zAKBggqhkjOPQQDAgNIADBFAiAX7AnA31bkIu/vOpXsvZUGBaXP2/yd2Jr+R4vm\n\
+At2JsgIhAM5szZjJ68cLsQaHIo5G5ooIIF4XGV1CgIRKMKkm8w2m\n\
+-----END CERTIFICATE-----\n\
+";
+
 /// Whitespace-separated words, a 'quoted' span one word with its spaces.
 fn words(line: &str) -> Vec<String> {
     let mut words = Vec::new();
@@ -819,9 +833,33 @@ fn connection_show_equals_nmcli_for_every_type() {
          bridge-port.vlans '100 pvid untagged, 200-210'",
         "vlan ifname nmxv7 dev veth0 id 7 vlan.ingress-priority-map 1:2,3:4 \
          vlan.egress-priority-map 5:6",
+        // Certificates by path and by PKCS#11 URI, a partition key, serial and PPP.
+        "ethernet ifname nmxe16 802-1x.eap tls 802-1x.identity me 802-1x.ca-cert {ca} \
+         802-1x.client-cert 'pkcs11:token=nmx;object=cert' \
+         802-1x.private-key 'pkcs11:token=nmx;object=key' 802-1x.private-key-password s3cret \
+         802-1x.phase2-ca-cert {ca}",
+        "infiniband ifname ib0.8001 infiniband.p-key 0x8001 infiniband.parent ib0 \
+         infiniband.transport-mode connected",
+        "gsm ifname nmxgsm1 gsm.apn internet gsm.pin 1234 gsm.password s3cret \
+         gsm.network-id 12345 serial.baud 9600 ppp.mtu 1000 ppp.lcp-echo-interval 5 \
+         gsm.home-only yes gsm.mtu 1400",
+        "wifi ifname nmxw4 ssid 'my net' 802-11-wireless.band a 802-11-wireless.channel 36 \
+         wifi.mac-address-blacklist 00:11:22:33:44:66,00:11:22:33:44:77 \
+         wifi.bssid 00:11:22:33:44:88 wifi.hidden yes wifi-sec.key-mgmt wpa-psk \
+         wifi-sec.psk s3cret-psk wifi-sec.proto rsn wifi-sec.pairwise ccmp \
+         wifi-sec.group ccmp,tkip",
+        "vxlan ifname nmxx1 id 10 remote 192.0.2.1 vxlan.local 192.0.2.2 \
+         vxlan.source-port-min 1000 vxlan.source-port-max 2000 vxlan.destination-port 4790 \
+         vxlan.learning no vxlan.ageing 100 vxlan.tos 5 vxlan.ttl 9",
+        "ip-tunnel ifname nmxvti0 mode vti remote 192.0.2.1 ip-tunnel.fwmark 0x1f \
+         ip-tunnel.input-key 5 ip-tunnel.output-key 6",
     ];
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, TEST_CA).expect("write the certificate");
+    let ca = ca.to_str().expect("a UTF-8 path");
     for (n, add) in profiles.iter().enumerate() {
-        let add = words(add);
+        let add = words(&add.replace("{ca}", ca));
         let add: Vec<&str> = add.iter().map(String::as_str).collect();
         let id = format!("nmx-type-{n}");
         let args = [
