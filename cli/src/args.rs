@@ -247,7 +247,7 @@ pub(crate) struct RuleArgs {
 pub(crate) struct RouteArgs {
     #[command(subcommand)]
     pub(crate) action: Option<RouteAction>,
-    /// `table ID|NAME|all`, `dev DEV`, `proto P`, `type T`.
+    /// `table ID|NAME|all`, `dev DEV`, `proto P`, `type T`, `[to] [exact|root|match] PREFIX`.
     #[arg(value_name = "SELECTOR")]
     pub(crate) words: Vec<String>,
 }
@@ -258,7 +258,7 @@ pub(crate) enum RouteAction {
     /// Print routes (the default).
     #[command(visible_alias = "list", alias = "ls")]
     Show {
-        /// `table ID|NAME|all`, `dev DEV`, `proto P`, `type T`.
+        /// `table ID|NAME|all`, `dev DEV`, `proto P`, `type T`, `[to] [exact|root|match] PREFIX`.
         #[arg(value_name = "SELECTOR")]
         words: Vec<String>,
     },
@@ -559,6 +559,9 @@ pub(crate) struct RouteSelector {
     pub(crate) proto: Option<String>,
     /// `type T`.
     pub(crate) kind: Option<String>,
+    /// `[to] [exact|root|match] PREFIX` (`default` for the zero-length prefix): the prefix as
+    /// written, and how to compare.
+    pub(crate) dst: Option<(String, netmirror_platform::DstMatch)>,
 }
 
 impl RouteSelector {
@@ -572,10 +575,41 @@ impl RouteSelector {
                 "dev" | "oif" => &mut selector.dev,
                 "proto" | "protocol" => &mut selector.proto,
                 "type" => &mut selector.kind,
-                other => {
-                    return Err(usage_error(format!(
-                        "unknown route selector `{other}` (expected table, dev, proto or type)"
-                    )));
+                // As `ip`: `to` may lead, then `root`, `match` or `exact`; a bare prefix is
+                // `exact`.
+                word => {
+                    use netmirror_platform::DstMatch;
+                    let mut word = word;
+                    let mut next = || {
+                        words
+                            .next()
+                            .map(String::as_str)
+                            .ok_or_else(|| usage_error(format!("`{keyword}` needs a prefix")))
+                    };
+                    if word == "to" {
+                        word = next()?;
+                    }
+                    let how = match word {
+                        "root" => Some(DstMatch::Root),
+                        "match" => Some(DstMatch::Match),
+                        "exact" => Some(DstMatch::Exact),
+                        _ => None,
+                    };
+                    if how.is_some() {
+                        word = next()?;
+                    }
+                    if word != "default" && netmirror_platform::names::parse_prefix(word).is_none()
+                    {
+                        return Err(usage_error(format!(
+                            "unknown route selector `{word}` (expected table, dev, proto, type \
+                             or [to] [exact|root|match] PREFIX)"
+                        )));
+                    }
+                    let dst = (word.to_owned(), how.unwrap_or(DstMatch::Exact));
+                    if selector.dst.replace(dst).is_some() {
+                        return Err(usage_error("a destination given twice"));
+                    }
+                    continue;
                 }
             };
             let Some(value) = words.next() else {

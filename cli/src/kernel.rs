@@ -1508,9 +1508,9 @@ pub(crate) fn rule(
     stream.finish()
 }
 
-/// `route [show] [table ID|NAME|all] [dev DEV] [proto P] [type T]`: the main table unless
-/// `table` says otherwise, both families unless `-4`/`-6`; the platform pushes the filters into
-/// the kernel.
+/// `route [show] [table ID|NAME|all] [dev DEV] [proto P] [type T] [[to] [exact|root|match]
+/// PREFIX]`: the main table unless `table` says otherwise, both families unless `-4`/`-6`;
+/// the platform pushes the filters into the kernel, and compares destinations itself.
 pub(crate) fn route_show(
     printer: &mut Printer,
     kernel: &KernelArgs,
@@ -1539,6 +1539,19 @@ pub(crate) fn route_show(
         let id = names::parse_protocol(proto)
             .ok_or_else(|| args::usage_error(format!("unknown protocol `{proto}`")))?;
         query = query.protocol(platform::Protocol(id));
+    }
+    if let Some((prefix, how)) = &selector.dst {
+        query = match names::parse_prefix(prefix) {
+            Some((addr, _)) if family(kernel).is_some_and(|f| f != platform::Family::of(addr)) => {
+                return Err(args::usage_error(format!(
+                    "`{prefix}` is not a prefix of the family asked for"
+                ))
+                .into());
+            }
+            Some((addr, len)) => query.dst(Some(addr), len, *how),
+            // `default`: the zero-length prefix, of the family asked for or of both.
+            None => query.dst(None, 0, *how),
+        };
     }
     if let Some(kind) = &selector.kind {
         let id = names::parse_route_type(kind)

@@ -1286,7 +1286,7 @@ fn split_slash(text: &str) -> (&str, Option<&str>) {
 }
 
 /// `ADDR/LEN`, or a bare address (a host prefix).
-fn parse_prefix(text: &str) -> Result<(IpAddr, u8), ParseError> {
+pub(crate) fn parse_prefix(text: &str) -> Result<(IpAddr, u8), ParseError> {
     let (addr, len) = split_slash(text);
     let addr = parse_addr_value(addr)?;
     let max = if addr.is_ipv4() { 32 } else { 128 };

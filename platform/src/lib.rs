@@ -169,7 +169,8 @@ pub use nexthop::{
 };
 pub use platform::{Config, DumpReport, Platform};
 pub use query::{
-    AddressQuery, Answer, FilterSide, LinkQuery, RouteQuery, RuleQuery, VisitReport, Visitor,
+    AddressQuery, Answer, DstMatch, FilterSide, LinkQuery, RouteQuery, RuleQuery, VisitReport,
+    Visitor,
 };
 pub use route::{
     AttrValue, Encap, Family, NextHop, RTAX_CC_ALGO, Route, RouteId, RouteMetric, RouteWeakId,

@@ -1235,3 +1235,9 @@ fn conf_files(dir: &Path) -> Vec<PathBuf> {
 
 #[cfg(test)]
 mod tests;
+
+/// A prefix as `ip` reads one: `ADDR/LEN`, or a bare address (a host prefix), an IPv4 one
+/// also with its trailing zero parts left out (`10/8`).
+pub fn parse_prefix(text: &str) -> Option<(std::net::IpAddr, u8)> {
+    crate::ipbatch::parse_prefix(text).ok()
+}

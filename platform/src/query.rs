@@ -4,6 +4,7 @@
 
 use crate::addr::{Address, IFADDRMSG_LEN};
 use std::cell::RefCell;
+use std::net::IpAddr;
 
 use crate::error::{Error, Result};
 use crate::link::{IFINFOMSG_LEN, Link};
@@ -235,9 +236,37 @@ pub struct RouteQuery<'a> {
     dev: Option<u32>,
     protocol: Option<Protocol>,
     kind: Option<RouteType>,
+    dst: Option<(Option<IpAddr>, u8, DstMatch)>,
     /// `dev` selects routes with any next hop on it (the kernel's own dev filter), not only
     /// by their own device.
     any_hop: bool,
+}
+
+/// How [`RouteQuery::dst`] compares a route's destination with a prefix, as `ip route show
+/// [exact|root|match] PREFIX` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DstMatch {
+    /// The destination is the prefix (`ip route show PREFIX`).
+    Exact,
+    /// The destination is in the prefix: the prefix or a longer one within it.
+    Root,
+    /// The destination covers the prefix: the prefix or a shorter one around it.
+    Match,
+}
+
+/// Whether the first `len` bits of `a` and `b` are the same (both of one family).
+fn same_bits(a: IpAddr, b: IpAddr, len: u8) -> bool {
+    let (a, b, width) = match (a, b) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => (u128::from(u32::from(a)), u128::from(u32::from(b)), 32),
+        (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b), 128),
+        _ => return false,
+    };
+    let len = u32::from(len).min(width);
+    if len == 0 {
+        return true;
+    }
+    let shift = width - len;
+    (a >> shift) == (b >> shift)
 }
 
 impl Platform {
@@ -250,6 +279,7 @@ impl Platform {
             dev: None,
             protocol: None,
             kind: None,
+            dst: None,
             any_hop: false,
         }
     }
@@ -322,8 +352,36 @@ impl RouteQuery<'_> {
         self
     }
 
+    /// Only routes whose destination compares with `prefix/len` as `how` says; a `None`
+    /// prefix is the zero-length one of either family (`ip route show default` of both).
+    pub fn dst(mut self, prefix: Option<IpAddr>, len: u8, how: DstMatch) -> Self {
+        self.dst = Some((prefix, len, how));
+        if let Some(prefix) = prefix {
+            self.family = Some(Family::of(prefix));
+        }
+        self
+    }
+
+    fn dst_matches(&self, route: &Route) -> bool {
+        let Some((prefix, len, how)) = self.dst else {
+            return true;
+        };
+        let dst = route.dst();
+        let prefix = prefix.unwrap_or(match dst {
+            IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        });
+        let dst_len = route.dst_len();
+        match how {
+            DstMatch::Exact => dst_len == len && same_bits(dst, prefix, len),
+            DstMatch::Root => dst_len >= len && same_bits(dst, prefix, len),
+            DstMatch::Match => dst_len <= len && same_bits(dst, prefix, dst_len),
+        }
+    }
+
     fn matches(&self, route: &Route) -> bool {
-        self.table.is_none_or(|table| route.table() == table)
+        self.dst_matches(route)
+            && self.table.is_none_or(|table| route.table() == table)
             && self.dev.is_none_or(|dev| {
                 if self.any_hop {
                     route.ifindexes().any(|i| i == Ifindex(dev))
@@ -355,7 +413,8 @@ impl RouteQuery<'_> {
         let filtered = self.table.is_some()
             || self.dev.is_some()
             || self.protocol.is_some()
-            || self.kind.is_some();
+            || self.kind.is_some()
+            || self.dst.is_some();
         let strict = self.platform.strict_check();
         // The type filter is never the kernel's (see `kind`): with it alone, only this crate
         // filtered.
@@ -638,5 +697,24 @@ impl RuleQuery<'_> {
             )?;
         }
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_bits;
+
+    #[test]
+    fn prefixes_compare_by_their_leading_bits() {
+        let v4 = |text: &str| text.parse::<std::net::IpAddr>().unwrap();
+        assert!(same_bits(v4("10.1.5.0"), v4("10.1.0.0"), 16));
+        assert!(!same_bits(v4("10.1.5.0"), v4("10.1.0.0"), 24));
+        assert!(same_bits(v4("10.1.5.0"), v4("192.0.2.1"), 0));
+        assert!(same_bits(v4("10.1.5.129"), v4("10.1.5.128"), 25));
+        assert!(same_bits(v4("2001:db8:5::1"), v4("2001:db8::"), 32));
+        assert!(!same_bits(v4("2001:db8:5::1"), v4("2001:db8::"), 48));
+        assert!(same_bits(v4("::1"), v4("::1"), 128));
+        // Families never match.
+        assert!(!same_bits(v4("0.0.0.0"), v4("::"), 0));
     }
 }

@@ -94,8 +94,25 @@ fn route_selector() {
             dev: Some("eth0".into()),
             proto: Some("static".into()),
             kind: Some("unicast".into()),
+            dst: None,
         }
     );
+    // A destination: `[to] [exact|root|match] PREFIX`, a bare one exact, `default` too.
+    let dst = |text: &str| RouteSelector::parse(&words(text)).unwrap().dst;
+    use netmirror_platform::DstMatch;
+    assert_eq!(
+        dst("10.0.0.0/8"),
+        Some(("10.0.0.0/8".into(), DstMatch::Exact))
+    );
+    assert_eq!(dst("to root 10/8"), Some(("10/8".into(), DstMatch::Root)));
+    assert_eq!(
+        dst("table 5 match 2001:db8::1"),
+        Some(("2001:db8::1".into(), DstMatch::Match))
+    );
+    assert_eq!(dst("default"), Some(("default".into(), DstMatch::Exact)));
+    assert!(RouteSelector::parse(&words("root")).is_err());
+    assert!(RouteSelector::parse(&words("10/8 10/9")).is_err());
+    assert!(RouteSelector::parse(&words("root 10.0.0.0/33")).is_err());
     assert!(RouteSelector::parse(&words("table")).is_err());
     assert!(RouteSelector::parse(&words("table 1 table 2")).is_err());
     assert!(RouteSelector::parse(&words("via 10.0.0.1")).is_err());
