@@ -212,16 +212,21 @@ pub(crate) enum Family {
 /// `link [show] [DEV]`.
 #[derive(Debug, Args)]
 pub(crate) struct LinkArgs {
-    /// `show` (optional) and a device name.
-    #[arg(value_name = "show] [DEV")]
+    /// `show` (optional), then any of `[dev] DEV`, `up`, `master DEV`, `vrf NAME`,
+    /// `nomaster`, `type KIND` (`KIND_slave`: the ports of such links), `group G`, as `ip link
+    /// show` takes them.
+    #[arg(value_name = "show] [SELECTOR")]
     pub(crate) words: Vec<String>,
 }
 
-/// `addr [show] [dev DEV]`.
+/// `addr [show] [SELECTOR]...`.
 #[derive(Debug, Args)]
 pub(crate) struct AddrArgs {
-    /// `show` (optional), then `dev DEV`.
-    #[arg(value_name = "show] [dev DEV")]
+    /// `show` (optional), then any of `[dev] DEV`, `up`, `master DEV`, `vrf NAME`,
+    /// `nomaster`, `type KIND`, `group G`, `scope S`, `to PREFIX`, `label PATTERN` and address
+    /// flags (`permanent`, `dynamic`, `secondary`, `primary`, `tentative`, `-tentative`, ...),
+    /// as `ip addr show` takes them.
+    #[arg(value_name = "show] [SELECTOR")]
     pub(crate) words: Vec<String>,
 }
 
@@ -520,21 +525,159 @@ pub(crate) fn strip_show(words: &[String]) -> &[String] {
     }
 }
 
-/// The selector of `link [show] [DEV]` and `addr [show] [dev DEV]`: at most one device, with
-/// or without the `dev` keyword.
-pub(crate) fn parse_dev_words(
-    command: &str,
-    words: &[String],
-) -> Result<Option<String>, clap::Error> {
-    match strip_show(words) {
-        [] => Ok(None),
-        [keyword, dev] if keyword == "dev" => Ok(Some(dev.clone())),
-        [dev] if dev != "dev" => Ok(Some(dev.clone())),
-        other => Err(usage_error(format!(
-            "expected `{command} [show] [dev DEV]`, found `{}`",
-            other.join(" ")
-        ))),
+/// The selector words of `link show` and `addr show`, as `ip link show` and `ip addr show`
+/// take them: one device (`[dev] DEV`), `up`, `master DEV`, `vrf NAME`, `nomaster`, `type
+/// KIND` (`KIND_slave` for the ports of such links), `group G`; and for addresses, `scope S`,
+/// `to PREFIX`, `label PATTERN` and flags (`permanent`, `dynamic`, `secondary`, `primary`,
+/// `tentative`, `-tentative`, ...).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct DeviceSelector {
+    pub(crate) dev: Option<String>,
+    pub(crate) up: bool,
+    /// `master DEV` or `vrf NAME` (the second: `true`, the device must be a VRF).
+    pub(crate) master: Option<(String, bool)>,
+    pub(crate) nomaster: bool,
+    pub(crate) kind: Option<String>,
+    pub(crate) group: Option<String>,
+    pub(crate) scope: Option<String>,
+    pub(crate) to: Option<String>,
+    pub(crate) label: Option<String>,
+    /// Address flags that must be set, and that must be clear.
+    pub(crate) flags: (u32, u32),
+}
+
+/// `IFA_F_SECONDARY`, `IFA_F_PERMANENT`.
+const IFA_F_SECONDARY: u32 = 0x01;
+const IFA_F_PERMANENT: u32 = 0x80;
+
+impl DeviceSelector {
+    /// Reads the words of `command` (`link` or `addr`; only `addr` takes the address words).
+    pub(crate) fn parse(command: &str, words: &[String]) -> Result<Self, clap::Error> {
+        let addr = command == "addr";
+        let mut selector = DeviceSelector::default();
+        let mut words = strip_show(words).iter().map(String::as_str);
+        let value = |keyword: &str, words: &mut dyn Iterator<Item = &str>| {
+            words
+                .next()
+                .map(str::to_owned)
+                .ok_or_else(|| usage_error(format!("`{keyword}` needs a value")))
+        };
+        while let Some(word) = words.next() {
+            match word {
+                "dev" => {
+                    let dev = value(word, &mut words)?;
+                    set_once(&mut selector.dev, dev, "a device")?;
+                }
+                "up" => selector.up = true,
+                "master" | "vrf" => {
+                    let dev = value(word, &mut words)?;
+                    set_once(&mut selector.master, (dev, word == "vrf"), "a master")?;
+                }
+                "nomaster" => selector.nomaster = true,
+                "type" => {
+                    let kind = value(word, &mut words)?;
+                    set_once(&mut selector.kind, kind, "a type")?;
+                }
+                "group" => {
+                    let group = value(word, &mut words)?;
+                    set_once(&mut selector.group, group, "a group")?;
+                }
+                "scope" if addr => {
+                    let scope = value(word, &mut words)?;
+                    set_once(&mut selector.scope, scope, "a scope")?;
+                }
+                "to" if addr => {
+                    let to = value(word, &mut words)?;
+                    set_once(&mut selector.to, to, "a prefix")?;
+                }
+                "label" if addr => {
+                    let label = value(word, &mut words)?;
+                    set_once(&mut selector.label, label, "a label")?;
+                }
+                flag if addr && address_flag(flag).is_some() => {
+                    let (bits, set) = address_flag(flag).unwrap_or((0, true));
+                    if set {
+                        selector.flags.0 |= bits;
+                    } else {
+                        selector.flags.1 |= bits;
+                    }
+                }
+                dev if !dev.starts_with(['-', '!']) && selector.dev.is_none() => {
+                    selector.dev = Some(dev.to_owned());
+                }
+                other => {
+                    return Err(usage_error(format!(
+                        "unknown {command} selector `{other}` (expected [dev] DEV, up, master \
+                         DEV, vrf NAME, nomaster, type KIND, group G{})",
+                        if addr {
+                            ", scope S, to PREFIX, label PATTERN or a flag"
+                        } else {
+                            ""
+                        }
+                    )));
+                }
+            }
+        }
+        Ok(selector)
     }
+}
+
+/// Stores a selector's value, refusing a second one.
+fn set_once<T>(slot: &mut Option<T>, value: T, what: &str) -> Result<(), clap::Error> {
+    if slot.replace(value).is_some() {
+        return Err(usage_error(format!("{what} given twice")));
+    }
+    Ok(())
+}
+
+/// The address flags `ip addr show` takes with a `-` before them (asking them clear).
+const NEGATABLE_FLAGS: &[&str] = &[
+    "tentative",
+    "deprecated",
+    "dadfailed",
+    "home",
+    "nodad",
+    "optimistic",
+    "mngtmpaddr",
+    "noprefixroute",
+    "autojoin",
+    "secondary",
+    "temporary",
+    "permanent",
+];
+
+/// The command line with each `-FLAG` of [`NEGATABLE_FLAGS`] written `!FLAG`, so that clap
+/// takes it as a word rather than as short options (`-t -e -n ...`); no option of netmirror
+/// is spelled so.
+pub(crate) fn protect_negated_flags(
+    args: impl Iterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    args.map(|arg| match arg.to_str().and_then(|a| a.strip_prefix('-')) {
+        Some(flag) if NEGATABLE_FLAGS.contains(&flag) => format!("!{flag}").into(),
+        _ => arg,
+    })
+    .collect()
+}
+
+/// An address flag word of `ip addr show`: its bits, and whether they must be set (`-` before
+/// a flag, written `!` once the command line is read, and `primary` and `dynamic` ask them
+/// clear).
+fn address_flag(word: &str) -> Option<(u32, bool)> {
+    let (name, set) = match word.strip_prefix(['-', '!']) {
+        Some(name) => (name, false),
+        None => (word, true),
+    };
+    let bits = match name {
+        "secondary" | "temporary" => IFA_F_SECONDARY,
+        "primary" => return set.then_some((IFA_F_SECONDARY, false)),
+        "permanent" => IFA_F_PERMANENT,
+        "dynamic" => return set.then_some((IFA_F_PERMANENT, false)),
+        "tentative" => 0x40,
+        "deprecated" => 0x20,
+        "dadfailed" => 0x08,
+        name => netmirror_platform::names::parse_address_flag(name)?,
+    };
+    Some((bits, set))
 }
 
 /// `rule [show]` takes no selector.

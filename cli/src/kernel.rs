@@ -1396,30 +1396,188 @@ pub(crate) fn rule_row(rule: &Rule) -> Vec<Cell> {
     ]
 }
 
-/// `link [show] [DEV]`.
+/// A [`args::DeviceSelector`] with its names resolved.
+struct DeviceFilter {
+    selector: args::DeviceSelector,
+    dev: Option<platform::Ifindex>,
+    master: Option<platform::Ifindex>,
+    group: Option<u32>,
+    scope: Option<u8>,
+    to: Option<(IpAddr, u8)>,
+}
+
+impl DeviceFilter {
+    fn new(
+        selector: args::DeviceSelector,
+        names: &LinkNames,
+        links: &[Link],
+    ) -> anyhow::Result<DeviceFilter> {
+        let dev = selector
+            .dev
+            .as_deref()
+            .map(|d| names.index(d))
+            .transpose()?;
+        let master = match &selector.master {
+            Some((name, vrf)) => {
+                let index = names.index(name)?;
+                // As `ip`: `vrf` names a VRF.
+                if *vrf
+                    && !links
+                        .iter()
+                        .any(|l| l.ifindex() == index && l.kind() == Some("vrf"))
+                {
+                    return Err(args::usage_error(format!("`{name}` is not a VRF")).into());
+                }
+                Some(index)
+            }
+            None => None,
+        };
+        let group = match &selector.group {
+            Some(group) => Some(
+                names::parse_group(group)
+                    .ok_or_else(|| args::usage_error(format!("unknown device group `{group}`")))?,
+            ),
+            None => None,
+        };
+        let scope = match selector.scope.as_deref() {
+            None | Some("all") => None,
+            Some(scope) => Some(
+                names::parse_scope(scope)
+                    .ok_or_else(|| args::usage_error(format!("unknown scope `{scope}`")))?,
+            ),
+        };
+        let to = match &selector.to {
+            Some(to) => Some(
+                names::parse_prefix(to)
+                    .ok_or_else(|| args::usage_error(format!("`{to}` is not a prefix")))?,
+            ),
+            None => None,
+        };
+        Ok(DeviceFilter {
+            selector,
+            dev,
+            master,
+            group,
+            scope,
+            to,
+        })
+    }
+
+    /// Whether `ip link show` with these words lists `link`.
+    fn selects_link(&self, link: &Link) -> bool {
+        let kind_ok = match self.selector.kind.as_deref() {
+            None => true,
+            Some(kind) => match kind.strip_suffix("_slave") {
+                Some(port) => link.port_kind() == Some(port),
+                None => link.kind() == Some(kind),
+            },
+        };
+        self.dev.is_none_or(|dev| link.ifindex() == dev)
+            && (!self.selector.up || link.is_up())
+            && self.master.is_none_or(|m| link.controller() == Some(m))
+            && (!self.selector.nomaster || link.controller().is_none())
+            && self.group.is_none_or(|g| link.group() == g)
+            && kind_ok
+    }
+
+    /// Whether `ip addr show` with these words lists `addr`, on `link` (when known).
+    fn selects_address(&self, addr: &Address, link: Option<&Link>, names: &LinkNames) -> bool {
+        let link_ok = match link {
+            Some(link) => self.selects_link(link),
+            None => self.dev.is_none_or(|dev| addr.ifindex() == dev),
+        };
+        let (set, clear) = self.selector.flags;
+        let label_ok = self.selector.label.as_deref().is_none_or(|pattern| {
+            let name;
+            let label = match addr.label() {
+                Some(label) => label,
+                None => {
+                    name = names.name(addr.ifindex());
+                    &name
+                }
+            };
+            glob_match(pattern, label)
+        });
+        link_ok
+            && self.scope.is_none_or(|scope| addr.scope().0 == scope)
+            && self
+                .to
+                .is_none_or(|(prefix, len)| names::same_bits(addr.local(), prefix, len))
+            && addr.flags() & set == set
+            && addr.flags() & clear == 0
+            && label_ok
+    }
+}
+
+/// Whether `text` matches the shell pattern `pattern` (`*`, `?`, `[a-z]`, `[!x]`), as
+/// `fnmatch` without flags, which `ip addr show label` uses.
+fn glob_match(pattern: &str, text: &str) -> bool {
+    fn class(set: &[char], c: char) -> Option<(bool, usize)> {
+        // `set` starts after `[`; returns whether `c` is in it and the class's length.
+        let (negated, start) = match set.first() {
+            Some('!' | '^') => (true, 1),
+            _ => (false, 0),
+        };
+        let mut i = start;
+        let mut found = false;
+        loop {
+            let &first = set.get(i)?;
+            if first == ']' && i > start {
+                return Some((found != negated, i + 1));
+            }
+            if set.get(i + 1) == Some(&'-') && set.get(i + 2).is_some_and(|&end| end != ']') {
+                found |= (first..=set[i + 2]).contains(&c);
+                i += 3;
+            } else {
+                found |= first == c;
+                i += 1;
+            }
+        }
+    }
+    fn go(p: &[char], t: &[char]) -> bool {
+        match p.first() {
+            None => t.is_empty(),
+            Some('*') => (0..=t.len()).any(|skip| go(&p[1..], &t[skip..])),
+            Some('?') => !t.is_empty() && go(&p[1..], &t[1..]),
+            Some('[') => match (
+                t.first(),
+                class(&p[1..], t.first().copied().unwrap_or('\0')),
+            ) {
+                (Some(_), Some((true, len))) => go(&p[1 + len..], &t[1..]),
+                (Some(_), Some((false, _))) => false,
+                // An unclosed `[` is itself.
+                (Some('['), None) => go(&p[1..], &t[1..]),
+                _ => false,
+            },
+            Some('\\') if p.len() > 1 => t.first() == Some(&p[1]) && go(&p[2..], &t[1..]),
+            Some(&c) => t.first() == Some(&c) && go(&p[1..], &t[1..]),
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    go(&p, &t)
+}
+
+/// `link [show] [SELECTOR]...`.
 pub(crate) fn link(
     printer: &mut Printer,
     kernel: &KernelArgs,
     args: &args::LinkArgs,
 ) -> anyhow::Result<()> {
-    let dev = args::parse_dev_words("link", &args.words)?;
+    let selector = args::DeviceSelector::parse("link", &args.words)?;
     let platform = open(kernel)?;
     let all = platform
         .links()
         .execute()
         .map_err(|err| explain(err, "dump links"))?;
     let names = LinkNames::from_links(&all.items);
+    let filter = DeviceFilter::new(selector, &names, &all.items)?;
     let mut table = Table::new(LINK_FIELDS);
-    let links: Vec<&Link> = match &dev {
-        Some(dev) => {
-            let ifindex = names.index(dev)?;
-            all.items
-                .iter()
-                .filter(|link| link.ifindex() == ifindex)
-                .collect()
-        }
-        None => all.items.iter().collect(),
-    };
+    let links: Vec<&Link> = all
+        .items
+        .iter()
+        .filter(|link| filter.selects_link(link))
+        .collect();
     if kernel.details && printer.mode() == Mode::Human {
         let netns = netns_names(&platform, links.iter().copied());
         for link in links {
@@ -1433,22 +1591,30 @@ pub(crate) fn link(
     printer.table(&table)
 }
 
-/// `addr [show] [dev DEV]`.
+/// `addr [show] [SELECTOR]...`.
 pub(crate) fn addr(
     printer: &mut Printer,
     kernel: &KernelArgs,
     args: &args::AddrArgs,
 ) -> anyhow::Result<()> {
-    let dev = args::parse_dev_words("addr", &args.words)?;
+    let selector = args::DeviceSelector::parse("addr", &args.words)?;
     let platform = open(kernel)?;
-    let names = LinkNames::load(&platform)?;
+    let links = platform
+        .links()
+        .execute()
+        .map_err(|err| explain(err, "dump links"))?
+        .items;
+    let names = LinkNames::from_links(&links);
+    let filter = DeviceFilter::new(selector, &names, &links)?;
+    let link_of = |ifindex: platform::Ifindex| links.iter().find(|l| l.ifindex() == ifindex);
     let mut query = platform.addresses();
-    if let Some(dev) = &dev {
-        query = query.ifindex(names.index(dev)?);
+    if let Some(dev) = filter.dev {
+        query = query.ifindex(dev);
     }
     if let Some(family) = family(kernel) {
         query = query.family(family);
     }
+    let selects = |addr: &Address| filter.selects_address(addr, link_of(addr.ifindex()), &names);
     let progress = crate::progress::Progress::start("loading addresses");
     if kernel.details && printer.mode() == Mode::Human {
         // As `ip -d -o addr` lists them: link by link, each link's in the kernel's order (its
@@ -1456,7 +1622,9 @@ pub(crate) fn addr(
         let mut addrs = Vec::new();
         let mut stream = printer.lines();
         visit_with(&mut stream, progress, query, |_, addr: Address| {
-            addrs.push(addr);
+            if selects(&addr) {
+                addrs.push(addr);
+            }
             Ok(())
         })
         .map_err(|err| dump_error(err, "dump addresses"))?;
@@ -1473,6 +1641,9 @@ pub(crate) fn addr(
     }
     let mut stream = printer.rows(ADDR_FIELDS, &[])?;
     visit_with(&mut stream, progress, query, |stream, addr: Address| {
+        if !selects(&addr) {
+            return Ok(());
+        }
         stream.row(&addr_row(&addr, &names))
     })
     .map_err(|err| dump_error(err, "dump addresses"))?;

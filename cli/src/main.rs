@@ -39,7 +39,7 @@ use crate::render::Printer;
 fn parse() -> Result<Cli, clap::Error> {
     let mut command = Cli::command();
     let parsed = command
-        .try_get_matches_from_mut(std::env::args_os())
+        .try_get_matches_from_mut(args::protect_negated_flags(std::env::args_os()))
         .and_then(|matches| Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command)));
     std::mem::forget(command);
     parsed

@@ -1241,3 +1241,20 @@ mod tests;
 pub fn parse_prefix(text: &str) -> Option<(std::net::IpAddr, u8)> {
     crate::ipbatch::parse_prefix(text).ok()
 }
+
+/// Whether the first `len` bits of `a` and `b` are the same (never for two families): `a`
+/// is in the prefix `b/len`.
+pub fn same_bits(a: std::net::IpAddr, b: std::net::IpAddr, len: u8) -> bool {
+    use std::net::IpAddr;
+    let (a, b, width) = match (a, b) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => (u128::from(u32::from(a)), u128::from(u32::from(b)), 32),
+        (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b), 128),
+        _ => return false,
+    };
+    let len = u32::from(len).min(width);
+    if len == 0 {
+        return true;
+    }
+    let shift = width - len;
+    (a >> shift) == (b >> shift)
+}

@@ -254,21 +254,6 @@ pub enum DstMatch {
     Match,
 }
 
-/// Whether the first `len` bits of `a` and `b` are the same (both of one family).
-fn same_bits(a: IpAddr, b: IpAddr, len: u8) -> bool {
-    let (a, b, width) = match (a, b) {
-        (IpAddr::V4(a), IpAddr::V4(b)) => (u128::from(u32::from(a)), u128::from(u32::from(b)), 32),
-        (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b), 128),
-        _ => return false,
-    };
-    let len = u32::from(len).min(width);
-    if len == 0 {
-        return true;
-    }
-    let shift = width - len;
-    (a >> shift) == (b >> shift)
-}
-
 impl Platform {
     /// Starts a route query (all families and tables unless filtered).
     pub fn routes(&self) -> RouteQuery<'_> {
@@ -373,9 +358,9 @@ impl RouteQuery<'_> {
         });
         let dst_len = route.dst_len();
         match how {
-            DstMatch::Exact => dst_len == len && same_bits(dst, prefix, len),
-            DstMatch::Root => dst_len >= len && same_bits(dst, prefix, len),
-            DstMatch::Match => dst_len <= len && same_bits(dst, prefix, dst_len),
+            DstMatch::Exact => dst_len == len && crate::names::same_bits(dst, prefix, len),
+            DstMatch::Root => dst_len >= len && crate::names::same_bits(dst, prefix, len),
+            DstMatch::Match => dst_len <= len && crate::names::same_bits(dst, prefix, dst_len),
         }
     }
 
@@ -702,7 +687,7 @@ impl RuleQuery<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::same_bits;
+    use crate::names::same_bits;
 
     #[test]
     fn prefixes_compare_by_their_leading_bits() {

@@ -120,28 +120,73 @@ fn route_selector() {
 }
 
 #[test]
-fn dev_words() {
+fn device_selectors() {
+    let dev = |command: &str, text: &str| DeviceSelector::parse(command, &words(text)).unwrap().dev;
+    assert_eq!(dev("link", "show eth0").as_deref(), Some("eth0"));
+    assert_eq!(dev("link", "eth0").as_deref(), Some("eth0"));
+    assert_eq!(dev("addr", "show dev eth0").as_deref(), Some("eth0"));
     assert_eq!(
-        parse_dev_words("link", &words("show eth0"))
+        DeviceSelector::parse("addr", &words("show")).unwrap(),
+        DeviceSelector::default()
+    );
+    assert!(DeviceSelector::parse("addr", &words("show dev")).is_err());
+    assert!(DeviceSelector::parse("addr", &words("eth0 eth1")).is_err());
+    let selector = DeviceSelector::parse(
+        "addr",
+        &words(
+            "up master br0 type bridge_slave group 5 scope link to 10/8 label eth* \
+                permanent -tentative !nodad primary",
+        ),
+    )
+    .unwrap();
+    assert!(selector.up);
+    assert_eq!(selector.master, Some(("br0".into(), false)));
+    assert_eq!(selector.kind.as_deref(), Some("bridge_slave"));
+    assert_eq!(selector.group.as_deref(), Some("5"));
+    assert_eq!(selector.scope.as_deref(), Some("link"));
+    assert_eq!(selector.to.as_deref(), Some("10/8"));
+    assert_eq!(selector.label.as_deref(), Some("eth*"));
+    // Set: permanent; clear: tentative, nodad, secondary.
+    assert_eq!(selector.flags, (0x80, 0x40 | 0x02 | 0x01));
+    assert_eq!(
+        DeviceSelector::parse("addr", &words("vrf blue"))
             .unwrap()
-            .as_deref(),
-        Some("eth0")
+            .master,
+        Some(("blue".into(), true))
     );
-    assert_eq!(
-        parse_dev_words("link", &words("eth0")).unwrap().as_deref(),
-        Some("eth0")
-    );
-    assert_eq!(
-        parse_dev_words("addr", &words("show dev eth0"))
-            .unwrap()
-            .as_deref(),
-        Some("eth0")
-    );
-    assert_eq!(parse_dev_words("addr", &words("show")).unwrap(), None);
-    assert!(parse_dev_words("addr", &words("show dev")).is_err());
-    assert!(parse_dev_words("addr", &words("eth0 eth1")).is_err());
+    // Address words belong to `addr` only.
+    assert!(DeviceSelector::parse("link", &words("scope link")).is_err());
+    assert!(DeviceSelector::parse("link", &words("-tentative")).is_err());
     assert!(parse_rule_words(&words("show")).is_ok());
     assert!(parse_rule_words(&words("show all")).is_err());
+}
+
+#[test]
+fn negated_flags_are_words_for_clap() {
+    let args = [
+        "netmirror",
+        "addr",
+        "show",
+        "-tentative",
+        "-4",
+        "-deprecated",
+        "-x",
+    ]
+    .map(std::ffi::OsString::from);
+    let got = protect_negated_flags(args.into_iter());
+    assert_eq!(
+        got,
+        [
+            "netmirror",
+            "addr",
+            "show",
+            "!tentative",
+            "-4",
+            "!deprecated",
+            "-x"
+        ]
+        .map(std::ffi::OsString::from)
+    );
 }
 
 #[test]

@@ -456,6 +456,91 @@ fn routes_match_ip_field_by_field() {
     assert_eq!(metrics["rtt"], json!(10));
 }
 
+/// `link show` and `addr show` select what `ip -o link show` and `ip -o addr show` select,
+/// for every selector `ip` takes: devices by state, master, kind, port kind and group;
+/// addresses by scope, prefix, label pattern and flag (also negated), and by their link's.
+#[test]
+fn link_and_address_selectors_select_what_ip_selects() {
+    let (ns, _other) = world();
+    for line in [
+        "link set group 5 dev mv0",
+        "addr add 10.9.0.7/24 dev br0 label br0:x",
+    ] {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        ns.ip(&args).expect(line);
+    }
+    // `INDEX: NAME` of each link line, `INDEX: NAME FAMILY ADDRESS` of each address line.
+    let keys = |text: &str, words: usize| -> Vec<String> {
+        text.lines()
+            .map(|line| {
+                line.split_whitespace()
+                    .take(words)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    };
+    let links: [&[&str]; 10] = [
+        &[],
+        &["up"],
+        &["type", "bridge"],
+        &["type", "macvlan"],
+        &["type", "bridge_slave"],
+        &["master", "br0"],
+        &["nomaster"],
+        &["group", "5"],
+        &["group", "default", "up"],
+        &["dev", "v0"],
+    ];
+    for selection in links {
+        let theirs = ns
+            .ip(&[&["-o", "link", "show"], selection].concat())
+            .expect("ip -o link");
+        let ours = nm(&[&["-d", "--netns", ns.name(), "link", "show"], selection].concat())
+            .ok()
+            .to_owned();
+        assert!(!theirs.is_empty(), "{selection:?}");
+        // `ip` names a veth's peer in another namespace with `@`; the key is the index.
+        let index = |keys: Vec<String>| -> Vec<String> {
+            keys.into_iter()
+                .map(|k| k.split('@').next().unwrap_or_default().to_owned())
+                .collect()
+        };
+        assert_eq!(
+            index(keys(&ours, 2)),
+            index(keys(&theirs, 2)),
+            "link {selection:?}"
+        );
+    }
+    let addrs: [&[&str]; 15] = [
+        &[],
+        &["up"],
+        &["scope", "global"],
+        &["scope", "link"],
+        &["to", "10.9.0.0/16"],
+        &["to", "2001:db8::/32"],
+        &["label", "br0:*"],
+        &["label", "br[0-9]"],
+        &["secondary"],
+        &["primary", "dev", "br0"],
+        &["dynamic"],
+        &["-tentative"],
+        &["tentative", "-optimistic"],
+        &["type", "bridge", "nodad"],
+        &["master", "br0"],
+    ];
+    for selection in addrs {
+        let theirs = ns
+            .ip(&[&["-o", "addr", "show"], selection].concat())
+            .expect("ip -o addr");
+        let ours = nm(&[&["-d", "--netns", ns.name(), "addr", "show"], selection].concat())
+            .ok()
+            .to_owned();
+        assert!(!theirs.is_empty(), "{selection:?}");
+        assert_eq!(keys(&ours, 4), keys(&theirs, 4), "addr {selection:?}");
+    }
+}
+
 #[test]
 fn route_details_print_hops_and_attributes_as_ip_does() {
     let (ns, _other) = world();
