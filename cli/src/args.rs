@@ -239,11 +239,13 @@ pub(crate) struct NexthopArgs {
     pub(crate) words: Vec<String>,
 }
 
-/// `rule [show]`.
+/// `rule [show] [SELECTOR]...`.
 #[derive(Debug, Args)]
 pub(crate) struct RuleArgs {
-    /// `show` (optional).
-    #[arg(value_name = "show")]
+    /// `show` (optional), then `ip rule show`'s selectors: `pref N`, `not`, `from PREFIX`,
+    /// `to PREFIX`, `tos T`, `fwmark M[/MASK]`, `iif DEV`, `oif DEV`, `l3mdev`, `uidrange A-B`,
+    /// `tun_id N`, `table T`, `protocol P`, `ipproto P`, `sport N[-M]`, `dport N[-M]`.
+    #[arg(value_name = "show] [SELECTOR")]
     pub(crate) words: Vec<String>,
 }
 
@@ -678,17 +680,6 @@ fn address_flag(word: &str) -> Option<(u32, bool)> {
         name => netmirror_platform::names::parse_address_flag(name)?,
     };
     Some((bits, set))
-}
-
-/// `rule [show]` takes no selector.
-pub(crate) fn parse_rule_words(words: &[String]) -> Result<(), clap::Error> {
-    match strip_show(words) {
-        [] => Ok(()),
-        other => Err(usage_error(format!(
-            "unexpected words after `rule show`: {}",
-            other.join(" ")
-        ))),
-    }
 }
 
 /// The selector words of `route show`, as written; the platform crate gives them meaning.

@@ -1650,13 +1650,186 @@ pub(crate) fn addr(
     stream.finish()
 }
 
-/// `rule [show]`.
+/// The selectors of `ip rule show`, read: each `None` (or `false`) selects every rule.
+#[derive(Default)]
+struct RuleFilter {
+    priority: Option<u32>,
+    not: bool,
+    from: Option<(IpAddr, u8)>,
+    to: Option<(IpAddr, u8)>,
+    tos: Option<u8>,
+    fwmark: Option<u32>,
+    fwmask: Option<u32>,
+    iif: Option<String>,
+    oif: Option<String>,
+    l3mdev: bool,
+    uid_range: Option<(u32, u32)>,
+    tun_id: Option<u64>,
+    table: Option<u32>,
+    protocol: Option<u8>,
+    ipproto: Option<u8>,
+    sport: Option<(u16, u16)>,
+    dport: Option<(u16, u16)>,
+}
+
+impl RuleFilter {
+    /// Reads `[show]` and `ip rule show`'s selectors.
+    fn parse(words: &[String]) -> anyhow::Result<RuleFilter> {
+        let mut filter = RuleFilter::default();
+        let mut words = args::strip_show(words).iter().map(String::as_str);
+        let bad = |what: &str, value: &str| -> anyhow::Error {
+            args::usage_error(format!("`{value}` is not {what}")).into()
+        };
+        fn range<T: std::str::FromStr + Copy>(text: &str) -> Option<(T, T)> {
+            match text.split_once('-') {
+                Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
+                None => text.parse().ok().map(|n| (n, n)),
+            }
+        }
+        fn number(text: &str) -> Option<u32> {
+            match text.strip_prefix("0x") {
+                Some(hex) => u32::from_str_radix(hex, 16).ok(),
+                None => text.parse().ok(),
+            }
+        }
+        while let Some(word) = words.next() {
+            if matches!(word, "not" | "l3mdev") {
+                filter.not |= word == "not";
+                filter.l3mdev |= word == "l3mdev";
+                continue;
+            }
+            let value = words
+                .next()
+                .ok_or_else(|| args::usage_error(format!("`{word}` needs a value")))?;
+            match word {
+                "pref" | "preference" | "priority" | "order" => {
+                    filter.priority = Some(number(value).ok_or_else(|| bad("a priority", value))?);
+                }
+                "from" | "src" => {
+                    filter.from = prefix_or_all(value).ok_or_else(|| bad("a prefix", value))?;
+                }
+                "to" | "dst" => {
+                    filter.to = prefix_or_all(value).ok_or_else(|| bad("a prefix", value))?;
+                }
+                "tos" | "dsfield" => {
+                    filter.tos =
+                        Some(names::parse_dsfield(value).ok_or_else(|| bad("a TOS value", value))?);
+                }
+                "fwmark" => {
+                    let (mark, mask) = match value.split_once('/') {
+                        Some((mark, mask)) => (mark, Some(mask)),
+                        None => (value, None),
+                    };
+                    filter.fwmark = Some(number(mark).ok_or_else(|| bad("a mark", value))?);
+                    filter.fwmask = match mask {
+                        Some(mask) => Some(number(mask).ok_or_else(|| bad("a mask", value))?),
+                        None => None,
+                    };
+                }
+                "iif" | "dev" => filter.iif = Some(value.to_owned()),
+                "oif" => filter.oif = Some(value.to_owned()),
+                "uidrange" => {
+                    filter.uid_range = Some(range(value).ok_or_else(|| bad("a range", value))?);
+                }
+                "tun_id" => {
+                    filter.tun_id = Some(value.parse().map_err(|_| bad("a tunnel id", value))?);
+                }
+                "table" | "lookup" => {
+                    filter.table =
+                        Some(names::parse_table(value).ok_or_else(|| bad("a table", value))?);
+                }
+                "protocol" | "proto" => {
+                    filter.protocol = match value {
+                        "all" => None,
+                        _ => Some(
+                            names::parse_protocol(value).ok_or_else(|| bad("a protocol", value))?,
+                        ),
+                    };
+                }
+                "ipproto" => {
+                    filter.ipproto = Some(
+                        names::parse_ip_proto(value).ok_or_else(|| bad("an IP protocol", value))?,
+                    );
+                }
+                "sport" => filter.sport = Some(range(value).ok_or_else(|| bad("a port", value))?),
+                "dport" => filter.dport = Some(range(value).ok_or_else(|| bad("a port", value))?),
+                other => {
+                    return Err(args::usage_error(format!(
+                        "unknown rule selector `{other}` (expected pref, not, from, to, tos, \
+                         fwmark, iif, oif, l3mdev, uidrange, tun_id, table, protocol, ipproto, \
+                         sport or dport)"
+                    ))
+                    .into());
+                }
+            }
+        }
+        Ok(filter)
+    }
+
+    /// Whether `ip rule show` with these selectors lists `rule` (iproute2's `filter_nlmsg`).
+    fn selects(&self, rule: &Rule) -> bool {
+        let prefix = |want: Option<(IpAddr, u8)>, have: Option<(IpAddr, u8)>| match want {
+            None => true,
+            Some((addr, len)) => {
+                let family_ok = platform::Family::of(addr) == rule.family();
+                match have {
+                    Some((have, have_len)) => {
+                        family_ok && len <= have_len && names::same_bits(have, addr, len)
+                    }
+                    // `from all`: only a zero-length prefix covers it.
+                    None => family_ok && len == 0,
+                }
+            }
+        };
+        let (mark, mask) = rule.fwmark().unwrap_or((0, None));
+        self.priority.is_none_or(|p| rule.priority() == p)
+            && (!self.not || rule.is_inverted())
+            && prefix(self.from, rule.src())
+            && prefix(self.to, rule.dst())
+            && self.tos.is_none_or(|tos| rule.tos() == tos)
+            && self.fwmark.is_none_or(|m| m == 0 || mark == m)
+            && self.fwmask.is_none_or(|m| m == 0 || mask.unwrap_or(0) == m)
+            && self
+                .iif
+                .as_deref()
+                .is_none_or(|iif| rule.iifname() == Some(iif))
+            && self
+                .oif
+                .as_deref()
+                .is_none_or(|oif| rule.oifname() == Some(oif))
+            && (!self.l3mdev || rule.l3mdev())
+            && self.uid_range.is_none_or(|r| rule.uid_range() == Some(r))
+            && self.tun_id.is_none_or(|id| rule.tun_id() == Some(id))
+            && self.table.is_none_or(|t| t == 0 || rule.table().0 == t)
+            && self.protocol.is_none_or(|p| rule.protocol().0 == p)
+            && self
+                .ipproto
+                .is_none_or(|p| p == 0 || rule.ip_proto().unwrap_or(0) == p)
+            && self
+                .sport
+                .is_none_or(|r| r.0 == 0 || rule.sport() == Some(r))
+            && self
+                .dport
+                .is_none_or(|r| r.0 == 0 || rule.dport() == Some(r))
+    }
+}
+
+/// A prefix of a rule selector; `all` (`default`, `any`) selects every rule, as `ip` reads it
+/// without a family.
+fn prefix_or_all(text: &str) -> Option<Option<(IpAddr, u8)>> {
+    match text {
+        "all" | "default" | "any" => Some(None),
+        text => names::parse_prefix(text).map(Some),
+    }
+}
+
+/// `rule [show] [SELECTOR]...`.
 pub(crate) fn rule(
     printer: &mut Printer,
     kernel: &KernelArgs,
     args: &args::RuleArgs,
 ) -> anyhow::Result<()> {
-    args::parse_rule_words(&args.words)?;
+    let filter = RuleFilter::parse(&args.words)?;
     let platform = open(kernel)?;
     let mut query = platform.rules();
     if let Some(family) = family(kernel) {
@@ -1666,6 +1839,9 @@ pub(crate) fn rule(
     if kernel.details && printer.mode() == Mode::Human {
         let mut stream = printer.lines();
         visit_with(&mut stream, progress, query, |stream, rule: Rule| {
+            if !filter.selects(&rule) {
+                return Ok(());
+            }
             stream.tabbed_line(&platform::text::rule_text(&rule, true))
         })
         .map_err(|err| dump_error(err, "dump rules"))?;
@@ -1673,6 +1849,9 @@ pub(crate) fn rule(
     }
     let mut stream = printer.rows(RULE_FIELDS, &[])?;
     visit_with(&mut stream, progress, query, |stream, rule: Rule| {
+        if !filter.selects(&rule) {
+            return Ok(());
+        }
         stream.row(&rule_row(&rule))
     })
     .map_err(|err| dump_error(err, "dump rules"))?;

@@ -157,8 +157,6 @@ fn device_selectors() {
     // Address words belong to `addr` only.
     assert!(DeviceSelector::parse("link", &words("scope link")).is_err());
     assert!(DeviceSelector::parse("link", &words("-tentative")).is_err());
-    assert!(parse_rule_words(&words("show")).is_ok());
-    assert!(parse_rule_words(&words("show all")).is_err());
 }
 
 #[test]

@@ -541,6 +541,70 @@ fn link_and_address_selectors_select_what_ip_selects() {
     }
 }
 
+/// `-d rule show` with each of `ip rule show`'s selectors prints the lines `ip -d rule show`
+/// prints; `protocol`, which `ip` reads but does not apply when it shows rules, selects the
+/// rules of that protocol.
+#[test]
+fn rule_selectors_select_what_ip_selects() {
+    let (ns, _other) = world();
+    // (`from 10.2.0.0/24` selects none: a rule's prefix must be as long as the selector's.)
+    let selections: [(&str, &[&str]); 23] = [
+        ("-4", &[]),
+        ("-4", &["pref", "200"]),
+        ("-4", &["not"]),
+        ("-4", &["from", "10.2.0.0/16"]),
+        ("-4", &["from", "10.0.0.0/8"]),
+        ("-4", &["from", "10.2.0.0/15"]),
+        ("-4", &["from", "10.2.0.0/24"]),
+        ("-4", &["to", "10.1.0.0/16"]),
+        ("-4", &["from", "all"]),
+        ("-4", &["table", "60"]),
+        ("-4", &["lookup", "main"]),
+        ("-4", &["fwmark", "0x10/0xff"]),
+        ("-4", &["fwmark", "0x1"]),
+        ("-4", &["iif", "v0"]),
+        ("-4", &["oif", "v1"]),
+        ("-4", &["tos", "0x10"]),
+        ("-4", &["ipproto", "tcp"]),
+        ("-4", &["sport", "80-90"]),
+        ("-4", &["dport", "53"]),
+        ("-4", &["uidrange", "100-200"]),
+        ("-4", &["tun_id", "9"]),
+        ("-4", &["l3mdev"]),
+        ("-6", &["from", "2001:db8::/16"]),
+    ];
+    let mut selected = 0;
+    for (family, selection) in selections {
+        let theirs = ns
+            .ip(&[&["-d", family, "rule", "show"], selection].concat())
+            .expect("ip -d rule");
+        let ours = nm(&[
+            &["-d", "--netns", ns.name(), family, "rule", "show"],
+            selection,
+        ]
+        .concat())
+        .ok()
+        .to_owned();
+        selected += usize::from(!theirs.is_empty());
+        assert_eq!(ours, theirs, "{family} {selection:?}");
+    }
+    assert_eq!(selected, selections.len() - 1);
+    let ours = nm(&[
+        "-d",
+        "--netns",
+        ns.name(),
+        "-4",
+        "rule",
+        "show",
+        "protocol",
+        "77",
+    ])
+    .ok()
+    .to_owned();
+    assert_eq!(ours.lines().count(), 1, "{ours}");
+    assert!(ours.starts_with("105:"), "{ours}");
+}
+
 #[test]
 fn route_details_print_hops_and_attributes_as_ip_does() {
     let (ns, _other) = world();
