@@ -246,14 +246,35 @@ pub(crate) fn family_name(family: platform::Family) -> &'static str {
 #[derive(Clone)]
 pub(crate) struct LinkNames(Vec<(u32, Arc<str>)>, Vec<(u32, Arc<str>)>, Vec<u32>);
 
+/// Every link, for commands that select by a link's properties and name links too.
+pub(crate) fn load_links(platform: &Platform) -> anyhow::Result<Vec<Link>> {
+    Ok(platform
+        .links()
+        .execute()
+        .map_err(|err| explain(err, "dump links"))?
+        .items)
+}
+
+/// The index of the VRF named `name`, refusing a link of another kind, as `ip ... vrf NAME`.
+pub(crate) fn vrf_index(
+    name: &str,
+    names: &LinkNames,
+    links: &[Link],
+) -> anyhow::Result<platform::Ifindex> {
+    let index = names.index(name)?;
+    if !links
+        .iter()
+        .any(|link| link.ifindex() == index && link.kind() == Some("vrf"))
+    {
+        return Err(args::usage_error(format!("`{name}` is not a VRF")).into());
+    }
+    Ok(index)
+}
+
 impl LinkNames {
     /// Every link's name.
     pub(crate) fn load(platform: &Platform) -> anyhow::Result<LinkNames> {
-        let answer = platform
-            .links()
-            .execute()
-            .map_err(|err| explain(err, "dump links"))?;
-        Ok(LinkNames::from_links(&answer.items))
+        Ok(LinkNames::from_links(&load_links(platform)?))
     }
 
     /// Names of these links.
@@ -1418,18 +1439,8 @@ impl DeviceFilter {
             .map(|d| names.index(d))
             .transpose()?;
         let master = match &selector.master {
-            Some((name, vrf)) => {
-                let index = names.index(name)?;
-                // As `ip`: `vrf` names a VRF.
-                if *vrf
-                    && !links
-                        .iter()
-                        .any(|l| l.ifindex() == index && l.kind() == Some("vrf"))
-                {
-                    return Err(args::usage_error(format!("`{name}` is not a VRF")).into());
-                }
-                Some(index)
-            }
+            Some((name, true)) => Some(vrf_index(name, names, links)?),
+            Some((name, false)) => Some(names.index(name)?),
             None => None,
         };
         let group = match &selector.group {
@@ -1566,15 +1577,11 @@ pub(crate) fn link(
 ) -> anyhow::Result<()> {
     let selector = args::DeviceSelector::parse("link", &args.words)?;
     let platform = open(kernel)?;
-    let all = platform
-        .links()
-        .execute()
-        .map_err(|err| explain(err, "dump links"))?;
-    let names = LinkNames::from_links(&all.items);
-    let filter = DeviceFilter::new(selector, &names, &all.items)?;
+    let all = load_links(&platform)?;
+    let names = LinkNames::from_links(&all);
+    let filter = DeviceFilter::new(selector, &names, &all)?;
     let mut table = Table::new(LINK_FIELDS);
     let links: Vec<&Link> = all
-        .items
         .iter()
         .filter(|link| filter.selects_link(link))
         .collect();
@@ -1599,11 +1606,7 @@ pub(crate) fn addr(
 ) -> anyhow::Result<()> {
     let selector = args::DeviceSelector::parse("addr", &args.words)?;
     let platform = open(kernel)?;
-    let links = platform
-        .links()
-        .execute()
-        .map_err(|err| explain(err, "dump links"))?
-        .items;
+    let links = load_links(&platform)?;
     let names = LinkNames::from_links(&links);
     let filter = DeviceFilter::new(selector, &names, &links)?;
     let link_of = |ifindex: platform::Ifindex| links.iter().find(|l| l.ifindex() == ifindex);

@@ -155,16 +155,9 @@ pub(crate) fn show(
     kernel_args: &KernelArgs,
     args: &NexthopArgs,
 ) -> anyhow::Result<()> {
-    let mut words = args.words.iter().map(String::as_str).peekable();
-    if words.peek() == Some(&"show") || words.peek() == Some(&"list") {
-        words.next();
-    }
+    let mut words = args::strip_show(&args.words).iter().map(String::as_str);
     let platform = kernel::open(kernel_args)?;
-    let links = platform
-        .links()
-        .execute()
-        .map_err(|err| kernel::explain(err, "dump links"))?
-        .items;
+    let links = kernel::load_links(&platform)?;
     let names = LinkNames::from_links(&links);
     let mut query = platform.nexthops();
     while let Some(word) = words.next() {
@@ -189,16 +182,7 @@ pub(crate) fn show(
             "dev" => query.dev(names.index(value)?),
             "master" => query.master(names.index(value)?),
             // As `ip`, a VRF by name, refused when it is another kind of link.
-            "vrf" => {
-                let index = names.index(value)?;
-                if !links
-                    .iter()
-                    .any(|link| link.ifindex() == index && link.kind() == Some("vrf"))
-                {
-                    return Err(args::usage_error(format!("`{value}` is not a VRF")).into());
-                }
-                query.master(index)
-            }
+            "vrf" => query.master(kernel::vrf_index(value, &names, &links)?),
             "protocol" | "proto" => query.protocol(platform::Protocol(
                 names::parse_protocol(value)
                     .ok_or_else(|| args::usage_error(format!("unknown protocol `{value}`")))?,

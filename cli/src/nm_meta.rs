@@ -745,16 +745,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
                 (256, "tls-1-3-enable"),
                 (511, "all"),
             ],
-            people: Mode {
-                number: true,
-                hex: true,
-                name: true,
-            },
-            terse: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
+            people: HEX_NAME,
+            terse: NAME,
         },
     ),
     (
@@ -776,16 +768,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
                 (2, "manual-multiple"),
                 (3, "multiple"),
             ],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -794,16 +778,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         Names::Enum {
             first: &[],
             own: &[(-1, "default"), (0, "no"), (1, "yes")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -812,16 +788,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         Names::Enum {
             first: &[],
             own: &[(-1, "default"), (0, "disable"), (1, "enable-rx")],
-            people: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
+            people: NAME,
+            terse: NAME,
         },
     ),
     (
@@ -829,17 +797,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "mdns",
         Names::Enum {
             first: &[],
-            own: &[(-1, "default"), (0, "no"), (1, "resolve"), (2, "yes")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: NAMES_CONNECTION_MDNS,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -847,17 +807,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "llmnr",
         Names::Enum {
             first: &[],
-            own: &[(-1, "default"), (0, "no"), (1, "resolve"), (2, "yes")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: NAMES_CONNECTION_MDNS,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -866,16 +818,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         Names::Enum {
             first: &[],
             own: &[(-1, "default"), (0, "no"), (1, "opportunistic"), (2, "yes")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -894,16 +838,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
                 (64, "backup"),
                 (128, "fullmesh"),
             ],
-            people: Mode {
-                number: true,
-                hex: true,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: true,
-                name: false,
-            },
+            people: HEX_NAME,
+            terse: HEX,
         },
     ),
     (
@@ -911,17 +847,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "from-dhcp",
         Names::Enum {
             first: &[],
-            own: &[(-1, "default"), (0, "false"), (1, "true")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: TERNARY,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -929,17 +857,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "from-dns-lookup",
         Names::Enum {
             first: &[],
-            own: &[(-1, "default"), (0, "false"), (1, "true")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: TERNARY,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -947,17 +867,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "only-from-default",
         Names::Enum {
             first: &[],
-            own: &[(-1, "default"), (0, "false"), (1, "true")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: TERNARY,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -965,7 +877,7 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "route-table",
         Names::Number {
             hex: false,
-            names: &[(0, "unspec"), (254, "main")],
+            names: NAMES_IPV4_ROUTE_TABLE,
         },
     ),
     (
@@ -973,17 +885,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "replace-local-rule",
         Names::Enum {
             first: &[],
-            own: &[(-1, "default"), (0, "false"), (1, "true")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: TERNARY,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -991,23 +895,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "dhcp-hostname-flags",
         Names::Flags {
             first: &[],
-            own: &[
-                (0, "none"),
-                (1, "fqdn-serv-update"),
-                (2, "fqdn-encoded"),
-                (4, "fqdn-no-update"),
-                (8, "fqdn-clear-flags"),
-            ],
-            people: Mode {
-                number: true,
-                hex: true,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: true,
-                name: false,
-            },
+            own: NAMES_IPV4_DHCP_HOSTNAME_FLAGS,
+            people: HEX_NAME,
+            terse: HEX,
         },
     ),
     (
@@ -1015,7 +905,7 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "required-timeout",
         Names::Number {
             hex: false,
-            names: &[(-1, "default"), (2147483647, "infinity")],
+            names: NAMES_IPV4_REQUIRED_TIMEOUT,
         },
     ),
     (
@@ -1032,16 +922,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         Names::Enum {
             first: &[],
             own: &[(0, "default"), (1, "auto"), (2, "disabled"), (3, "enabled")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -1049,17 +931,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "auto-route-ext-gw",
         Names::Enum {
             first: &[],
-            own: &[(-1, "default"), (0, "false"), (1, "true")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: TERNARY,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -1067,7 +941,7 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "route-table",
         Names::Number {
             hex: false,
-            names: &[(0, "unspec"), (254, "main")],
+            names: NAMES_IPV4_ROUTE_TABLE,
         },
     ),
     (
@@ -1075,17 +949,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "replace-local-rule",
         Names::Enum {
             first: &[],
-            own: &[(-1, "default"), (0, "false"), (1, "true")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: TERNARY,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -1093,7 +959,7 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "required-timeout",
         Names::Number {
             hex: false,
-            names: &[(-1, "default"), (2147483647, "infinity")],
+            names: NAMES_IPV4_REQUIRED_TIMEOUT,
         },
     ),
     (
@@ -1110,16 +976,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
                 (1, "prefer-public-addr"),
                 (2, "prefer-temp-addr"),
             ],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -1133,16 +991,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
                 (2, "default-or-eui64"),
                 (3, "default"),
             ],
-            people: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
+            people: NAME,
+            terse: NAME,
         },
     ),
     (
@@ -1150,23 +1000,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "dhcp-hostname-flags",
         Names::Flags {
             first: &[],
-            own: &[
-                (0, "none"),
-                (1, "fqdn-serv-update"),
-                (2, "fqdn-encoded"),
-                (4, "fqdn-no-update"),
-                (8, "fqdn-clear-flags"),
-            ],
-            people: Mode {
-                number: true,
-                hex: true,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: true,
-                name: false,
-            },
+            own: NAMES_IPV4_DHCP_HOSTNAME_FLAGS,
+            people: HEX_NAME,
+            terse: HEX,
         },
     ),
     (
@@ -1174,17 +1010,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "auto-route-ext-gw",
         Names::Enum {
             first: &[],
-            own: &[(-1, "default"), (0, "false"), (1, "true")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: TERNARY,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -1206,16 +1034,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
                 (10, "gretap"),
                 (11, "ip6gretap"),
             ],
-            people: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
+            people: NAME,
+            terse: NAME,
         },
     ),
     (
@@ -1240,16 +1060,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
                 (16, "ip6-rcv-dscp-copy"),
                 (32, "ip6-use-orig-fwmark"),
             ],
-            people: Mode {
-                number: true,
-                hex: true,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: true,
-                name: false,
-            },
+            people: HEX_NAME,
+            terse: HEX,
         },
     ),
     (
@@ -1258,16 +1070,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         Names::Enum {
             first: &[],
             own: &[(0, "psk"), (1, "eap")],
-            people: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
+            people: NAME,
+            terse: NAME,
         },
     ),
     (
@@ -1276,16 +1080,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         Names::Enum {
             first: &[],
             own: &[(0, "disable"), (1, "check"), (2, "strict")],
-            people: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
+            people: NAME,
+            terse: NAME,
         },
     ),
     (
@@ -1301,16 +1097,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
                 (4, "passthru"),
                 (5, "source"),
             ],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -1319,16 +1107,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         Names::Enum {
             first: &[],
             own: &[(0, "none"), (1, "auto")],
-            people: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
+            people: NAME,
+            terse: NAME,
         },
     ),
     (
@@ -1337,16 +1117,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         Names::Enum {
             first: &[],
             own: &[(0, "none"), (1, "even"), (2, "odd")],
-            people: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
+            people: NAME,
+            terse: NAME,
         },
     ),
     (
@@ -1354,17 +1126,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "autoprobe-drivers",
         Names::Enum {
             first: &[],
-            own: &[(-1, "default"), (0, "false"), (1, "true")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: TERNARY,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -1372,7 +1136,7 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "notify-peers-count",
         Names::Number {
             hex: false,
-            names: &[(-1, "unset"), (0, "disabled")],
+            names: NAMES_TEAM_NOTIFY_PEERS_COUNT,
         },
     ),
     (
@@ -1380,7 +1144,7 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "notify-peers-interval",
         Names::Number {
             hex: false,
-            names: &[(-1, "unset"), (0, "default")],
+            names: NAMES_TEAM_NOTIFY_PEERS_INTERVAL,
         },
     ),
     (
@@ -1388,7 +1152,7 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "mcast-rejoin-count",
         Names::Number {
             hex: false,
-            names: &[(-1, "unset"), (0, "disabled")],
+            names: NAMES_TEAM_NOTIFY_PEERS_COUNT,
         },
     ),
     (
@@ -1396,7 +1160,7 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "mcast-rejoin-interval",
         Names::Number {
             hex: false,
-            names: &[(-1, "unset"), (0, "default")],
+            names: NAMES_TEAM_NOTIFY_PEERS_INTERVAL,
         },
     ),
     (
@@ -1428,7 +1192,7 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "queue-id",
         Names::Number {
             hex: false,
-            names: &[(-1, "unset"), (0, "default")],
+            names: NAMES_TEAM_NOTIFY_PEERS_INTERVAL,
         },
     ),
     (
@@ -1452,7 +1216,7 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "lacp-key",
         Names::Number {
             hex: false,
-            names: &[(-1, "unset"), (0, "default")],
+            names: NAMES_TEAM_NOTIFY_PEERS_INTERVAL,
         },
     ),
     (
@@ -1461,16 +1225,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         Names::Enum {
             first: &[],
             own: &[(0, "unknown"), (1, "tun"), (2, "tap")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -1478,23 +1234,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "wps-method",
         Names::Flags {
             first: &[],
-            own: &[
-                (0, "default"),
-                (1, "disabled"),
-                (2, "auto"),
-                (4, "pbc"),
-                (8, "pin"),
-            ],
-            people: Mode {
-                number: true,
-                hex: true,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: true,
-                name: false,
-            },
+            own: NAMES_WIFI_P2P_WPS_METHOD,
+            people: HEX_NAME,
+            terse: HEX,
         },
     ),
     (
@@ -1512,16 +1254,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
                 (1, "default"),
                 (32768, "ignore"),
             ],
-            people: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
+            people: NAME,
+            terse: NAME,
         },
     ),
     (
@@ -1529,17 +1263,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "accept-all-mac-addresses",
         Names::Enum {
             first: &[],
-            own: &[(-1, "default"), (0, "false"), (1, "true")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: TERNARY,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -1555,17 +1281,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "ip4-auto-default-route",
         Names::Enum {
             first: &[],
-            own: &[(-1, "default"), (0, "false"), (1, "true")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: TERNARY,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -1573,17 +1291,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "ip6-auto-default-route",
         Names::Enum {
             first: &[],
-            own: &[(-1, "default"), (0, "false"), (1, "true")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: TERNARY,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -1592,16 +1302,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         Names::Enum {
             first: &[],
             own: &[(0, "default"), (1, "never"), (2, "always")],
-            people: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
+            people: NAME,
+            terse: NAME,
         },
     ),
     (
@@ -1610,16 +1312,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         Names::Enum {
             first: &[],
             own: &[(0, "default"), (1, "ignore"), (2, "disable"), (3, "enable")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
+            people: NUMBER_NAME,
+            terse: NAME,
         },
     ),
     (
@@ -1640,16 +1334,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
                 (1, "default"),
                 (32768, "ignore"),
             ],
-            people: Mode {
-                number: true,
-                hex: true,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: true,
-                name: false,
-            },
+            people: HEX_NAME,
+            terse: HEX,
         },
     ),
     (
@@ -1657,17 +1343,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "ap-isolation",
         Names::Enum {
             first: &[],
-            own: &[(-1, "default"), (0, "false"), (1, "true")],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: TERNARY,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -1675,22 +1353,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "pmf",
         Names::Enum {
             first: &[],
-            own: &[
-                (0, "default"),
-                (1, "disable"),
-                (2, "optional"),
-                (3, "required"),
-            ],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: NAMES_802_11_WIRELESS_SECURITY_PMF,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -1699,16 +1364,8 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         Names::Enum {
             first: &[],
             own: &[(0, "unknown"), (1, "key"), (2, "passphrase")],
-            people: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: false,
-                hex: false,
-                name: true,
-            },
+            people: NAME,
+            terse: NAME,
         },
     ),
     (
@@ -1716,23 +1373,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "wps-method",
         Names::Flags {
             first: &[],
-            own: &[
-                (0, "default"),
-                (1, "disabled"),
-                (2, "auto"),
-                (4, "pbc"),
-                (8, "pin"),
-            ],
-            people: Mode {
-                number: true,
-                hex: true,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: true,
-                name: false,
-            },
+            own: NAMES_WIFI_P2P_WPS_METHOD,
+            people: HEX_NAME,
+            terse: HEX,
         },
     ),
     (
@@ -1740,22 +1383,9 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "fils",
         Names::Enum {
             first: &[],
-            own: &[
-                (0, "default"),
-                (1, "disable"),
-                (2, "optional"),
-                (3, "required"),
-            ],
-            people: Mode {
-                number: true,
-                hex: false,
-                name: true,
-            },
-            terse: Mode {
-                number: true,
-                hex: false,
-                name: false,
-            },
+            own: NAMES_802_11_WIRELESS_SECURITY_PMF,
+            people: NUMBER_NAME,
+            terse: NUMBER,
         },
     ),
     (
@@ -1763,7 +1393,7 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "short-address",
         Names::Number {
             hex: true,
-            names: &[(65535, "unset")],
+            names: NAMES_WPAN_SHORT_ADDRESS,
         },
     ),
     (
@@ -1771,7 +1401,7 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "pan-id",
         Names::Number {
             hex: true,
-            names: &[(65535, "unset")],
+            names: NAMES_WPAN_SHORT_ADDRESS,
         },
     ),
     (
@@ -1779,7 +1409,7 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "page",
         Names::Number {
             hex: false,
-            names: &[(-1, "default")],
+            names: NAMES_WPAN_PAGE,
         },
     ),
     (
@@ -1787,7 +1417,73 @@ pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[
         "channel",
         Names::Number {
             hex: false,
-            names: &[(-1, "default")],
+            names: NAMES_WPAN_PAGE,
         },
     ),
 ];
+
+const NUMBER: Mode = Mode {
+    number: true,
+    hex: false,
+    name: false,
+};
+const HEX: Mode = Mode {
+    number: true,
+    hex: true,
+    name: false,
+};
+const NAME: Mode = Mode {
+    number: false,
+    hex: false,
+    name: true,
+};
+const NUMBER_NAME: Mode = Mode {
+    number: true,
+    hex: false,
+    name: true,
+};
+const HEX_NAME: Mode = Mode {
+    number: true,
+    hex: true,
+    name: true,
+};
+
+const NAMES_CONNECTION_MDNS: &[(i64, &str)] =
+    &[(-1, "default"), (0, "no"), (1, "resolve"), (2, "yes")];
+
+const TERNARY: &[(i64, &str)] = &[(-1, "default"), (0, "false"), (1, "true")];
+
+const NAMES_IPV4_ROUTE_TABLE: &[(i64, &str)] = &[(0, "unspec"), (254, "main")];
+
+const NAMES_IPV4_DHCP_HOSTNAME_FLAGS: &[(i64, &str)] = &[
+    (0, "none"),
+    (1, "fqdn-serv-update"),
+    (2, "fqdn-encoded"),
+    (4, "fqdn-no-update"),
+    (8, "fqdn-clear-flags"),
+];
+
+const NAMES_IPV4_REQUIRED_TIMEOUT: &[(i64, &str)] = &[(-1, "default"), (2147483647, "infinity")];
+
+const NAMES_TEAM_NOTIFY_PEERS_COUNT: &[(i64, &str)] = &[(-1, "unset"), (0, "disabled")];
+
+const NAMES_TEAM_NOTIFY_PEERS_INTERVAL: &[(i64, &str)] = &[(-1, "unset"), (0, "default")];
+
+const NAMES_WIFI_P2P_WPS_METHOD: &[(i64, &str)] = &[
+    (0, "default"),
+    (1, "disabled"),
+    (2, "auto"),
+    (4, "pbc"),
+    (8, "pin"),
+];
+
+const NAMES_802_11_WIRELESS_SECURITY_PMF: &[(i64, &str)] = &[
+    (0, "default"),
+    (1, "disable"),
+    (2, "optional"),
+    (3, "required"),
+];
+
+const NAMES_WPAN_SHORT_ADDRESS: &[(i64, &str)] = &[(65535, "unset")];
+
+const NAMES_WPAN_PAGE: &[(i64, &str)] = &[(-1, "default")];

@@ -52,11 +52,7 @@ pub(crate) fn run(
         .is_none()
         .then(|| std::thread::spawn(move || nm::overview(timeout)));
     let platform = kernel::open(kernel_args)?;
-    let links = platform
-        .links()
-        .execute()
-        .map_err(|err| kernel::explain(err, "dump links"))?
-        .items;
+    let links = kernel::load_links(&platform)?;
     let names = LinkNames::from_links(&links);
     let mut addr_query = platform.addresses();
     let mut route_query = platform.routes();

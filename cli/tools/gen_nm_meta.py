@@ -184,11 +184,35 @@ def rust_str(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+# The forms a number takes, by (number, hex, name), as constants of the generated file.
+MODES = {
+    (True, False, False): "NUMBER",
+    (True, True, False): "HEX",
+    (False, False, True): "NAME",
+    (True, False, True): "NUMBER_NAME",
+    (True, True, True): "HEX_NAME",
+}
+
+
 def rust_mode(mode, is_flags):
     numeric, hex_, hex_flags, text = mode
-    return (f"Mode {{ number: {str(numeric).lower()}, "
-            f"hex: {str(hex_ or (hex_flags and is_flags)).lower()}, "
-            f"name: {str(text).lower()} }}")
+    return MODES[(numeric, hex_ or (hex_flags and is_flags), text)]
+
+
+# Name tables that several properties share, as constants (by their text).
+tables = {}
+
+
+def rust_table(entries, user):
+    text = "&[" + ", ".join(f"({value}, {rust_str(nick)})" for value, nick in entries) + "]"
+    if text == "&[]":
+        return text
+    # Named after its first property; nmcli's ternary (`NMTernary`) by what it is.
+    name = "TERNARY" if entries == [(-1, "default"), (0, "false"), (1, "true")] else \
+        "NAMES_" + f"{user[0]}_{user[1]}".upper().replace("-", "_")
+    known = tables.setdefault(text, [name, 0])
+    known[1] += 1
+    return "\0" + text + "\0"
 
 
 src = open(DESC).read()
@@ -227,9 +251,9 @@ for m in re.finditer(r"#define _CURRENT_NM_META_SETTING_TYPE NM_META_SETTING_TYP
         names = names or []
         if any(value is None for value, _ in names):
             sys.exit(f"unresolved value in {setting}.{prop}")
-        table = ", ".join(f"({value}, {rust_str(nick)})" for value, nick in names)
+        table = rust_table(names, (setting, prop))
         entries.append((setting, prop, f"Names::Number {{ hex: {str(hex_).lower()}, "
-                                       f"names: &[{table}] }}"))
+                                       f"names: {table} }}"))
         continue
     gtype_fn = re.search(r"\.get_gtype\s*=\s*(\w+)", body)
     gtype = get_type(gtype_fn.group(1)) if gtype_fn else pspec_type(current, prop)
@@ -265,11 +289,11 @@ for m in re.finditer(r"#define _CURRENT_NM_META_SETTING_TYPE NM_META_SETTING_TYP
             seen.add(value)
             if valid_enum_nick(nick):
                 own.append((value, nick))
-    first_table = ", ".join(f"({value}, {rust_str(nick)})" for value, nick in first)
-    own_table = ", ".join(f"({value}, {rust_str(nick)})" for value, nick in own)
+    first_table = rust_table(first, (setting, prop))
+    own_table = rust_table(own, (setting, prop))
     entries.append((setting, prop,
                     f"Names::{'Flags' if is_flags else 'Enum'} {{ "
-                    f"first: &[{first_table}], own: &[{own_table}], "
+                    f"first: {first_table}, own: {own_table}, "
                     f"people: {rust_mode(people, is_flags)}, "
                     f"terse: {rust_mode(terse, is_flags)} }}"))
 
@@ -303,5 +327,20 @@ print("/// How nmcli names the numbers of each property that is an enumeration, 
 print("/// number with named values: (setting, property, names), in nmcli's table order.")
 print("pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[")
 for setting, prop, expr in entries:
-    print(f"    ({rust_str(setting)}, {rust_str(prop)}, {expr}),")
+    # A table several properties share is its constant, the others inline.
+    parts = expr.split("\0")
+    for i in range(1, len(parts), 2):
+        name, uses = tables[parts[i]]
+        parts[i] = name if uses > 1 else parts[i]
+    print(f"    ({rust_str(setting)}, {rust_str(prop)}, {''.join(parts)}),")
 print("];")
+print()
+print("const NUMBER: Mode = Mode { number: true, hex: false, name: false };")
+print("const HEX: Mode = Mode { number: true, hex: true, name: false };")
+print("const NAME: Mode = Mode { number: false, hex: false, name: true };")
+print("const NUMBER_NAME: Mode = Mode { number: true, hex: false, name: true };")
+print("const HEX_NAME: Mode = Mode { number: true, hex: true, name: true };")
+for text, (name, uses) in tables.items():
+    if uses > 1:
+        print()
+        print(f"const {name}: &[(i64, &str)] = {text};")
