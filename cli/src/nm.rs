@@ -1035,8 +1035,8 @@ const CERT_KEYS: &[&str] = &[
     "phase2-private-key",
 ];
 
-/// A byte string as nmcli shows it: a MAC address (`AA:BB:CC:DD:EE:FF`) under a key naming
-/// one; an SSID as text (libnm's `nm_utils_ssid_to_utf8`: UTF-8 as it is, other bytes as
+/// A byte string as nmcli shows it: a hardware address (`AA:BB:CC:DD:EE:FF`) where nmcli's
+/// table has one (or, in a setting it does not know, under a key naming one); an SSID as text (libnm's `nm_utils_ssid_to_utf8`: UTF-8 as it is, other bytes as
 /// ISO-8859-1, which is what it falls back to without a language); an 802.1X certificate
 /// or key by its path or PKCS#11 URI, `<hidden>` when the profile holds the data itself;
 /// nmcli's plain bytes (`wfd-ies`) in hex; in a setting nmcli does not know, printable text
@@ -1049,7 +1049,10 @@ fn bytes_text(setting: &str, key: &str, bytes: &[u8]) -> String {
             .collect::<Vec<_>>()
             .join(sep)
     };
-    if key.contains("mac-address") || matches!(key, "bssid" | "bdaddr" | "dhcp-anycast-address") {
+    if crate::nm_meta::MAC_PROPERTIES.contains(&(setting, key))
+        || (key.contains("mac-address")
+            && !crate::nm_meta::SETTINGS.iter().any(|(s, _)| *s == setting))
+    {
         return hex(":");
     }
     if key == "ssid" {

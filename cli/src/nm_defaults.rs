@@ -402,7 +402,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
             ("encrypt", Some(("yes", "yes"))),
             ("mka-cak", Some(("<hidden>", "<hidden>"))),
             ("mka-cak-flags", Some(("0 (none)", "0"))),
-            ("mka-ckn", None),
+            ("mka-ckn", Some(("--", ""))),
             ("port", Some(("1", "1"))),
             ("validation", Some(("strict", "strict"))),
             ("send-sci", Some(("yes", "yes"))),

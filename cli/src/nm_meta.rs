@@ -724,6 +724,24 @@ pub(crate) const SETTINGS: &[(&str, &[(&str, bool)])] = &[
 /// The settings nmcli's table has and `nmcli connection show` does not print.
 pub(crate) const UNSHOWN_SETTINGS: &[&str] = &["loopback", "wimax"];
 
+/// The hardware addresses, which nmcli prints as `AA:BB:CC:DD:EE:FF` (`_pt_gobject_mac`).
+pub(crate) const MAC_PROPERTIES: &[(&str, &str)] = &[
+    ("bluetooth", "bdaddr"),
+    ("bridge", "mac-address"),
+    ("bridge", "group-address"),
+    ("infiniband", "mac-address"),
+    ("802-11-olpc-mesh", "dhcp-anycast-address"),
+    ("wifi-p2p", "peer"),
+    ("wimax", "network-name"),
+    ("802-3-ethernet", "mac-address"),
+    ("802-3-ethernet", "cloned-mac-address"),
+    ("802-3-ethernet", "wake-on-lan-password"),
+    ("802-11-wireless", "bssid"),
+    ("802-11-wireless", "mac-address"),
+    ("802-11-wireless", "cloned-mac-address"),
+    ("wpan", "mac-address"),
+];
+
 /// How nmcli names the numbers of each property that is an enumeration, flags, or a
 /// number with named values: (setting, property, names), in nmcli's table order.
 pub(crate) const VALUE_NAMES: &[(&str, &str, Names)] = &[

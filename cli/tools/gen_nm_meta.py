@@ -219,6 +219,7 @@ src = open(DESC).read()
 entries = []  # (setting name, property, rust expression)
 properties = {}  # setting name -> [(property, hidden while default)], nmcli's order
 known = []  # every setting nmcli's table has
+macs = []  # (setting, property) of the hardware addresses nmcli prints as `AA:BB:...`
 current = None
 for m in re.finditer(r"#define _CURRENT_NM_META_SETTING_TYPE NM_META_SETTING_TYPE_(\w+)|"
                      r"PROPERTY_INFO(?:_WITH_DESC|_INIT|(_ETHTOOL))?\s*\(\s*(\w+)\s*,?", src):
@@ -238,6 +239,8 @@ for m in re.finditer(r"#define _CURRENT_NM_META_SETTING_TYPE NM_META_SETTING_TYP
     prop = string(name)
     hidden = bool(m.group(2)) or bool(re.search(r"\.hide_if_default\s*=\s*TRUE", body))
     properties.setdefault(setting, []).append((prop, hidden))
+    if re.search(r"\.property_type\s*=\s*&_pt_gobject_mac\b", body):
+        macs.append((setting, prop))
     kind = re.search(r"\.property_type\s*=\s*&_pt_gobject_(enum|ternary|int)\b", body)
     if not kind:
         continue
@@ -322,6 +325,12 @@ print()
 print("/// The settings nmcli's table has and `nmcli connection show` does not print.")
 hidden_settings = ", ".join(rust_str(s) for s in known if s not in shown)
 print(f"pub(crate) const UNSHOWN_SETTINGS: &[&str] = &[{hidden_settings}];")
+print()
+print("/// The hardware addresses, which nmcli prints as `AA:BB:CC:DD:EE:FF` (`_pt_gobject_mac`).")
+print("pub(crate) const MAC_PROPERTIES: &[(&str, &str)] = &[")
+for setting, prop in macs:
+    print(f"    ({rust_str(setting)}, {rust_str(prop)}),")
+print("];")
 print()
 print("/// How nmcli names the numbers of each property that is an enumeration, flags, or a")
 print("/// number with named values: (setting, property, names), in nmcli's table order.")

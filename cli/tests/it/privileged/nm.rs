@@ -853,6 +853,29 @@ fn connection_show_equals_nmcli_for_every_type() {
          vxlan.learning no vxlan.ageing 100 vxlan.tos 5 vxlan.ttl 9",
         "ip-tunnel ifname nmxvti0 mode vti remote 192.0.2.1 ip-tunnel.fwmark 0x1f \
          ip-tunnel.input-key 5 ip-tunnel.output-key 6",
+        // Ports' settings, a bridge's hardware addresses, MACsec with 802.1X, and more.
+        "ethernet ifname nmxbp1 master nmxbond0 slave-type bond bond-port.queue-id 3",
+        "ethernet ifname nmxbp2 master nmxbr1 slave-type bridge bridge-port.priority 5 \
+         bridge-port.path-cost 50 bridge-port.hairpin-mode yes",
+        "ethernet ifname nmxtp1 master nmxteam0 slave-type team team-port.config '{\"prio\": 5}'",
+        "bridge ifname nmxbr2 bridge.stp no bridge.priority 100 bridge.forward-delay 5 \
+         bridge.hello-time 3 bridge.max-age 10 bridge.ageing-time 100 \
+         bridge.group-forward-mask 8 bridge.multicast-snooping no \
+         bridge.multicast-router enabled bridge.vlan-default-pvid 5 \
+         bridge.mac-address 00:11:22:33:44:55 bridge.group-address 01:80:C2:00:00:0A",
+        "macsec ifname nmxmacsec1 dev veth0 mode eap macsec.encrypt no macsec.port 5 \
+         macsec.validation check macsec.send-sci no 802-1x.eap peap 802-1x.identity me \
+         802-1x.phase2-auth mschapv2 802-1x.password s3cret",
+        "vxlan ifname nmxx2 id 11 remote 2001:db8::1 vxlan.local 2001:db8::2 vxlan.proxy yes \
+         vxlan.rsc yes vxlan.l2-miss yes vxlan.l3-miss yes",
+        "tun ifname nmxt2 tun.owner 1000 tun.group 1000 tun.pi yes tun.vnet-hdr yes \
+         tun.multi-queue yes",
+        "wifi ifname nmxw5 ssid nmx mode ap 802-11-wireless.band bg 802-11-wireless.channel 6 \
+         wifi-sec.key-mgmt sae wifi-sec.psk s3cret-psk wifi-sec.pmf 3",
+        "ethernet ifname nmxe17 ipv4.dhcp-send-hostname no ipv4.dhcp-hostname nmx \
+         ipv4.never-default yes ipv4.ignore-auto-routes yes ipv4.route-metric 50 \
+         ipv6.ra-timeout 10 ipv6.mtu 1300 ipv4.dns-search x.example ipv6.dns 2001:db8::53 \
+         ipv6.routes '::/0 2001:db8::1 table=5'",
     ];
     let dir = tempfile::tempdir().expect("a temporary folder");
     let ca = dir.path().join("ca.pem");
