@@ -254,7 +254,8 @@ pub(crate) struct RuleArgs {
 pub(crate) struct RouteArgs {
     #[command(subcommand)]
     pub(crate) action: Option<RouteAction>,
-    /// `table ID|NAME|all`, `dev DEV`, `proto P`, `type T`, `[to] [exact|root|match] PREFIX`.
+    /// `table ID|NAME|all`, `dev DEV`, `proto P`, `type T`, `scope S`, `tos T`, `via PREFIX`,
+    /// `src PREFIX`, `from PREFIX`, `[to] [exact|root|match] PREFIX`.
     #[arg(value_name = "SELECTOR")]
     pub(crate) words: Vec<String>,
 }
@@ -265,7 +266,8 @@ pub(crate) enum RouteAction {
     /// Print routes (the default).
     #[command(visible_alias = "list", alias = "ls")]
     Show {
-        /// `table ID|NAME|all`, `dev DEV`, `proto P`, `type T`, `[to] [exact|root|match] PREFIX`.
+        /// `table ID|NAME|all`, `dev DEV`, `proto P`, `type T`, `scope S`, `tos T`, `via PREFIX`,
+        /// `src PREFIX`, `from PREFIX`, `[to] [exact|root|match] PREFIX`.
         #[arg(value_name = "SELECTOR")]
         words: Vec<String>,
     },
@@ -696,6 +698,16 @@ pub(crate) struct RouteSelector {
     /// `[to] [exact|root|match] PREFIX` (`default` for the zero-length prefix): the prefix as
     /// written, and how to compare.
     pub(crate) dst: Option<(String, netmirror_platform::DstMatch)>,
+    /// `from [exact|root|match] PREFIX`: the source prefix, and how to compare.
+    pub(crate) src: Option<(String, netmirror_platform::DstMatch)>,
+    /// `via [inet|inet6] PREFIX`, and whether the family was named.
+    pub(crate) via: Option<(String, bool)>,
+    /// `src PREFIX` (the preferred source).
+    pub(crate) prefsrc: Option<String>,
+    /// `scope S`.
+    pub(crate) scope: Option<String>,
+    /// `tos T` (`dsfield T`).
+    pub(crate) tos: Option<String>,
 }
 
 impl RouteSelector {
@@ -709,6 +721,45 @@ impl RouteSelector {
                 "dev" | "oif" => &mut selector.dev,
                 "proto" | "protocol" => &mut selector.proto,
                 "type" => &mut selector.kind,
+                "src" => &mut selector.prefsrc,
+                "scope" => &mut selector.scope,
+                "tos" | "dsfield" => &mut selector.tos,
+                "via" => {
+                    // As `ip`: the family may be named first.
+                    let mut value = words.next().map(String::as_str);
+                    let named = matches!(value, Some("inet" | "inet6"));
+                    if named {
+                        value = words.next().map(String::as_str);
+                    }
+                    let value =
+                        value.ok_or_else(|| usage_error("`via` needs an address or prefix"))?;
+                    if selector.via.replace((value.to_owned(), named)).is_some() {
+                        return Err(usage_error("`via` given twice"));
+                    }
+                    continue;
+                }
+                "from" => {
+                    use netmirror_platform::DstMatch;
+                    let mut value = words
+                        .next()
+                        .map(String::as_str)
+                        .ok_or_else(|| usage_error("`from` needs a prefix"))?;
+                    let how = match value {
+                        "root" => DstMatch::Root,
+                        "match" => DstMatch::Match,
+                        _ => DstMatch::Exact,
+                    };
+                    if matches!(value, "root" | "match" | "exact") {
+                        value = words
+                            .next()
+                            .map(String::as_str)
+                            .ok_or_else(|| usage_error("`from` needs a prefix"))?;
+                    }
+                    if selector.src.replace((value.to_owned(), how)).is_some() {
+                        return Err(usage_error("`from` given twice"));
+                    }
+                    continue;
+                }
                 // As `ip`: `to` may lead, then `root`, `match` or `exact`; a bare prefix is
                 // `exact`.
                 word => {
@@ -735,8 +786,8 @@ impl RouteSelector {
                     if word != "default" && netmirror_platform::names::parse_prefix(word).is_none()
                     {
                         return Err(usage_error(format!(
-                            "unknown route selector `{word}` (expected table, dev, proto, type \
-                             or [to] [exact|root|match] PREFIX)"
+                            "unknown route selector `{word}` (expected table, dev, proto, type, \
+                             src, scope, tos, via, from or [to] [exact|root|match] PREFIX)"
                         )));
                     }
                     let dst = (word.to_owned(), how.unwrap_or(DstMatch::Exact));

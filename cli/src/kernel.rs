@@ -1861,9 +1861,10 @@ pub(crate) fn rule(
     stream.finish()
 }
 
-/// `route [show] [table ID|NAME|all] [dev DEV] [proto P] [type T] [[to] [exact|root|match]
-/// PREFIX]`: the main table unless `table` says otherwise, both families unless `-4`/`-6`;
-/// the platform pushes the filters into the kernel, and compares destinations itself.
+/// `route [show] [SELECTOR]...` (`table`, `dev`, `proto`, `type`, `scope`, `tos`, `via`,
+/// `src`, `from`, a destination): the main table unless `table` says otherwise, both families
+/// unless `-4`/`-6`; the platform pushes the filters it can into the kernel, and compares
+/// the rest itself.
 pub(crate) fn route_show(
     printer: &mut Printer,
     kernel: &KernelArgs,
@@ -1906,6 +1907,51 @@ pub(crate) fn route_show(
             None => query.dst(None, 0, *how),
         };
     }
+    // As `ip`, a prefix of the other family than `-4`/`-6` asks for is refused.
+    let prefix = |text: &str| -> anyhow::Result<(IpAddr, u8)> {
+        let (addr, len) = names::parse_prefix(text)
+            .ok_or_else(|| args::usage_error(format!("`{text}` is not an address or prefix")))?;
+        if family(kernel).is_some_and(|f| f != platform::Family::of(addr)) {
+            return Err(args::usage_error(format!(
+                "`{text}` is not a prefix of the family asked for"
+            ))
+            .into());
+        }
+        Ok((addr, len))
+    };
+    let host = |(addr, len): (IpAddr, u8)| len == if addr.is_ipv4() { 32 } else { 128 };
+    let mut gateway_host = false;
+    let mut prefsrc_host = false;
+    if let Some((text, how)) = &selector.src {
+        let (addr, len) = prefix(text)?;
+        query = query.src(addr, len, *how);
+    }
+    if let Some((text, named)) = &selector.via {
+        // A gateway of the other family is fine when its family is named (`via inet6 ...`).
+        let via = match named {
+            true => names::parse_prefix(text).ok_or_else(|| {
+                args::usage_error(format!("`{text}` is not an address or prefix"))
+            })?,
+            false => prefix(text)?,
+        };
+        gateway_host = host(via);
+        query = query.via(via.0, via.1);
+    }
+    if let Some(text) = &selector.prefsrc {
+        let src = prefix(text)?;
+        prefsrc_host = host(src);
+        query = query.prefsrc(src.0, src.1);
+    }
+    if let Some(scope) = &selector.scope {
+        let id = names::parse_scope(scope)
+            .ok_or_else(|| args::usage_error(format!("unknown scope `{scope}`")))?;
+        query = query.scope(platform::Scope(id));
+    }
+    if let Some(tos) = &selector.tos {
+        let id = names::parse_dsfield(tos)
+            .ok_or_else(|| args::usage_error(format!("`{tos}` is not a TOS value")))?;
+        query = query.tos(id);
+    }
     if let Some(kind) = &selector.kind {
         let id = names::parse_route_type(kind)
             .ok_or_else(|| args::usage_error(format!("unknown route type `{kind}`")))?;
@@ -1919,6 +1965,10 @@ pub(crate) fn route_show(
         table: selector.table.as_deref() != Some("all"),
         dev: selector.dev.is_some(),
         protocol: selector.proto.is_some(),
+        scope: selector.scope.is_some(),
+        tos: selector.tos.is_some(),
+        gateway: gateway_host,
+        prefsrc: prefsrc_host,
     };
     let progress = crate::progress::Progress::start("loading routes");
     // With -d, a route on a nexthop object shows the object too (`nh_info`), as `ip -d` does;

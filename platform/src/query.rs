@@ -11,7 +11,7 @@ use crate::link::{IFINFOMSG_LEN, Link};
 use crate::platform::{DumpReport, Platform};
 use crate::route::{Family, RTMSG_LEN, Route};
 use crate::rule::Rule;
-use crate::types::{Ifindex, Protocol, RouteType, Table};
+use crate::types::{Ifindex, Protocol, RouteType, Scope, Table};
 use crate::wire::{self, Msg, MsgWriter};
 
 const RTA_OIF: u16 = 4;
@@ -237,6 +237,11 @@ pub struct RouteQuery<'a> {
     protocol: Option<Protocol>,
     kind: Option<RouteType>,
     dst: Option<(Option<IpAddr>, u8, DstMatch)>,
+    src: Option<(IpAddr, u8, DstMatch)>,
+    via: Option<(IpAddr, u8)>,
+    prefsrc: Option<(IpAddr, u8)>,
+    scope: Option<Scope>,
+    tos: Option<u8>,
     /// `dev` selects routes with any next hop on it (the kernel's own dev filter), not only
     /// by their own device.
     any_hop: bool,
@@ -265,6 +270,11 @@ impl Platform {
             protocol: None,
             kind: None,
             dst: None,
+            src: None,
+            via: None,
+            prefsrc: None,
+            scope: None,
+            tos: None,
             any_hop: false,
         }
     }
@@ -347,21 +357,73 @@ impl RouteQuery<'_> {
         self
     }
 
+    /// Only routes whose source prefix (`from`) compares with `prefix/len` as `how` says
+    /// (`ip route show from [exact|root|match] PREFIX`).
+    pub fn src(mut self, prefix: IpAddr, len: u8, how: DstMatch) -> Self {
+        self.src = Some((prefix, len, how));
+        self.family = Some(Family::of(prefix));
+        self
+    }
+
+    /// Only routes whose gateway is in `prefix/len` (`ip route show via PREFIX`; a route
+    /// without one has the zero address, as `ip` compares it).
+    pub fn via(mut self, prefix: IpAddr, len: u8) -> Self {
+        self.via = Some((prefix, len));
+        self
+    }
+
+    /// Only routes whose preferred source is in `prefix/len` (`ip route show src PREFIX`).
+    pub fn prefsrc(mut self, prefix: IpAddr, len: u8) -> Self {
+        self.prefsrc = Some((prefix, len));
+        self.family = Some(Family::of(prefix));
+        self
+    }
+
+    /// Only routes of this scope (`ip route show scope S`).
+    pub fn scope(mut self, scope: Scope) -> Self {
+        self.scope = Some(scope);
+        self
+    }
+
+    /// Only routes of this TOS (`ip route show tos T`).
+    pub fn tos(mut self, tos: u8) -> Self {
+        self.tos = Some(tos);
+        self
+    }
+
     fn dst_matches(&self, route: &Route) -> bool {
-        let Some((prefix, len, how)) = self.dst else {
-            return true;
-        };
-        let dst = route.dst();
-        let prefix = prefix.unwrap_or(match dst {
+        let zero = |like: IpAddr| match like {
             IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
             IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        };
+        let compare = |have: IpAddr, have_len: u8, want: IpAddr, len: u8, how: DstMatch| match how {
+            DstMatch::Exact => have_len == len && crate::names::same_bits(have, want, len),
+            DstMatch::Root => have_len >= len && crate::names::same_bits(have, want, len),
+            DstMatch::Match => have_len <= len && crate::names::same_bits(have, want, have_len),
+        };
+        // A zero-length prefix covers an address of its family (`0.0.0.0/0`).
+        let within = |have: Option<IpAddr>, want: IpAddr, len: u8| {
+            let have = have.unwrap_or(zero(route.dst()));
+            crate::names::same_bits(have, want, len)
+        };
+        let dst_ok = self.dst.is_none_or(|(prefix, len, how)| {
+            let dst = route.dst();
+            compare(dst, route.dst_len(), prefix.unwrap_or(zero(dst)), len, how)
         });
-        let dst_len = route.dst_len();
-        match how {
-            DstMatch::Exact => dst_len == len && crate::names::same_bits(dst, prefix, len),
-            DstMatch::Root => dst_len >= len && crate::names::same_bits(dst, prefix, len),
-            DstMatch::Match => dst_len <= len && crate::names::same_bits(dst, prefix, dst_len),
-        }
+        let src_ok = self.src.is_none_or(|(prefix, len, how)| {
+            let (src, src_len) = route.src().unwrap_or((zero(route.dst()), 0));
+            compare(src, src_len, prefix, len, how)
+        });
+        dst_ok
+            && src_ok
+            && self
+                .via
+                .is_none_or(|(prefix, len)| within(route.gateway(), prefix, len))
+            && self
+                .prefsrc
+                .is_none_or(|(prefix, len)| within(route.prefsrc(), prefix, len))
+            && self.scope.is_none_or(|scope| route.scope() == scope)
+            && self.tos.is_none_or(|tos| route.tos() == tos)
     }
 
     fn matches(&self, route: &Route) -> bool {
@@ -399,7 +461,12 @@ impl RouteQuery<'_> {
             || self.dev.is_some()
             || self.protocol.is_some()
             || self.kind.is_some()
-            || self.dst.is_some();
+            || self.dst.is_some()
+            || self.src.is_some()
+            || self.via.is_some()
+            || self.prefsrc.is_some()
+            || self.scope.is_some()
+            || self.tos.is_some();
         let strict = self.platform.strict_check();
         // The type filter is never the kernel's (see `kind`): with it alone, only this crate
         // filtered.

@@ -33,6 +33,15 @@ pub struct Narrowed {
     pub dev: bool,
     /// One protocol (`proto P`): no `proto` word.
     pub protocol: bool,
+    /// One scope (`scope S`): no `scope` word.
+    pub scope: bool,
+    /// One TOS (`tos T`): no `tos` word.
+    pub tos: bool,
+    /// One gateway (`via ADDR`, a host prefix): no `via` word for a gateway of the route's
+    /// own family (one of the other family, `via inet6 ...`, stays).
+    pub gateway: bool,
+    /// One preferred source (`src ADDR`, a host prefix): no `src` word.
+    pub prefsrc: bool,
 }
 
 /// [`route_lines`] as `ip route show` prints them in a listing narrowed to `narrowed`.
@@ -50,7 +59,7 @@ pub fn route_lines_in(
     if let Some((src, len)) = route.src() {
         words.push(format!("from {}", names::route_prefix(src, len)));
     }
-    if route.tos() != 0 {
+    if route.tos() != 0 && !narrowed.tos {
         words.push(format!("tos {}", names::dsfield(route.tos())));
     }
     if let Some(id) = route.nh_id() {
@@ -59,7 +68,9 @@ pub fn route_lines_in(
     if let Some(encap) = route.encap() {
         words.push(encap_text(encap));
     }
-    if let Some(gateway) = route.gateway() {
+    if let Some(gateway) = route.gateway()
+        && !(narrowed.gateway && Family::of(gateway) == route.family())
+    {
         words.push(via_text(route.family(), gateway));
     }
     if let Some(oif) = route.oif().filter(|_| !narrowed.dev) {
@@ -72,11 +83,11 @@ pub fn route_lines_in(
         if (route.protocol() != Protocol::BOOT || details) && !narrowed.protocol {
             words.push(format!("proto {}", route.protocol()));
         }
-        if route.scope() != Scope::UNIVERSE || details {
+        if (route.scope() != Scope::UNIVERSE || details) && !narrowed.scope {
             words.push(format!("scope {}", route.scope()));
         }
     }
-    if let Some(prefsrc) = route.prefsrc() {
+    if let Some(prefsrc) = route.prefsrc().filter(|_| !narrowed.prefsrc) {
         words.push(format!("src {}", names::address(prefsrc)));
     }
     if route.family() == Family::V6 || route.priority() != 0 {

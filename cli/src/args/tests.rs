@@ -94,7 +94,7 @@ fn route_selector() {
             dev: Some("eth0".into()),
             proto: Some("static".into()),
             kind: Some("unicast".into()),
-            dst: None,
+            ..RouteSelector::default()
         }
     );
     // A destination: `[to] [exact|root|match] PREFIX`, a bare one exact, `default` too.
@@ -110,12 +110,22 @@ fn route_selector() {
         Some(("2001:db8::1".into(), DstMatch::Match))
     );
     assert_eq!(dst("default"), Some(("default".into(), DstMatch::Exact)));
+    let selector = RouteSelector::parse(&words(
+        "from root 10/8 via inet6 fe80::1 src 10.0.0.1 scope link tos 8",
+    ))
+    .unwrap();
+    assert_eq!(selector.src, Some(("10/8".into(), DstMatch::Root)));
+    assert_eq!(selector.via, Some(("fe80::1".into(), true)));
+    assert_eq!(selector.prefsrc.as_deref(), Some("10.0.0.1"));
+    assert_eq!(selector.scope.as_deref(), Some("link"));
+    assert_eq!(selector.tos.as_deref(), Some("8"));
     assert!(RouteSelector::parse(&words("root")).is_err());
     assert!(RouteSelector::parse(&words("10/8 10/9")).is_err());
     assert!(RouteSelector::parse(&words("root 10.0.0.0/33")).is_err());
     assert!(RouteSelector::parse(&words("table")).is_err());
     assert!(RouteSelector::parse(&words("table 1 table 2")).is_err());
-    assert!(RouteSelector::parse(&words("via 10.0.0.1")).is_err());
+    assert!(RouteSelector::parse(&words("via")).is_err());
+    assert!(RouteSelector::parse(&words("realm 5")).is_err());
     assert_eq!(RouteSelector::parse(&[]).unwrap(), RouteSelector::default());
 }
 

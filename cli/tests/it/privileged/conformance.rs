@@ -634,7 +634,7 @@ fn route_details_print_hops_and_attributes_as_ip_does() {
         &["table", "all", "proto", "kernel"],
     ];
     // And by destination, as `ip route show [to] [exact|root|match] PREFIX` selects.
-    let destinations: [(&str, &[&str]); 12] = [
+    let destinations: [(&str, &[&str]); 24] = [
         ("-4", &["root", "10.80.0.0/12"]),
         ("-4", &["to", "root", "10.8/13"]),
         ("-4", &["match", "10.83.1.1"]),
@@ -647,6 +647,20 @@ fn route_details_print_hops_and_attributes_as_ip_does() {
         ("-6", &["match", "2001:db8:6::1"]),
         ("-6", &["table", "all", "root", "2001:db8:70::/44"]),
         ("-6", &["2001:db8:7::/64"]),
+        // And by gateway, preferred source, scope, TOS and source prefix (ip leaves out the
+        // gateway and source it is narrowed to, and the scope and TOS).
+        ("-4", &["via", "10.1.0.2"]),
+        ("-4", &["via", "10.1.0.0/24"]),
+        ("-4", &["via", "inet6", "fe80::1"]),
+        ("-4", &["src", "10.1.0.1"]),
+        ("-4", &["table", "all", "src", "10.1.0.0/16"]),
+        ("-4", &["scope", "link"]),
+        ("-4", &["table", "all", "scope", "host"]),
+        ("-4", &["table", "201", "tos", "0x8"]),
+        ("-4", &["proto", "static", "via", "10.1.0.2"]),
+        ("-6", &["via", "2001:db8::2"]),
+        ("-6", &["scope", "global"]),
+        ("-6", &["from", "::/0"]),
     ];
     for (family, selection) in ["-4", "-6"]
         .into_iter()
