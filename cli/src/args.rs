@@ -436,6 +436,10 @@ pub(crate) enum NmAction {
         /// A profile's id (name) or UUID.
         #[arg(value_name = "ID|UUID")]
         id: Option<String>,
+        /// With ID: the profile's secrets too (asked of the daemon with `GetSecrets`), as
+        /// `nmcli --show-secrets connection show ID` prints them.
+        #[arg(short = 's', long)]
+        show_secrets: bool,
         /// A change: `up|down|add|modify|delete|reload`.
         #[command(subcommand)]
         edit: Option<crate::nm_actions::ConnectionEdit>,

@@ -151,14 +151,22 @@ pub(crate) fn run(
                 let printed = printer.table(&connection_table(&nm));
                 finish(printer, printed)
             }
-            Some(NmAction::Connection { id: Some(id), .. }) => {
+            Some(NmAction::Connection {
+                id: Some(id),
+                show_secrets,
+                ..
+            }) => {
                 let nm = load(&conn, bus, full(timeout)).await?;
                 let profile = nm
                     .connections()
                     .into_iter()
                     .find(|profile| profile.uuid() == id.as_str() || profile.id() == id.as_str())
                     .ok_or_else(|| anyhow::anyhow!("no connection profile '{id}'"))?;
-                let printed = printer.props(&profile_properties(&nm, &profile));
+                let secrets = match show_secrets {
+                    true => Some(profile_secrets(&conn, &profile).await?),
+                    false => None,
+                };
+                let printed = printer.props(&profile_properties(&nm, &profile, secrets.as_ref()));
                 finish(printer, printed)
             }
             Some(NmAction::Active) => {
@@ -1445,7 +1453,7 @@ fn structured_text(
                 .collect::<Vec<_>>()
                 .join(",")
         }
-        ("vpn", "data") => pairs(value)
+        ("vpn", "data" | "secrets") => pairs(value)
             .iter()
             .map(|(k, v)| format!("{} = {}", escape_option(k, true), escape_option(v, false)))
             .collect::<Vec<_>>()
@@ -1635,6 +1643,30 @@ fn setting_cell(
     value: &netmirror_client_cache::Value,
     values: &netmirror_client_cache::Value,
 ) -> Option<Cell> {
+    if SECRET_KEYS.contains(&key) && !(setting == "802-1x" && CERT_KEYS.contains(&key)) {
+        return Some("<hidden>".into());
+    }
+    value_cell(setting, key, value, values)
+}
+
+/// A secret's value as `nmcli --show-secrets` shows it: as any other value of its type (VPN
+/// secrets as `key = value` pairs, as VPN data).
+fn secret_cell(
+    setting: &str,
+    key: &str,
+    value: &netmirror_client_cache::Value,
+    values: &netmirror_client_cache::Value,
+) -> Cell {
+    value_cell(setting, key, value, values).unwrap_or(Cell::Null)
+}
+
+/// [`setting_cell`] without hiding secrets.
+fn value_cell(
+    setting: &str,
+    key: &str,
+    value: &netmirror_client_cache::Value,
+    values: &netmirror_client_cache::Value,
+) -> Option<Cell> {
     use netmirror_client_cache::Value as V;
     let ip = matches!(setting, "ipv4" | "ipv6");
     if ip && matches!(key, "address-data" | "route-data" | "dns-data") {
@@ -1648,9 +1680,6 @@ fn setting_cell(
         }),
         None => bus::cell(value),
     };
-    if SECRET_KEYS.contains(&key) && !(setting == "802-1x" && CERT_KEYS.contains(&key)) {
-        return Some("<hidden>".into());
-    }
     let value = value.unwrap_variant();
     let number = match value {
         V::U32(n) => Some(i64::from(*n)),
@@ -1954,6 +1983,73 @@ fn setting_value_names(setting: &str, key: &str) -> Option<&'static Names> {
         .map(|(_, _, names)| names)
 }
 
+/// A profile's secrets, by setting and key, as `GetSecrets` answered.
+type Secrets = std::collections::HashMap<
+    String,
+    std::collections::HashMap<String, netmirror_client_cache::Value>,
+>;
+
+/// The secrets of each setting of `profile` (`GetSecrets` for each, as nmcli asks them with
+/// `--show-secrets`). A setting the daemon has no secrets for answers nothing, or an error
+/// that is logged and skipped, as nmcli skips it; a refusal of the whole call (no
+/// permission) is an error.
+async fn profile_secrets(
+    conn: &zbus::Connection,
+    profile: &Profile<'_>,
+) -> anyhow::Result<Secrets> {
+    type Reply =
+        std::collections::HashMap<String, std::collections::HashMap<String, zbus::OwnedVariant>>;
+    let mut secrets = Secrets::new();
+    let Some(netmirror_client_cache::Value::Dict(settings)) =
+        profile.settings().map(|value| value.unwrap_variant())
+    else {
+        return Ok(secrets);
+    };
+    for (setting, _) in &settings.entries {
+        let Some(setting) = setting.as_str() else {
+            continue;
+        };
+        let reply = conn
+            .call_method(
+                Some("org.freedesktop.NetworkManager"),
+                profile.path(),
+                Some("org.freedesktop.NetworkManager.Settings.Connection"),
+                "GetSecrets",
+                &(setting,),
+            )
+            .await;
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(zbus::Error::MethodError(name, message, _))
+                if name.as_str().ends_with(".PermissionDenied") =>
+            {
+                anyhow::bail!(
+                    "NetworkManager refused the secrets of '{}': {}",
+                    profile.id(),
+                    message.unwrap_or_default()
+                );
+            }
+            Err(err) => {
+                tracing::debug!(setting, %err, "no secrets");
+                continue;
+            }
+        };
+        let body: Reply = reply
+            .body()
+            .deserialize()
+            .map_err(|err| anyhow::anyhow!("GetSecrets answered something else: {err}"))?;
+        for (name, values) in body {
+            let entry = secrets.entry(name).or_default();
+            for (key, value) in values {
+                let value = netmirror_client_cache::Value::from_variant(&value)
+                    .map_err(|err| anyhow::anyhow!("GetSecrets answered something else: {err}"))?;
+                entry.insert(key, value);
+            }
+        }
+    }
+    Ok(secrets)
+}
+
 /// nmcli's text for a property the daemon left out (its default, from the generated table).
 fn default_cell((text, terse): (&'static str, &'static str)) -> Cell {
     if terse.is_empty() && text == "--" {
@@ -1997,8 +2093,15 @@ fn default_of(setting: &str, key: &str) -> Option<(&'static str, &'static str)> 
 /// also sends D-Bus-only and deprecated forms, such as `bridge.interface-name`), and nothing
 /// of the settings its table has but does not print (`loopback`); of a setting its table
 /// does not have, every property the daemon sent is shown.
-fn setting_props(props: &mut Vec<Prop>, setting: &str, values: &netmirror_client_cache::Value) {
+fn setting_props(
+    props: &mut Vec<Prop>,
+    setting: &str,
+    values: &netmirror_client_cache::Value,
+    secrets: Option<&std::collections::HashMap<String, netmirror_client_cache::Value>>,
+    reveal: bool,
+) {
     let sent = |key: &str| values.get(key).map(|value| value.unwrap_variant());
+    let secret = |key: &str| secrets.and_then(|s| s.get(key)).map(|v| v.unwrap_variant());
     let mut push = |key: &str, cell: Cell| {
         props.push(Prop::common(format!("{setting}.{key}"), cell).in_group("profile"));
     };
@@ -2035,10 +2138,18 @@ fn setting_props(props: &mut Vec<Prop>, setting: &str, values: &netmirror_client
             );
             continue;
         }
-        let cell = match sent(key) {
-            Some(value) => setting_cell(setting, key, value, values),
-            None if hidden_if_default => None,
-            None => default_of(setting, key).map(default_cell),
+        let cell = match (secret(key), sent(key)) {
+            // A secret asked for (`--show-secrets`) is shown as the value it is.
+            (Some(value), _) => Some(secret_cell(setting, key, value, values)),
+            (None, Some(value)) => setting_cell(setting, key, value, values),
+            (None, None) if hidden_if_default => None,
+            // Shown, a secret the daemon has none of is unset, not hidden.
+            (None, None)
+                if reveal && default_of(setting, key).is_some_and(|d| d.0 == "<hidden>") =>
+            {
+                Some(Cell::Null)
+            }
+            (None, None) => default_of(setting, key).map(default_cell),
         };
         if let Some(cell) = cell {
             push(key, cell);
@@ -2050,7 +2161,11 @@ fn setting_props(props: &mut Vec<Prop>, setting: &str, values: &netmirror_client
 /// shows it, the settings and their properties in nmcli's order, with nmcli's defaults for
 /// the properties the daemon left out; then, for an active profile, its active connection's
 /// GENERAL, IP4, DHCP4, IP6 and DHCP6 sections.
-fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
+fn profile_properties(
+    nm: &NmClient,
+    profile: &Profile<'_>,
+    secrets: Option<&Secrets>,
+) -> Vec<Prop> {
     let mut props = Vec::new();
     if let Some(netmirror_client_cache::Value::Dict(settings)) =
         profile.settings().map(|value| value.unwrap_variant())
@@ -2069,7 +2184,13 @@ fn profile_properties(nm: &NmClient, profile: &Profile<'_>) -> Vec<Prop> {
         // A stable sort: settings the table does not know keep the daemon's order, last.
         settings.sort_by_key(|(setting, _)| rank(setting));
         for (setting, values) in settings {
-            setting_props(&mut props, setting, values);
+            setting_props(
+                &mut props,
+                setting,
+                values,
+                secrets.and_then(|s| s.get(setting)),
+                secrets.is_some(),
+            );
         }
     }
     props.push(Prop::extra("DBUS-PATH", profile.path().to_owned().into()).not_in_all());

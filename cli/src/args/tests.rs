@@ -295,7 +295,18 @@ fn nm_changes_are_subcommands_and_views_keep_their_words() {
     );
     assert!(matches!(
         nm("nm connection s1"),
-        Some(NmAction::Connection { id: Some(ref id), edit: None }) if id == "s1"
+        Some(NmAction::Connection { id: Some(ref id), edit: None, .. }) if id == "s1"
+    ));
+    assert!(matches!(
+        nm("nm connection -s s1"),
+        Some(NmAction::Connection { id: Some(ref id), show_secrets: true, .. }) if id == "s1"
+    ));
+    assert!(matches!(
+        nm("nm connection s1"),
+        Some(NmAction::Connection {
+            show_secrets: false,
+            ..
+        })
     ));
     let Some(NmAction::Connection {
         edit: Some(ConnectionEdit::Modify { words, .. }),

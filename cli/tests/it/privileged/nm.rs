@@ -695,7 +695,8 @@ fn words(line: &str) -> Vec<String> {
 /// the structured values nmcli prints with printers of its own (routes with attributes,
 /// routing rules, bond options, VPN data, bridge VLANs, OVS trunks, VLAN priority maps);
 /// properties nmcli hides while they hold their default; a cloned MAC address that only
-/// `assigned-mac-address` can carry; and a setting nmcli does not print (`loopback`).
+/// `assigned-mac-address` can carry; and a setting nmcli does not print (`loopback`). Each also
+/// with `-s` (`--show-secrets`), against `nmcli -s`.
 #[test]
 fn connection_show_equals_nmcli_for_every_type() {
     let nm = daemon();
@@ -892,18 +893,37 @@ fn connection_show_equals_nmcli_for_every_type() {
         ]
         .concat();
         nmcli_lines(&nm, &args);
-        for terse in [false, true] {
-            let mode: &[&str] = if terse { &["-t"] } else { &[] };
+        // nmcli 1.42 drops the 802.1X secrets of an EAP MACsec profile that the daemon
+        // hands it with `--show-secrets` (it shows `802-1x.password: --`); netmirror shows
+        // them, so that one profile is compared without secrets.
+        let eap_macsec = add.first() == Some(&"macsec") && add.contains(&"eap");
+        for (terse, secrets) in [(false, false), (true, false), (false, true), (true, true)] {
+            if secrets && eap_macsec {
+                continue;
+            }
+            let mut mode: Vec<&str> = Vec::new();
+            if terse {
+                mode.push("-t");
+            }
+            let show: &[&str] = if secrets { &["-s"] } else { &[] };
             let output = nm
                 .nmcli()
-                .args(mode)
+                .args(&mode)
+                .args(show)
                 .args(["connection", "show", id.as_str()])
                 .output()
                 .expect("run nmcli");
             assert!(output.status.success(), "nmcli connection show {id}");
             let theirs = String::from_utf8_lossy(&output.stdout).into_owned();
-            let mine = ours(&nm, &[mode, &["nm", "connection", id.as_str()]].concat());
-            assert_eq!(mine.ok(), theirs, "{add:?}, terse {terse}");
+            let mine = ours(
+                &nm,
+                &[&mode[..], &["nm", "connection"], show, &[id.as_str()]].concat(),
+            );
+            assert_eq!(
+                mine.ok(),
+                theirs,
+                "{add:?}, terse {terse}, secrets {secrets}"
+            );
         }
     }
 }
