@@ -722,7 +722,15 @@ pub(crate) const SETTINGS: &[(&str, &[(&str, bool)])] = &[
 ];
 
 /// The settings nmcli's table has and `nmcli connection show` does not print.
-pub(crate) const UNSHOWN_SETTINGS: &[&str] = &["loopback", "wimax"];
+pub(crate) const UNSHOWN_SETTINGS: &[&str] = &[
+    "loopback",
+    "wimax",
+    "dummy",
+    "generic",
+    "ovs-other-config",
+    "ovs-external-ids",
+    "user",
+];
 
 /// The hardware addresses, which nmcli prints as `AA:BB:CC:DD:EE:FF` (`_pt_gobject_mac`).
 pub(crate) const MAC_PROPERTIES: &[(&str, &str)] = &[

@@ -300,6 +300,10 @@ for m in re.finditer(r"#define _CURRENT_NM_META_SETTING_TYPE NM_META_SETTING_TYP
                     f"people: {rust_mode(people, is_flags)}, "
                     f"terse: {rust_mode(terse, is_flags)} }}"))
 
+# The settings nmcli's table has without properties it prints (`SETTING_INFO_EMPTY`).
+for name in re.findall(r"SETTING_INFO_EMPTY\s*\(\s*([A-Z0-9_]+)", src):
+    known.append(string(f"NM_SETTING_{name}_SETTING_NAME"))
+
 # The settings `nmcli connection show` prints, in its order.
 fields = re.search(r"#define NMC_FIELDS_SETTINGS_NAMES_ALL(.*?)\n\n", open(CONNECTIONS).read(),
                    re.S).group(1)

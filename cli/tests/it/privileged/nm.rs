@@ -926,4 +926,49 @@ fn connection_show_equals_nmcli_for_every_type() {
             );
         }
     }
+    // A setting nmcli's table has but prints nothing of (`user`, which nmcli cannot add:
+    // added over D-Bus).
+    let output = nm
+        .bus()
+        .command("busctl")
+        .args([
+            "--system",
+            "call",
+            "org.freedesktop.NetworkManager",
+            "/org/freedesktop/NetworkManager/Settings",
+            "org.freedesktop.NetworkManager.Settings",
+            "AddConnection",
+            "a{sa{sv}}",
+            "2",
+            "connection",
+            "3",
+            "id",
+            "s",
+            "nmx-user",
+            "type",
+            "s",
+            "802-3-ethernet",
+            "autoconnect",
+            "b",
+            "false",
+            "user",
+            "1",
+            "data",
+            "a{ss}",
+            "1",
+            "nmx.key",
+            "value",
+        ])
+        .output()
+        .expect("run busctl");
+    assert!(output.status.success(), "{output:?}");
+    let output = nm
+        .nmcli()
+        .args(["connection", "show", "nmx-user"])
+        .output()
+        .expect("run nmcli");
+    let theirs = String::from_utf8_lossy(&output.stdout).into_owned();
+    let mine = ours(&nm, &["nm", "connection", "nmx-user"]);
+    assert_eq!(mine.ok(), theirs, "a profile with a user setting");
+    assert!(!theirs.contains("user."), "{theirs}");
 }
