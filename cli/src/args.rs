@@ -554,10 +554,6 @@ pub(crate) struct DeviceSelector {
     pub(crate) flags: (u32, u32),
 }
 
-/// `IFA_F_SECONDARY`, `IFA_F_PERMANENT`.
-const IFA_F_SECONDARY: u32 = 0x01;
-const IFA_F_PERMANENT: u32 = 0x80;
-
 impl DeviceSelector {
     /// Reads the words of `command` (`link` or `addr`; only `addr` takes the address words).
     pub(crate) fn parse(command: &str, words: &[String]) -> Result<Self, clap::Error> {
@@ -602,8 +598,7 @@ impl DeviceSelector {
                     let label = value(word, &mut words)?;
                     set_once(&mut selector.label, label, "a label")?;
                 }
-                flag if addr && address_flag(flag).is_some() => {
-                    let (bits, set) = address_flag(flag).unwrap_or((0, true));
+                word if let Some((bits, set)) = address_flag(word).filter(|_| addr) => {
                     if set {
                         selector.flags.0 |= bits;
                     } else {
@@ -630,6 +625,35 @@ impl DeviceSelector {
     }
 }
 
+/// `[exact|root|match] PREFIX` after `keyword` (its first word `first` when already read):
+/// the prefix as written, and how to compare (`exact` when not said).
+fn qualified_prefix<'a>(
+    keyword: &str,
+    first: Option<&'a str>,
+    words: &mut impl Iterator<Item = &'a String>,
+) -> Result<(String, netmirror_platform::DstMatch), clap::Error> {
+    use netmirror_platform::DstMatch;
+    let mut next = || {
+        words
+            .next()
+            .map(String::as_str)
+            .ok_or_else(|| usage_error(format!("`{keyword}` needs a prefix")))
+    };
+    let mut word = match first {
+        Some(word) => word,
+        None => next()?,
+    };
+    let how = match word {
+        "root" => DstMatch::Root,
+        "match" => DstMatch::Match,
+        _ => DstMatch::Exact,
+    };
+    if matches!(word, "root" | "match" | "exact") {
+        word = next()?;
+    }
+    Ok((word.to_owned(), how))
+}
+
 /// Stores a selector's value, refusing a second one.
 fn set_once<T>(slot: &mut Option<T>, value: T, what: &str) -> Result<(), clap::Error> {
     if slot.replace(value).is_some() {
@@ -638,7 +662,8 @@ fn set_once<T>(slot: &mut Option<T>, value: T, what: &str) -> Result<(), clap::E
     Ok(())
 }
 
-/// The address flags `ip addr show` takes with a `-` before them (asking them clear).
+/// The address flags `ip addr show` takes (asking them set), each also with a `-` before it
+/// (asking it clear); `primary` and `dynamic` besides.
 const NEGATABLE_FLAGS: &[&str] = &[
     "tentative",
     "deprecated",
@@ -675,17 +700,15 @@ fn address_flag(word: &str) -> Option<(u32, bool)> {
         Some(name) => (name, false),
         None => (word, true),
     };
-    let bits = match name {
-        "secondary" | "temporary" => IFA_F_SECONDARY,
-        "primary" => return set.then_some((IFA_F_SECONDARY, false)),
-        "permanent" => IFA_F_PERMANENT,
-        "dynamic" => return set.then_some((IFA_F_PERMANENT, false)),
-        "tentative" => 0x40,
-        "deprecated" => 0x20,
-        "dadfailed" => 0x08,
-        name => netmirror_platform::names::parse_address_flag(name)?,
+    let (flag, set) = match name {
+        // `primary` and `dynamic` ask `secondary` and `permanent` clear.
+        "primary" if set => ("secondary", false),
+        "dynamic" if set => ("permanent", false),
+        "temporary" => ("secondary", set),
+        name if NEGATABLE_FLAGS.contains(&name) => (name, set),
+        _ => return None,
     };
-    Some((bits, set))
+    Some((netmirror_platform::names::address_flag_bit(flag)?, set))
 }
 
 /// The selector words of `route show`, as written; the platform crate gives them meaning.
@@ -737,67 +760,28 @@ impl RouteSelector {
                     }
                     let value =
                         value.ok_or_else(|| usage_error("`via` needs an address or prefix"))?;
-                    if selector.via.replace((value.to_owned(), named)).is_some() {
-                        return Err(usage_error("`via` given twice"));
-                    }
+                    set_once(&mut selector.via, (value.to_owned(), named), "`via`")?;
                     continue;
                 }
                 "from" => {
-                    use netmirror_platform::DstMatch;
-                    let mut value = words
-                        .next()
-                        .map(String::as_str)
-                        .ok_or_else(|| usage_error("`from` needs a prefix"))?;
-                    let how = match value {
-                        "root" => DstMatch::Root,
-                        "match" => DstMatch::Match,
-                        _ => DstMatch::Exact,
-                    };
-                    if matches!(value, "root" | "match" | "exact") {
-                        value = words
-                            .next()
-                            .map(String::as_str)
-                            .ok_or_else(|| usage_error("`from` needs a prefix"))?;
-                    }
-                    if selector.src.replace((value.to_owned(), how)).is_some() {
-                        return Err(usage_error("`from` given twice"));
-                    }
+                    let src = qualified_prefix(keyword, None, &mut words)?;
+                    set_once(&mut selector.src, src, "`from`")?;
                     continue;
                 }
-                // As `ip`: `to` may lead, then `root`, `match` or `exact`; a bare prefix is
-                // `exact`.
+                // As `ip`: `to` may lead the destination; a bare prefix is one.
                 word => {
-                    use netmirror_platform::DstMatch;
-                    let mut word = word;
-                    let mut next = || {
-                        words
-                            .next()
-                            .map(String::as_str)
-                            .ok_or_else(|| usage_error(format!("`{keyword}` needs a prefix")))
-                    };
-                    if word == "to" {
-                        word = next()?;
-                    }
-                    let how = match word {
-                        "root" => Some(DstMatch::Root),
-                        "match" => Some(DstMatch::Match),
-                        "exact" => Some(DstMatch::Exact),
-                        _ => None,
-                    };
-                    if how.is_some() {
-                        word = next()?;
-                    }
-                    if word != "default" && netmirror_platform::names::parse_prefix(word).is_none()
+                    let first = (word != "to").then_some(word);
+                    let dst = qualified_prefix(keyword, first, &mut words)?;
+                    if dst.0 != "default"
+                        && netmirror_platform::names::parse_prefix(&dst.0).is_none()
                     {
                         return Err(usage_error(format!(
-                            "unknown route selector `{word}` (expected table, dev, proto, type, \
-                             src, scope, tos, via, from or [to] [exact|root|match] PREFIX)"
+                            "unknown route selector `{}` (expected table, dev, proto, type, \
+                             src, scope, tos, via, from or [to] [exact|root|match] PREFIX)",
+                            dst.0
                         )));
                     }
-                    let dst = (word.to_owned(), how.unwrap_or(DstMatch::Exact));
-                    if selector.dst.replace(dst).is_some() {
-                        return Err(usage_error("a destination given twice"));
-                    }
+                    set_once(&mut selector.dst, dst, "a destination")?;
                     continue;
                 }
             };

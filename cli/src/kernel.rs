@@ -1894,19 +1894,6 @@ pub(crate) fn route_show(
             .ok_or_else(|| args::usage_error(format!("unknown protocol `{proto}`")))?;
         query = query.protocol(platform::Protocol(id));
     }
-    if let Some((prefix, how)) = &selector.dst {
-        query = match names::parse_prefix(prefix) {
-            Some((addr, _)) if family(kernel).is_some_and(|f| f != platform::Family::of(addr)) => {
-                return Err(args::usage_error(format!(
-                    "`{prefix}` is not a prefix of the family asked for"
-                ))
-                .into());
-            }
-            Some((addr, len)) => query.dst(Some(addr), len, *how),
-            // `default`: the zero-length prefix, of the family asked for or of both.
-            None => query.dst(None, 0, *how),
-        };
-    }
     // As `ip`, a prefix of the other family than `-4`/`-6` asks for is refused.
     let prefix = |text: &str| -> anyhow::Result<(IpAddr, u8)> {
         let (addr, len) = names::parse_prefix(text)
@@ -1919,6 +1906,16 @@ pub(crate) fn route_show(
         }
         Ok((addr, len))
     };
+    if let Some((text, how)) = &selector.dst {
+        query = match text.as_str() {
+            // The zero-length prefix, of the family asked for or of both.
+            "default" => query.dst(None, 0, *how),
+            text => {
+                let (addr, len) = prefix(text)?;
+                query.dst(Some(addr), len, *how)
+            }
+        };
+    }
     let host = |(addr, len): (IpAddr, u8)| len == if addr.is_ipv4() { 32 } else { 128 };
     let mut gateway_host = false;
     let mut prefsrc_host = false;
@@ -2030,8 +2027,8 @@ pub(crate) fn route_show(
 
 /// A route's `-d` lines as `ip -d` prints them: its first line, then the nexthop object it
 /// uses (`nh_info`, when `nh` is given), then one `nexthop` line per hop, each after a tab.
-/// In a listing `narrowed` to one table, device or protocol, that word is left out, as `ip`
-/// leaves it out.
+/// The words a listing is `narrowed` to (its table, device, protocol, ...) are left out, as
+/// `ip` leaves them out.
 pub(crate) fn route_detail_lines(
     route: &Route,
     names: &LinkNames,

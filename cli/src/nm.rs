@@ -156,16 +156,23 @@ pub(crate) fn run(
                 show_secrets,
                 ..
             }) => {
-                let nm = load(&conn, bus, full(timeout)).await?;
+                let mut nm = load(&conn, bus, full(timeout)).await?;
+                let (path, settings) = nm
+                    .connections()
+                    .into_iter()
+                    .find(|p| p.uuid() == id.as_str() || p.id() == id.as_str())
+                    .map(|p| (p.path().to_owned(), setting_names(&p)))
+                    .ok_or_else(|| anyhow::anyhow!("no connection profile '{id}'"))?;
+                let secrets = match show_secrets {
+                    true => Some(profile_secrets(&mut nm, id, &path, &settings).await?),
+                    false => None,
+                };
+                // Found again: reading the secrets needed the client.
                 let profile = nm
                     .connections()
                     .into_iter()
-                    .find(|profile| profile.uuid() == id.as_str() || profile.id() == id.as_str())
+                    .find(|p| p.path() == path)
                     .ok_or_else(|| anyhow::anyhow!("no connection profile '{id}'"))?;
-                let secrets = match show_secrets {
-                    true => Some(profile_secrets(&conn, &profile).await?),
-                    false => None,
-                };
                 let printed = printer.props(&profile_properties(&nm, &profile, secrets.as_ref()));
                 finish(printer, printed)
             }
@@ -1044,8 +1051,9 @@ const CERT_KEYS: &[&str] = &[
 ];
 
 /// A byte string as nmcli shows it: a hardware address (`AA:BB:CC:DD:EE:FF`) where nmcli's
-/// table has one (or, in a setting it does not know, under a key naming one); an SSID as text (libnm's `nm_utils_ssid_to_utf8`: UTF-8 as it is, other bytes as
-/// ISO-8859-1, which is what it falls back to without a language); an 802.1X certificate
+/// table has one (or, in a setting it does not know, under a key naming one); an SSID as
+/// text (libnm's `nm_utils_ssid_to_utf8`: UTF-8 as it is, other bytes as ISO-8859-1, which
+/// is what it falls back to without a language); an 802.1X certificate
 /// or key by its path or PKCS#11 URI, `<hidden>` when the profile holds the data itself;
 /// nmcli's plain bytes (`wfd-ies`) in hex; in a setting nmcli does not know, printable text
 /// as itself, else hex bytes joined by spaces.
@@ -1241,17 +1249,10 @@ fn dicts(value: &netmirror_client_cache::Value) -> Vec<&netmirror_client_cache::
 
 /// A number, whatever its integer type.
 fn value_i64(value: &netmirror_client_cache::Value) -> Option<i64> {
-    use netmirror_client_cache::Value as V;
-    match value.unwrap_variant() {
-        V::U8(n) => Some(i64::from(*n)),
-        V::U16(n) => Some(i64::from(*n)),
-        V::I16(n) => Some(i64::from(*n)),
-        V::U32(n) => Some(i64::from(*n)),
-        V::I32(n) => Some(i64::from(*n)),
-        V::U64(n) => i64::try_from(*n).ok(),
-        V::I64(n) => Some(*n),
-        _ => None,
-    }
+    let value = value.unwrap_variant();
+    value
+        .as_i64()
+        .or_else(|| value.as_u64().and_then(|n| i64::try_from(n).ok()))
 }
 
 /// A number of a dictionary, whatever its integer type.
@@ -1299,20 +1300,6 @@ fn escape_option(text: &str, key: bool) -> String {
 /// `nm_ip_routing_rule_to_string`, joined with `, `).
 fn routing_rules_text(value: &netmirror_client_cache::Value) -> String {
     const FR_ACT_TO_TBL: i64 = 1;
-    const RTN_NAMES: [&str; 12] = [
-        "unspec",
-        "unicast",
-        "local",
-        "broadcast",
-        "anycast",
-        "multicast",
-        "blackhole",
-        "unreachable",
-        "prohibit",
-        "throw",
-        "nat",
-        "xresolve",
-    ];
     let rules: Vec<String> = dicts(value)
         .into_iter()
         .map(|rule| {
@@ -1396,10 +1383,10 @@ fn routing_rules_text(value: &netmirror_client_cache::Value) -> String {
                 words.push(format!("table {table}"));
             }
             if action != FR_ACT_TO_TBL {
-                let name = usize::try_from(action).ok().and_then(|i| RTN_NAMES.get(i));
-                words.push(match name {
-                    Some(name) => format!("type {name}"),
-                    None => format!("type {action}"),
+                // The rule's action is named as a route type (`blackhole`, `prohibit`, ...).
+                words.push(match u8::try_from(action) {
+                    Ok(action) => format!("type {}", netmirror_platform::names::route_type(action)),
+                    Err(_) => format!("type {action}"),
                 });
             }
             escape_tokens(&words.join(" "), ",", "")
@@ -1989,55 +1976,42 @@ type Secrets = std::collections::HashMap<
     std::collections::HashMap<String, netmirror_client_cache::Value>,
 >;
 
-/// The secrets of each setting of `profile` (`GetSecrets` for each, as nmcli asks them with
-/// `--show-secrets`). A setting the daemon has no secrets for answers nothing, or an error
-/// that is logged and skipped, as nmcli skips it; a refusal of the whole call (no
-/// permission) is an error.
+/// The names of the settings `profile` has.
+fn setting_names(profile: &Profile<'_>) -> Vec<String> {
+    match profile.settings().map(|value| value.unwrap_variant()) {
+        Some(netmirror_client_cache::Value::Dict(settings)) => settings
+            .entries
+            .iter()
+            .filter_map(|(setting, _)| setting.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The secrets of each of `settings` of the profile `id` at `path` (`GetSecrets` for each,
+/// as nmcli asks them with `--show-secrets`). A setting the daemon has no secrets for
+/// answers nothing, or an error reply that is logged and skipped, as nmcli skips it; a
+/// refusal (no permission), a timeout or a malformed answer is an error.
 async fn profile_secrets(
-    conn: &zbus::Connection,
-    profile: &Profile<'_>,
+    nm: &mut NmClient,
+    id: &str,
+    path: &str,
+    settings: &[String],
 ) -> anyhow::Result<Secrets> {
-    type Reply =
-        std::collections::HashMap<String, std::collections::HashMap<String, zbus::OwnedVariant>>;
     let mut secrets = Secrets::new();
-    let Some(netmirror_client_cache::Value::Dict(settings)) =
-        profile.settings().map(|value| value.unwrap_variant())
-    else {
-        return Ok(secrets);
-    };
-    for (setting, _) in &settings.entries {
-        let Some(setting) = setting.as_str() else {
-            continue;
-        };
-        let reply = conn
-            .call_method(
-                Some("org.freedesktop.NetworkManager"),
-                profile.path(),
-                Some("org.freedesktop.NetworkManager.Settings.Connection"),
-                "GetSecrets",
-                &(setting,),
-            )
-            .await;
-        let reply = match reply {
-            Ok(reply) => reply,
-            Err(zbus::Error::MethodError(name, message, _))
-                if name.as_str().ends_with(".PermissionDenied") =>
-            {
-                anyhow::bail!(
-                    "NetworkManager refused the secrets of '{}': {}",
-                    profile.id(),
-                    message.unwrap_or_default()
-                );
-            }
-            Err(err) => {
+    for setting in settings {
+        let body = match nm.secrets_at(path, setting).await {
+            Ok(body) => body,
+            // An error reply: the setting has no secrets to give.
+            Err(err @ netmirror_client_cache::Error::Call(_)) => {
                 tracing::debug!(setting, %err, "no secrets");
                 continue;
             }
+            Err(err @ netmirror_client_cache::Error::NotAuthorized { .. }) => {
+                anyhow::bail!("NetworkManager refused the secrets of '{id}': {err}");
+            }
+            Err(err) => return Err(err.into()),
         };
-        let body: Reply = reply
-            .body()
-            .deserialize()
-            .map_err(|err| anyhow::anyhow!("GetSecrets answered something else: {err}"))?;
         for (name, values) in body {
             let entry = secrets.entry(name).or_default();
             for (key, value) in values {
@@ -2077,15 +2051,6 @@ fn default_cell((text, terse): (&'static str, &'static str)) -> Cell {
     }
 }
 
-/// nmcli's default text of a property the daemon left out, where the table has one.
-fn default_of(setting: &str, key: &str) -> Option<(&'static str, &'static str)> {
-    crate::nm_defaults::SETTINGS
-        .iter()
-        .find(|(name, _)| *name == setting)
-        .and_then(|(_, keys)| keys.iter().find(|(name, _)| *name == key))
-        .and_then(|(_, default)| *default)
-}
-
 /// The properties of one setting of a profile, in nmcli's order ([`crate::nm_meta`]): each
 /// property nmcli shows, the daemon's value where it sent one, nmcli's default (from
 /// [`crate::nm_defaults`]) where it left it out, except the properties nmcli hides while
@@ -2108,6 +2073,17 @@ fn setting_props(
     if crate::nm_meta::UNSHOWN_SETTINGS.contains(&setting) {
         return;
     }
+    // nmcli's default text of a property the daemon left out, where the table has one.
+    let defaults = crate::nm_defaults::SETTINGS
+        .iter()
+        .find(|(name, _)| *name == setting)
+        .map_or(&[][..], |(_, keys)| *keys);
+    let default_of = |key: &str| {
+        defaults
+            .iter()
+            .find(|(name, _)| *name == key)
+            .and_then(|(_, default)| *default)
+    };
     let Some((_, known)) = crate::nm_meta::SETTINGS
         .iter()
         .find(|(name, _)| *name == setting)
@@ -2143,13 +2119,11 @@ fn setting_props(
             (Some(value), _) => Some(secret_cell(setting, key, value, values)),
             (None, Some(value)) => setting_cell(setting, key, value, values),
             (None, None) if hidden_if_default => None,
-            // Shown, a secret the daemon has none of is unset, not hidden.
-            (None, None)
-                if reveal && default_of(setting, key).is_some_and(|d| d.0 == "<hidden>") =>
-            {
-                Some(Cell::Null)
-            }
-            (None, None) => default_of(setting, key).map(default_cell),
+            (None, None) => match default_of(key) {
+                // Shown, a secret the daemon has none of is unset, not hidden.
+                Some(("<hidden>", _)) if reveal => Some(Cell::Null),
+                default => default.map(default_cell),
+            },
         };
         if let Some(cell) = cell {
             push(key, cell);

@@ -1361,12 +1361,12 @@ fn push_spaces(line: &mut String, count: usize) {
     }
 }
 
-/// The width of text on a terminal, counting characters (the values printed are ASCII or
-/// names in which a character is one column).
 /// The column where nmcli's one-property-per-line output (`nmcli device show`, `nmcli
 /// connection show ID`) starts the values (its `ML_VALUE_INDENT`).
 const NMCLI_VALUE_INDENT: usize = 40;
 
+/// The width of text on a terminal, counting characters (the values printed are ASCII or
+/// names in which a character is one column).
 fn width_of(text: &str) -> usize {
     if text.is_ascii() {
         text.len()

@@ -456,26 +456,36 @@ pub fn parse_route_flag(text: &str) -> Option<u32> {
     }
 }
 
+/// The address flags (`IFA_F_*`) and their names, in `ip addr`'s order.
+const ADDRESS_FLAGS: &[(u32, &str)] = &[
+    (0x01, "secondary"),
+    (0x02, "nodad"),
+    (0x04, "optimistic"),
+    (0x08, "dadfailed"),
+    (0x10, "home"),
+    (0x20, "deprecated"),
+    (0x40, "tentative"),
+    (0x80, "permanent"),
+    (0x100, "mngtmpaddr"),
+    (0x200, "noprefixroute"),
+    (0x400, "autojoin"),
+    (0x800, "stable-privacy"),
+];
+
+/// The bit of the address flag `ip addr` names `name` (`secondary`, `tentative`, ...).
+pub fn address_flag_bit(name: &str) -> Option<u32> {
+    ADDRESS_FLAGS
+        .iter()
+        .find(|(_, flag)| *flag == name)
+        .map(|(bit, _)| *bit)
+}
+
 /// Address flags (`IFA_F_*`) as `ip addr` prints them, in its order: `dynamic` for an address
 /// without `permanent`, `temporary` for an IPv6 `secondary`; an unnamed rest in hex.
 pub fn address_flags(flags: u32, v6: bool) -> Vec<String> {
-    const NAMES: &[(u32, &str)] = &[
-        (0x01, "secondary"),
-        (0x02, "nodad"),
-        (0x04, "optimistic"),
-        (0x08, "dadfailed"),
-        (0x10, "home"),
-        (0x20, "deprecated"),
-        (0x40, "tentative"),
-        (0x80, "permanent"),
-        (0x100, "mngtmpaddr"),
-        (0x200, "noprefixroute"),
-        (0x400, "autojoin"),
-        (0x800, "stable-privacy"),
-    ];
     let mut names = Vec::new();
     let mut rest = flags;
-    for &(bit, name) in NAMES {
+    for &(bit, name) in ADDRESS_FLAGS {
         rest &= !bit;
         match (bit, flags & bit != 0) {
             (0x80, false) => names.push("dynamic".to_owned()),
@@ -1233,9 +1243,6 @@ fn conf_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-#[cfg(test)]
-mod tests;
-
 /// A prefix as `ip` reads one: `ADDR/LEN`, or a bare address (a host prefix), an IPv4 one
 /// also with its trailing zero parts left out (`10/8`).
 pub fn parse_prefix(text: &str) -> Option<(std::net::IpAddr, u8)> {
@@ -1258,3 +1265,6 @@ pub fn same_bits(a: std::net::IpAddr, b: std::net::IpAddr, len: u8) -> bool {
     let shift = width - len;
     (a >> shift) == (b >> shift)
 }
+
+#[cfg(test)]
+mod tests;

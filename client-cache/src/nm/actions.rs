@@ -546,6 +546,22 @@ impl NmClient {
             .await
     }
 
+    /// The secrets of setting `setting` of the profile at `path` (`GetSecrets`, as
+    /// `nmcli --show-secrets` asks them), as the daemon hands them to this caller: a refusal
+    /// is [`Error::NotAuthorized`]; nothing is kept.
+    pub async fn secrets_at(&mut self, path: &str, setting: &str) -> Result<SettingsMap> {
+        let reply = self
+            .call(
+                path,
+                iface::CONNECTION,
+                "GetSecrets",
+                &(setting,),
+                &format!("read the {setting} secrets of {path}"),
+            )
+            .await?;
+        reply.body().deserialize().map_err(|e| malformed(e, "read"))
+    }
+
     /// `GetSettings` on the profile at `path`; `what` words the call in an error.
     async fn get_settings(&mut self, path: &str, what: &str) -> Result<SettingsMap> {
         let reply = self

@@ -517,3 +517,17 @@ fn users_and_groups_are_read_as_the_files_give_them() {
     assert_eq!(id_name(leaked, 1), Some("daemon"), "the first with the id");
     assert_eq!(id_name(leaked, 7), None);
 }
+
+#[test]
+fn prefixes_compare_by_their_leading_bits() {
+    let addr = |text: &str| text.parse::<std::net::IpAddr>().unwrap();
+    assert!(same_bits(addr("10.1.5.0"), addr("10.1.0.0"), 16));
+    assert!(!same_bits(addr("10.1.5.0"), addr("10.1.0.0"), 24));
+    assert!(same_bits(addr("10.1.5.0"), addr("192.0.2.1"), 0));
+    assert!(same_bits(addr("10.1.5.129"), addr("10.1.5.128"), 25));
+    assert!(same_bits(addr("2001:db8:5::1"), addr("2001:db8::"), 32));
+    assert!(!same_bits(addr("2001:db8:5::1"), addr("2001:db8::"), 48));
+    assert!(same_bits(addr("::1"), addr("::1"), 128));
+    // Families never match.
+    assert!(!same_bits(addr("0.0.0.0"), addr("::"), 0));
+}
