@@ -161,11 +161,43 @@ fn step(nm: &NetworkManagerDaemon, line: &str) {
         _ => nm.netns_command("ip").args(&args).output(),
     }
     .expect("run a step");
+    if !out.status.success() && line == "nmcli networking off" && networking_disabled(nm) {
+        // NetworkManager answers `Enable(false)` only once every device it took down has
+        // reached `unmanaged` (`sleep_devices_check_empty`). Once in CI one never got there
+        // (why is not known: the log below is printed to tell), the answer never came and
+        // nmcli gave up after D-Bus's 25 s. Networking is off all the same, which is what
+        // the step is for: the comparison that follows still holds the cache to the daemon.
+        eprintln!(
+            "{line}: {} (networking is off; the daemon did not answer)\n\
+             NetworkManager's log ends with:\n{}",
+            String::from_utf8_lossy(&out.stderr).trim(),
+            log_tail(nm)
+        );
+        return;
+    }
     assert!(
         out.status.success(),
-        "{line}: {}",
-        String::from_utf8_lossy(&out.stderr)
+        "{line}: {}\nNetworkManager's log ends with:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        log_tail(nm)
     );
+}
+
+/// Whether the daemon says networking is off (`nmcli general`'s `NETWORKING`).
+fn networking_disabled(nm: &NetworkManagerDaemon) -> bool {
+    let out = nm
+        .nmcli()
+        .args(["-t", "-f", "NETWORKING", "general"])
+        .output()
+        .expect("nmcli general");
+    String::from_utf8_lossy(&out.stdout).trim() == "disabled"
+}
+
+/// The last lines of the daemon's log, to tell why a step failed.
+fn log_tail(nm: &NetworkManagerDaemon) -> String {
+    let log = nm.log();
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(120)..].join("\n")
 }
 
 /// Waits until nmcli shows `device` in `state` (nmcli's terse state, `disconnected`, ...).
@@ -190,6 +222,7 @@ fn every_step_of_a_change_sequence_leaves_the_cache_equal_to_get_managed_objects
     bounded(LIMIT, || {
         let nm = NetworkManagerDaemon::builder()
             .manage_devices()
+            .config("[logging]\nlevel=DEBUG\n")
             .profile(Profile::bridge("seq-bridge", "sbr0"))
             .start()
             .expect("start NetworkManager");
