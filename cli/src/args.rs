@@ -254,8 +254,9 @@ pub(crate) struct RuleArgs {
 pub(crate) struct RouteArgs {
     #[command(subcommand)]
     pub(crate) action: Option<RouteAction>,
-    /// `table ID|NAME|all`, `dev DEV`, `proto P`, `type T`, `scope S`, `tos T`, `via PREFIX`,
-    /// `src PREFIX`, `from PREFIX`, `[to] [exact|root|match] PREFIX`.
+    /// `table ID|NAME|all`, `dev DEV`, `iif DEV`, `proto P`, `type T`, `scope S`, `tos T`,
+    /// `metric N`, `realms [FROM/]TO`, `mark N`, `via PREFIX`, `src PREFIX`, `from PREFIX`,
+    /// `[to] [exact|root|match] PREFIX`.
     #[arg(value_name = "SELECTOR")]
     pub(crate) words: Vec<String>,
 }
@@ -266,8 +267,9 @@ pub(crate) enum RouteAction {
     /// Print routes (the default).
     #[command(visible_alias = "list", alias = "ls")]
     Show {
-        /// `table ID|NAME|all`, `dev DEV`, `proto P`, `type T`, `scope S`, `tos T`, `via PREFIX`,
-        /// `src PREFIX`, `from PREFIX`, `[to] [exact|root|match] PREFIX`.
+        /// `table ID|NAME|all`, `dev DEV`, `iif DEV`, `proto P`, `type T`, `scope S`, `tos T`,
+        /// `metric N`, `realms [FROM/]TO`, `mark N`, `via PREFIX`, `src PREFIX`, `from PREFIX`,
+        /// `[to] [exact|root|match] PREFIX`.
         #[arg(value_name = "SELECTOR")]
         words: Vec<String>,
     },
@@ -735,6 +737,14 @@ pub(crate) struct RouteSelector {
     pub(crate) scope: Option<String>,
     /// `tos T` (`dsfield T`).
     pub(crate) tos: Option<String>,
+    /// `metric N` (`priority N`, `preference N`).
+    pub(crate) metric: Option<String>,
+    /// `iif DEV`.
+    pub(crate) iif: Option<String>,
+    /// `realms [FROM/]TO` (`realm`).
+    pub(crate) realms: Option<String>,
+    /// `mark N`.
+    pub(crate) mark: Option<String>,
 }
 
 impl RouteSelector {
@@ -751,6 +761,10 @@ impl RouteSelector {
                 "src" => &mut selector.prefsrc,
                 "scope" => &mut selector.scope,
                 "tos" | "dsfield" => &mut selector.tos,
+                "metric" | "priority" | "preference" => &mut selector.metric,
+                "iif" => &mut selector.iif,
+                "realms" | "realm" => &mut selector.realms,
+                "mark" => &mut selector.mark,
                 "via" => {
                     // As `ip`: the family may be named first.
                     let mut value = words.next().map(String::as_str);
@@ -776,8 +790,9 @@ impl RouteSelector {
                         && netmirror_platform::names::parse_prefix(&dst.0).is_none()
                     {
                         return Err(usage_error(format!(
-                            "unknown route selector `{}` (expected table, dev, proto, type, \
-                             src, scope, tos, via, from or [to] [exact|root|match] PREFIX)",
+                            "unknown route selector `{}` (expected table, dev, iif, proto, \
+                             type, src, scope, tos, metric, realms, mark, via, from or [to] \
+                             [exact|root|match] PREFIX)",
                             dst.0
                         )));
                     }

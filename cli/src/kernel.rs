@@ -1689,12 +1689,8 @@ impl RuleFilter {
                 None => text.parse().ok().map(|n| (n, n)),
             }
         }
-        fn number(text: &str) -> Option<u32> {
-            match text.strip_prefix("0x") {
-                Some(hex) => u32::from_str_radix(hex, 16).ok(),
-                None => text.parse().ok(),
-            }
-        }
+        // As `ip rule show` reads them: C numbers (hex, octal).
+        let number = names::c_number::<u32>;
         while let Some(word) = words.next() {
             if matches!(word, "not" | "l3mdev") {
                 filter.not |= word == "not";
@@ -1949,6 +1945,24 @@ pub(crate) fn route_show(
             .ok_or_else(|| args::usage_error(format!("`{tos}` is not a TOS value")))?;
         query = query.tos(id);
     }
+    if let Some(metric) = &selector.metric {
+        let metric = names::c_number(metric)
+            .ok_or_else(|| args::usage_error(format!("`{metric}` is not a metric")))?;
+        query = query.metric(metric);
+    }
+    if let Some(iif) = &selector.iif {
+        query = query.iif(names.index(iif)?);
+    }
+    if let Some(text) = &selector.realms {
+        let realms = names::parse_realms(text)
+            .ok_or_else(|| args::usage_error(format!("`{text}` is not a realm")))?;
+        query = query.realms(realms, names::realms_mask(text, realms));
+    }
+    if let Some(mark) = &selector.mark {
+        let mark = names::c_number(mark)
+            .ok_or_else(|| args::usage_error(format!("`{mark}` is not a mark")))?;
+        query = query.mark(mark);
+    }
     if let Some(kind) = &selector.kind {
         let id = names::parse_route_type(kind)
             .ok_or_else(|| args::usage_error(format!("unknown route type `{kind}`")))?;
@@ -1966,6 +1980,13 @@ pub(crate) fn route_show(
         tos: selector.tos.is_some(),
         gateway: gateway_host,
         prefsrc: prefsrc_host,
+        metric: selector.metric.is_some(),
+        iif: selector.iif.is_some(),
+        realms: selector
+            .realms
+            .as_deref()
+            .and_then(|text| names::parse_realms(text).map(|r| names::realms_mask(text, r)))
+            == Some(u32::MAX),
     };
     let progress = crate::progress::Progress::start("loading routes");
     // With -d, a route on a nexthop object shows the object too (`nh_info`), as `ip -d` does;

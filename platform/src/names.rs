@@ -767,6 +767,21 @@ pub fn parse_realms(text: &str) -> Option<u32> {
     named.or_else(|| parse_u32(text))
 }
 
+/// The bits of realms `text` (as [`parse_realms`] reads it, giving `realms`) that a route's
+/// must equal, as `ip route show realms` compares them: the `TO` half unless `text` leaves it
+/// empty (`FROM/`), the `FROM` half unless `text` names none (`TO`, `/TO`). A half that is
+/// not 0 always counts.
+pub fn realms_mask(text: &str, realms: u32) -> u32 {
+    let mut mask = u32::MAX;
+    if realms & 0xffff == 0 && text.ends_with('/') {
+        mask &= !0xffff;
+    }
+    if realms & 0xffff_0000 == 0 && (!text.contains('/') || text.starts_with('/')) {
+        mask &= !0xffff_0000;
+    }
+    mask
+}
+
 /// Device group names (a link's `group`, a rule's `suppress_ifgroup`): iproute2's one built-in
 /// name (0 is `default`) plus the definitions of the system's `group` file (the first of
 /// [`CONFIG_DIRS`] that has one; there is no `group.d`), read as iproute2 reads it.
@@ -1207,7 +1222,7 @@ fn number_of<T: Copy + std::str::FromStr>(table: &[(T, &str)], text: &str) -> Op
 
 /// A number as `ip` reads most (`strtoul` with base 0): `0x` hex, a leading `0` octal, else
 /// decimal; no sign.
-pub(crate) fn c_number<T: TryFrom<u64>>(text: &str) -> Option<T> {
+pub fn c_number<T: TryFrom<u64>>(text: &str) -> Option<T> {
     let (digits, radix) =
         if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
             (hex, 16)

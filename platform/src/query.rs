@@ -242,6 +242,11 @@ pub struct RouteQuery<'a> {
     prefsrc: Option<(IpAddr, u8)>,
     scope: Option<Scope>,
     tos: Option<u8>,
+    metric: Option<u32>,
+    iif: Option<u32>,
+    /// The realms and the mask of their bits that must equal.
+    realms: Option<(u32, u32)>,
+    mark: Option<u32>,
     /// `dev` selects routes with any next hop on it (the kernel's own dev filter), not only
     /// by their own device.
     any_hop: bool,
@@ -275,6 +280,10 @@ impl Platform {
             prefsrc: None,
             scope: None,
             tos: None,
+            metric: None,
+            iif: None,
+            realms: None,
+            mark: None,
             any_hop: false,
         }
     }
@@ -391,6 +400,34 @@ impl RouteQuery<'_> {
         self
     }
 
+    /// Only routes of this metric (`ip route show metric N`; a route without `RTA_PRIORITY`
+    /// has 0).
+    pub fn metric(mut self, metric: u32) -> Self {
+        self.metric = Some(metric);
+        self
+    }
+
+    /// Only routes whose input interface (`RTA_IIF`) is this one (`ip route show iif DEV`).
+    pub fn iif(mut self, ifindex: Ifindex) -> Self {
+        self.iif = Some(ifindex.0);
+        self
+    }
+
+    /// Only routes whose realms (`RTA_FLOW`, 0 when absent) equal `realms` in the bits of
+    /// `mask`: `ip route show realms TO` compares the low 16 bits, `FROM/` the high ones,
+    /// `FROM/TO` all (see [`crate::names::realms_mask`]).
+    pub fn realms(mut self, realms: u32, mask: u32) -> Self {
+        self.realms = Some((realms, mask));
+        self
+    }
+
+    /// Only routes of this firewall mark (`RTA_MARK`, 0 when absent: a dump's routes carry
+    /// none, so `mark 0` selects them all, as in `ip route show mark`).
+    pub fn mark(mut self, mark: u32) -> Self {
+        self.mark = Some(mark);
+        self
+    }
+
     fn dst_matches(&self, route: &Route) -> bool {
         let zero = |like: IpAddr| match like {
             IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
@@ -440,6 +477,16 @@ impl RouteQuery<'_> {
                 .protocol
                 .is_none_or(|protocol| route.protocol() == protocol)
             && self.kind.is_none_or(|kind| route.kind() == kind)
+            && self.metric.is_none_or(|metric| route.priority() == metric)
+            && self
+                .iif
+                .is_none_or(|iif| route.iif().map_or(0, |i| i.0) == iif)
+            && self
+                .realms
+                .is_none_or(|(realms, mask)| (route.realms().unwrap_or(0) ^ realms) & mask == 0)
+            && self
+                .mark
+                .is_none_or(|mark| route.mark().unwrap_or(0) == mark)
     }
 
     /// Runs the query.
@@ -466,7 +513,11 @@ impl RouteQuery<'_> {
             || self.via.is_some()
             || self.prefsrc.is_some()
             || self.scope.is_some()
-            || self.tos.is_some();
+            || self.tos.is_some()
+            || self.metric.is_some()
+            || self.iif.is_some()
+            || self.realms.is_some()
+            || self.mark.is_some();
         let strict = self.platform.strict_check();
         // The type filter is never the kernel's (see `kind`): with it alone, only this crate
         // filtered.

@@ -42,6 +42,12 @@ pub struct Narrowed {
     pub gateway: bool,
     /// One preferred source (`src ADDR`, a host prefix): no `src` word.
     pub prefsrc: bool,
+    /// One metric (`metric N`): no `metric` word.
+    pub metric: bool,
+    /// One input interface (`iif DEV`): no `iif` word.
+    pub iif: bool,
+    /// Both halves of the realms (`realms FROM/TO`): no `realms` word.
+    pub realms: bool,
 }
 
 /// [`route_lines`] as `ip route show` prints them in a listing narrowed to `narrowed`.
@@ -90,14 +96,17 @@ pub fn route_lines_in(
     if let Some(prefsrc) = route.prefsrc().filter(|_| !narrowed.prefsrc) {
         words.push(format!("src {}", names::address(prefsrc)));
     }
-    if route.family() == Family::V6 || route.priority() != 0 {
+    if (route.family() == Family::V6 || route.priority() != 0) && !narrowed.metric {
         words.push(format!("metric {}", route.priority()));
     }
     words.extend(names::route_flags(route.flags()));
-    if let Some(mark) = route.mark() {
-        words.push(format!("mark {mark:#x}"));
+    // As `ip`: none for 0, decimal below 16.
+    match route.mark() {
+        None | Some(0) => {}
+        Some(mark @ 1..16) => words.push(format!("mark {mark}")),
+        Some(mark) => words.push(format!("mark {mark:#x}")),
     }
-    if let Some(flow) = route.realms() {
+    if let Some(flow) = route.realms().filter(|_| !narrowed.realms) {
         words.push(realm_text(flow));
     }
     if let Some(expires) = route.expires() {
@@ -106,7 +115,7 @@ pub fn route_lines_in(
     for metric in route.metrics() {
         words.push(metric_text(&metric));
     }
-    if let Some(iif) = route.iif() {
+    if let Some(iif) = route.iif().filter(|_| !narrowed.iif) {
         words.push(format!("iif {}", dev(iif.into())));
     }
     if let Some(pref) = route.pref() {

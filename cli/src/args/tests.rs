@@ -119,13 +119,19 @@ fn route_selector() {
     assert_eq!(selector.prefsrc.as_deref(), Some("10.0.0.1"));
     assert_eq!(selector.scope.as_deref(), Some("link"));
     assert_eq!(selector.tos.as_deref(), Some("8"));
+    let selector = RouteSelector::parse(&words("priority 0x10 iif v0 realm 5/ mark 7")).unwrap();
+    assert_eq!(selector.metric.as_deref(), Some("0x10"));
+    assert_eq!(selector.iif.as_deref(), Some("v0"));
+    assert_eq!(selector.realms.as_deref(), Some("5/"));
+    assert_eq!(selector.mark.as_deref(), Some("7"));
+    assert!(RouteSelector::parse(&words("metric 1 preference 2")).is_err());
     assert!(RouteSelector::parse(&words("root")).is_err());
     assert!(RouteSelector::parse(&words("10/8 10/9")).is_err());
     assert!(RouteSelector::parse(&words("root 10.0.0.0/33")).is_err());
     assert!(RouteSelector::parse(&words("table")).is_err());
     assert!(RouteSelector::parse(&words("table 1 table 2")).is_err());
     assert!(RouteSelector::parse(&words("via")).is_err());
-    assert!(RouteSelector::parse(&words("realm 5")).is_err());
+    assert!(RouteSelector::parse(&words("mark")).is_err());
     assert_eq!(RouteSelector::parse(&[]).unwrap(), RouteSelector::default());
 }
 

@@ -317,6 +317,19 @@ fn rt_protos_files_are_read_like_iproute2() {
 
 #[test]
 fn flags_metrics_and_realms_as_ip_names_them() {
+    // `ip route show realms`: which halves count.
+    for (text, mask) in [
+        ("6", 0xffff),
+        ("5/", 0xffff_0000),
+        ("5/6", u32::MAX),
+        ("5/0", u32::MAX),
+        ("0", 0xffff),
+        ("0/6", u32::MAX),
+        ("0x50006", u32::MAX),
+    ] {
+        let realms = parse_realms(text).unwrap();
+        assert_eq!(realms_mask(text, realms), mask, "{text}");
+    }
     assert_eq!(
         route_flags(0x4 | 0x1 | 0x10),
         ["dead", "onlink", "linkdown"]

@@ -634,7 +634,7 @@ fn route_details_print_hops_and_attributes_as_ip_does() {
         &["table", "all", "proto", "kernel"],
     ];
     // And by destination, as `ip route show [to] [exact|root|match] PREFIX` selects.
-    let destinations: [(&str, &[&str]); 24] = [
+    let destinations: [(&str, &[&str]); 35] = [
         ("-4", &["root", "10.80.0.0/12"]),
         ("-4", &["to", "root", "10.8/13"]),
         ("-4", &["match", "10.83.1.1"]),
@@ -661,6 +661,19 @@ fn route_details_print_hops_and_attributes_as_ip_does() {
         ("-6", &["via", "2001:db8::2"]),
         ("-6", &["scope", "global"]),
         ("-6", &["from", "::/0"]),
+        // And by metric, realms and mark (ip leaves out the metric, and the realms when
+        // both halves are given).
+        ("-4", &["metric", "50"]),
+        ("-4", &["table", "all", "priority", "33"]),
+        ("-6", &["preference", "0x2c"]),
+        ("-6", &["metric", "256"]),
+        ("-4", &["realms", "6"]),
+        ("-4", &["table", "all", "realms", "5/"]),
+        ("-4", &["realm", "5/6"]),
+        ("-4", &["table", "all", "realms", "5/0"]),
+        ("-4", &["realms", "9"]),
+        ("-4", &["mark", "0"]),
+        ("-4", &["table", "all", "realms", "0"]),
     ];
     for (family, selection) in ["-4", "-6"]
         .into_iter()
@@ -701,6 +714,25 @@ fn route_details_print_hops_and_attributes_as_ip_does() {
         .to_owned();
         assert!(!theirs.is_empty(), "{family} {selection:?}");
         assert_eq!(normal(&ours), normal(&theirs), "{family} {selection:?}");
+    }
+    // Selections that select nothing, in ip as here: a route dump has no input interface
+    // and no mark, and no route has realms 0/6.
+    for selection in [
+        &["iif", "v0"][..],
+        &["table", "all", "mark", "7"],
+        &["table", "all", "realms", "cosmos/6"],
+    ] {
+        let theirs = ns
+            .ip(&[&["-d", "route", "show"], selection].concat())
+            .expect("ip -d route");
+        let ours = nm(&[
+            &["-d", "--netns", ns.name(), "-4", "route", "show"],
+            selection,
+        ]
+        .concat())
+        .ok()
+        .to_owned();
+        assert_eq!((ours.as_str(), theirs.as_str()), ("", ""), "{selection:?}");
     }
     // The table view: a multipath route lists its hops, never `-- --`.
     let out = nm(&["--netns", ns.name(), "route", "show"]).ok().to_owned();
