@@ -97,7 +97,7 @@ pub(crate) enum Command {
     /// Routing rules, like `ip rule`.
     #[command(after_help = "Example:\n  netmirror rule -6")]
     Rule(RuleArgs),
-    /// Routes, like `ip route`; filters are applied by the kernel.
+    /// Routes, like `ip route`; the kernel applies the filters it can, the rest are checked here.
     #[command(
         visible_alias = "r",
         args_conflicts_with_subcommands = true,

@@ -48,11 +48,13 @@ fn unknown_subcommand_is_a_usage_error() {
 fn bad_selector_is_a_usage_error() {
     let stderr = nm(&["route", "show", "table"]).fails(2).to_owned();
     assert!(stderr.contains("`table` needs a value"), "{stderr}");
-    let stderr = nm(&["route", "show", "realm", "5"]).fails(2).to_owned();
+    let stderr = nm(&["route", "show", "cloned"]).fails(2).to_owned();
     assert!(
-        stderr.contains("unknown route selector `realm`"),
+        stderr.contains("unknown route selector `cloned`"),
         "{stderr}"
     );
+    let stderr = nm(&["route", "show", "realms", "/9"]).fails(2).to_owned();
+    assert!(stderr.contains("`/9` is not a realm"), "{stderr}");
     let stderr = nm(&["addr", "show", "dev"]).fails(2).to_owned();
     assert!(stderr.contains("`dev` needs a value"), "{stderr}");
     let stderr = nm(&["link", "show", "eth0", "eth1"]).fails(2).to_owned();
