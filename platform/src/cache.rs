@@ -60,6 +60,10 @@ const RTM_F_CLONED: u32 = 0x200;
 /// At most this many datagrams are applied per [`Cache::poll`] (bounds the events returned).
 const POLL_BUDGET: usize = 64;
 
+/// How many times in a row [`Cache::reload_routes_of`] puts a re-dump off for events that
+/// came while it ran.
+const MAX_WORK_DEFERRALS: u32 = 4;
+
 /// The longest back-off between an overflow and its resync.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
@@ -337,6 +341,9 @@ pub struct Cache {
     stats: Stats,
     /// When the links are next read again ([`Config::with_link_refresh`]).
     link_refresh_at: Option<Instant>,
+    /// How many times in a row a re-dump of a link's routes was put off because events came
+    /// while it ran (see [`Cache::reload_routes_of`]).
+    work_deferrals: u32,
 }
 
 impl std::fmt::Debug for Cache {
@@ -405,6 +412,7 @@ impl Cache {
             fib,
             stats: Stats::default(),
             link_refresh_at,
+            work_deferrals: 0,
         };
         // The initial load reports nothing: the user reads the cache.
         cache.load_all(None)?;
@@ -1003,11 +1011,46 @@ impl Cache {
         for ifindex in work.prefix_routes {
             self.load(Kind::PrefixRoutes, Some(ifindex), Some(&mut *out))?;
         }
-        for ifindex in work.ifindexes {
-            self.load(Kind::Routes, Some(ifindex), Some(&mut *out))?;
+        let mut ifindexes = work.ifindexes.into_iter();
+        while let Some(ifindex) = ifindexes.next() {
+            if !self.reload_routes_of(ifindex, out)? {
+                // Read the events first; the rest of the work comes back once a drain empties
+                // the socket again.
+                self.state
+                    .suspect_again(std::iter::once(ifindex).chain(ifindexes));
+                return Ok(());
+            }
             self.refresh_multipath_through(ifindex, out)?;
         }
+        self.work_deferrals = 0;
         Ok(())
+    }
+
+    /// Reads the routes going out of `ifindex` again and makes the cache's what the dump
+    /// says, reporting the changes; false, with nothing applied, when events arrived while
+    /// the dump ran. Such a dump may have seen the kernel after them: a secondary address
+    /// deleted takes its `local` route with it, announced after the address, and a dump that
+    /// reported the route gone before the address's event is read would turn the kernel's
+    /// order round. So it is put off until the events are applied, at most
+    /// [`MAX_WORK_DEFERRALS`] times in a row (then applied, under a storm that never pauses).
+    fn reload_routes_of(&mut self, ifindex: u32, out: &mut Vec<Event>) -> Result<bool> {
+        let parse = |payload: &[u8]| route_on(payload, Some(ifindex));
+        let dump = Dump::new(
+            &self.platform,
+            &mut self.stats,
+            Kind::Routes,
+            Some(ifindex),
+            &parse,
+        );
+        let objs = dump.collect()?;
+        if self.work_deferrals < MAX_WORK_DEFERRALS && self.events.events_waiting() {
+            self.work_deferrals += 1;
+            tracing::debug!(ifindex, "events came during a route re-dump; put off");
+            return Ok(false);
+        }
+        let partition = Some((self.state.routes_by_ifindex, ifindex));
+        sync_index(&mut self.state.routes, partition, objs, Event::Route, out);
+        Ok(true)
     }
 
     /// Asks the kernel again for the multipath routes with a later next hop on `ifindex`:
@@ -1233,6 +1276,16 @@ fn tally(stats: &mut Stats, n_malformed: u64, report: Result<DumpReport>) -> Res
 }
 
 impl<T: Object + Send + Sync> Dump<'_, T> {
+    /// Reads the dump and hands over what it holds.
+    fn collect(self) -> Result<Vec<Arc<T>>> {
+        let build = self.request();
+        let mut n_malformed = 0u64;
+        let on_malformed = count_malformed(self.kind, &mut n_malformed);
+        let (report, objs) = collect(self.platform, build, self.parse, on_malformed);
+        tally(self.stats, n_malformed, report)?;
+        Ok(objs)
+    }
+
     /// Reads the dump and puts what it holds into `index`, reporting what is new or changed;
     /// removes nothing (for a dump that reads again what may have changed silently, where
     /// what goes is announced).
@@ -1242,11 +1295,7 @@ impl<T: Object + Send + Sync> Dump<'_, T> {
         wrap: fn(Change<T>) -> Event,
         out: Option<&mut Vec<Event>>,
     ) -> Result<()> {
-        let build = self.request();
-        let mut n_malformed = 0u64;
-        let on_malformed = count_malformed(self.kind, &mut n_malformed);
-        let (report, objs) = collect(self.platform, build, self.parse, on_malformed);
-        tally(self.stats, n_malformed, report)?;
+        let objs = self.collect()?;
         let mut ignored = Vec::new();
         let out = out.unwrap_or(&mut ignored);
         for obj in objs {

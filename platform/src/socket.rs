@@ -292,6 +292,22 @@ impl NlSocket {
         }
     }
 
+    /// Whether an event waits for [`NlSocket::recv_event`], read already or still in the
+    /// socket (a peek that never blocks; an overflow counts, its resync being due).
+    pub(crate) fn events_waiting(&self) -> bool {
+        if self.events.next < self.events.got.len() {
+            return true;
+        }
+        let mut scratch = [0u8; wire::NLMSG_HDRLEN];
+        match self.sock.recv_from(
+            &mut &mut scratch[..],
+            libc::MSG_PEEK | libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+        ) {
+            Ok(_) => true,
+            Err(err) => err.raw_os_error() == Some(libc::ENOBUFS),
+        }
+    }
+
     /// Whether event datagrams already read wait to be handed out: the socket need not be
     /// readable for [`NlSocket::recv_event`] to have more.
     #[cfg(any(feature = "tokio", feature = "async-io"))]

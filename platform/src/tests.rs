@@ -407,4 +407,60 @@ mod privileged {
         let fresh: BTreeSet<String> = fresh.items.iter().map(|r| format!("{r:?}")).collect();
         assert_eq!(routes(&cache), fresh);
     }
+
+    /// A re-dump of a link's routes that events overtook is put off until they are applied:
+    /// the kernel announces a secondary address's deletion before its `local` route's, and
+    /// the cache reports them in that order though the route re-dump (called for by an
+    /// earlier deletion) runs after the kernel made both changes.
+    #[test]
+    fn a_route_redump_overtaken_by_events_waits_for_them() {
+        use crate::{Change, Event};
+        let ns = NetNs::new().unwrap();
+        for line in [
+            "link add nmx0 type veth peer name nmx1",
+            "link set nmx0 up",
+            "link set nmx1 up",
+            "addr add 192.0.2.1/24 dev nmx0",
+            "addr add 10.46.0.1/24 dev nmx0",
+            "addr add 192.0.2.9/24 dev nmx0",
+        ] {
+            ns.ip(&line.split(' ').collect::<Vec<_>>()).unwrap();
+        }
+        let config = Config::new()
+            .with_netns(Netns::path(ns.path()))
+            .with_link_refresh(None);
+        let mut cache = Cache::open(config).unwrap();
+        let mut events = Vec::new();
+        // An IPv4 address deleted calls for a re-dump of its link's routes ...
+        ns.ip(&["addr", "del", "10.46.0.1/24", "dev", "nmx0"])
+            .unwrap();
+        while !cache
+            .drain(Some(std::time::Duration::from_secs(1)), None, &mut events)
+            .unwrap()
+        {}
+        assert!(cache.kernel_work_due(true));
+        // ... which runs after the kernel deleted the next address and its route, their
+        // events still unread.
+        ns.ip(&["addr", "del", "192.0.2.9/24", "dev", "nmx0"])
+            .unwrap();
+        events.clear();
+        cache.kernel_work(true, &mut events).unwrap();
+        assert!(events.is_empty(), "{events:#?}");
+        assert!(cache.kernel_work_due(true));
+        for _ in 0..10 {
+            cache
+                .poll_status(Some(std::time::Duration::from_millis(100)), &mut events)
+                .unwrap();
+        }
+        let gone: Vec<String> = events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Address(Change::Removed(addr)) => Some(format!("addr {}", addr.address())),
+                Event::Route(Change::Removed(route)) => Some(format!("route {}", route.dst())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(gone, ["addr 192.0.2.9", "route 192.0.2.9"]);
+        assert!(!cache.kernel_work_due(true));
+    }
 }

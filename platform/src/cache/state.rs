@@ -121,6 +121,12 @@ impl State {
             .flatten()
     }
 
+    /// Gives back the route re-dumps of `ifindexes` that [`State::take_work`] handed out and
+    /// that were put off.
+    pub(crate) fn suspect_again(&mut self, ifindexes: impl IntoIterator<Item = u32>) {
+        self.suspect_ifindexes.extend(ifindexes);
+    }
+
     /// Whether [`State::settle`] or [`State::take_work`] has something to do.
     pub(crate) fn has_work(&self) -> bool {
         !self.suspect_ifindexes.is_empty()
