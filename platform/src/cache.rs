@@ -1020,19 +1020,22 @@ impl Cache {
                     .suspect_again(std::iter::once(ifindex).chain(ifindexes));
                 return Ok(());
             }
-            self.refresh_multipath_through(ifindex, out)?;
         }
         self.work_deferrals = 0;
         Ok(())
     }
 
-    /// Reads the routes going out of `ifindex` again and makes the cache's what the dump
-    /// says, reporting the changes; false, with nothing applied, when events arrived while
-    /// the dump ran. Such a dump may have seen the kernel after them: a secondary address
-    /// deleted takes its `local` route with it, announced after the address, and a dump that
-    /// reported the route gone before the address's event is read would turn the kernel's
-    /// order round. So it is put off until the events are applied, at most
-    /// [`MAX_WORK_DEFERRALS`] times in a row (then applied, under a storm that never pauses).
+    /// Reads the routes going out of `ifindex` again, and the multipath routes with a later
+    /// next hop on it (taking a link down or losing its carrier marks such hops `dead` or
+    /// `linkdown`, or, for IPv4, kills the route when no hop is left, without a
+    /// notification), and makes the cache's what the dumps say, reporting the changes.
+    ///
+    /// False, with nothing applied, when events arrived while the dumps ran. Such a dump may
+    /// have seen the kernel after them: a secondary address deleted takes its `local` route
+    /// with it, announced after the address, and a dump that reported the route gone before
+    /// the address's event is read would turn the kernel's order round. So the dumps are put
+    /// off until the events are applied, at most [`MAX_WORK_DEFERRALS`] times in a row (then
+    /// applied, under a storm that never pauses).
     fn reload_routes_of(&mut self, ifindex: u32, out: &mut Vec<Event>) -> Result<bool> {
         let parse = |payload: &[u8]| route_on(payload, Some(ifindex));
         let dump = Dump::new(
@@ -1043,6 +1046,17 @@ impl Cache {
             &parse,
         );
         let objs = dump.collect()?;
+        let held = self.state.multipath_through(ifindex, None);
+        let multipath: HashMap<RouteId, Route> = if held.is_empty() {
+            HashMap::new()
+        } else {
+            let answer = self.platform.routes().through(ifindex).execute()?;
+            answer
+                .items
+                .into_iter()
+                .map(|route| (route.id(), route))
+                .collect()
+        };
         if self.work_deferrals < MAX_WORK_DEFERRALS && self.events.events_waiting() {
             self.work_deferrals += 1;
             tracing::debug!(ifindex, "events came during a route re-dump; put off");
@@ -1050,25 +1064,10 @@ impl Cache {
         }
         let partition = Some((self.state.routes_by_ifindex, ifindex));
         sync_index(&mut self.state.routes, partition, objs, Event::Route, out);
-        Ok(true)
-    }
-
-    /// Asks the kernel again for the multipath routes with a later next hop on `ifindex`:
-    /// taking a link down or losing its carrier marks such hops `dead` or `linkdown` (or,
-    /// for IPv4, kills the route when no hop is left) without a notification.
-    fn refresh_multipath_through(&mut self, ifindex: u32, out: &mut Vec<Event>) -> Result<()> {
-        let held = self.state.multipath_through(ifindex, None);
-        if held.is_empty() {
-            return Ok(());
+        if !held.is_empty() {
+            self.state.replace_held(held, multipath, out);
         }
-        let answer = self.platform.routes().through(ifindex).execute()?;
-        let fresh: HashMap<RouteId, Route> = answer
-            .items
-            .into_iter()
-            .map(|route| (route.id(), route))
-            .collect();
-        self.state.replace_held(held, fresh, out);
-        Ok(())
+        Ok(true)
     }
 }
 
