@@ -1609,7 +1609,9 @@ pub(crate) fn addr(
     let links = load_links(&platform)?;
     let names = LinkNames::from_links(&links);
     let filter = DeviceFilter::new(selector, &names, &links)?;
-    let link_of = |ifindex: platform::Ifindex| links.iter().find(|l| l.ifindex() == ifindex);
+    let by_index: std::collections::HashMap<platform::Ifindex, &Link> =
+        links.iter().map(|link| (link.ifindex(), link)).collect();
+    let link_of = |ifindex: platform::Ifindex| by_index.get(&ifindex).copied();
     let mut query = platform.addresses();
     if let Some(dev) = filter.dev {
         query = query.ifindex(dev);
@@ -1769,16 +1771,14 @@ impl RuleFilter {
     fn selects(&self, rule: &Rule) -> bool {
         let prefix = |want: Option<(IpAddr, u8)>, have: Option<(IpAddr, u8)>| match want {
             None => true,
-            Some((addr, len)) => {
-                let family_ok = platform::Family::of(addr) == rule.family();
-                match have {
-                    Some((have, have_len)) => {
-                        family_ok && len <= have_len && names::same_bits(have, addr, len)
-                    }
-                    // `from all`: only a zero-length prefix covers it.
-                    None => family_ok && len == 0,
+            // The rule's prefix is inside the one asked for (never across families).
+            Some((addr, len)) => match have {
+                Some((have, have_len)) => {
+                    platform::DstMatch::Root.matches(have, have_len, addr, len)
                 }
-            }
+                // `from all`: only a zero-length prefix of its family covers it.
+                None => platform::Family::of(addr) == rule.family() && len == 0,
+            },
         };
         let (mark, mask) = rule.fwmark().unwrap_or((0, None));
         self.priority.is_none_or(|p| rule.priority() == p)
@@ -1953,10 +1953,13 @@ pub(crate) fn route_show(
     if let Some(iif) = &selector.iif {
         query = query.iif(names.index(iif)?);
     }
+    let mut realms_whole = false;
     if let Some(text) = &selector.realms {
         let realms = names::parse_realms(text)
             .ok_or_else(|| args::usage_error(format!("`{text}` is not a realm")))?;
-        query = query.realms(realms, names::realms_mask(text, realms));
+        let mask = names::realms_mask(text, realms);
+        realms_whole = mask == u32::MAX;
+        query = query.realms(realms, mask);
     }
     if let Some(mark) = &selector.mark {
         let mark = names::c_number(mark)
@@ -1982,11 +1985,7 @@ pub(crate) fn route_show(
         prefsrc: prefsrc_host,
         metric: selector.metric.is_some(),
         iif: selector.iif.is_some(),
-        realms: selector
-            .realms
-            .as_deref()
-            .and_then(|text| names::parse_realms(text).map(|r| names::realms_mask(text, r)))
-            == Some(u32::MAX),
+        realms: realms_whole,
     };
     let progress = crate::progress::Progress::start("loading routes");
     // With -d, a route on a nexthop object shows the object too (`nh_info`), as `ip -d` does;

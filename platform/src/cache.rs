@@ -1168,6 +1168,11 @@ impl<'a, T: Object + Send + Sync> Dump<'a, T> {
         wrap: fn(Change<T>) -> Event,
         out: Option<&mut Vec<Event>>,
     ) -> Result<()> {
+        if let Some(out) = out {
+            let objs = self.collect()?;
+            sync_index(index, partition, objs, wrap, out);
+            return Ok(());
+        }
         let build = self.request();
         let Dump {
             platform,
@@ -1179,75 +1184,63 @@ impl<'a, T: Object + Send + Sync> Dump<'a, T> {
         } = self;
         let mut n_malformed = 0u64;
         let on_malformed = count_malformed(kind, &mut n_malformed);
-        let report = match out {
-            None => {
-                // Into an empty index (the initial load) nothing can go stale, so the sweep
-                // (a walk of every entry) is needed only after an interrupted attempt.
-                let mut must_sweep = !index.is_empty();
-                mark_scope(index, &partition);
-                let report = std::thread::scope(|scope| {
-                    // The kernel's count of what is coming, read on a third thread (for IPv4
-                    // the kernel walks its tries to count) and applied between two chunks.
-                    let (size_tx, size_rx) = std::sync::mpsc::sync_channel::<usize>(1);
-                    if let Some(fib) = fib {
-                        let counting = std::thread::Builder::new()
-                            .name("netmirror-count".into())
-                            .spawn_scoped(scope, move || {
-                                if let Some(n) = fib.estimate_routes() {
-                                    let _ = size_tx.send(n);
-                                }
-                            });
-                        if let Err(err) = counting {
-                            tracing::debug!(%err, "cannot count routes ahead of the dump");
+        // Into an empty index (the initial load) nothing can go stale, so the sweep
+        // (a walk of every entry) is needed only after an interrupted attempt.
+        let mut must_sweep = !index.is_empty();
+        mark_scope(index, &partition);
+        let report = std::thread::scope(|scope| {
+            // The kernel's count of what is coming, read on a third thread (for IPv4
+            // the kernel walks its tries to count) and applied between two chunks.
+            let (size_tx, size_rx) = std::sync::mpsc::sync_channel::<usize>(1);
+            if let Some(fib) = fib {
+                let counting = std::thread::Builder::new()
+                    .name("netmirror-count".into())
+                    .spawn_scoped(scope, move || {
+                        if let Some(n) = fib.estimate_routes() {
+                            let _ = size_tx.send(n);
+                        }
+                    });
+                if let Err(err) = counting {
+                    tracing::debug!(%err, "cannot count routes ahead of the dump");
+                }
+            }
+            platform.dump_retry_parallel(
+                build,
+                parse,
+                |chunk| match chunk {
+                    Chunk::Objs(objs) => {
+                        if let Ok(expected) = size_rx.try_recv() {
+                            // A little over the count: routes come while dumping.
+                            let want = expected + expected / 64 + 64;
+                            index.reserve(want.saturating_sub(index.len()));
+                        }
+                        if let Err(err) = index.append_all(objs.drain(..)) {
+                            tracing::warn!(%err, "cannot insert into the cache");
                         }
                     }
-                    platform.dump_retry_parallel(
-                        build,
-                        parse,
-                        |chunk| match chunk {
-                            Chunk::Objs(objs) => {
-                                if let Ok(expected) = size_rx.try_recv() {
-                                    // A little over the count: routes come while dumping.
-                                    let want = expected + expected / 64 + 64;
-                                    index.reserve(want.saturating_sub(index.len()));
-                                }
-                                if let Err(err) = index.append_all(objs.drain(..)) {
-                                    tracing::warn!(%err, "cannot insert into the cache");
-                                }
-                            }
-                            Chunk::Shared(objs) => {
-                                if let Err(err) = index.append_all_shared(objs.drain(..)) {
-                                    tracing::warn!(%err, "cannot insert into the cache");
-                                }
-                            }
-                            // Waiting for the kernel: map the pages the index fills next.
-                            Chunk::Idle(worked) => {
-                                *worked = index.touch_ahead(TOUCH_AHEAD, TOUCH_STEP) > 0;
-                            }
-                            Chunk::Restart => {
-                                must_sweep = true;
-                                mark_scope(index, &partition);
-                            }
-                        },
-                        on_malformed,
-                    )
-                });
-                if report.is_err() {
-                    // Keep what was added, forget the marks: nothing is swept by mistake.
-                    index.unmark_all();
-                } else if must_sweep {
-                    drop(sweep_scope(index, &partition));
-                }
-                report
-            }
-            Some(out) => {
-                let (report, objs) = collect(platform, build, parse, on_malformed);
-                if report.is_ok() {
-                    sync_index(index, partition, objs, wrap, out);
-                }
-                report
-            }
-        };
+                    Chunk::Shared(objs) => {
+                        if let Err(err) = index.append_all_shared(objs.drain(..)) {
+                            tracing::warn!(%err, "cannot insert into the cache");
+                        }
+                    }
+                    // Waiting for the kernel: map the pages the index fills next.
+                    Chunk::Idle(worked) => {
+                        *worked = index.touch_ahead(TOUCH_AHEAD, TOUCH_STEP) > 0;
+                    }
+                    Chunk::Restart => {
+                        must_sweep = true;
+                        mark_scope(index, &partition);
+                    }
+                },
+                on_malformed,
+            )
+        });
+        if report.is_err() {
+            // Keep what was added, forget the marks: nothing is swept by mistake.
+            index.unmark_all();
+        } else if must_sweep {
+            drop(sweep_scope(index, &partition));
+        }
         tally(stats, n_malformed, report)
     }
 

@@ -236,6 +236,17 @@ pub struct RouteQuery<'a> {
     dev: Option<u32>,
     protocol: Option<Protocol>,
     kind: Option<RouteType>,
+    /// The selectors only this crate compares.
+    selectors: RouteSelectors,
+    /// `dev` selects routes with any next hop on it (the kernel's own dev filter), not only
+    /// by their own device.
+    any_hop: bool,
+}
+
+/// The selectors of a [`RouteQuery`] that the kernel cannot apply (each `None` selects every
+/// route).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct RouteSelectors {
     dst: Option<(Option<IpAddr>, u8, DstMatch)>,
     src: Option<(IpAddr, u8, DstMatch)>,
     via: Option<(IpAddr, u8)>,
@@ -247,9 +258,48 @@ pub struct RouteQuery<'a> {
     /// The realms and the mask of their bits that must equal.
     realms: Option<(u32, u32)>,
     mark: Option<u32>,
-    /// `dev` selects routes with any next hop on it (the kernel's own dev filter), not only
-    /// by their own device.
-    any_hop: bool,
+}
+
+impl RouteSelectors {
+    fn matches(&self, route: &Route) -> bool {
+        let zero = |like: IpAddr| match like {
+            IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        };
+        // A zero-length prefix covers an address of its family (`0.0.0.0/0`).
+        let within = |have: Option<IpAddr>, want: IpAddr, len: u8| {
+            let have = have.unwrap_or(zero(route.dst()));
+            crate::names::same_bits(have, want, len)
+        };
+        let dst_ok = self.dst.is_none_or(|(prefix, len, how)| {
+            let dst = route.dst();
+            how.matches(dst, route.dst_len(), prefix.unwrap_or(zero(dst)), len)
+        });
+        let src_ok = self.src.is_none_or(|(prefix, len, how)| {
+            let (src, src_len) = route.src().unwrap_or((zero(route.dst()), 0));
+            how.matches(src, src_len, prefix, len)
+        });
+        dst_ok
+            && src_ok
+            && self
+                .via
+                .is_none_or(|(prefix, len)| within(route.gateway(), prefix, len))
+            && self
+                .prefsrc
+                .is_none_or(|(prefix, len)| within(route.prefsrc(), prefix, len))
+            && self.scope.is_none_or(|scope| route.scope() == scope)
+            && self.tos.is_none_or(|tos| route.tos() == tos)
+            && self.metric.is_none_or(|metric| route.priority() == metric)
+            && self
+                .iif
+                .is_none_or(|iif| route.iif().map_or(0, |i| i.0) == iif)
+            && self
+                .realms
+                .is_none_or(|(realms, mask)| (route.realms().unwrap_or(0) ^ realms) & mask == 0)
+            && self
+                .mark
+                .is_none_or(|mark| route.mark().unwrap_or(0) == mark)
+    }
 }
 
 /// How [`RouteQuery::dst`] compares a route's destination with a prefix, as `ip route show
@@ -264,6 +314,17 @@ pub enum DstMatch {
     Match,
 }
 
+impl DstMatch {
+    /// Whether the prefix `have/have_len` compares with `prefix/len` as this says.
+    pub fn matches(self, have: IpAddr, have_len: u8, prefix: IpAddr, len: u8) -> bool {
+        match self {
+            DstMatch::Exact => have_len == len && crate::names::same_bits(have, prefix, len),
+            DstMatch::Root => have_len >= len && crate::names::same_bits(have, prefix, len),
+            DstMatch::Match => have_len <= len && crate::names::same_bits(have, prefix, have_len),
+        }
+    }
+}
+
 impl Platform {
     /// Starts a route query (all families and tables unless filtered).
     pub fn routes(&self) -> RouteQuery<'_> {
@@ -274,16 +335,7 @@ impl Platform {
             dev: None,
             protocol: None,
             kind: None,
-            dst: None,
-            src: None,
-            via: None,
-            prefsrc: None,
-            scope: None,
-            tos: None,
-            metric: None,
-            iif: None,
-            realms: None,
-            mark: None,
+            selectors: RouteSelectors::default(),
             any_hop: false,
         }
     }
@@ -359,7 +411,7 @@ impl RouteQuery<'_> {
     /// Only routes whose destination compares with `prefix/len` as `how` says; a `None`
     /// prefix is the zero-length one of either family (`ip route show default` of both).
     pub fn dst(mut self, prefix: Option<IpAddr>, len: u8, how: DstMatch) -> Self {
-        self.dst = Some((prefix, len, how));
+        self.selectors.dst = Some((prefix, len, how));
         if let Some(prefix) = prefix {
             self.family = Some(Family::of(prefix));
         }
@@ -369,7 +421,7 @@ impl RouteQuery<'_> {
     /// Only routes whose source prefix (`from`) compares with `prefix/len` as `how` says
     /// (`ip route show from [exact|root|match] PREFIX`).
     pub fn src(mut self, prefix: IpAddr, len: u8, how: DstMatch) -> Self {
-        self.src = Some((prefix, len, how));
+        self.selectors.src = Some((prefix, len, how));
         self.family = Some(Family::of(prefix));
         self
     }
@@ -377,39 +429,39 @@ impl RouteQuery<'_> {
     /// Only routes whose gateway is in `prefix/len` (`ip route show via PREFIX`; a route
     /// without one has the zero address, as `ip` compares it).
     pub fn via(mut self, prefix: IpAddr, len: u8) -> Self {
-        self.via = Some((prefix, len));
+        self.selectors.via = Some((prefix, len));
         self
     }
 
     /// Only routes whose preferred source is in `prefix/len` (`ip route show src PREFIX`).
     pub fn prefsrc(mut self, prefix: IpAddr, len: u8) -> Self {
-        self.prefsrc = Some((prefix, len));
+        self.selectors.prefsrc = Some((prefix, len));
         self.family = Some(Family::of(prefix));
         self
     }
 
     /// Only routes of this scope (`ip route show scope S`).
     pub fn scope(mut self, scope: Scope) -> Self {
-        self.scope = Some(scope);
+        self.selectors.scope = Some(scope);
         self
     }
 
     /// Only routes of this TOS (`ip route show tos T`).
     pub fn tos(mut self, tos: u8) -> Self {
-        self.tos = Some(tos);
+        self.selectors.tos = Some(tos);
         self
     }
 
     /// Only routes of this metric (`ip route show metric N`; a route without `RTA_PRIORITY`
     /// has 0).
     pub fn metric(mut self, metric: u32) -> Self {
-        self.metric = Some(metric);
+        self.selectors.metric = Some(metric);
         self
     }
 
     /// Only routes whose input interface (`RTA_IIF`) is this one (`ip route show iif DEV`).
     pub fn iif(mut self, ifindex: Ifindex) -> Self {
-        self.iif = Some(ifindex.0);
+        self.selectors.iif = Some(ifindex.0);
         self
     }
 
@@ -417,55 +469,19 @@ impl RouteQuery<'_> {
     /// `mask`: `ip route show realms TO` compares the low 16 bits, `FROM/` the high ones,
     /// `FROM/TO` all (see [`crate::names::realms_mask`]).
     pub fn realms(mut self, realms: u32, mask: u32) -> Self {
-        self.realms = Some((realms, mask));
+        self.selectors.realms = Some((realms, mask));
         self
     }
 
     /// Only routes of this firewall mark (`RTA_MARK`, 0 when absent: a dump's routes carry
     /// none, so `mark 0` selects them all, as in `ip route show mark`).
     pub fn mark(mut self, mark: u32) -> Self {
-        self.mark = Some(mark);
+        self.selectors.mark = Some(mark);
         self
     }
 
-    fn dst_matches(&self, route: &Route) -> bool {
-        let zero = |like: IpAddr| match like {
-            IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
-            IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
-        };
-        let compare = |have: IpAddr, have_len: u8, want: IpAddr, len: u8, how: DstMatch| match how {
-            DstMatch::Exact => have_len == len && crate::names::same_bits(have, want, len),
-            DstMatch::Root => have_len >= len && crate::names::same_bits(have, want, len),
-            DstMatch::Match => have_len <= len && crate::names::same_bits(have, want, have_len),
-        };
-        // A zero-length prefix covers an address of its family (`0.0.0.0/0`).
-        let within = |have: Option<IpAddr>, want: IpAddr, len: u8| {
-            let have = have.unwrap_or(zero(route.dst()));
-            crate::names::same_bits(have, want, len)
-        };
-        let dst_ok = self.dst.is_none_or(|(prefix, len, how)| {
-            let dst = route.dst();
-            compare(dst, route.dst_len(), prefix.unwrap_or(zero(dst)), len, how)
-        });
-        let src_ok = self.src.is_none_or(|(prefix, len, how)| {
-            let (src, src_len) = route.src().unwrap_or((zero(route.dst()), 0));
-            compare(src, src_len, prefix, len, how)
-        });
-        dst_ok
-            && src_ok
-            && self
-                .via
-                .is_none_or(|(prefix, len)| within(route.gateway(), prefix, len))
-            && self
-                .prefsrc
-                .is_none_or(|(prefix, len)| within(route.prefsrc(), prefix, len))
-            && self.scope.is_none_or(|scope| route.scope() == scope)
-            && self.tos.is_none_or(|tos| route.tos() == tos)
-    }
-
     fn matches(&self, route: &Route) -> bool {
-        self.dst_matches(route)
-            && self.table.is_none_or(|table| route.table() == table)
+        self.table.is_none_or(|table| route.table() == table)
             && self.dev.is_none_or(|dev| {
                 if self.any_hop {
                     route.ifindexes().any(|i| i == Ifindex(dev))
@@ -477,16 +493,7 @@ impl RouteQuery<'_> {
                 .protocol
                 .is_none_or(|protocol| route.protocol() == protocol)
             && self.kind.is_none_or(|kind| route.kind() == kind)
-            && self.metric.is_none_or(|metric| route.priority() == metric)
-            && self
-                .iif
-                .is_none_or(|iif| route.iif().map_or(0, |i| i.0) == iif)
-            && self
-                .realms
-                .is_none_or(|(realms, mask)| (route.realms().unwrap_or(0) ^ realms) & mask == 0)
-            && self
-                .mark
-                .is_none_or(|mark| route.mark().unwrap_or(0) == mark)
+            && self.selectors.matches(route)
     }
 
     /// Runs the query.
@@ -508,16 +515,7 @@ impl RouteQuery<'_> {
             || self.dev.is_some()
             || self.protocol.is_some()
             || self.kind.is_some()
-            || self.dst.is_some()
-            || self.src.is_some()
-            || self.via.is_some()
-            || self.prefsrc.is_some()
-            || self.scope.is_some()
-            || self.tos.is_some()
-            || self.metric.is_some()
-            || self.iif.is_some()
-            || self.realms.is_some()
-            || self.mark.is_some();
+            || self.selectors != RouteSelectors::default();
         let strict = self.platform.strict_check();
         // The type filter is never the kernel's (see `kind`): with it alone, only this crate
         // filtered.

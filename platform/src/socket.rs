@@ -295,7 +295,7 @@ impl NlSocket {
     /// Whether an event waits for [`NlSocket::recv_event`], read already or still in the
     /// socket (a peek that never blocks; an overflow counts, its resync being due).
     pub(crate) fn events_waiting(&self) -> bool {
-        if self.events.next < self.events.got.len() {
+        if self.holds_events() {
             return true;
         }
         let mut scratch = [0u8; wire::NLMSG_HDRLEN];
@@ -310,7 +310,6 @@ impl NlSocket {
 
     /// Whether event datagrams already read wait to be handed out: the socket need not be
     /// readable for [`NlSocket::recv_event`] to have more.
-    #[cfg(any(feature = "tokio", feature = "async-io"))]
     pub(crate) fn holds_events(&self) -> bool {
         self.events.next < self.events.got.len()
     }
