@@ -8,7 +8,7 @@
 //! everything in random order, per object); `remove_insert/steady` (remove a random entry and
 //! add it back); `resync/mark_readd_sweep` (mark all, re-add 90% in order, sweep, per object);
 //! `iterate/primary` and `iterate/by_ifindex` (a full in-order walk reading each
-//! object, per object); `baseline/*`, the same on a `HashMap<RouteId, Arc<Route>>` and a
+//! object, per object); `baseline/*`, the same on a `Map` and a
 //! `Vec<Arc<Route>>` (`hashmap_insert` fills a map from empty, an `Arc` per object;
 //! `hashmap_drain` removes in random order and frees each object, as `remove/drain` does).
 //! Where a routine handles many objects, criterion's "thrpt" line gives objects per second.
@@ -29,10 +29,9 @@ use std::time::Duration;
 
 use criterion::measurement::Measurement;
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
-use hashbrown::HashMap;
 use netmirror_dedup_index::{Object, Placement};
 use support::cpu_time::ThreadCpuTime;
-use support::{Layout, Route, RouteId, Routes, route, shuffled, shuffled_ids};
+use support::{Layout, Map, Route, Routes, route, shuffled, shuffled_ids};
 
 /// The sizes: 1k, 100k and 1M objects; with `NETMIRROR_BENCH_QUICK=1` (as
 /// `cargo xtask bench --quick` sets), 1k and 100k only.
@@ -238,7 +237,7 @@ fn iterate<M: Measurement>(c: &mut Criterion<M>, n: u32) {
 
 // The same operations on plain std-like containers, in the same run and right after the
 // index's: a reference for what this machine's memory allows
-// (`hashbrown::HashMap<RouteId, Arc<Route>>` keeps each key inline, at about three times the
+// (`hashbrown::Map` keeps each key inline, at about three times the
 // memory of the dedup index's id table). They share the benchmark group `baseline`.
 
 /// `insert/fill` on the map: an `Arc` per object.
@@ -250,7 +249,7 @@ fn baseline_insert<M: Measurement>(c: &mut Criterion<M>, n: u32) {
         b.iter_batched(
             || fresh.clone(),
             |fresh| {
-                let mut map = HashMap::new();
+                let mut map = Map::default();
                 for obj in fresh {
                     black_box(map.insert(obj.id(), Arc::new(obj)));
                 }
@@ -265,7 +264,7 @@ fn baseline_insert<M: Measurement>(c: &mut Criterion<M>, n: u32) {
 /// `lookup/get` on the map, without and with reading the object found.
 fn baseline_lookup<M: Measurement>(c: &mut Criterion<M>, n: u32) {
     let mut group = c.benchmark_group("baseline");
-    let map: HashMap<RouteId, Arc<Route>> = (0..n)
+    let map: Map = (0..n)
         .map(|i| (route(i).id(), Arc::new(route(i))))
         .collect();
     let ids = shuffled_ids(n);
@@ -299,7 +298,7 @@ fn baseline_drain<M: Measurement>(c: &mut Criterion<M>, n: u32) {
                         let obj = route(i);
                         (obj.id(), Arc::new(obj))
                     })
-                    .collect::<HashMap<RouteId, Arc<Route>>>()
+                    .collect::<Map>()
             },
             |mut map| {
                 for id in &ids {

@@ -1,5 +1,5 @@
 //! What each operation of the `ops` bench costs in instructions and cache misses, the index
-//! beside `hashbrown::HashMap<RouteId, Arc<Route>>`: the profile behind the time ratios.
+//! beside `hashbrown::Map`: the profile behind the time ratios.
 //!
 //! At 1M objects both structures wait on memory, and on a shared machine the time ratios
 //! drift by tens of percent between runs. Callgrind's counts do not: it runs each operation
@@ -23,9 +23,8 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
-use hashbrown::HashMap;
 use netmirror_dedup_index::{Object, Placement};
-use support::{Layout, Route, RouteId, Routes, route, shuffled_ids};
+use support::{Layout, Map, Route, Routes, route, shuffled_ids};
 
 /// The operations profiled: the index's, the map's doing the same work, and a label.
 const PAIRS: &[(&str, &str, &str)] = &[
@@ -45,7 +44,7 @@ fn measured<R>(work: impl FnOnce() -> R) -> R {
 fn run_op(op: &str, n: u32) -> bool {
     let ids = shuffled_ids(n);
     let fresh: Vec<Route> = (0..n).map(route).collect();
-    let map_of = |fresh: Vec<Route>| -> HashMap<RouteId, Arc<Route>> {
+    let map_of = |fresh: Vec<Route>| -> Map {
         fresh
             .into_iter()
             .map(|obj| (obj.id(), Arc::new(obj)))
@@ -87,7 +86,7 @@ fn run_op(op: &str, n: u32) -> bool {
         }
         "map_insert" => {
             let map = measured(|| {
-                let mut map = HashMap::new();
+                let mut map = Map::default();
                 for obj in fresh {
                     black_box(map.insert(obj.id(), Arc::new(obj)));
                 }

@@ -99,7 +99,8 @@ pub(super) fn markdown(
         return out;
     }
     out.push_str(
-        "The index's time per operation over `hashbrown::HashMap<RouteId, Arc<Route>>` doing the \
+        "The index's time per operation over `hashbrown::HashMap<RouteId, Arc<Route>>` (foldhash's \
+         fast hasher, hashbrown's default, with fixed seeds: see `benches/support/mod.rs`) doing the \
          same work (`insert/fill` over `baseline/hashmap_insert`, `lookup/get` over \
          `baseline/hashmap_get_read`, which reads the object it finds, `remove/drain` over \
          `baseline/hashmap_drain`, which frees each object), from the estimates of the criterion \
