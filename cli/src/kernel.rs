@@ -660,6 +660,19 @@ const RARE_FIELDS: [usize; 11] = {
     ]
 };
 
+/// The fields (bit `1 << idx`) whose comparison in [`Shown`] needs its rare parts: its flags,
+/// preference and [`RARE_FIELDS`].
+const SHOWS_RARE: u32 = {
+    use route_field as f;
+    let mut bits = 1 << f::FLAGS | 1 << f::PREF;
+    let mut at = 0;
+    while at < RARE_FIELDS.len() {
+        bits |= 1 << RARE_FIELDS[at];
+        at += 1;
+    }
+    bits
+};
+
 /// Whether `route` lacks field `idx` of [`MAY_LACK`]: its text for people then leaves the
 /// field out and its JSON is `null` or `[]` (false for a field every route has). A gateway or
 /// a device is lacking only on a route that is not multipath (a multipath route shows its
@@ -1063,7 +1076,10 @@ impl RouteRow<'_> {
     /// How many of `fields`, counted from the end, show what the row before showed (in the
     /// text table, or in JSON when `json`): [`LazyRow::same_tail`] and `same_json_tail`.
     fn unchanged_tail(&self, fields: &[usize], json: bool) -> usize {
-        let now = Shown::of(self.route, json);
+        // The rare parts are compared when a field shows them: else they stay unknown here
+        // (and equal), where the memo may hold another route's.
+        let rare = json || fields.iter().any(|&idx| idx < 32 && SHOWS_RARE & (1 << idx) != 0);
+        let now = Shown::of(self.route, rare);
         let memo = &*self.memo;
         let shown_fields = if json {
             memo.json_fields

@@ -394,7 +394,13 @@ fn a_route_stream_copying_from_the_line_before_writes_what_its_cells_write() {
     let order: Vec<&Route> = (0..LOOKAHEAD_ROWS + 40 * routes.len())
         .map(|n| &routes[if n % 3 == 0 { n / 7 } else { n } % routes.len()])
         .collect();
-    let fields: [&[&str]; 4] = [&[], &["all"], &["dst", "metric", "gateway"], &["type"]];
+    let fields: [&[&str]; 5] = [
+        &[],
+        &["all"],
+        &["dst", "metric", "gateway"],
+        &["type"],
+        &["dst", "flags", "pref"],
+    ];
     for (fields, json) in fields.into_iter().flat_map(|f| [(f, false), (f, true)]) {
         let write = |lazy: bool| {
             let (mut printer, buffer) = printer_with(json, false, fields, false);
