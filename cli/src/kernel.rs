@@ -621,9 +621,10 @@ impl NameMemo {
 
 /// What the fields of a route whose text and JSON follow from one number or address show:
 /// equal values, equal texts. Its family, type, gateway and device (unless they are a
-/// multipath route's lists), table, protocol, scope, metric, preferred source and TOS; with
-/// the rare parts ([`Shown::of`]), its flags and preference, and which of the fields most
-/// routes lack it lacks (their text then shows nothing).
+/// multipath route's lists), table, protocol, scope, metric, preferred source and TOS
+/// ([`Shown::of_common`]); as [`RouteRow::remember`] sets them field by field, its flags and
+/// preference, and which of the fields most routes lack it lacks (their text then shows
+/// nothing).
 #[derive(Clone, Copy, PartialEq, Default)]
 struct Shown {
     v6: bool,
@@ -724,22 +725,6 @@ const MAY_LACK: [(usize, &str); 16] = {
 };
 
 impl Shown {
-    /// The fields of `route`; its flags, preference and rare fields too when `rare` (else
-    /// they stay unknown).
-    fn of(route: &Route, rare: bool) -> Shown {
-        let mut shown = Shown::of_common(route);
-        if rare {
-            shown.flags = route.flags();
-            shown.pref = route.pref();
-            for idx in RARE_FIELDS {
-                if lacks(route, idx) {
-                    shown.lacks |= 1 << idx;
-                }
-            }
-        }
-        shown
-    }
-
     fn of_common(route: &Route) -> Shown {
         let multipath = !route.multipath().is_empty();
         let gateway = route.gateway();
@@ -761,7 +746,33 @@ impl Shown {
         }
     }
 
-    /// Whether field `idx` shows the same in both (false for a field not compared).
+    /// Whether the parts [`Shown::of_common`] knows are the same in both.
+    fn same_common(&self, other: &Shown) -> bool {
+        let common = Shown {
+            flags: 0,
+            pref: None,
+            lacks: 0,
+            ..*other
+        };
+        Shown {
+            flags: 0,
+            pref: None,
+            lacks: 0,
+            ..*self
+        } == common
+    }
+
+    /// Whether field `idx` of [`SHOWS_RARE`] shows for `route` what it shows here.
+    fn same_rare(&self, route: &Route, idx: usize) -> bool {
+        use route_field as f;
+        match idx {
+            f::FLAGS => self.flags == route.flags(),
+            f::PREF => self.pref == route.pref(),
+            idx => idx < 32 && self.lacks & (1 << idx) != 0 && lacks(route, idx),
+        }
+    }
+
+    /// Whether field `idx` of the common parts shows the same in both (false for another).
     #[inline]
     fn same(&self, other: &Shown, idx: usize) -> bool {
         use route_field as f;
@@ -776,9 +787,7 @@ impl Shown {
             f::METRIC => self.metric == other.metric,
             f::PREFSRC => self.prefsrc == other.prefsrc,
             f::TOS => self.tos == other.tos,
-            f::FLAGS => self.flags == other.flags,
-            f::PREF => self.pref == other.pref,
-            idx if idx < 32 => self.lacks & other.lacks & (1 << idx) != 0,
+            // The rare parts: `same_rare`.
             _ => false,
         }
     }
@@ -1076,23 +1085,28 @@ impl RouteRow<'_> {
     /// How many of `fields`, counted from the end, show what the row before showed (in the
     /// text table, or in JSON when `json`): [`LazyRow::same_tail`] and `same_json_tail`.
     fn unchanged_tail(&self, fields: &[usize], json: bool) -> usize {
-        // The rare parts are compared when a field shows them: else they stay unknown here
-        // (and equal), where the memo may hold another route's.
-        let rare = json || fields.iter().any(|&idx| idx < 32 && SHOWS_RARE & (1 << idx) != 0);
-        let now = Shown::of(self.route, rare);
+        let route = self.route;
+        let now = Shown::of_common(route);
         let memo = &*self.memo;
         let shown_fields = if json {
             memo.json_fields
         } else {
             memo.shown_fields
         };
-        // Mostly every field is as before: one comparison.
-        let all = now == memo.shown;
+        // Mostly every common field is as before: one comparison. The rare parts (which most
+        // routes lack) only where a field shows them, one by one.
+        let all = now.same_common(&memo.shown);
         fields
             .iter()
             .rev()
             .take_while(|&&idx| {
-                idx < 32 && shown_fields & (1 << idx) != 0 && (all || now.same(&memo.shown, idx))
+                idx < 32
+                    && shown_fields & (1 << idx) != 0
+                    && if SHOWS_RARE & (1 << idx) != 0 {
+                        memo.shown.same_rare(route, idx)
+                    } else {
+                        all || now.same(&memo.shown, idx)
+                    }
             })
             .count()
     }
@@ -1109,6 +1123,8 @@ impl LazyRow for RouteRow<'_> {
     }
 
     fn push_shown_text(&mut self, idx: usize, out: &mut String) -> bool {
+        // Remembered as for a table: an event line copies what its line before showed too.
+        self.remember(idx, false);
         self.write_text(idx, out, true)
     }
 

@@ -522,6 +522,111 @@ mod tests {
         assert_eq!(devs, ["v0", "v1", "v1", "v\\e2"], "{text}");
     }
 
+    /// Routes that differ from the one before in a few fields at a time (destination,
+    /// gateway there or not, device, metric, preferred source, and rare ones: realms, metrics,
+    /// preference), so that an event line copies
+    /// the unchanged end of the line before in every way it can, also where the first field
+    /// shown comes from the copied part or no longer does.
+    fn routes_in_a_burst() -> Vec<Route> {
+        use netmirror_platform::Ifindex;
+        (0u8..96)
+            .map(|n| {
+                let mut route = Route::new([10, 0, n / 4, 0].into(), 24);
+                if n % 3 != 0 {
+                    route = route.with_gateway([192, 0, 2, 1 + n % 2].into());
+                }
+                if n % 5 != 1 {
+                    route = route.with_oif(Ifindex(if n % 7 < 4 { 3 } else { 9 }));
+                }
+                if n % 4 == 0 {
+                    route = route.with_priority(100);
+                }
+                if n % 11 > 8 {
+                    route = route.with_prefsrc([192, 0, 2, 9].into());
+                }
+                if n % 6 == 2 {
+                    route = route.with_realms(7);
+                }
+                if n % 9 == 4 {
+                    route = route.with_metric(2, 1400, false);
+                }
+                if n % 10 == 3 {
+                    route = route.with_pref(1);
+                }
+                route
+            })
+            .collect()
+    }
+
+    /// Events of routes added and removed one after another (each line written from the
+    /// route, copying what it can of the line before) are byte for byte the events of their
+    /// whole rows, for people, `--terse` and `--json`, with the default fields, all of them, and fields
+    /// where the first one shown is often missing; a changed route's event (written from its
+    /// cells) and a renamed link between them.
+    #[test]
+    fn a_burst_of_route_events_copies_only_what_is_unchanged() {
+        let routes = routes_in_a_burst();
+        let mut names = sample_names();
+        for (json, terse) in [(false, false), (false, true), (true, false)] {
+            for fields in [
+                &[][..],
+                &["all"],
+                &["gateway", "dev", "metric"],
+                &["prefsrc", "gateway", "dev"],
+                &["dst", "gateway"],
+                &["dst", "flow", "metrics"],
+                &["gateway", "pref", "flow"],
+            ] {
+                let (mut whole, whole_out) = printer(json, terse, fields);
+                let (mut lazy, lazy_out) = printer(json, terse, fields);
+                let mut memo = NameMemo::default();
+                for (n, route) in routes.iter().enumerate() {
+                    let (old, new, kind) = match n % 13 {
+                        5 => (Some(&routes[n - 1]), Some(route), EventKind::Changed),
+                        7 | 8 => (Some(route), None, EventKind::Removed),
+                        _ => (None, Some(route), EventKind::Added),
+                    };
+                    if n == 50 {
+                        names.insert(3u32, "renamed");
+                        memo.forget_devices();
+                    }
+                    whole
+                        .event_buffered(&render::Event {
+                            object: "route",
+                            kind,
+                            fields: &MONITOR_ROUTE_FIELDS,
+                            old: old.map(|route| cells(route, &names)),
+                            new: new.map(|route| cells(route, &names)),
+                        })
+                        .unwrap();
+                    let mut rows = RouteRows {
+                        old,
+                        new,
+                        names: &names,
+                        memo: &mut memo,
+                    };
+                    lazy.event_rows(
+                        "route",
+                        kind,
+                        &MONITOR_ROUTE_FIELDS,
+                        &mut rows,
+                        [None, None],
+                    )
+                    .unwrap();
+                }
+                names.insert(3u32, "v0");
+                whole.flush().unwrap();
+                lazy.flush().unwrap();
+                let whole = String::from_utf8(whole_out.lock().unwrap().clone()).unwrap();
+                let lazy = String::from_utf8(lazy_out.lock().unwrap().clone()).unwrap();
+                assert_eq!(lazy.lines().count(), routes.len());
+                for (lazy, whole) in lazy.lines().zip(whole.lines()) {
+                    assert_eq!(lazy, whole, "json {json}, terse {terse}, fields {fields:?}");
+                }
+            }
+        }
+    }
+
     /// A route event written from the routes (one memo of names for them all) is byte for byte
     /// the event of their whole rows, for people, `--terse` and `--json`, with the default
     /// fields, all of them and a few: every route added, removed, and changed into every

@@ -268,10 +268,11 @@ pub(crate) trait LazyRow {
     }
 
     /// How many of the last of `fields` (field indexes, in the order written) have for
-    /// certain the text for people that [`LazyRow::push_text`] last appended for each (rows
-    /// that share what they remember, such as a route's [`NameMemo`](crate::kernel::NameMemo),
-    /// written one after the other): an aligned [`RowStream`] then copies that part of the
-    /// line before instead of writing it again. 0 when not known.
+    /// certain the text for people that [`LazyRow::push_text`] (or, on an event line,
+    /// [`LazyRow::push_shown_text`]) last appended for each (rows that share what they
+    /// remember, such as a route's [`NameMemo`](crate::kernel::NameMemo), written one after
+    /// the other): an aligned [`RowStream`], or a monitor's next event line, then copies that
+    /// part of the line before instead of writing it again. 0 when not known.
     fn same_tail(&mut self, fields: &[usize]) -> usize {
         let _ = fields;
         0
@@ -613,6 +614,20 @@ pub(crate) struct Printer {
     event_line: String,
     /// Monitors for people: the fields of the last event printed and those of them chosen.
     event_chosen: Option<(&'static [Field], Vec<usize>)>,
+    /// Monitors for people: the fields' part of the last line [`Printer::event_row_text`]
+    /// wrote, to copy its unchanged tail from.
+    event_tail: EventTail,
+}
+
+/// The fields' part of the last event line written for people, where each chosen field's
+/// text starts in it (its leading space included), and of which fields: the next line of the
+/// same fields copies the part whose values have not changed ([`LazyRow::same_tail`]), as
+/// [`RowStream`] copies a table row's.
+#[derive(Default)]
+struct EventTail {
+    fields: Option<&'static [Field]>,
+    line: String,
+    starts: Vec<usize>,
 }
 
 impl Printer {
@@ -642,6 +657,7 @@ impl Printer {
             event_keys: None,
             event_line: String::new(),
             event_chosen: None,
+            event_tail: EventTail::default(),
         }
     }
 
@@ -941,21 +957,51 @@ impl Printer {
                 line.push_str(kind.as_str());
                 line.push(' ');
             }
+            // The fields from `reuse` on show what they showed in the line before (a burst
+            // of routes mostly differs in the destination only): that part of its line is
+            // copied.
+            let tail = &mut self.event_tail;
+            let n_fields = chosen.len();
+            let mut reuse = n_fields;
+            if tail.fields.is_some_and(|of| std::ptr::eq(of, fields))
+                && tail.starts.len() == n_fields
+            {
+                reuse -= row.same_tail(&chosen).min(n_fields);
+            }
+            tail.fields = Some(fields);
+            tail.starts.resize(n_fields, 0);
+            // Whether a field before the part to copy was shown in the line before.
+            let shown_before = tail.starts.get(reuse).is_some_and(|&from| from > 0);
+            let row_start = line.len();
             let mut first = true;
-            for &idx in &chosen {
+            let mut push_field = |col: usize, line: &mut String, first: &mut bool| {
+                let idx = chosen[col];
                 // The key goes first; taken back when the field is not shown.
                 let mark = line.len();
-                if !first {
+                tail.starts[col] = mark - row_start;
+                if !*first {
                     line.push(' ');
                 }
                 line.push_str(fields[idx].key);
                 line.push(' ');
                 if row.push_shown_text(idx, line) {
-                    first = false;
+                    *first = false;
                 } else {
                     line.truncate(mark);
                 }
+            };
+            for col in 0..reuse {
+                push_field(col, line, &mut first);
             }
+            // The copied part starts with a space when a field before it was shown: it
+            // fits only when one is here too.
+            if reuse < n_fields && shown_before == first {
+                for col in reuse..n_fields {
+                    push_field(col, line, &mut first);
+                }
+                reuse = n_fields;
+            }
+            copy_tail(line, row_start, reuse, &mut tail.line, &mut tail.starts);
         }
         self.event_chosen = Some((fields, chosen));
         line.push('\n');
@@ -1997,9 +2043,21 @@ struct JsonEventKeys {
     fields: &'static [Field],
     chosen: Vec<usize>,
     keys: Vec<String>,
-    /// The [`LazyRow::json_shape`] of the last row [`JsonEventKeys::push_lazy_row`] wrote
-    /// that had one, and what writes a row of that shape.
-    shaped: Option<(u64, Vec<Piece>)>,
+    /// What writes a row of the [`LazyRow::json_shape`] of the last row
+    /// [`JsonEventKeys::push_lazy_row`] wrote that had one.
+    shaped: Option<Shaped>,
+}
+
+/// The pieces that write a row of one [`LazyRow::json_shape`], and the last row written with
+/// them, to copy its unchanged tail from (as [`RowStream`] copies a table row's).
+struct Shaped {
+    shape: u64,
+    pieces: Vec<Piece>,
+    /// The field of each [`Piece::Field`], in order.
+    fields: Vec<usize>,
+    /// The last row, and where the piece of each field starts in it; empty before the first.
+    last_row: String,
+    last_starts: Vec<usize>,
 }
 
 /// Ends the row that `out` holds from `row_start`, whose fields before `reuse` are written:
@@ -2104,18 +2162,54 @@ impl JsonEventKeys {
             out.push('}');
             return;
         };
-        if self.shaped.as_ref().is_none_or(|(held, _)| *held != shape) {
-            self.shaped = Some((shape, self.pieces(&mut row)));
+        if self.shaped.as_ref().is_none_or(|held| held.shape != shape) {
+            let pieces = self.pieces(&mut row);
+            let fields = pieces
+                .iter()
+                .filter_map(|piece| match piece {
+                    Piece::Field(idx) => Some(*idx),
+                    Piece::Text(_) => None,
+                })
+                .collect();
+            self.shaped = Some(Shaped {
+                shape,
+                pieces,
+                fields,
+                last_row: String::new(),
+                last_starts: Vec::new(),
+            });
         }
-        let Some((_, pieces)) = &self.shaped else {
+        let Some(shaped) = &mut self.shaped else {
             return;
         };
-        for piece in pieces {
+        // The fields from `reuse` on have the values they had in the row before (a burst of
+        // routes mostly differs in the destination only): the rest of that row is copied.
+        let n_fields = shaped.fields.len();
+        let mut reuse = n_fields;
+        if shaped.last_starts.len() == n_fields {
+            reuse -= row.same_json_tail(&shaped.fields).min(n_fields);
+        }
+        shaped.last_starts.resize(n_fields, 0);
+        let row_start = out.len();
+        let mut written = 0;
+        for piece in &shaped.pieces {
             match piece {
                 Piece::Text(text) => out.push_str(text),
-                Piece::Field(idx) => row.push_json_compact(*idx, out),
+                Piece::Field(_) if written == reuse => break,
+                Piece::Field(idx) => {
+                    shaped.last_starts[written] = out.len() - row_start;
+                    row.push_json_compact(*idx, out);
+                    written += 1;
+                }
             }
         }
+        copy_tail(
+            out,
+            row_start,
+            reuse,
+            &mut shaped.last_row,
+            &mut shaped.last_starts,
+        );
     }
 
     /// Appends one row as a compact JSON object of the chosen fields (`null` without a row).
