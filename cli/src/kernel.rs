@@ -622,9 +622,9 @@ impl NameMemo {
 /// What the fields of a route whose text and JSON follow from one number or address show:
 /// equal values, equal texts. Its family, type, gateway and device (unless they are a
 /// multipath route's lists), table, protocol, scope, metric, preferred source and TOS
-/// ([`Shown::of_common`]); as [`RouteRow::remember`] sets them field by field, its flags and
-/// preference, and which of the fields most routes lack it lacks (their text then shows
-/// nothing).
+/// ([`Shown::of_common`]); with the rare parts ([`Shown::of`], and as [`RouteRow::remember`]
+/// sets them field by field), its flags and preference, and which of the fields most routes
+/// lack it lacks (their text then shows nothing).
 #[derive(Clone, Copy, PartialEq, Default)]
 struct Shown {
     v6: bool,
@@ -746,33 +746,23 @@ impl Shown {
         }
     }
 
-    /// Whether the parts [`Shown::of_common`] knows are the same in both.
-    fn same_common(&self, other: &Shown) -> bool {
-        let common = Shown {
-            flags: 0,
-            pref: None,
-            lacks: 0,
-            ..*other
-        };
-        Shown {
-            flags: 0,
-            pref: None,
-            lacks: 0,
-            ..*self
-        } == common
-    }
-
-    /// Whether field `idx` of [`SHOWS_RARE`] shows for `route` what it shows here.
-    fn same_rare(&self, route: &Route, idx: usize) -> bool {
-        use route_field as f;
-        match idx {
-            f::FLAGS => self.flags == route.flags(),
-            f::PREF => self.pref == route.pref(),
-            idx => idx < 32 && self.lacks & (1 << idx) != 0 && lacks(route, idx),
+    /// The fields of `route`, its flags and preference; which rare fields it lacks too when
+    /// `rare` (else none: no rare field then compares as the same, [`Shown::same`]).
+    fn of(route: &Route, rare: bool) -> Shown {
+        let mut shown = Shown::of_common(route);
+        shown.flags = route.flags();
+        shown.pref = route.pref();
+        if rare {
+            for idx in RARE_FIELDS {
+                if lacks(route, idx) {
+                    shown.lacks |= 1 << idx;
+                }
+            }
         }
+        shown
     }
 
-    /// Whether field `idx` of the common parts shows the same in both (false for another).
+    /// Whether field `idx` shows the same in both (false for a field not compared).
     #[inline]
     fn same(&self, other: &Shown, idx: usize) -> bool {
         use route_field as f;
@@ -787,7 +777,9 @@ impl Shown {
             f::METRIC => self.metric == other.metric,
             f::PREFSRC => self.prefsrc == other.prefsrc,
             f::TOS => self.tos == other.tos,
-            // The rare parts: `same_rare`.
+            f::FLAGS => self.flags == other.flags,
+            f::PREF => self.pref == other.pref,
+            idx if idx < 32 => self.lacks & other.lacks & (1 << idx) != 0,
             _ => false,
         }
     }
@@ -1085,28 +1077,38 @@ impl RouteRow<'_> {
     /// How many of `fields`, counted from the end, show what the row before showed (in the
     /// text table, or in JSON when `json`): [`LazyRow::same_tail`] and `same_json_tail`.
     fn unchanged_tail(&self, fields: &[usize], json: bool) -> usize {
-        let route = self.route;
-        let now = Shown::of_common(route);
+        use route_field as f;
+        // Which rare fields the route lacks is known when the last field is one (JSON has them
+        // all): a rare field before it is then compared too, else it ends the tail (the memo
+        // lacks what it holds as written of it, the route here nothing).
+        let rare = json
+            || fields
+                .last()
+                .is_some_and(|&idx| idx < 32 && SHOWS_RARE & (1 << idx) != 0);
+        let mut now = Shown::of(self.route, rare);
         let memo = &*self.memo;
         let shown_fields = if json {
             memo.json_fields
         } else {
             memo.shown_fields
         };
-        // Mostly every common field is as before: one comparison. The rare parts (which most
-        // routes lack) only where a field shows them, one by one.
-        let all = now.same_common(&memo.shown);
+        // Only the fields the memo holds as written are compared: the rare parts of the others
+        // are taken as it holds them, so that one comparison still tells that every field
+        // compared is the same (a monitor's line shows one rare field).
+        now.lacks &= shown_fields;
+        if shown_fields & 1 << f::FLAGS == 0 {
+            now.flags = memo.shown.flags;
+        }
+        if shown_fields & 1 << f::PREF == 0 {
+            now.pref = memo.shown.pref;
+        }
+        // Mostly every field is as before: one comparison.
+        let all = now == memo.shown;
         fields
             .iter()
             .rev()
             .take_while(|&&idx| {
-                idx < 32
-                    && shown_fields & (1 << idx) != 0
-                    && if SHOWS_RARE & (1 << idx) != 0 {
-                        memo.shown.same_rare(route, idx)
-                    } else {
-                        all || now.same(&memo.shown, idx)
-                    }
+                idx < 32 && shown_fields & (1 << idx) != 0 && (all || now.same(&memo.shown, idx))
             })
             .count()
     }
