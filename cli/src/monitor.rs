@@ -522,6 +522,41 @@ mod tests {
         assert_eq!(devs, ["v0", "v1", "v1", "v\\e2"], "{text}");
     }
 
+    /// Prints a route's event (`routes`: the old and the new route) with `whole`, from the
+    /// cells of the routes' whole rows, and with `lazy`, written from the routes.
+    fn print_both(
+        whole: &mut Printer,
+        lazy: &mut Printer,
+        kind: EventKind,
+        [old, new]: [Option<&Route>; 2],
+        names: &LinkNames,
+        memo: &mut NameMemo,
+    ) {
+        whole
+            .event_buffered(&render::Event {
+                object: "route",
+                kind,
+                fields: &MONITOR_ROUTE_FIELDS,
+                old: old.map(|route| cells(route, names)),
+                new: new.map(|route| cells(route, names)),
+            })
+            .unwrap();
+        let mut rows = RouteRows {
+            old,
+            new,
+            names,
+            memo,
+        };
+        lazy.event_rows(
+            "route",
+            kind,
+            &MONITOR_ROUTE_FIELDS,
+            &mut rows,
+            [None, None],
+        )
+        .unwrap();
+    }
+
     /// Routes that differ from the one before in a few fields at a time (destination,
     /// gateway there or not, device, metric, preferred source, and rare ones: realms, metrics,
     /// preference), so that an event line copies
@@ -590,29 +625,7 @@ mod tests {
                         names.insert(3u32, "renamed");
                         memo.forget_devices();
                     }
-                    whole
-                        .event_buffered(&render::Event {
-                            object: "route",
-                            kind,
-                            fields: &MONITOR_ROUTE_FIELDS,
-                            old: old.map(|route| cells(route, &names)),
-                            new: new.map(|route| cells(route, &names)),
-                        })
-                        .unwrap();
-                    let mut rows = RouteRows {
-                        old,
-                        new,
-                        names: &names,
-                        memo: &mut memo,
-                    };
-                    lazy.event_rows(
-                        "route",
-                        kind,
-                        &MONITOR_ROUTE_FIELDS,
-                        &mut rows,
-                        [None, None],
-                    )
-                    .unwrap();
+                    print_both(&mut whole, &mut lazy, kind, [old, new], &names, &mut memo);
                 }
                 names.insert(3u32, "v0");
                 whole.flush().unwrap();
@@ -649,29 +662,7 @@ mod tests {
                             (Some(_), None) => EventKind::Removed,
                             (Some(_), Some(_)) => EventKind::Changed,
                         };
-                        whole
-                            .event_buffered(&render::Event {
-                                object: "route",
-                                kind,
-                                fields: &MONITOR_ROUTE_FIELDS,
-                                old: old.map(|route| cells(route, &names)),
-                                new: new.map(|route| cells(route, &names)),
-                            })
-                            .unwrap();
-                        let mut rows = RouteRows {
-                            old,
-                            new,
-                            names: &names,
-                            memo: &mut memo,
-                        };
-                        lazy.event_rows(
-                            "route",
-                            kind,
-                            &MONITOR_ROUTE_FIELDS,
-                            &mut rows,
-                            [None, None],
-                        )
-                        .unwrap();
+                        print_both(&mut whole, &mut lazy, kind, [old, new], &names, &mut memo);
                     }
                 }
                 whole.flush().unwrap();
