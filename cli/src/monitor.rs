@@ -522,8 +522,8 @@ mod tests {
         assert_eq!(devs, ["v0", "v1", "v1", "v\\e2"], "{text}");
     }
 
-    /// Prints a route's event (`routes`: the old and the new route) with `whole`, from the
-    /// cells of the routes' whole rows, and with `lazy`, written from the routes.
+    /// Prints a route's event (of the old and the new route) with `whole`, from the cells of
+    /// the routes' whole rows, and with `lazy`, written from the routes.
     fn print_both(
         whole: &mut Printer,
         lazy: &mut Printer,
@@ -559,9 +559,9 @@ mod tests {
 
     /// Routes that differ from the one before in a few fields at a time (destination,
     /// gateway there or not, device, metric, preferred source, and rare ones: realms, metrics,
-    /// preference), so that an event line copies
-    /// the unchanged end of the line before in every way it can, also where the first field
-    /// shown comes from the copied part or no longer does.
+    /// preference), so that an event line copies the unchanged end of the line before in
+    /// every way it can, also where the first field shown comes from the copied part or no
+    /// longer does.
     fn routes_in_a_burst() -> Vec<Route> {
         use netmirror_platform::Ifindex;
         (0u8..96)
@@ -595,9 +595,9 @@ mod tests {
 
     /// Events of routes added and removed one after another (each line written from the
     /// route, copying what it can of the line before) are byte for byte the events of their
-    /// whole rows, for people, `--terse` and `--json`, with the default fields, all of them, and fields
-    /// where the first one shown is often missing; a changed route's event (written from its
-    /// cells) and a renamed link between them.
+    /// whole rows, for people, `--terse` and `--json`, with the default fields, all of them,
+    /// and fields where the first one shown is often missing; a changed route's event
+    /// (written from its cells) and a renamed link between them.
     #[test]
     fn a_burst_of_route_events_copies_only_what_is_unchanged() {
         let routes = routes_in_a_burst();

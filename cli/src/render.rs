@@ -619,15 +619,13 @@ pub(crate) struct Printer {
     event_tail: EventTail,
 }
 
-/// The fields' part of the last event line written for people, where each chosen field's
-/// text starts in it (its leading space included), and of which fields: the next line of the
-/// same fields copies the part whose values have not changed ([`LazyRow::same_tail`]), as
-/// [`RowStream`] copies a table row's.
+/// The fields' part of the last event line written for people (each field's text with its
+/// leading space), and of which fields: the next line of the same fields copies the part whose
+/// values have not changed, as [`RowStream`] copies a table row's.
 #[derive(Default)]
 struct EventTail {
     fields: Option<&'static [Field]>,
-    line: String,
-    starts: Vec<usize>,
+    last: LastRow,
 }
 
 impl Printer {
@@ -961,24 +959,22 @@ impl Printer {
             // of routes mostly differs in the destination only): that part of its line is
             // copied.
             let tail = &mut self.event_tail;
-            let n_fields = chosen.len();
-            let mut reuse = n_fields;
-            if tail.fields.is_some_and(|of| std::ptr::eq(of, fields))
-                && tail.starts.len() == n_fields
-            {
-                reuse -= row.same_tail(&chosen).min(n_fields);
+            if !tail.fields.is_some_and(|of| std::ptr::eq(of, fields)) {
+                tail.last.known = false;
             }
             tail.fields = Some(fields);
-            tail.starts.resize(n_fields, 0);
+            let n_fields = chosen.len();
+            let mut reuse = tail.last.first_copied(n_fields, || row.same_tail(&chosen));
+            let last = &mut tail.last;
             // Whether a field before the part to copy was shown in the line before.
-            let shown_before = tail.starts.get(reuse).is_some_and(|&from| from > 0);
+            let shown_before = last.starts.get(reuse).is_some_and(|&from| from > 0);
             let row_start = line.len();
             let mut first = true;
             let mut push_field = |col: usize, line: &mut String, first: &mut bool| {
                 let idx = chosen[col];
                 // The key goes first; taken back when the field is not shown.
                 let mark = line.len();
-                tail.starts[col] = mark - row_start;
+                last.starts[col] = mark - row_start;
                 if !*first {
                     line.push(' ');
                 }
@@ -1001,7 +997,7 @@ impl Printer {
                 }
                 reuse = n_fields;
             }
-            copy_tail(line, row_start, reuse, &mut tail.line, &mut tail.starts);
+            last.finish(line, row_start, reuse);
         }
         self.event_chosen = Some((fields, chosen));
         line.push('\n');
@@ -1608,12 +1604,9 @@ pub(crate) struct RowStream<'p> {
     /// A reused line.
     line: String,
     /// Human mode without color, once the widths are settled: the last row's line as
-    /// written (before its trailing spaces are trimmed), where each chosen column starts in
-    /// it, and whether it is there to copy from (see [`LazyRow::same_tail`]); JSON: the last
-    /// row's fields, between its braces.
-    last_line: String,
-    last_starts: Vec<usize>,
-    has_last: bool,
+    /// written (before its trailing spaces are trimmed); JSON: the last row's fields, between
+    /// its braces.
+    last: LastRow,
     /// JSON: what comes before each chosen field's value (`,\n    "key": `), made once.
     json_keys: Vec<String>,
     /// Only lines ([`Printer::lines`]): no header, no columns.
@@ -1682,9 +1675,7 @@ impl<'p> RowStream<'p> {
             held_ends: Vec::new(),
             measured: Vec::new(),
             line: String::new(),
-            last_line: String::new(),
-            last_starts: Vec::new(),
-            has_last: false,
+            last: LastRow::default(),
             json_keys: Vec::new(),
             raw,
         }
@@ -1769,7 +1760,7 @@ impl RowStream<'_> {
         }
         self.rows = mark.rows;
         // The rows remembered may be taken back: the next one is written whole.
-        self.has_last = false;
+        self.last.known = false;
         self.pending.truncate(mark.pending);
         self.held.truncate(mark.held);
         self.held_ends.truncate(mark.held_ends);
@@ -1810,28 +1801,18 @@ impl RowStream<'_> {
     /// it is copied (as [`RowStream::human_row`] copies a line's). `extra`, a key and its
     /// value (already JSON), comes after the fields.
     fn json_row(&mut self, row: &mut impl LazyRow, extra: Option<(&str, &str)>) {
-        let n_fields = self.chosen.len();
-        let mut reuse = n_fields;
-        if self.has_last && self.last_starts.len() == n_fields {
-            reuse -= row.same_json_tail(&self.chosen).min(n_fields);
-        }
-        self.last_starts.resize(n_fields, 0);
+        let reuse = self
+            .last
+            .first_copied(self.chosen.len(), || row.same_json_tail(&self.chosen));
         let out = &mut self.pending;
         out.push_str(if self.rows == 0 { "[\n  {" } else { ",\n  {" });
         let row_start = out.len();
         for (col, (key, &idx)) in self.json_keys.iter().zip(&self.chosen[..reuse]).enumerate() {
-            self.last_starts[col] = out.len() - row_start;
+            self.last.starts[col] = out.len() - row_start;
             out.push_str(key);
             row.push_json(idx, out);
         }
-        copy_tail(
-            out,
-            row_start,
-            reuse,
-            &mut self.last_line,
-            &mut self.last_starts,
-        );
-        self.has_last = true;
+        self.last.finish(out, row_start, reuse);
         // After the row kept to copy from: it holds the fields only.
         if let Some((key, value)) = extra {
             out.push_str(if self.chosen.is_empty() {
@@ -1873,31 +1854,21 @@ impl RowStream<'_> {
             // on show what they showed in the row before (a route's gateway, device, table
             // ... mostly do): that part of its line is copied, padding and all (a column's
             // padding follows from its own text only).
-            let n_cols = self.chosen.len();
-            let mut reuse = n_cols;
-            if self.has_last && self.last_starts.len() == n_cols {
-                reuse -= row.same_tail(&self.chosen).min(n_cols);
-            }
-            self.last_starts.resize(n_cols, 0);
+            let reuse = self
+                .last
+                .first_copied(self.chosen.len(), || row.same_tail(&self.chosen));
             let out = &mut self.pending;
             let line_start = out.len();
             for (col, &idx) in self.chosen[..reuse].iter().enumerate() {
                 let start = out.len();
-                self.last_starts[col] = start - line_start;
+                self.last.starts[col] = start - line_start;
                 row.push_text(idx, out);
                 if col != last {
                     let width = width_of(&out[start..]);
                     push_spaces(out, widths[col].saturating_sub(width) + 2);
                 }
             }
-            copy_tail(
-                out,
-                line_start,
-                reuse,
-                &mut self.last_line,
-                &mut self.last_starts,
-            );
-            self.has_last = true;
+            self.last.finish(out, line_start, reuse);
             let kept = out[line_start..].trim_end().len();
             out.truncate(line_start + kept);
             out.push('\n');
@@ -2055,32 +2026,49 @@ struct Shaped {
     pieces: Vec<Piece>,
     /// The field of each [`Piece::Field`], in order.
     fields: Vec<usize>,
-    /// The last row, and where the piece of each field starts in it; empty before the first.
-    last_row: String,
-    last_starts: Vec<usize>,
+    /// The last row written with them.
+    last: LastRow,
 }
 
-/// Ends the row that `out` holds from `row_start`, whose fields before `reuse` are written:
-/// copies the rest from `last_line` (the row before, its fields starting at `last_starts`),
-/// then keeps this row as the one to copy from next.
-fn copy_tail(
-    out: &mut String,
-    row_start: usize,
-    reuse: usize,
-    last_line: &mut String,
-    last_starts: &mut [usize],
-) {
-    if reuse < last_starts.len() {
-        let from = last_starts[reuse];
-        let to = out.len() - row_start;
-        out.push_str(&last_line[from..]);
-        for start in &mut last_starts[reuse..] {
-            *start = *start - from + to;
+/// The last row written, to copy its unchanged tail from ([`LazyRow::same_tail`] and
+/// `same_json_tail`): its text from the start of its fields, where each field starts in it,
+/// and whether it is there to copy from.
+#[derive(Default)]
+struct LastRow {
+    line: String,
+    starts: Vec<usize>,
+    known: bool,
+}
+
+impl LastRow {
+    /// The first of a row's `n_fields` fields to write: those after it have the values they
+    /// had in the last row (`same` tells how many, counted from the end) and are copied.
+    fn first_copied(&mut self, n_fields: usize, same: impl FnOnce() -> usize) -> usize {
+        let mut reuse = n_fields;
+        if self.known && self.starts.len() == n_fields {
+            reuse -= same().min(n_fields);
         }
+        self.starts.resize(n_fields, 0);
+        reuse
     }
-    if reuse > 0 {
-        last_line.clear();
-        last_line.push_str(&out[row_start..]);
+
+    /// Ends the row that `out` holds from `row_start`, whose fields before `reuse` are written
+    /// (each field's start noted in `starts`): copies the rest from the last row, then keeps
+    /// this row as the one to copy from next.
+    fn finish(&mut self, out: &mut String, row_start: usize, reuse: usize) {
+        if reuse < self.starts.len() {
+            let from = self.starts[reuse];
+            let to = out.len() - row_start;
+            out.push_str(&self.line[from..]);
+            for start in &mut self.starts[reuse..] {
+                *start = *start - from + to;
+            }
+        }
+        if reuse > 0 {
+            self.line.clear();
+            self.line.push_str(&out[row_start..]);
+        }
+        self.known = true;
     }
 }
 
@@ -2175,8 +2163,7 @@ impl JsonEventKeys {
                 shape,
                 pieces,
                 fields,
-                last_row: String::new(),
-                last_starts: Vec::new(),
+                last: LastRow::default(),
             });
         }
         let Some(shaped) = &mut self.shaped else {
@@ -2184,12 +2171,10 @@ impl JsonEventKeys {
         };
         // The fields from `reuse` on have the values they had in the row before (a burst of
         // routes mostly differs in the destination only): the rest of that row is copied.
-        let n_fields = shaped.fields.len();
-        let mut reuse = n_fields;
-        if shaped.last_starts.len() == n_fields {
-            reuse -= row.same_json_tail(&shaped.fields).min(n_fields);
-        }
-        shaped.last_starts.resize(n_fields, 0);
+        let fields = &shaped.fields;
+        let reuse = shaped
+            .last
+            .first_copied(fields.len(), || row.same_json_tail(fields));
         let row_start = out.len();
         let mut written = 0;
         for piece in &shaped.pieces {
@@ -2197,19 +2182,13 @@ impl JsonEventKeys {
                 Piece::Text(text) => out.push_str(text),
                 Piece::Field(_) if written == reuse => break,
                 Piece::Field(idx) => {
-                    shaped.last_starts[written] = out.len() - row_start;
+                    shaped.last.starts[written] = out.len() - row_start;
                     row.push_json_compact(*idx, out);
                     written += 1;
                 }
             }
         }
-        copy_tail(
-            out,
-            row_start,
-            reuse,
-            &mut shaped.last_row,
-            &mut shaped.last_starts,
-        );
+        shaped.last.finish(out, row_start, reuse);
     }
 
     /// Appends one row as a compact JSON object of the chosen fields (`null` without a row).
