@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 
-use crate::{cmd, system};
+use crate::{cmd, symbol_order, system};
 
 mod dedup;
 
@@ -218,6 +218,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let report_path = root.join("target").join("bench").join("compare.md");
     let mut compare_text = None;
     let mut compare_command = String::new();
+    let mut symbol_order_coverage = None;
     if options.compare {
         let _ = std::fs::remove_file(&report_path);
         let target = [BenchTarget {
@@ -233,6 +234,20 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             &mut failures,
         );
         if let Some(compare) = built.first() {
+            let binary = target_dir(&compare.exe).join("release").join("netmirror");
+            match symbol_order::coverage(root, &binary) {
+                Ok((found, listed)) => {
+                    if symbol_order::is_stale(found, listed) {
+                        eprintln!(
+                            "xtask: the measured netmirror defines only {found} of the {listed} \
+                             functions cli/symbol-order.txt orders for it: run `cargo xtask \
+                             symbol-order` (as root) and bench again"
+                        );
+                    }
+                    symbol_order_coverage = Some((found, listed));
+                }
+                Err(err) => eprintln!("xtask: cannot check cli/symbol-order.txt: {err:#}"),
+            }
             let mut bench = Command::new(&compare.exe);
             bench
                 .current_dir(root.join(&compare.target.folder))
@@ -284,6 +299,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         criterion_other: &criterion_other,
         dedup_repeats: dedup_repeats.as_ref(),
         compare_command: &compare_command,
+        symbol_order: symbol_order_coverage,
         compare: compare_text.as_deref(),
         failures: &failures,
     });
@@ -638,6 +654,9 @@ struct Written<'a> {
     /// The 1M pairs of dedup-index and the map, measured again.
     dedup_repeats: Option<&'a dedup::Repeats>,
     compare_command: &'a str,
+    /// How many of the functions `cli/symbol-order.txt` orders for the measured `netmirror`
+    /// it defines, and how many the file names.
+    symbol_order: Option<(usize, usize)>,
     compare: Option<&'a str>,
     failures: &'a [String],
 }
@@ -736,6 +755,18 @@ fn markdown(w: &Written<'_>) -> String {
     }
     if !w.compare_command.is_empty() {
         out.push_str(&format!("Comparisons: {}\n\n", w.compare_command));
+    }
+    if let Some((found, listed)) = w.symbol_order {
+        out.push_str(&format!(
+            "Code order: the measured `netmirror` defines {found} of the {listed} functions that \
+             `cli/symbol-order.txt` has the linker put first{}\n\n",
+            if symbol_order::is_stale(found, listed) {
+                " (**stale**: `cargo xtask symbol-order` writes it anew; until then the \
+                 commands map code pages from all over the binary, which shows in their peak RSS)"
+            } else {
+                ""
+            }
+        ));
     }
     if !w.criterion_command.is_empty() {
         out.push_str(&format!(

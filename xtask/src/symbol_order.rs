@@ -22,6 +22,9 @@ use crate::examples::Netns;
 /// Where the list goes, in the CLI's crate (it is part of its package).
 const OUT: &str = "cli/symbol-order.txt";
 
+/// The comment line before the names of the bench build's functions in [`OUT`].
+const BENCH_NAMES: &str = "# The same functions in the build `cargo xtask bench` measures:";
+
 /// The commands whose functions are listed, in this order (`route show`'s first: it prints
 /// the most).
 const COMMANDS: &[&[&str]] = &[
@@ -174,7 +177,11 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
          # `cargo xtask symbol-order` (as root): run it again after a change of the toolchain,\n\
          # of dependencies, or of what those commands call.\n",
     );
-    for name in listed.iter().copied().chain(&bench_names) {
+    for name in &listed {
+        let _ = writeln!(list, "{name}");
+    }
+    let _ = writeln!(list, "{BENCH_NAMES}");
+    for name in &bench_names {
         let _ = writeln!(list, "{name}");
     }
     std::fs::write(root.join(OUT), list).with_context(|| format!("cannot write {OUT}"))?;
@@ -184,6 +191,28 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
         bench_names.len()
     );
     Ok(())
+}
+
+/// How many of the bench build's functions in [`OUT`] `binary` (the `netmirror` that
+/// `cargo xtask bench` measures) still defines, and how many [`OUT`] names: the order goes
+/// stale as the code changes, and then `route show` maps code pages all over the binary again.
+pub(crate) fn coverage(root: &Path, binary: &Path) -> anyhow::Result<(usize, usize)> {
+    let text =
+        std::fs::read_to_string(root.join(OUT)).with_context(|| format!("cannot read {OUT}"))?;
+    let names: Vec<&str> = text
+        .lines()
+        .skip_while(|line| *line != BENCH_NAMES)
+        .filter(|line| !line.starts_with('#'))
+        .collect();
+    let symbols = code_symbols(binary)?;
+    let found = names.iter().filter(|name| symbols.contains(**name)).count();
+    Ok((found, names.len()))
+}
+
+/// Whether an order of which the binary defines `found` of `listed` functions is stale: fewer
+/// than 90 % (an order written for the same code has them all).
+pub(crate) fn is_stale(found: usize, listed: usize) -> bool {
+    found * 10 < listed * 9
 }
 
 /// Starts NetworkManager on a private bus (`ci_bus nm`, stopped when the returned process is
