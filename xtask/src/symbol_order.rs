@@ -171,19 +171,7 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
             }
         }
     }
-    let mut list = String::from(
-        "# The functions `route show`, `addr`, `link`, `rule` and the `nm` lists run, which\n\
-         # cli/build.rs has the linker put first in the release binary's code. Written by\n\
-         # `cargo xtask symbol-order` (as root): run it again after a change of the toolchain,\n\
-         # of dependencies, or of what those commands call.\n",
-    );
-    for name in &listed {
-        let _ = writeln!(list, "{name}");
-    }
-    let _ = writeln!(list, "{BENCH_NAMES}");
-    for name in &bench_names {
-        let _ = writeln!(list, "{name}");
-    }
+    let list = render(&listed, &bench_names);
     std::fs::write(root.join(OUT), list).with_context(|| format!("cannot write {OUT}"))?;
     eprintln!(
         "xtask: {OUT}: {} functions, and {} names of the bench build's",
@@ -193,17 +181,41 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The text of [`OUT`]: a header, the release build's functions (`listed`), then
+/// [`BENCH_NAMES`] and the bench build's names of the same functions.
+fn render(listed: &[&String], bench_names: &[String]) -> String {
+    let mut list = String::from(
+        "# The functions `route show`, `addr`, `link`, `rule` and the `nm` lists run, which\n\
+         # cli/build.rs has the linker put first in the release binary's code. Written by\n\
+         # `cargo xtask symbol-order` (as root): run it again after a change of the toolchain,\n\
+         # of dependencies, or of what those commands call.\n",
+    );
+    for name in listed {
+        let _ = writeln!(list, "{name}");
+    }
+    let _ = writeln!(list, "{BENCH_NAMES}");
+    for name in bench_names {
+        let _ = writeln!(list, "{name}");
+    }
+    list
+}
+
+/// The bench build's names in the text of [`OUT`] ([`render`]): the lines after
+/// [`BENCH_NAMES`], comments left out.
+fn bench_names(text: &str) -> Vec<&str> {
+    text.lines()
+        .skip_while(|line| *line != BENCH_NAMES)
+        .filter(|line| !line.starts_with('#'))
+        .collect()
+}
+
 /// How many of the bench build's functions in [`OUT`] `binary` (the `netmirror` that
 /// `cargo xtask bench` measures) still defines, and how many [`OUT`] names: the order goes
 /// stale as the code changes, and then `route show` maps code pages all over the binary again.
 pub(crate) fn coverage(root: &Path, binary: &Path) -> anyhow::Result<(usize, usize)> {
     let text =
         std::fs::read_to_string(root.join(OUT)).with_context(|| format!("cannot read {OUT}"))?;
-    let names: Vec<&str> = text
-        .lines()
-        .skip_while(|line| *line != BENCH_NAMES)
-        .filter(|line| !line.starts_with('#'))
-        .collect();
+    let names = bench_names(&text);
     let symbols = code_symbols(binary)?;
     let found = names.iter().filter(|name| symbols.contains(**name)).count();
     Ok((found, names.len()))
@@ -312,4 +324,29 @@ fn functions(callgrind: &str) -> impl Iterator<Item = &str> {
         let (_, name) = rest.split_once(") ")?;
         Some(name.split('\'').next().unwrap_or(name))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bench_names_are_read_back_from_what_render_writes() {
+        let (a, b) = (
+            "_ZN4main17h0000000000000001E".to_owned(),
+            "_ZN2io4read".to_owned(),
+        );
+        let text = render(&[&a, &b], &["_ZN4main17h0000000000000002E".to_owned()]);
+        assert_eq!(bench_names(&text), ["_ZN4main17h0000000000000002E"]);
+        // A file written before the marker existed has no bench names to check.
+        assert!(bench_names("# old header\n_ZN4main17h0000000000000001E\n").is_empty());
+    }
+
+    #[test]
+    fn an_order_is_stale_below_nine_tenths() {
+        assert!(!is_stale(1705, 1705));
+        assert!(!is_stale(90, 100));
+        assert!(is_stale(89, 100));
+        assert!(is_stale(0, 10));
+    }
 }
