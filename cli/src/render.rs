@@ -615,17 +615,10 @@ pub(crate) struct Printer {
     /// Monitors for people: the fields of the last event printed and those of them chosen.
     event_chosen: Option<(&'static [Field], Vec<usize>)>,
     /// Monitors for people: the fields' part of the last line [`Printer::event_row_text`]
-    /// wrote, to copy its unchanged tail from.
-    event_tail: EventTail,
-}
-
-/// The fields' part of the last event line written for people (each field's text with its
-/// leading space), and of which fields: the next line of the same fields copies the part whose
-/// values have not changed, as [`RowStream`] copies a table row's.
-#[derive(Default)]
-struct EventTail {
-    fields: Option<&'static [Field]>,
-    last: LastRow,
+    /// wrote (each field's text with its leading space), of the fields of `event_chosen`: the
+    /// next line of the same fields copies the part whose values have not changed, as
+    /// [`RowStream`] copies a table row's.
+    event_tail: LastRow,
 }
 
 impl Printer {
@@ -655,7 +648,7 @@ impl Printer {
             event_keys: None,
             event_line: String::new(),
             event_chosen: None,
-            event_tail: EventTail::default(),
+            event_tail: LastRow::default(),
         }
     }
 
@@ -929,9 +922,9 @@ impl Printer {
         mut row: impl LazyRow,
     ) -> anyhow::Result<()> {
         use std::fmt::Write as _;
-        let chosen = match self.event_chosen.take() {
-            Some((of, chosen)) if std::ptr::eq(of, fields) => chosen,
-            _ => self.selection.resolve(fields, false)?,
+        let (chosen, same_fields) = match self.event_chosen.take() {
+            Some((of, chosen)) if std::ptr::eq(of, fields) => (chosen, true),
+            _ => (self.selection.resolve(fields, false)?, false),
         };
         let line = &mut self.event_line;
         line.clear();
@@ -958,14 +951,12 @@ impl Printer {
             // The fields from `reuse` on show what they showed in the line before (a burst
             // of routes mostly differs in the destination only): that part of its line is
             // copied.
-            let tail = &mut self.event_tail;
-            if !tail.fields.is_some_and(|of| std::ptr::eq(of, fields)) {
-                tail.last.known = false;
+            let last = &mut self.event_tail;
+            if !same_fields {
+                last.known = false;
             }
-            tail.fields = Some(fields);
             let n_fields = chosen.len();
-            let mut reuse = tail.last.first_copied(n_fields, || row.same_tail(&chosen));
-            let last = &mut tail.last;
+            let mut reuse = last.first_copied(n_fields, || row.same_tail(&chosen));
             // Whether a field before the part to copy was shown in the line before.
             let shown_before = last.starts.get(reuse).is_some_and(|&from| from > 0);
             let row_start = line.len();

@@ -840,3 +840,70 @@ fn properties_start_their_values_at_nmclis_column() {
         )
     );
 }
+
+/// A row of cells whose [`LazyRow::same_tail`] says that its last `same` fields show what the
+/// line before showed.
+struct ClaimsSame<'a> {
+    cells: &'a [Cell],
+    same: usize,
+}
+
+impl LazyRow for ClaimsSame<'_> {
+    fn with_cell<R>(&mut self, idx: usize, then: impl FnOnce(&Cell) -> R) -> R {
+        then(&self.cells[idx])
+    }
+
+    fn same_tail(&mut self, fields: &[usize]) -> usize {
+        self.same.min(fields.len())
+    }
+}
+
+/// The added object of an event, as [`EventRows`].
+struct Added<'a>(ClaimsSame<'a>);
+
+impl EventRows for Added<'_> {
+    type Row<'r>
+        = ClaimsSame<'r>
+    where
+        Self: 'r;
+
+    fn old_row(&mut self) -> Option<ClaimsSame<'_>> {
+        None
+    }
+
+    fn new_row(&mut self) -> Option<ClaimsSame<'_>> {
+        Some(ClaimsSame {
+            cells: self.0.cells,
+            same: self.0.same,
+        })
+    }
+}
+
+/// A monitor's event line copies the end of the line before only from a line of the same
+/// fields: an event of another object in between (here with as many fields) is never copied
+/// from, whatever the next row says of its values.
+#[test]
+fn an_event_line_copies_nothing_from_another_objects_line() {
+    static FIRST: [Field; 2] = [Field::common("A", "a"), Field::common("B", "b")];
+    static OTHER: [Field; 2] = [Field::common("C", "c"), Field::common("D", "d")];
+    let (mut printer, buffer) = printer_with(false, false, &[], false);
+    let mut event = |object, fields: &'static [Field], cells: &[Cell], same| {
+        let mut rows = Added(ClaimsSame { cells, same });
+        printer
+            .event_rows(object, EventKind::Added, fields, &mut rows, [None, None])
+            .unwrap();
+    };
+    event("one", &FIRST, &["x".into(), "y".into()], 0);
+    event("two", &OTHER, &["p".into(), "q".into()], 0);
+    event("one", &FIRST, &["z".into(), "y".into()], 1);
+    event("one", &FIRST, &["w".into(), "y".into()], 1);
+    printer.flush().unwrap();
+    let text = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
+    expect![[r#"
+        [ONE] added a x b y
+        [TWO] added c p d q
+        [ONE] added a z b y
+        [ONE] added a w b y
+    "#]]
+    .assert_eq(&text);
+}
