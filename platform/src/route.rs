@@ -478,7 +478,12 @@ fn share_extra(extra: RouteExtra) -> Arc<RouteExtra> {
 /// IPv6 route's is about 120 bytes; a longer one has parts a dump's next route seldom repeats.
 const LAST_PARSED_MAX: usize = 256;
 
-/// The last IPv6 message [`Route::parse`] parsed in full on this thread whose route a message
+/// How many messages in a row a [`LastParsed`] may fail to stand for before the next one
+/// parsed in full takes its place. Not the first: in a table whose routes take turns between
+/// two gateways it stands for every other one, and keeping what was parsed costs a copy.
+const LAST_PARSED_MISSES: u32 = 16;
+
+/// An IPv6 message [`Route::parse`] parsed in full on this thread whose route a message
 /// differing from it only in its destination can be built from ([`Route::parse_like_last`]).
 struct LastParsed {
     payload: Vec<u8>,
@@ -486,10 +491,44 @@ struct LastParsed {
     /// starts in `payload`.
     dst_at: usize,
     route: Route,
+    /// The messages since it last stood for one.
+    misses: u32,
 }
 
 thread_local! {
     static LAST_PARSED: RefCell<Option<LastParsed>> = const { RefCell::new(None) };
+}
+
+impl LastParsed {
+    /// The route of `payload` if it differs from the message kept only in its destination
+    /// (`rtm_dst_len` and the value of its `RTA_DST`): the route kept with that destination.
+    #[inline]
+    fn build_like(&self, payload: &[u8]) -> Option<Route> {
+        let dst_end = self.dst_at + 16;
+        // Every byte but `rtm_dst_len` (the second) and the destination's value.
+        if payload.len() != self.payload.len()
+            || payload.first() != self.payload.first()
+            || payload.get(2..self.dst_at)? != self.payload.get(2..self.dst_at)?
+            || payload.get(dst_end..)? != self.payload.get(dst_end..)?
+        {
+            return None;
+        }
+        // The kept route's destination was inline, its extra parts shared (see
+        // `Route::remember_parsed`): so must this one's be.
+        let (head, tail) = payload.get(self.dst_at..dst_end)?.split_at(12);
+        if tail != [0; 4] {
+            return None;
+        }
+        let mut v4 = [[0; 4]; 3];
+        for (slot, chunk) in v4.iter_mut().zip(head.chunks_exact(4)) {
+            slot.copy_from_slice(chunk);
+        }
+        Some(Route {
+            v4,
+            dst_len: *payload.get(1)?,
+            ..self.route.clone()
+        })
+    }
 }
 
 /// Where the value of the last `RTA_DST` attribute of a route message starts, if it is
@@ -1492,65 +1531,60 @@ impl Route {
         if let Some(route) = Route::parse_v4_plain(payload) {
             return Ok(Some(route));
         }
-        if let Some(route) = Route::parse_like_last(payload) {
-            return Ok(Some(route));
-        }
-        let route = if let Some(route) = Route::parse_v6_plain(payload) {
-            route
+        let keep = match Route::parse_like_last(payload) {
+            Ok(route) => return Ok(Some(route)),
+            Err(keep) => keep,
+        };
+        let (route, dst_at) = if let Some(parsed) = Route::parse_v6_plain(payload) {
+            parsed
         } else {
             match Route::parse_general(payload)? {
-                Some(route) => route,
+                Some(route) => (route, None),
                 None => return Ok(None),
             }
         };
-        Route::remember_parsed(payload, &route);
+        if keep {
+            Route::remember_parsed(payload, &route, dst_at);
+        }
         Ok(Some(route))
     }
 
-    /// The IPv6 route of a message that differs from the last one this thread parsed in full
+    /// The IPv6 route of a message that differs from the one this thread keeps
     /// ([`LastParsed`]) only in its destination (`rtm_dst_len` and the value of its
     /// `RTA_DST`): that route with this destination, as a parse would build it, without
     /// parsing. The routes of a large dump mostly differ so (one gateway, device, table and
-    /// protocol for thousands of prefixes). `None` for any other message. (An IPv4 route's
-    /// one-pass parse costs no more than the comparison.)
+    /// protocol for thousands of prefixes). Else whether the next message parsed in full is to
+    /// be kept instead: none is kept, or the one kept failed [`LAST_PARSED_MISSES`] in a row.
+    /// (An IPv4 route's one-pass parse costs no more than the comparison.)
     #[inline]
-    fn parse_like_last(payload: &[u8]) -> Option<Route> {
+    fn parse_like_last(payload: &[u8]) -> std::result::Result<Route, bool> {
         LAST_PARSED.with(|last| {
-            let last = last.try_borrow().ok()?;
-            let last = last.as_ref()?;
-            let dst_end = last.dst_at + 16;
-            // Every byte but `rtm_dst_len` (the second) and the destination's value.
-            if payload.len() != last.payload.len()
-                || payload.first() != last.payload.first()
-                || payload.get(2..last.dst_at)? != last.payload.get(2..last.dst_at)?
-                || payload.get(dst_end..)? != last.payload.get(dst_end..)?
-            {
-                return None;
+            let Ok(mut last) = last.try_borrow_mut() else {
+                return Err(false);
+            };
+            let Some(last) = last.as_mut() else {
+                return Err(true);
+            };
+            match last.build_like(payload) {
+                Some(route) => {
+                    last.misses = 0;
+                    Ok(route)
+                }
+                None => {
+                    last.misses = last.misses.saturating_add(1);
+                    Err(last.misses >= LAST_PARSED_MISSES)
+                }
             }
-            // The last route's destination was inline, its extra parts shared (see
-            // `remember_parsed`): so must this one's be.
-            let (head, tail) = payload.get(last.dst_at..dst_end)?.split_at(12);
-            if tail != [0; 4] {
-                return None;
-            }
-            let mut v4 = [[0; 4]; 3];
-            for (slot, chunk) in v4.iter_mut().zip(head.chunks_exact(4)) {
-                slot.copy_from_slice(chunk);
-            }
-            Some(Route {
-                v4,
-                dst_len: *payload.get(1)?,
-                ..last.route.clone()
-            })
         })
     }
 
-    /// Keeps `payload` and its parsed `route` for [`Route::parse_like_last`] when another
-    /// route can be built from it: an IPv6 route with a destination held inline (so that the
-    /// next's extra parts are this one's), and without rare parts (they may hold a lifetime
-    /// read against the clock when parsed, or hops). Else the last kept stays: any message
-    /// parsed before is as good a model.
-    fn remember_parsed(payload: &[u8], route: &Route) {
+    /// Keeps `payload` and its parsed `route` (whose destination's value starts at `dst_at`
+    /// when the one-pass parse tells) for [`Route::parse_like_last`] when another route can be
+    /// built from it: an IPv6 route with a destination held inline (so that the next's extra
+    /// parts are this one's), and without rare parts (they may hold a lifetime read against
+    /// the clock when parsed, or hops). Else the one kept stays: any message parsed before is
+    /// as good a model.
+    fn remember_parsed(payload: &[u8], route: &Route, dst_at: Option<usize>) {
         if payload.len() > LAST_PARSED_MAX
             || route.bits & (V6 | HAS_DST | DST_INLINE) != V6 | HAS_DST | DST_INLINE
             || route
@@ -1560,7 +1594,7 @@ impl Route {
         {
             return;
         }
-        let Some(dst_at) = last_dst_value(payload, 16) else {
+        let Some(dst_at) = dst_at.or_else(|| last_dst_value(payload, 16)) else {
             return;
         };
         LAST_PARSED.with(|last| {
@@ -1573,12 +1607,14 @@ impl Route {
                     last.payload.extend_from_slice(payload);
                     last.dst_at = dst_at;
                     last.route = route.clone();
+                    last.misses = 0;
                 }
                 None => {
                     *last = Some(LastParsed {
                         payload: payload.to_vec(),
                         dst_at,
                         route: route.clone(),
+                        misses: 0,
                     });
                 }
             }
@@ -1783,8 +1819,10 @@ impl Route {
     /// anything else, which the general path then parses from the start. The route is the
     /// one the general path builds from the same message, its extra parts shared as there.
     #[inline]
-    fn parse_v6_plain(payload: &[u8]) -> Option<Route> {
+    fn parse_v6_plain(payload: &[u8]) -> Option<(Route, Option<usize>)> {
         let (hdr, mut nlas) = payload.split_first_chunk::<RTMSG_LEN>()?;
+        // Where the value of the (last) destination starts.
+        let mut dst_at = None;
         let rtm_flags = wire::u32_at(hdr, 8);
         if hdr[0] != AF_INET6 || hdr[2] != 0 || rtm_flags > 0xffff {
             return None;
@@ -1800,11 +1838,13 @@ impl Route {
             }
             let kind = u16::from_ne_bytes([head[2], head[3]]) & 0x3fff;
             let value = &nlas[4..len];
+            let value_at = payload.len() - nlas.len() + 4;
             nlas = nlas.get(len.next_multiple_of(4)..).unwrap_or(&[]);
             match kind {
                 RTA_DST => {
                     extra.v6[0] = Ipv6Addr::from(<[u8; 16]>::try_from(value).ok()?);
                     bits |= HAS_DST;
+                    dst_at = Some(value_at);
                 }
                 RTA_GATEWAY => {
                     extra.v6[1] = Ipv6Addr::from(<[u8; 16]>::try_from(value).ok()?);
@@ -1836,7 +1876,7 @@ impl Route {
         if move_dst_inline(&mut v4, &mut extra.v6[0]) {
             bits |= DST_INLINE;
         }
-        Some(Route {
+        let route = Route {
             v4,
             table,
             priority,
@@ -1849,7 +1889,8 @@ impl Route {
             kind: hdr[7],
             bits,
             extra: Some(share_extra(extra)),
-        })
+        };
+        Some((route, dst_at))
     }
 
     /// On nexthop object `id` (`nhid`): the kernel takes the gateway, device and hops from
@@ -2381,13 +2422,34 @@ mod v4_plain_tests {
                 assert_one_pass_agrees(std::slice::from_ref(payload));
             }
         }
+        // Whatever was kept before: all of them in turn, three times over.
+        forget();
+        for _ in 0..3 {
+            assert_one_pass_agrees(&cases);
+        }
         // The common case does take the short way: the next prefix via the same gateway.
         forget();
         assert!(Route::parse(&cases[0]).is_ok());
-        assert!(Route::parse_like_last(&cases[1]).is_some());
-        assert!(Route::parse_like_last(&cases[2]).is_some());
-        assert!(Route::parse_like_last(&cases[4]).is_none());
-        assert!(Route::parse_like_last(&cases[5]).is_none());
+        assert!(Route::parse_like_last(&cases[1]).is_ok());
+        assert!(Route::parse_like_last(&cases[2]).is_ok());
+        assert!(Route::parse_like_last(&cases[4]).is_err());
+        assert!(Route::parse_like_last(&cases[5]).is_err());
+        // Routes taking turns between two gateways: the first one's stays kept, and stands
+        // for every other route.
+        forget();
+        let one_other = route(48, 0, &one, other_gw, &cacheinfo, 0);
+        let two_other = route(48, 0, &two, other_gw, &cacheinfo, 0);
+        assert!(Route::parse(&cases[0]).is_ok());
+        assert!(Route::parse(&one_other).is_ok());
+        assert!(Route::parse_like_last(&cases[1]).is_ok());
+        assert!(Route::parse(&two_other).is_ok());
+        assert!(Route::parse_like_last(&cases[2]).is_ok());
+        // After as many misses in a row as it may have, the next message parsed is kept.
+        for _ in 0..LAST_PARSED_MISSES {
+            assert!(Route::parse(&one_other).is_ok());
+        }
+        assert!(Route::parse_like_last(&two_other).is_ok());
+        assert!(Route::parse_like_last(&cases[1]).is_err());
     }
 }
 
