@@ -2286,18 +2286,52 @@ mod v4_plain_tests {
         assert!(Route::parse_v4_plain(&cases[7]).is_none());
     }
 
+    /// Values of the IPv6 messages of these tests: a destination not held inline, a gateway,
+    /// a device, table and priority, and cache information without and with a remaining
+    /// lifetime.
+    struct V6Parts {
+        far: [u8; 16],
+        gw: [u8; 16],
+        oif: [u8; 4],
+        table: [u8; 4],
+        prio: [u8; 4],
+        cacheinfo: [u8; 32],
+        expiring: [u8; 32],
+    }
+
+    impl V6Parts {
+        fn new() -> Self {
+            let u32_of = |n: u32| n.to_ne_bytes();
+            let mut cacheinfo = [0u8; 32];
+            cacheinfo[4..8].copy_from_slice(&u32_of(5));
+            let mut expiring = cacheinfo;
+            expiring[8..12].copy_from_slice(&u32_of(3000));
+            V6Parts {
+                far: [0x2a, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9],
+                gw: [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+                oif: u32_of(3),
+                table: u32_of(254),
+                prio: u32_of(1024),
+                cacheinfo,
+                expiring,
+            }
+        }
+    }
+
     /// The same for the one-pass path of IPv6 routes.
     #[test]
     fn plain_ipv6_path_agrees_with_the_general_path() {
         let dst: &[u8] = &[0x2a, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-        let far: &[u8] = &[0x2a, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9];
-        let gw: &[u8] = &[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
-        let u32_of = |n: u32| n.to_ne_bytes();
-        let (oif, table, prio) = (u32_of(3), u32_of(254), u32_of(1024));
-        let mut cacheinfo = [0u8; 32];
-        cacheinfo[4..8].copy_from_slice(&u32_of(5));
-        let mut expiring = cacheinfo;
-        expiring[8..12].copy_from_slice(&u32_of(3000));
+        let parts = V6Parts::new();
+        let (far, gw) = (&parts.far[..], &parts.gw[..]);
+        let V6Parts {
+            oif,
+            table,
+            prio,
+            cacheinfo,
+            expiring,
+            ..
+        } = parts;
         let hdr = [AF_INET6, 48, 0, 0, 254, 3, 0, 1];
         let plain = [
             (8, RTA_TABLE, &table[..]),
@@ -2360,15 +2394,17 @@ mod v4_plain_tests {
     #[test]
     fn a_route_built_from_the_last_message_is_the_one_parsed() {
         let inline = |n: u8| -> Vec<u8> { [&[0x2a, 0, 0, n][..], &[0; 12]].concat() };
-        let far: &[u8] = &[0x2a, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9];
-        let gw: &[u8] = &[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
         let other_gw: &[u8] = &[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3];
-        let u32_of = |n: u32| n.to_ne_bytes();
-        let (oif, table, prio) = (u32_of(3), u32_of(254), u32_of(1024));
-        let mut cacheinfo = [0u8; 32];
-        cacheinfo[4..8].copy_from_slice(&u32_of(5));
-        let mut expiring = cacheinfo;
-        expiring[8..12].copy_from_slice(&u32_of(3000));
+        let parts = V6Parts::new();
+        let (far, gw) = (&parts.far[..], &parts.gw[..]);
+        let V6Parts {
+            oif,
+            table,
+            prio,
+            cacheinfo,
+            expiring,
+            ..
+        } = parts;
         let hdr = |dst_len: u8| [AF_INET6, dst_len, 0, 0, 254, 3, 0, 1];
         let route = |dst_len: u8, flags: u32, dst: &[u8], gw: &[u8], info: &[u8], pref: u8| {
             message(
