@@ -2322,24 +2322,16 @@ mod v4_plain_tests {
     #[test]
     fn plain_ipv6_path_agrees_with_the_general_path() {
         let dst: &[u8] = &[0x2a, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-        let parts = V6Parts::new();
-        let (far, gw) = (&parts.far[..], &parts.gw[..]);
-        let V6Parts {
-            oif,
-            table,
-            prio,
-            cacheinfo,
-            expiring,
-            ..
-        } = parts;
+        let p = V6Parts::new();
+        let (far, gw) = (&p.far[..], &p.gw[..]);
         let hdr = [AF_INET6, 48, 0, 0, 254, 3, 0, 1];
         let plain = [
-            (8, RTA_TABLE, &table[..]),
+            (8, RTA_TABLE, &p.table[..]),
             (20, RTA_DST, dst),
-            (8, RTA_PRIORITY, &prio[..]),
+            (8, RTA_PRIORITY, &p.prio[..]),
             (20, RTA_GATEWAY, gw),
-            (8, RTA_OIF, &oif[..]),
-            (36, RTA_CACHEINFO, &cacheinfo[..]),
+            (8, RTA_OIF, &p.oif[..]),
+            (36, RTA_CACHEINFO, &p.cacheinfo[..]),
             (5, RTA_PREF, &[0][..]),
         ];
         let mut cases = vec![
@@ -2357,15 +2349,15 @@ mod v4_plain_tests {
             message(hdr, 0, &[(5, RTA_PREF, &[3][..]), (4, RTA_PREF, &[][..])]),
             message(hdr, 0x200, &plain),
             message(hdr, 0, &[(20, RTA_DST | 0x8000, dst)]),
-            message(hdr, 0, &[(16, RTA_CACHEINFO, &cacheinfo[..12])]),
-            message(hdr, 0, &[(12, RTA_CACHEINFO, &cacheinfo[..8])]),
+            message(hdr, 0, &[(16, RTA_CACHEINFO, &p.cacheinfo[..12])]),
+            message(hdr, 0, &[(12, RTA_CACHEINFO, &p.cacheinfo[..8])]),
             // Left to the general path: flags above 16 bits, a source prefix, a remaining
             // lifetime, other attributes, odd sizes and malformed tails.
             message(hdr, 0x1_0000, &plain),
             message([AF_INET6, 48, 64, 0, 254, 3, 0, 1], 0, &[(20, RTA_SRC, gw)]),
-            message(hdr, 0, &[(36, RTA_CACHEINFO, &expiring[..])]),
-            message(hdr, 0, &[(20, RTA_DST, dst), (8, RTA_MARK, &prio[..])]),
-            message(hdr, 0, &[(20, RTA_DST, dst), (8, RTA_IIF, &oif[..])]),
+            message(hdr, 0, &[(36, RTA_CACHEINFO, &p.expiring[..])]),
+            message(hdr, 0, &[(20, RTA_DST, dst), (8, RTA_MARK, &p.prio[..])]),
+            message(hdr, 0, &[(20, RTA_DST, dst), (8, RTA_IIF, &p.oif[..])]),
             message(hdr, 0, &[(19, RTA_DST, &dst[..15])]),
             message(hdr, 0, &[(8, RTA_GATEWAY, &gw[..4])]),
             message(hdr, 0, &[(6, RTA_TABLE, &[1, 0])]),
@@ -2395,27 +2387,19 @@ mod v4_plain_tests {
     fn a_route_built_from_the_last_message_is_the_one_parsed() {
         let inline = |n: u8| -> Vec<u8> { [&[0x2a, 0, 0, n][..], &[0; 12]].concat() };
         let other_gw: &[u8] = &[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3];
-        let parts = V6Parts::new();
-        let (far, gw) = (&parts.far[..], &parts.gw[..]);
-        let V6Parts {
-            oif,
-            table,
-            prio,
-            cacheinfo,
-            expiring,
-            ..
-        } = parts;
+        let p = V6Parts::new();
+        let (far, gw) = (&p.far[..], &p.gw[..]);
         let hdr = |dst_len: u8| [AF_INET6, dst_len, 0, 0, 254, 3, 0, 1];
         let route = |dst_len: u8, flags: u32, dst: &[u8], gw: &[u8], info: &[u8], pref: u8| {
             message(
                 hdr(dst_len),
                 flags,
                 &[
-                    (8, RTA_TABLE, &table[..]),
+                    (8, RTA_TABLE, &p.table[..]),
                     (20, RTA_DST, dst),
-                    (8, RTA_PRIORITY, &prio[..]),
+                    (8, RTA_PRIORITY, &p.prio[..]),
                     (20, RTA_GATEWAY, gw),
-                    (8, RTA_OIF, &oif[..]),
+                    (8, RTA_OIF, &p.oif[..]),
                     (36, RTA_CACHEINFO, info),
                     (5, RTA_PREF, &[pref][..]),
                 ],
@@ -2423,20 +2407,24 @@ mod v4_plain_tests {
         };
         let (one, two) = (inline(1), inline(2));
         let cases = vec![
-            route(48, 0, &one, gw, &cacheinfo, 0),
-            route(48, 0, &two, gw, &cacheinfo, 0),
-            route(64, 0, &two, gw, &cacheinfo, 0),
-            route(0, 0, &[0; 16], gw, &cacheinfo, 0),
-            route(128, 0, far, gw, &cacheinfo, 0),
-            route(48, 0, &two, other_gw, &cacheinfo, 0),
-            route(48, 0, &two, gw, &cacheinfo, 3),
-            route(48, 0x200, &two, gw, &cacheinfo, 0),
-            route(48, 0, &two, gw, &expiring, 0),
+            route(48, 0, &one, gw, &p.cacheinfo, 0),
+            route(48, 0, &two, gw, &p.cacheinfo, 0),
+            route(64, 0, &two, gw, &p.cacheinfo, 0),
+            route(0, 0, &[0; 16], gw, &p.cacheinfo, 0),
+            route(128, 0, far, gw, &p.cacheinfo, 0),
+            route(48, 0, &two, other_gw, &p.cacheinfo, 0),
+            route(48, 0, &two, gw, &p.cacheinfo, 3),
+            route(48, 0x200, &two, gw, &p.cacheinfo, 0),
+            route(48, 0, &two, gw, &p.expiring, 0),
             message(hdr(48), 0, &[(20, RTA_DST, &one), (20, RTA_DST, &two)]),
             message(hdr(48), 0, &[(20, RTA_DST, &two), (20, RTA_DST, &one)]),
             message(hdr(48), 0, &[(20, RTA_DST, &two), (20, RTA_DST, &two)]),
             message(hdr(48), 0, &[(20, RTA_DST | 0x8000, &two)]),
-            message(hdr(48), 0, &[(20, RTA_DST, &two), (8, RTA_MARK, &prio[..])]),
+            message(
+                hdr(48),
+                0,
+                &[(20, RTA_DST, &two), (8, RTA_MARK, &p.prio[..])],
+            ),
             message(hdr(48), 0, &[(20, RTA_DST, &two), (20, RTA_GATEWAY, gw)]),
             message(hdr(48), 0, &[(20, RTA_DST, &two), (19, RTA_GATEWAY, gw)]),
             message(
@@ -2473,8 +2461,8 @@ mod v4_plain_tests {
         // Routes taking turns between two gateways: the first one's stays kept, and stands
         // for every other route.
         forget();
-        let one_other = route(48, 0, &one, other_gw, &cacheinfo, 0);
-        let two_other = route(48, 0, &two, other_gw, &cacheinfo, 0);
+        let one_other = route(48, 0, &one, other_gw, &p.cacheinfo, 0);
+        let two_other = route(48, 0, &two, other_gw, &p.cacheinfo, 0);
         assert!(Route::parse(&cases[0]).is_ok());
         assert!(Route::parse(&one_other).is_ok());
         assert!(Route::parse_like_last(&cases[1]).is_ok());
