@@ -531,24 +531,6 @@ impl LastParsed {
     }
 }
 
-/// Where the value of the last `RTA_DST` attribute of a route message starts, if it is
-/// `size` bytes long; `None` when there is none or the attributes do not fit.
-fn last_dst_value(payload: &[u8], size: usize) -> Option<usize> {
-    let mut at = RTMSG_LEN;
-    let mut dst_at = None;
-    while at < payload.len() {
-        let len = usize::from(wire::u16_at(payload, at));
-        if len < wire::NLA_HDRLEN || at + len > payload.len() {
-            return None;
-        }
-        if wire::u16_at(payload, at + 2) & 0x3fff == RTA_DST {
-            dst_at = (len == wire::NLA_HDRLEN + size).then_some(at + wire::NLA_HDRLEN);
-        }
-        at += wire::align(len);
-    }
-    dst_at
-}
-
 impl Default for RouteExtra {
     fn default() -> Self {
         RouteExtra {
@@ -1535,18 +1517,13 @@ impl Route {
             Ok(route) => return Ok(Some(route)),
             Err(keep) => keep,
         };
-        let (route, dst_at) = if let Some(parsed) = Route::parse_v6_plain(payload) {
-            parsed
-        } else {
-            match Route::parse_general(payload)? {
-                Some(route) => (route, None),
-                None => return Ok(None),
+        if let Some((route, dst_at)) = Route::parse_v6_plain(payload) {
+            if keep && let Some(dst_at) = dst_at {
+                Route::remember_parsed(payload, &route, dst_at);
             }
-        };
-        if keep {
-            Route::remember_parsed(payload, &route, dst_at);
+            return Ok(Some(route));
         }
-        Ok(Some(route))
+        Route::parse_general(payload)
     }
 
     /// The IPv6 route of a message that differs from the one this thread keeps
@@ -1578,15 +1555,14 @@ impl Route {
         })
     }
 
-    /// Keeps `payload` and its parsed `route` (whose destination's value starts at `dst_at`
-    /// when the one-pass parse tells) for [`Route::parse_like_last`] when another route can be
-    /// built from it: an IPv6 route with a destination held inline (so that the next's extra
-    /// parts are this one's), and without rare parts (they may hold a lifetime read against
-    /// the clock when parsed, or hops). Else the one kept stays: any message parsed before is
-    /// as good a model.
-    fn remember_parsed(payload: &[u8], route: &Route, dst_at: Option<usize>) {
+    /// Keeps `payload` and the `route` the one-pass parse built from it (whose destination's
+    /// value starts at `dst_at`) for [`Route::parse_like_last`] when another route can be built
+    /// from it: its destination held inline (so that the next's extra parts are this one's),
+    /// and without rare parts (they may hold a lifetime read against the clock when parsed, or
+    /// hops). Else the one kept stays: any message parsed before is as good a model.
+    fn remember_parsed(payload: &[u8], route: &Route, dst_at: usize) {
         if payload.len() > LAST_PARSED_MAX
-            || route.bits & (V6 | HAS_DST | DST_INLINE) != V6 | HAS_DST | DST_INLINE
+            || route.bits & DST_INLINE == 0
             || route
                 .extra
                 .as_ref()
@@ -1594,9 +1570,6 @@ impl Route {
         {
             return;
         }
-        let Some(dst_at) = dst_at.or_else(|| last_dst_value(payload, 16)) else {
-            return;
-        };
         LAST_PARSED.with(|last| {
             let Ok(mut last) = last.try_borrow_mut() else {
                 return;

@@ -9,7 +9,7 @@ use crate::error::{Error, KernelError, Result};
 /// Length of `struct nlmsghdr`.
 pub(crate) const NLMSG_HDRLEN: usize = 16;
 /// Length of `struct nlattr`.
-pub(crate) const NLA_HDRLEN: usize = 4;
+const NLA_HDRLEN: usize = 4;
 
 pub(crate) const NLMSG_NOOP: u16 = 1;
 pub(crate) const NLMSG_ERROR: u16 = 2;
