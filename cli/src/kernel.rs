@@ -598,9 +598,9 @@ pub(crate) struct NameMemo {
     kind: Option<(u8, Named)>,
     scope: Option<(u8, Named)>,
     dev: Option<(u32, Named)>,
-    /// The last gateway and preferred source, as text (many routes share them).
-    gateway: Option<(IpAddr, String)>,
-    prefsrc: Option<(IpAddr, String)>,
+    /// The last gateways and preferred sources, as text (many routes share them).
+    gateway: AddressMemo,
+    prefsrc: AddressMemo,
     /// What the last text for people written of each field [`Shown`] knows showed (see
     /// [`LazyRow::same_tail`]), and which of them were written (bit `1 << idx`).
     shown: Shown,
@@ -825,15 +825,52 @@ impl Shown {
     }
 }
 
-/// The text of `addr` (see [`address`]), from `memo` when it holds `addr`.
-fn memo_address(memo: &mut Option<(IpAddr, String)>, addr: IpAddr) -> &str {
-    if memo.as_ref().is_none_or(|(held, _)| *held != addr) {
-        let mut text = String::new();
-        push_address(&mut text, addr);
-        *memo = Some((addr, text));
+/// How many addresses an [`AddressMemo`] holds the text of.
+const ADDRESS_MEMO: usize = 8;
+
+/// The texts of the last [`ADDRESS_MEMO`] different addresses written (see [`address`]). A
+/// table's routes go through a few gateways, often in turn (a BGP table's prefixes through
+/// its peers): each text is written once, not again for every route that changes gateway.
+#[derive(Default)]
+struct AddressMemo {
+    held: Vec<(IpAddr, String)>,
+    /// The entry found or written last: the next route's, mostly.
+    last: usize,
+    /// The entry a new address takes once every entry is in use (the oldest written).
+    next: usize,
+}
+
+impl AddressMemo {
+    /// The text of `addr`, written into the memo unless it holds it.
+    fn text(&mut self, addr: IpAddr) -> &str {
+        let found = match self.held.get(self.last) {
+            Some((held, _)) if *held == addr => Some(self.last),
+            _ => self.held.iter().position(|(held, _)| *held == addr),
+        };
+        let at = found.unwrap_or_else(|| {
+            if self.held.len() < ADDRESS_MEMO {
+                self.held.push((addr, String::new()));
+                self.held.len() - 1
+            } else {
+                let at = self.next;
+                self.next = (at + 1) % ADDRESS_MEMO;
+                at
+            }
+        });
+        self.last = at;
+        match self.held.get_mut(at) {
+            Some((held, text)) => {
+                if found.is_none() {
+                    *held = addr;
+                    text.clear();
+                    push_address(text, addr);
+                }
+                text
+            }
+            // `at` is an entry found, pushed, or below `ADDRESS_MEMO` with every entry in use.
+            None => "",
+        }
     }
-    // Filled just above when it held another address.
-    memo.as_ref().map_or("", |(_, text)| text)
 }
 
 /// A name's cell, with the text and the JSON written for it.
@@ -1063,13 +1100,9 @@ impl RouteRow<'_> {
         match idx {
             f::GATEWAY => match route.gateway() {
                 None if !route.multipath().is_empty() => None,
-                gateway => Some(gateway.map(|addr| memo_address(&mut self.memo.gateway, addr))),
+                gateway => Some(gateway.map(|addr| self.memo.gateway.text(addr))),
             },
-            f::PREFSRC => Some(
-                route
-                    .prefsrc()
-                    .map(|addr| memo_address(&mut self.memo.prefsrc, addr)),
-            ),
+            f::PREFSRC => Some(route.prefsrc().map(|addr| self.memo.prefsrc.text(addr))),
             _ => None,
         }
     }

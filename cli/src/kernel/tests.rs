@@ -429,3 +429,33 @@ fn a_route_stream_copying_from_the_line_before_writes_what_its_cells_write() {
         assert_eq!(copied, whole, "{fields:?} json={json}");
     }
 }
+
+#[test]
+fn an_address_memo_gives_each_address_its_own_text() {
+    use std::net::IpAddr;
+    // Both families, more addresses than the memo holds.
+    let addrs: Vec<IpAddr> = (0..super::ADDRESS_MEMO as u8 + 3)
+        .flat_map(|i| {
+            [
+                IpAddr::from([192, 0, 2, i]),
+                IpAddr::from([0x2001, 0xdb8, 0, 0, 0, 0, 0, u16::from(i)]),
+            ]
+        })
+        .collect();
+    // Each in turn three times over, two taking turns, the same one again, then all backwards.
+    let turns = [addrs[0], addrs[5]];
+    let order = addrs
+        .iter()
+        .cycle()
+        .take(3 * addrs.len())
+        .chain(turns.iter().cycle().take(10))
+        .chain(std::iter::repeat_n(&addrs[7], 3))
+        .chain(addrs.iter().rev());
+    let mut memo = super::AddressMemo::default();
+    for &addr in order {
+        let mut want = String::new();
+        super::push_address(&mut want, addr);
+        assert_eq!(memo.text(addr), want, "{addr}");
+        assert!(memo.held.len() <= super::ADDRESS_MEMO);
+    }
+}
