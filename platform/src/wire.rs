@@ -91,6 +91,7 @@ impl<'a> Msgs<'a> {
 impl<'a> Iterator for Msgs<'a> {
     type Item = Result<Msg<'a>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.buf.is_empty() {
             return None;
