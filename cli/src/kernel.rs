@@ -593,14 +593,14 @@ pub(crate) fn route_row(route: &Route, names: &LinkNames) -> Vec<Cell> {
 /// escaping of the name again.
 #[derive(Default)]
 pub(crate) struct NameMemo {
-    table: Option<(u32, Named)>,
-    protocol: Option<(u8, Named)>,
-    kind: Option<(u8, Named)>,
-    scope: Option<(u8, Named)>,
-    dev: Option<(u32, Named)>,
-    /// The last gateways and preferred sources, as text (many routes share them).
-    gateway: AddressMemo,
-    prefsrc: AddressMemo,
+    table: Recent<u32, Named>,
+    protocol: Recent<u8, Named>,
+    kind: Recent<u8, Named>,
+    scope: Recent<u8, Named>,
+    dev: Recent<u32, Named>,
+    /// The gateways and preferred sources, as text (many routes share them).
+    gateway: Recent<IpAddr, String>,
+    prefsrc: Recent<IpAddr, String>,
     /// What the last text for people written of each field [`Shown`] knows showed (see
     /// [`LazyRow::same_tail`]), and which of them were written (bit `1 << idx`).
     shown: Shown,
@@ -613,7 +613,7 @@ impl NameMemo {
     /// Forgets the device name held: the link names it was taken from changed (a monitor's
     /// names follow the links, and a renamed link keeps its index).
     pub(crate) fn forget_devices(&mut self) {
-        self.dev = None;
+        self.dev.clear();
         self.shown_fields = 0;
         self.json_fields = 0;
     }
@@ -825,52 +825,87 @@ impl Shown {
     }
 }
 
-/// How many addresses an [`AddressMemo`] holds the text of.
-const ADDRESS_MEMO: usize = 8;
+/// How many keys a [`Recent`] memo holds the value of.
+const RECENT: usize = 8;
 
-/// The texts of the last [`ADDRESS_MEMO`] different addresses written (see [`address`]). A
-/// table's routes go through a few gateways, often in turn (a BGP table's prefixes through
-/// its peers): each text is written once, not again for every route that changes gateway.
-#[derive(Default)]
-struct AddressMemo {
-    held: Vec<(IpAddr, String)>,
-    /// The entry found or written last: the next route's, mostly.
+/// The values made for the last [`RECENT`] different keys. A table's routes go through a few
+/// gateways and devices, often in turn (a BGP table's prefixes through the router's peers),
+/// and come in a few tables, protocols, types and scopes: each value is made once, not again
+/// for every route whose key differs from the route before it. Held in place, not behind a
+/// pointer: the route before's key is one comparison away.
+struct Recent<K, V> {
+    keys: [Option<K>; RECENT],
+    values: [V; RECENT],
+    /// The entry found or made last: the next route's, mostly.
     last: usize,
-    /// The entry a new address takes once every entry is in use (the oldest written).
+    /// The entry a new key takes (the oldest made, once every entry is in use).
     next: usize,
 }
 
-impl AddressMemo {
-    /// The text of `addr`, written into the memo unless it holds it.
-    fn text(&mut self, addr: IpAddr) -> &str {
-        let found = match self.held.get(self.last) {
-            Some((held, _)) if *held == addr => Some(self.last),
-            _ => self.held.iter().position(|(held, _)| *held == addr),
-        };
-        let at = found.unwrap_or_else(|| {
-            if self.held.len() < ADDRESS_MEMO {
-                self.held.push((addr, String::new()));
-                self.held.len() - 1
-            } else {
-                let at = self.next;
-                self.next = (at + 1) % ADDRESS_MEMO;
-                at
-            }
-        });
-        self.last = at;
-        match self.held.get_mut(at) {
-            Some((held, text)) => {
-                if found.is_none() {
-                    *held = addr;
-                    text.clear();
-                    push_address(text, addr);
-                }
-                text
-            }
-            // `at` is an entry found, pushed, or below `ADDRESS_MEMO` with every entry in use.
-            None => "",
+impl<K, V: Default> Default for Recent<K, V> {
+    fn default() -> Self {
+        Recent {
+            keys: [const { None }; RECENT],
+            values: std::array::from_fn(|_| V::default()),
+            last: 0,
+            next: 0,
         }
     }
+}
+
+impl<K: Copy + PartialEq, V> Recent<K, V> {
+    /// The value of `key`: the one held, or else the one `fill` writes into the entry it takes
+    /// (a new one, or the oldest, whose memory `fill` can reuse).
+    #[inline]
+    fn get(&mut self, key: K, fill: impl FnOnce(K, &mut V)) -> &V {
+        // Mostly the key of the route before.
+        let last = self.last % RECENT;
+        if self.keys.get(last).is_some_and(|held| *held == Some(key)) {
+            return self.value(last);
+        }
+        self.get_other(key, fill)
+    }
+
+    /// [`get`](Self::get) for a key other than the last one.
+    #[inline(never)]
+    fn get_other(&mut self, key: K, fill: impl FnOnce(K, &mut V)) -> &V {
+        let at = match self.keys.iter().position(|held| *held == Some(key)) {
+            Some(at) => at,
+            None => {
+                let at = self.next % RECENT;
+                self.next = (at + 1) % RECENT;
+                if let (Some(held), Some(value)) = (self.keys.get_mut(at), self.values.get_mut(at))
+                {
+                    *held = Some(key);
+                    fill(key, value);
+                }
+                at
+            }
+        };
+        self.last = at;
+        self.value(at)
+    }
+
+    /// The value of entry `at` (below [`RECENT`]).
+    #[inline]
+    fn value(&self, at: usize) -> &V {
+        let values: &[V] = &self.values;
+        &values[at % RECENT]
+    }
+
+    /// Forgets every value.
+    fn clear(&mut self) {
+        self.keys = [const { None }; RECENT];
+        self.last = 0;
+        self.next = 0;
+    }
+}
+
+/// Writes `addr`'s text (see [`address`]) into `text`, in place of what it held: how
+/// [`Recent`] keeps a gateway or preferred source.
+fn address_text(addr: IpAddr, text: &mut String) {
+    text.clear();
+    push_address(text, addr);
 }
 
 /// A name's cell, with the text and the JSON written for it.
@@ -880,30 +915,30 @@ struct Named {
     json: String,
 }
 
+impl Default for Named {
+    fn default() -> Self {
+        Named {
+            cell: Cell::Null,
+            text: String::new(),
+            json: String::new(),
+        }
+    }
+}
+
 /// The [`Named`] of `id`, from `memo` when it holds `id` (put there when it does not).
 fn memo_named<T: Copy + PartialEq>(
-    memo: &mut Option<(T, Named)>,
+    memo: &mut Recent<T, Named>,
     id: T,
     cell: impl FnOnce(T) -> Cell,
 ) -> &Named {
-    if memo.as_ref().is_none_or(|(held, _)| *held != id) {
-        let cell = cell(id);
-        let mut text = String::new();
-        cell.push_text(&mut text);
-        let mut json = String::new();
-        render::push_json_cell(&mut json, &cell);
-        *memo = Some((id, Named { cell, text, json }));
-    }
-    // Filled just above when it held another id.
-    memo.as_ref().map_or(&NO_NAME, |(_, named)| named)
+    memo.get(id, |id, named| {
+        named.cell = cell(id);
+        named.text.clear();
+        named.cell.push_text(&mut named.text);
+        named.json.clear();
+        render::push_json_cell(&mut named.json, &named.cell);
+    })
 }
-
-/// What [`memo_named`] never returns.
-static NO_NAME: Named = Named {
-    cell: Cell::Null,
-    text: String::new(),
-    json: String::new(),
-};
 
 /// The index of each of [`ROUTE_FIELDS`], for [`route_cell`] and [`RouteRow`].
 mod route_field {
@@ -1094,15 +1129,22 @@ impl RouteRow<'_> {
 
     /// The text of the address of a gateway or preferred source field of a route that is
     /// not multipath (`Some(None)`: it has none), if `idx` is one of those.
+    #[inline(always)]
     fn plain_address(&mut self, idx: usize) -> Option<Option<&str>> {
         use route_field as f;
         let route = self.route;
         match idx {
             f::GATEWAY => match route.gateway() {
                 None if !route.multipath().is_empty() => None,
-                gateway => Some(gateway.map(|addr| self.memo.gateway.text(addr))),
+                gateway => {
+                    Some(gateway.map(|addr| self.memo.gateway.get(addr, address_text).as_str()))
+                }
             },
-            f::PREFSRC => Some(route.prefsrc().map(|addr| self.memo.prefsrc.text(addr))),
+            f::PREFSRC => Some(
+                route
+                    .prefsrc()
+                    .map(|addr| self.memo.prefsrc.get(addr, address_text).as_str()),
+            ),
             _ => None,
         }
     }

@@ -431,10 +431,10 @@ fn a_route_stream_copying_from_the_line_before_writes_what_its_cells_write() {
 }
 
 #[test]
-fn an_address_memo_gives_each_address_its_own_text() {
+fn a_memo_of_recent_values_gives_each_key_its_own() {
     use std::net::IpAddr;
     // Both families, more addresses than the memo holds.
-    let addrs: Vec<IpAddr> = (0..super::ADDRESS_MEMO as u8 + 3)
+    let addrs: Vec<IpAddr> = (0..super::RECENT as u8 + 3)
         .flat_map(|i| {
             [
                 IpAddr::from([192, 0, 2, i]),
@@ -444,18 +444,36 @@ fn an_address_memo_gives_each_address_its_own_text() {
         .collect();
     // Each in turn three times over, two taking turns, the same one again, then all backwards.
     let turns = [addrs[0], addrs[5]];
-    let order = addrs
+    let order: Vec<IpAddr> = addrs
         .iter()
         .cycle()
         .take(3 * addrs.len())
         .chain(turns.iter().cycle().take(10))
         .chain(std::iter::repeat_n(&addrs[7], 3))
-        .chain(addrs.iter().rev());
-    let mut memo = super::AddressMemo::default();
-    for &addr in order {
+        .chain(addrs.iter().rev())
+        .copied()
+        .collect();
+    let mut memo = super::Recent::default();
+    let mut made = 0;
+    for &addr in &order {
         let mut want = String::new();
         super::push_address(&mut want, addr);
-        assert_eq!(memo.text(addr), want, "{addr}");
-        assert!(memo.held.len() <= super::ADDRESS_MEMO);
+        let got = memo.get(addr, |addr, text| {
+            made += 1;
+            super::address_text(addr, text);
+        });
+        assert_eq!(got, &want, "{addr}");
     }
+    // Made again only when not held: the two in turn and the one repeated cost nothing more.
+    assert!(made < order.len() - 12, "made {made} of {}", order.len());
+    // A device memo forgets its names (a link renamed keeps its index).
+    let mut names = super::NameMemo::default();
+    let cell = |name: &'static str| move |_| Cell::from(name);
+    assert_eq!(super::memo_named(&mut names.dev, 3, cell("v0")).text, "v0");
+    assert_eq!(
+        super::memo_named(&mut names.dev, 3, cell("other")).text,
+        "v0"
+    );
+    names.forget_devices();
+    assert_eq!(super::memo_named(&mut names.dev, 3, cell("v1")).text, "v1");
 }
