@@ -855,13 +855,14 @@ impl<K, V: Default> Default for Recent<K, V> {
 
 impl<K: Copy + PartialEq, V> Recent<K, V> {
     /// The value of `key`: the one held, or else the one `fill` writes into the entry it takes
-    /// (a new one, or the oldest, whose memory `fill` can reuse).
+    /// (a new one, or the oldest, whose memory `fill` can reuse). Every index is below
+    /// [`RECENT`], the arrays' length (`% RECENT`, or a position found in them).
     #[inline]
     fn get(&mut self, key: K, fill: impl FnOnce(K, &mut V)) -> &V {
         // Mostly the key of the route before.
         let last = self.last % RECENT;
-        if self.keys.get(last).is_some_and(|held| *held == Some(key)) {
-            return self.value(last);
+        if self.keys[last] == Some(key) {
+            return &self.values[last];
         }
         self.get_other(key, fill)
     }
@@ -874,23 +875,13 @@ impl<K: Copy + PartialEq, V> Recent<K, V> {
             None => {
                 let at = self.next % RECENT;
                 self.next = (at + 1) % RECENT;
-                if let (Some(held), Some(value)) = (self.keys.get_mut(at), self.values.get_mut(at))
-                {
-                    *held = Some(key);
-                    fill(key, value);
-                }
+                self.keys[at] = Some(key);
+                fill(key, &mut self.values[at]);
                 at
             }
         };
         self.last = at;
-        self.value(at)
-    }
-
-    /// The value of entry `at` (below [`RECENT`]).
-    #[inline]
-    fn value(&self, at: usize) -> &V {
-        let values: &[V] = &self.values;
-        &values[at % RECENT]
+        &self.values[at]
     }
 
     /// Forgets every value.
