@@ -102,3 +102,41 @@ fn an_error_of_the_receiver_comes_back_after_what_it_handed_over() {
     assert!(matches!(result, Err(Error::Timeout)), "{result:?}");
     assert_eq!(got, (0..1000).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_wait_for_the_other_thread_polls_then_sleeps_and_sees_the_end() {
+    let (tx, rx) = mpsc::sync_channel(1);
+    let sender = std::thread::spawn(move || {
+        tx.send(1).unwrap();
+        // Long after the receiver stopped polling: its sleeping `recv` takes it.
+        std::thread::sleep(SPIN_WAIT * 20);
+        tx.send(2).unwrap();
+    });
+    assert_eq!(recv_spinning(&rx), Ok(1));
+    assert_eq!(recv_spinning(&rx), Ok(2));
+    sender.join().unwrap();
+    assert_eq!(
+        recv_spinning(&rx),
+        Err(mpsc::RecvError),
+        "the sender is gone"
+    );
+}
+
+#[test]
+fn polling_stops_when_ready_or_after_its_time() {
+    let start = Instant::now();
+    let mut polls = 0;
+    assert!(!spin_until(|| {
+        polls += 1;
+        false
+    }));
+    assert!(start.elapsed() >= SPIN_WAIT);
+    assert!(polls >= 1);
+
+    let mut polls = 0;
+    assert!(spin_until(|| {
+        polls += 1;
+        polls == 3
+    }));
+    assert_eq!(polls, 3, "no poll after the first that is ready");
+}
