@@ -470,10 +470,9 @@ fn recv_spinning<T>(rx: &mpsc::Receiver<T>) -> std::result::Result<T, mpsc::Recv
         }
         Err(mpsc::TryRecvError::Empty) => false,
     });
-    match taken {
-        Some(taken) if ready => taken,
-        _ => rx.recv(),
-    }
+    // `taken` is set exactly when the polling saw the channel ready.
+    debug_assert_eq!(ready, taken.is_some());
+    taken.unwrap_or_else(|| rx.recv())
 }
 
 /// Polls `ready` until it returns true (then true), yielding the processor between polls, for
@@ -870,13 +869,13 @@ impl<T> Handoff<T> {
             // Nothing to take: do the caller's idle work (unlocked), then poll a while,
             // before sleeping.
             drop(state);
-            let worked = idle()
+            let again = idle()
                 || spin_until(|| {
                     let state = self.lock();
                     !state.queue.is_empty() || state.done
                 });
             state = self.lock();
-            if worked || !state.queue.is_empty() || state.done {
+            if again || !state.queue.is_empty() || state.done {
                 continue;
             }
             state.consumer_waits = true;
