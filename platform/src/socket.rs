@@ -459,7 +459,7 @@ impl NlSocket {
 /// Takes the next item of `rx`; see [`spin_until`] for the wait.
 fn recv_spinning<T>(rx: &mpsc::Receiver<T>) -> std::result::Result<T, mpsc::RecvError> {
     let mut taken = None;
-    let ready = spin_until(|| match rx.try_recv() {
+    spin_until(|| match rx.try_recv() {
         Ok(item) => {
             taken = Some(Ok(item));
             true
@@ -470,8 +470,6 @@ fn recv_spinning<T>(rx: &mpsc::Receiver<T>) -> std::result::Result<T, mpsc::Recv
         }
         Err(mpsc::TryRecvError::Empty) => false,
     });
-    // `taken` is set exactly when the polling saw the channel ready.
-    debug_assert_eq!(ready, taken.is_some());
     taken.unwrap_or_else(|| rx.recv())
 }
 
@@ -489,21 +487,23 @@ fn recv_spinning<T>(rx: &mpsc::Receiver<T>) -> std::result::Result<T, mpsc::Recv
 /// CPU quota), the other thread cannot run meanwhile and polling would only spend the quota:
 /// then `ready` is asked once.
 fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
+    // Mostly ready at the first look: no clock read for it.
+    if ready() {
+        return true;
+    }
     static PARALLEL: OnceLock<bool> = OnceLock::new();
-    let parallel =
-        *PARALLEL.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1));
-    if !parallel {
-        return ready();
+    if !*PARALLEL.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)) {
+        return false;
     }
     let start = Instant::now();
     loop {
+        std::thread::yield_now();
         if ready() {
             return true;
         }
         if start.elapsed() >= SPIN_WAIT {
             return false;
         }
-        std::thread::yield_now();
     }
 }
 
