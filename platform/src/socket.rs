@@ -668,9 +668,14 @@ const WAKE_CONSUMER_AT: usize = 2;
 /// A full IPv4 dump ends with the kernel walking the whole route trie once more, for the local
 /// table (which shares the trie of main until a policy rule splits them): about 45 ns per
 /// route dumped before, during which no datagram comes (25 ms at 600k routes, 50 ms at 1M).
-/// The consumer parses and indexes a route in about 230 ns, so a backlog of a fifth of the
-/// chunks keeps it busy through that walk instead of idle behind it.
-const BACKLOG_SHARE: usize = 5;
+/// The backlog is what keeps the consumer busy through that walk instead of idle behind it.
+/// Its chunks cost the consumer less than a full parse and index (about 230 ns a route) when
+/// the receiver parsed them: with a fifth, the consumer ran dry 5–7 ms before the walk ended
+/// at 600k routes (its waits timed), with a third about 1 ms. At 1M the cap (half the queue)
+/// ends the backlog 11–13 ms before the walk does; a deeper queue raised the memory a route
+/// takes after the load (the queue's last chunks are freed where nothing reuses them) without
+/// a faster load.
+const BACKLOG_SHARE: usize = 3;
 
 /// The receiver also puts the objects of its next chunk in their `Arc`s ([`Handed::Shared`])
 /// when this many chunks wait beyond the backlog: the consumer is behind, so the allocations
