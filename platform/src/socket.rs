@@ -358,18 +358,29 @@ impl NlSocket {
     /// `on_msg` for each object message of the answer. A failing `on_msg` does not stop the
     /// reading: the dump is drained to its end so no stale answer stays queued, then the
     /// first error is returned.
+    ///
+    /// Each datagram is read in one call when the kind's datagrams fit in [`MIN_READ`]
+    /// ([`datagrams_fit_min_read`]), else after a peek at its size ([`NlSocket::recv`]).
     pub(crate) fn dump(
         &mut self,
         request: &[u8],
         seq: u32,
         mut on_msg: impl FnMut(&Msg<'_>) -> Result<()>,
     ) -> Result<DumpOutcome> {
+        let whole = datagrams_fit_min_read(request);
         self.send(request)?;
         let port = self.port;
         let mut state = DumpState::default();
         loop {
-            let Some(datagram) = self.recv(false)? else {
-                return Err(Error::Timeout);
+            let datagram = if whole {
+                self.buf.reserve(MIN_READ);
+                recv_whole(&self.sock, &mut self.buf, &mut self.n_foreign)?;
+                &self.buf[..]
+            } else {
+                let Some(datagram) = self.recv(false)? else {
+                    return Err(Error::Timeout);
+                };
+                datagram
             };
             if let Some(end) = state.datagram(datagram, seq, port, &mut on_msg) {
                 return end;
@@ -548,6 +559,19 @@ fn recv_whole(sock: &Socket, buf: &mut Vec<u8>, n_foreign: &mut u64) -> Result<(
         }
         return Ok(());
     }
+}
+
+/// Whether every datagram of the dump that `request` asks for fits in [`MIN_READ`] bytes,
+/// so that each can be read in one call ([`recv_whole`]) instead of a peek at its size and
+/// a read. The kernel builds a dump's datagrams no larger than 32 KiB (less its own
+/// overhead), and a message that does not fit in an empty one fails the dump, except for a
+/// link dump: it sizes those for the longest link message (`rtnl_calcit`), which a link
+/// with many virtual functions or ports makes longer. Any other request, or none that
+/// parses, is read with the peek.
+fn datagrams_fit_min_read(request: &[u8]) -> bool {
+    request
+        .get(4..6)
+        .is_some_and(|kind| u16::from_ne_bytes([kind[0], kind[1]]) != wire::RTM_GETLINK)
 }
 
 /// Counts (in `n_foreign`) and traces a datagram that another process sent (`sender_port`

@@ -152,3 +152,28 @@ fn polling_stops_when_ready_or_after_its_time() {
         assert_eq!(polls, 1);
     }
 }
+
+/// The dump request for `kind`, as the platform builds them.
+fn dump_request(kind: u16) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut msg = wire::MsgWriter::new(&mut buf, kind, wire::NLM_F_REQUEST | wire::NLM_F_DUMP, 7);
+    msg.raw(&[0u8; 16]);
+    msg.finish();
+    buf
+}
+
+#[test]
+fn only_a_link_dump_is_read_with_a_peek_at_each_datagram() {
+    for kind in [
+        wire::RTM_GETROUTE,
+        wire::RTM_GETADDR,
+        wire::RTM_GETRULE,
+        wire::RTM_GETNEXTHOP,
+    ] {
+        assert!(datagrams_fit_min_read(&dump_request(kind)), "kind {kind}");
+    }
+    assert!(!datagrams_fit_min_read(&dump_request(wire::RTM_GETLINK)));
+    // Nothing that names a kind: the peek, which reads any size.
+    assert!(!datagrams_fit_min_read(&[]));
+    assert!(!datagrams_fit_min_read(&[16, 0, 0, 0, 26]));
+}
