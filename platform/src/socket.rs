@@ -372,20 +372,22 @@ impl NlSocket {
         let port = self.port;
         let mut state = DumpState::default();
         loop {
-            let datagram = if whole {
-                self.buf.reserve(MIN_READ);
-                recv_whole(&self.sock, &mut self.buf, &mut self.n_foreign)?;
-                &self.buf[..]
-            } else {
-                let Some(datagram) = self.recv(false)? else {
-                    return Err(Error::Timeout);
-                };
-                datagram
-            };
+            let datagram = self.recv_dump_datagram(whole)?;
             if let Some(end) = state.datagram(datagram, seq, port, &mut on_msg) {
                 return end;
             }
         }
+    }
+
+    /// The next datagram of a dump: read in one call (`whole`, see
+    /// [`datagrams_fit_min_read`]) or after a peek at its size; a receive timeout is
+    /// [`Error::Timeout`].
+    fn recv_dump_datagram(&mut self, whole: bool) -> Result<&[u8]> {
+        if whole {
+            recv_whole(&self.sock, &mut self.buf, &mut self.n_foreign)?;
+            return Ok(&self.buf);
+        }
+        self.recv(false)?.ok_or(Error::Timeout)
     }
 
     /// [`NlSocket::dump`] with the receiving on a scoped second thread: the kernel fills each
@@ -535,10 +537,11 @@ const PIPELINE_READ: usize = MIN_READ;
 /// Receives the next datagram from the kernel into `buf` in one call, as
 /// [`NlSocket::recv`] does with a peek first: datagrams from any other sender are dropped and
 /// counted in `n_foreign`, a receive timeout is [`Error::Timeout`], a datagram longer than
-/// `buf`'s capacity an error.
+/// `buf`'s capacity (at least [`MIN_READ`]) an error.
 fn recv_whole(sock: &Socket, buf: &mut Vec<u8>, n_foreign: &mut u64) -> Result<()> {
     loop {
         buf.clear();
+        buf.reserve(MIN_READ);
         let (len, from) = match sock.recv_from(buf, libc::MSG_TRUNC) {
             Ok(it) => it,
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
@@ -569,9 +572,9 @@ fn recv_whole(sock: &Socket, buf: &mut Vec<u8>, n_foreign: &mut u64) -> Result<(
 /// with many virtual functions or ports makes longer. Any other request, or none that
 /// parses, is read with the peek.
 fn datagrams_fit_min_read(request: &[u8]) -> bool {
-    request
-        .get(4..6)
-        .is_some_and(|kind| u16::from_ne_bytes([kind[0], kind[1]]) != wire::RTM_GETLINK)
+    Msgs::new(request)
+        .next()
+        .is_some_and(|msg| msg.is_ok_and(|msg| msg.kind != wire::RTM_GETLINK))
 }
 
 /// Counts (in `n_foreign`) and traces a datagram that another process sent (`sender_port`
