@@ -17,6 +17,7 @@ use anyhow::{Context, bail};
 use crate::{cmd, symbol_order, system};
 
 mod dedup;
+mod probe;
 
 const USAGE: &str = "\
 usage: cargo xtask bench [--quick] [--only N,...] [--no-criterion] [--out PATH]
@@ -107,6 +108,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let options = parse(root, args)?;
     let started = Instant::now();
     let load_at_start = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let probe_at_start = probe::Reading::take();
     let is_root = system::is_root();
     if !is_root {
         eprintln!(
@@ -289,6 +291,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let text = markdown(&Written {
         args,
         load_at_start: &load_at_start,
+        probes: [probe_at_start, probe::Reading::take()],
         options: &options,
         is_root,
         elapsed_s: started.elapsed().as_secs_f64(),
@@ -640,6 +643,8 @@ struct Written<'a> {
     args: &'a [String],
     /// `/proc/loadavg` when the run started: how busy the shared machine was.
     load_at_start: &'a str,
+    /// The machine's system call and memory latency at the start and at the end.
+    probes: [probe::Reading; 2],
     options: &'a Options,
     is_root: bool,
     elapsed_s: f64,
@@ -724,6 +729,8 @@ fn markdown(w: &Written<'_>) -> String {
             "load average at the end",
             std::fs::read_to_string("/proc/loadavg").unwrap_or_default(),
         ),
+        ("latencies at the start", w.probes[0].cell()),
+        ("latencies at the end", w.probes[1].cell()),
     ];
     out.push_str("| what | value |\n| --- | --- |\n");
     for (key, value) in rows {
@@ -734,7 +741,12 @@ fn markdown(w: &Written<'_>) -> String {
     }
     out.push_str(
         "\nThe machine is shared and not tuned (no CPU pinning, frequency scaling as it is): \
-         read the min–max spread next to each median.\n\n",
+         read the min–max spread next to each median. The latencies are a `getpid` \
+         system call and a read whose address the read before gave, in a random cycle through \
+         64 MiB (`xtask/src/bench/probe.rs`). The kernel-bound ratios (the cache load over the \
+         raw dump, the monitor over `ip monitor`) improve where system calls are dear, the \
+         dedup-index ratios at 1M worsen where dependent reads are: compare runs on different \
+         hardware with them.\n\n",
     );
 
     out.push_str("## How it was measured\n\n");
