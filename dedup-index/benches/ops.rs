@@ -5,12 +5,15 @@
 //! same with the bulk `append_all`); `lookup/get` and `lookup/get_in` (by
 //! id in the primary and in the by-interface index type, in random order);
 //! `lookup/get_sequential` (by id, in the order the routes were added); `remove/drain` (remove
-//! everything in random order, per object); `remove_insert/steady` (remove a random entry and
+//! everything in random order, per object; `remove/drain_one` the same on an index with the id
+//! index type only); `remove_insert/steady` (remove a random entry and
 //! add it back); `resync/mark_readd_sweep` (mark all, re-add 90% in order, sweep, per object);
 //! `iterate/primary` and `iterate/by_ifindex` (a full in-order walk reading each
 //! object, per object); `baseline/*`, the same on a `Map` and a
 //! `Vec<Arc<Route>>` (`hashmap_insert` fills a map from empty, an `Arc` per object;
-//! `hashmap_drain` removes in random order and frees each object, as `remove/drain` does).
+//! `hashmap_drain` removes in random order and frees each object, as `remove/drain` does;
+//! `slot_map_get_read` and `slot_map_drain` do the same with the index's indirection: a map of
+//! slot numbers by id, the object's handle in a vector by its slot).
 //! Where a routine handles many objects, criterion's "thrpt" line gives objects per second.
 //! The benches run size by size, each map baseline right after the index's operation it is
 //! compared with.
@@ -31,7 +34,7 @@ use criterion::measurement::Measurement;
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use netmirror_dedup_index::{Object, Placement};
 use support::cpu_time::ThreadCpuTime;
-use support::{Layout, Map, Route, Routes, route, shuffled, shuffled_ids};
+use support::{Layout, Map, Route, Routes, SlotMap, route, shuffled, shuffled_ids};
 
 /// The sizes: 1k, 100k and 1M objects; with `NETMIRROR_BENCH_QUICK=1` (as
 /// `cargo xtask bench --quick` sets), 1k and 100k only.
@@ -156,18 +159,22 @@ fn remove<M: Measurement>(c: &mut Criterion<M>, n: u32) {
     let mut group = c.benchmark_group("remove");
     let ids = shuffled_ids(n);
     group.throughput(Throughput::Elements(u64::from(n)));
-    group.bench_function(BenchmarkId::new("drain", n), |b| {
-        b.iter_batched(
-            || Routes::filled(Layout::Three, n),
-            |mut routes| {
-                for id in &ids {
-                    black_box(routes.index.remove(id));
-                }
-                routes
-            },
-            BatchSize::PerIteration,
-        );
-    });
+    // `drain_one`: the index with its id index type only, no list but the primary one to
+    // unlink from: what the lanes of the other two cost.
+    for (name, layout) in [("drain", Layout::Three), ("drain_one", Layout::One)] {
+        group.bench_function(BenchmarkId::new(name, n), |b| {
+            b.iter_batched(
+                || Routes::filled(layout, n),
+                |mut routes| {
+                    for id in &ids {
+                        black_box(routes.index.remove(id));
+                    }
+                    routes
+                },
+                BatchSize::PerIteration,
+            );
+        });
+    }
     group.finish();
 
     let mut group = c.benchmark_group("remove_insert");
@@ -281,6 +288,22 @@ fn baseline_lookup<M: Measurement>(c: &mut Criterion<M>, n: u32) {
             black_box(map.get(&ids[next]).map(|route| route.ifindex))
         });
     });
+    drop(map);
+    // The index's own indirection on the map's table: the map gives a slot number, the
+    // object's handle is read from a vector by it.
+    let slots: SlotMap = (0..n).map(|i| (route(i).id(), i)).collect();
+    let objs: Vec<Arc<Route>> = (0..n).map(|i| Arc::new(route(i))).collect();
+    group.bench_function(BenchmarkId::new("slot_map_get_read", n), |b| {
+        b.iter(|| {
+            next = (next + 1) % ids.len();
+            black_box(
+                slots
+                    .get(&ids[next])
+                    .and_then(|&slot| objs.get(slot as usize))
+                    .map(|route| route.ifindex),
+            )
+        });
+    });
     group.finish();
 }
 
@@ -305,6 +328,28 @@ fn baseline_drain<M: Measurement>(c: &mut Criterion<M>, n: u32) {
                     black_box(map.remove(id));
                 }
                 map
+            },
+            BatchSize::PerIteration,
+        );
+    });
+    // With the index's indirection: the slot number out of the map, the handle out of the
+    // vector (freeing the object).
+    group.bench_function(BenchmarkId::new("slot_map_drain", n), |b| {
+        b.iter_batched(
+            || {
+                let slots: SlotMap = (0..n).map(|i| (route(i).id(), i)).collect();
+                let objs: Vec<Option<Arc<Route>>> =
+                    (0..n).map(|i| Some(Arc::new(route(i)))).collect();
+                (slots, objs)
+            },
+            |(mut slots, mut objs)| {
+                for id in &ids {
+                    let obj = slots
+                        .remove(id)
+                        .and_then(|slot| objs.get_mut(slot as usize)?.take());
+                    black_box(obj);
+                }
+                (slots, objs)
             },
             BatchSize::PerIteration,
         );

@@ -24,14 +24,19 @@ use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
 use netmirror_dedup_index::{Object, Placement};
-use support::{Layout, Map, Route, Routes, route, shuffled_ids};
+use support::{Layout, Map, Route, Routes, SlotMap, route, shuffled_ids};
 
-/// The operations profiled: the index's, the map's doing the same work, and a label.
+/// The operations profiled: the index's, the map's doing the same work, and a label. The last
+/// two rows put the map with the index's indirection (a map of slot numbers by id, the
+/// handles in a vector by slot) in the index's place: what the indirection alone costs.
 const PAIRS: &[(&str, &str, &str)] = &[
     ("insert", "map_insert", "insert (3 index types)"),
     ("lookup", "map_lookup", "lookup, reading the object (3)"),
     ("remove", "map_remove", "remove, freeing the object (3)"),
     ("remove_one", "map_remove", "remove, freeing the object (1)"),
+    // Not the index: the map with the index's indirection, over the plain map.
+    ("slot_map_lookup", "map_lookup", "lookup: slot map + vector"),
+    ("slot_map_remove", "map_remove", "remove: slot map + vector"),
 ];
 
 /// The work callgrind counts: everything inside, nothing outside.
@@ -49,6 +54,17 @@ fn run_op(op: &str, n: u32) -> bool {
             .into_iter()
             .map(|obj| (obj.id(), Arc::new(obj)))
             .collect()
+    };
+    let slot_map_of = |fresh: Vec<Route>| -> (SlotMap, Vec<Option<Arc<Route>>>) {
+        let slots = fresh
+            .iter()
+            .zip(0..)
+            .map(|(obj, i)| (obj.id(), i))
+            .collect();
+        (
+            slots,
+            fresh.into_iter().map(|obj| Some(Arc::new(obj))).collect(),
+        )
     };
     match op {
         "insert" => {
@@ -109,6 +125,27 @@ fn run_op(op: &str, n: u32) -> bool {
             measured(|| {
                 for id in &ids {
                     black_box(map.remove(id));
+                }
+            });
+        }
+        "slot_map_lookup" => {
+            let (slots, objs) = slot_map_of(fresh);
+            let sum = measured(|| {
+                ids.iter()
+                    .filter_map(|id| objs.get(*slots.get(id)? as usize)?.as_ref())
+                    .map(|obj| u64::from(obj.ifindex))
+                    .sum::<u64>()
+            });
+            black_box(sum);
+        }
+        "slot_map_remove" => {
+            let (mut slots, mut objs) = slot_map_of(fresh);
+            measured(|| {
+                for id in &ids {
+                    let obj = slots
+                        .remove(id)
+                        .and_then(|slot| objs.get_mut(slot as usize)?.take());
+                    black_box(obj);
                 }
             });
         }

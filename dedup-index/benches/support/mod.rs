@@ -109,6 +109,10 @@ impl IndexType<Route> for ByWeakId {
 /// build and run.
 pub type Map = hashbrown::HashMap<RouteId, std::sync::Arc<Route>, foldhash::fast::FixedState>;
 
+/// The map of slot numbers by id, for a baseline with the index's indirection: the slot
+/// number found, then the object's handle read from a vector by it.
+pub type SlotMap = hashbrown::HashMap<RouteId, u32, foldhash::fast::FixedState>;
+
 /// The number of interfaces the routes spread over.
 pub const N_IFINDEX: u32 = 64;
 

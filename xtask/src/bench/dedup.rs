@@ -19,15 +19,42 @@ const PAIRS: &[(&str, &str, &str, f64)] = &[
     ("remove", "remove/drain", "baseline/hashmap_drain", 1.3),
 ];
 
+/// The ratios split at the index's indirection (the id table gives a slot number, the object's
+/// handle is read from a vector by it): the operation, the index's benchmark, the map's with
+/// the same indirection, and the plain map's. The index over the map with the indirection
+/// compares the rest of the index's work with hashbrown's; that map over the plain one is
+/// what the indirection costs.
+const SPLITS: &[(&str, &str, &str, &str)] = &[
+    (
+        "lookup",
+        "lookup/get",
+        "baseline/slot_map_get_read",
+        "baseline/hashmap_get_read",
+    ),
+    (
+        "remove (3 index types)",
+        "remove/drain",
+        "baseline/slot_map_drain",
+        "baseline/hashmap_drain",
+    ),
+    (
+        "remove (id index type only)",
+        "remove/drain_one",
+        "baseline/slot_map_drain",
+        "baseline/hashmap_drain",
+    ),
+];
+
 /// How often each 1M pair is measured again.
 const REPEATS: usize = 3;
 
 /// The target for 1M's time per operation over 1k's.
 const SCALING_TARGET: f64 = 3.0;
 
-/// What the repeats measured: per operation, the ratios of each repeat.
+/// What the repeats measured: per repeat, the seconds of every benchmark it ran (the pairs'
+/// and the splits').
 pub(super) struct Repeats {
-    ratios: Vec<(&'static str, Vec<f64>)>,
+    seconds: Vec<Vec<(String, f64)>>,
     command: String,
     failures: Vec<String>,
 }
@@ -42,13 +69,22 @@ impl Repeats {
 /// Runs each 1M pair `REPEATS` times with the `ops` bench executable `exe` (in `folder`,
 /// with `criterion_home` as its `CRITERION_HOME`), round-robin over the pairs.
 pub(super) fn repeat_pairs(exe: &Path, folder: &Path, criterion_home: &Path) -> Repeats {
-    let mut ratios: Vec<(&'static str, Vec<f64>)> =
-        PAIRS.iter().map(|(op, ..)| (*op, Vec::new())).collect();
+    let mut seconds = Vec::new();
     let mut failures = Vec::new();
     let mut command = String::new();
     for _ in 0..REPEATS {
-        for ((_, index_id, map_id, _), (_, got)) in PAIRS.iter().zip(&mut ratios) {
-            let filter = format!("^({index_id}|{map_id})/1000000$");
+        let mut this_repeat = Vec::new();
+        for (_, index_id, map_id, _) in PAIRS {
+            // With the pair, the benchmarks of the splits of the same map's operation.
+            let mut ids = vec![*index_id, *map_id];
+            for &(_, split_index, slot_map, _) in SPLITS.iter().filter(|split| split.3 == *map_id) {
+                for id in [split_index, slot_map] {
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+            }
+            let filter = format!("^({})/1000000$", ids.join("|"));
             let mut bench = Command::new(exe);
             bench
                 .current_dir(folder)
@@ -57,26 +93,58 @@ pub(super) fn repeat_pairs(exe: &Path, folder: &Path, criterion_home: &Path) -> 
             if command.is_empty() {
                 command = super::cmd::show(&bench)
                     .replace(&exe.display().to_string(), "BENCH_EXE")
-                    .replace(&filter, "'^(INDEX_OP|MAP_OP)/1000000$'");
+                    .replace(&filter, "'^(INDEX_OP|MAP_OP|SPLIT_OPS)/1000000$'");
             }
             match run_criterion(&mut bench) {
                 Ok((results, _)) => {
-                    let index = seconds_of(&results, &format!("{index_id}/1000000"));
-                    let map = seconds_of(&results, &format!("{map_id}/1000000"));
-                    match (index, map) {
-                        (Some(index), Some(map)) if map > 0.0 => got.push(index / map),
-                        _ => failures.push(format!("`{filter}` gave no pair of figures")),
+                    for id in &ids {
+                        match seconds_of(&results, &format!("{id}/1000000")) {
+                            Some(secs) if secs > 0.0 => this_repeat.push(((*id).to_owned(), secs)),
+                            _ => failures.push(format!("`{filter}` gave no figure for `{id}`")),
+                        }
                     }
                 }
                 Err(err) => failures.push(format!("`{filter}`: {err:#}")),
             }
         }
+        seconds.push(this_repeat);
     }
     Repeats {
-        ratios,
+        seconds,
         command,
         failures,
     }
+}
+
+impl Repeats {
+    /// The ratio of benchmark `over` to benchmark `under` in each repeat that ran both.
+    fn ratios_of(&self, over: &str, under: &str) -> Vec<f64> {
+        let of = |repeat: &[(String, f64)], id: &str| {
+            repeat.iter().find(|(name, _)| name == id).map(|&(_, s)| s)
+        };
+        self.seconds
+            .iter()
+            .filter_map(|repeat| {
+                let (over, under) = (of(repeat, over)?, of(repeat, under)?);
+                (under > 0.0).then(|| over / under)
+            })
+            .collect()
+    }
+}
+
+/// The median, least and greatest of `ratios`, if there are any.
+fn spread(ratios: &[f64]) -> Option<(f64, f64, f64)> {
+    let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = ratios.iter().copied().fold(0.0, f64::max);
+    Some((median(ratios)?, min, max))
+}
+
+/// `ratios` as their median [min–max], or "–" without any.
+fn summary(ratios: &[f64]) -> String {
+    spread(ratios).map_or_else(
+        || "–".to_owned(),
+        |(mid, min, max)| format!("{mid:.2} [{min:.2}–{max:.2}]"),
+    )
 }
 
 /// The label of the bench that prints the callgrind profile of the same operations.
@@ -158,19 +226,37 @@ pub(super) fn markdown(
              | operation | ratios | median [min–max] | target |\n| --- | --- | ---: | ---: |\n",
             repeats.command
         ));
-        for ((op, ratios), (.., target)) in repeats.ratios.iter().zip(PAIRS) {
+        for (op, index_id, map_id, target) in PAIRS {
+            let ratios = &repeats.ratios_of(index_id, map_id);
             let shown: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
-            let summary = median(ratios).map_or_else(
+            let summary = spread(ratios).map_or_else(
                 || "–".to_owned(),
-                |mid| {
-                    let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-                    let max = ratios.iter().copied().fold(0.0, f64::max);
-                    format!("{} [{min:.2}–{max:.2}]", show_ratio(Some(mid), *target))
-                },
+                |(mid, min, max)| format!("{} [{min:.2}–{max:.2}]", show_ratio(Some(mid), *target)),
             );
             out.push_str(&format!(
                 "| {op} | {} | {summary} | ≤ {target} |\n",
                 shown.join(", ")
+            ));
+        }
+        out.push('\n');
+        out.push_str(
+            "The same repeats' ratios split at the index's indirection: its id table gives a slot \
+             number, and the object's handle is read from a vector by it. \
+             `baseline/slot_map_get_read` and `baseline/slot_map_drain` do the map's work with \
+             that indirection: a `HashMap<RouteId, u32>` of slot numbers and a vector of \
+             handles. The index over that map compares the rest of the index's work with \
+             hashbrown's; that map over the plain one is what the indirection alone costs; \
+             the two multiply to the index over the map. `remove/drain_one` is the index with \
+             its id index type only (no list but the primary one).\n\n\
+             | operation | index ÷ map | index ÷ map with the indirection | map with the \
+             indirection ÷ map |\n| --- | ---: | ---: | ---: |\n",
+        );
+        for (op, index_id, slot_id, map_id) in SPLITS {
+            out.push_str(&format!(
+                "| {op} | {} | {} | {} |\n",
+                summary(&repeats.ratios_of(index_id, map_id)),
+                summary(&repeats.ratios_of(index_id, slot_id)),
+                summary(&repeats.ratios_of(slot_id, map_id)),
             ));
         }
         out.push('\n');
@@ -187,7 +273,9 @@ pub(super) fn markdown(
              whatever else the machine does): instructions, level 1 data cache misses and \
              last-level misses per operation, the index's over the map's, each operation run \
              once over every object (`cargo bench -p netmirror-dedup-index --bench profile`; \
-             \"(1)\" is the index with its id index type only).\n\n```text\n",
+             \"(1)\" is the index with its id index type only; the last two rows are not the \
+             index but the map with its indirection, a map of slot numbers and a vector of \
+             handles, over the plain map).\n\n```text\n",
         );
         for line in lines {
             out.push_str(line);
@@ -321,11 +409,31 @@ mod tests {
             per_op("lookup/get/1000", "[1.0 ns 10.0 ns 11.0 ns]"),
             per_op("lookup/get/1000000", "[1.0 ns 50.0 ns 51.0 ns]"),
         ];
+        let seconds = |pairs: &[(&str, f64)]| {
+            pairs
+                .iter()
+                .map(|&(id, s)| (id.to_owned(), s))
+                .collect::<Vec<_>>()
+        };
         let repeats = Repeats {
-            ratios: vec![
-                ("insert", vec![0.9, 1.2, 0.8]),
-                ("lookup", vec![]),
-                ("remove", vec![1.25]),
+            seconds: vec![
+                seconds(&[
+                    ("insert/fill", 0.9),
+                    ("baseline/hashmap_insert", 1.0),
+                    ("lookup/get", 3.0),
+                    ("baseline/slot_map_get_read", 2.0),
+                    ("baseline/hashmap_get_read", 1.0),
+                    ("remove/drain", 1.25),
+                    ("baseline/hashmap_drain", 1.0),
+                ]),
+                seconds(&[
+                    ("insert/fill", 1.2),
+                    ("baseline/hashmap_insert", 1.0),
+                    ("lookup/get", 4.0),
+                    ("baseline/slot_map_get_read", 4.0),
+                    ("baseline/hashmap_get_read", 2.0),
+                ]),
+                seconds(&[("insert/fill", 0.8), ("baseline/hashmap_insert", 1.0)]),
             ],
             command: "BENCH_EXE".to_owned(),
             failures: vec!["one failed".to_owned()],
@@ -349,7 +457,24 @@ mod tests {
             text.contains("| insert | 0.90, 1.20, 0.80 | 0.90 [0.80–1.20] | ≤ 1 |"),
             "{text}"
         );
-        assert!(text.contains("| lookup |  | – | ≤ 1 |"), "{text}");
+        assert!(
+            text.contains("| lookup | 3.00, 2.00 | **2.50** (missed) [2.00–3.00] | ≤ 1 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| remove | 1.25 | 1.25 [1.25–1.25] | ≤ 1.3 |"),
+            "{text}"
+        );
+        // Lookup: 3/1 and 4/2 over the map, 3/2 and 4/4 over the slot map, 2/1 and 4/2 for
+        // the indirection; the removes ran in no repeat.
+        assert!(
+            text.contains("| lookup | 2.50 [2.00–3.00] | 1.25 [1.00–1.50] | 2.00 [2.00–2.00] |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| remove (3 index types) | 1.25 [1.25–1.25] | – | – |"),
+            "{text}"
+        );
         assert!(text.contains("- failed: one failed"), "{text}");
         assert!(text.contains("```text\nprofile line\n```"), "{text}");
     }
