@@ -245,6 +245,18 @@ impl<T: Object + fmt::Debug> fmt::Debug for DedupIndex<T> {
     }
 }
 
+/// The partition of `obj` in `table`, the partition table of lane `lane`, created if needed
+/// ([`PartitionTable::locate_or_insert`]). Lane 0 ([`Primary`]) has at most one partition,
+/// number 0, which every object falls in: once it exists, it is the answer without asking
+/// the index type.
+#[inline]
+fn locate_or_insert_in<T>(lane: usize, table: &mut dyn PartitionTable<T>, obj: &T) -> Option<u32> {
+    if lane == 0 && !table.heads().is_empty() {
+        return Some(0);
+    }
+    table.locate_or_insert(obj)
+}
+
 #[inline]
 fn slot_has_id<T: Object, Q>(objs: &[Option<Arc<T>>], slot: u32, id: &Q) -> bool
 where
@@ -1160,7 +1172,7 @@ impl<T: Object> DedupIndex<T> {
             return;
         };
         for (lane_idx, table) in self.tables.iter_mut().enumerate() {
-            let Some(p) = table.locate_or_insert(obj) else {
+            let Some(p) = locate_or_insert_in(lane_idx, table.as_mut(), obj) else {
                 continue;
             };
             let lane = Lane { lane: lane_idx };
@@ -1173,7 +1185,7 @@ impl<T: Object> DedupIndex<T> {
     /// Links slot `slot` (untracked everywhere) holding `obj` into every lane.
     fn link_new(&mut self, slot: u32, obj: &T, placement: &Placement<T::Id>, anchor: Option<u32>) {
         for lane_idx in 0..self.tables.len() {
-            let Some(p) = self.tables[lane_idx].locate_or_insert(obj) else {
+            let Some(p) = locate_or_insert_in(lane_idx, self.tables[lane_idx].as_mut(), obj) else {
                 continue;
             };
             self.place(lane_idx, p, slot, placement, anchor);
@@ -1283,10 +1295,24 @@ impl<T: Object> DedupIndex<T> {
     }
 
     /// Unlinks slot `slot`, which held `obj`, from every lane. Each index type finds the
-    /// partition from the object and reads the slot's link only in a lane that tracks it.
+    /// partition from the object and reads the slot's link only in a lane that tracks it;
+    /// lane 0 ([`Primary`]) has one partition, number 0, that tracks every entry, so it is
+    /// unlinked without asking its index type.
     #[inline]
     fn unlink_all(&mut self, slot: u32, obj: &T) {
-        for (lane_idx, table) in self.tables.iter_mut().enumerate() {
+        if let Some(primary) = self.tables.first_mut() {
+            let lane = self.links.lane_mut(0);
+            if let Some(&link) = lane.get(slot as usize)
+                && link.is_tracked()
+                && let Some(head) = primary.heads_mut().first_mut()
+            {
+                list::unlink_in(lane, head, slot, link);
+                if head.len == 0 {
+                    primary.remove(0);
+                }
+            }
+        }
+        for (lane_idx, table) in self.tables.iter_mut().enumerate().skip(1) {
             if !table.unlink(self.links.lane_mut(lane_idx), slot, obj) {
                 tracing::warn!(
                     lane = lane_idx,
