@@ -34,7 +34,7 @@ use criterion::measurement::Measurement;
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use netmirror_dedup_index::{Object, Placement};
 use support::cpu_time::ThreadCpuTime;
-use support::{Layout, Map, Route, Routes, SlotMap, route, shuffled, shuffled_ids};
+use support::{Layout, Map, Route, Routes, route, shuffled, shuffled_ids, slot_map};
 
 /// The sizes: 1k, 100k and 1M objects; with `NETMIRROR_BENCH_QUICK=1` (as
 /// `cargo xtask bench --quick` sets), 1k and 100k only.
@@ -291,15 +291,14 @@ fn baseline_lookup<M: Measurement>(c: &mut Criterion<M>, n: u32) {
     drop(map);
     // The index's own indirection on the map's table: the map gives a slot number, the
     // object's handle is read from a vector by it.
-    let slots: SlotMap = (0..n).map(|i| (route(i).id(), i)).collect();
-    let objs: Vec<Arc<Route>> = (0..n).map(|i| Arc::new(route(i))).collect();
+    let (slots, objs) = slot_map(n);
     group.bench_function(BenchmarkId::new("slot_map_get_read", n), |b| {
         b.iter(|| {
             next = (next + 1) % ids.len();
             black_box(
                 slots
                     .get(&ids[next])
-                    .and_then(|&slot| objs.get(slot as usize))
+                    .and_then(|&slot| objs.get(slot as usize)?.as_ref())
                     .map(|route| route.ifindex),
             )
         });
@@ -336,12 +335,7 @@ fn baseline_drain<M: Measurement>(c: &mut Criterion<M>, n: u32) {
     // vector (freeing the object).
     group.bench_function(BenchmarkId::new("slot_map_drain", n), |b| {
         b.iter_batched(
-            || {
-                let slots: SlotMap = (0..n).map(|i| (route(i).id(), i)).collect();
-                let objs: Vec<Option<Arc<Route>>> =
-                    (0..n).map(|i| Some(Arc::new(route(i)))).collect();
-                (slots, objs)
-            },
+            || slot_map(n),
             |(mut slots, mut objs)| {
                 for id in &ids {
                     let obj = slots

@@ -24,7 +24,7 @@ use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
 use netmirror_dedup_index::{Object, Placement};
-use support::{Layout, Map, Route, Routes, SlotMap, route, shuffled_ids};
+use support::{Layout, Map, Route, Routes, route, shuffled_ids, slot_map};
 
 /// The operations profiled: the index's, the map's doing the same work, and a label. The last
 /// two rows put the map with the index's indirection (a map of slot numbers by id, the
@@ -54,17 +54,6 @@ fn run_op(op: &str, n: u32) -> bool {
             .into_iter()
             .map(|obj| (obj.id(), Arc::new(obj)))
             .collect()
-    };
-    let slot_map_of = |fresh: Vec<Route>| -> (SlotMap, Vec<Option<Arc<Route>>>) {
-        let slots = fresh
-            .iter()
-            .zip(0..)
-            .map(|(obj, i)| (obj.id(), i))
-            .collect();
-        (
-            slots,
-            fresh.into_iter().map(|obj| Some(Arc::new(obj))).collect(),
-        )
     };
     match op {
         "insert" => {
@@ -129,7 +118,7 @@ fn run_op(op: &str, n: u32) -> bool {
             });
         }
         "slot_map_lookup" => {
-            let (slots, objs) = slot_map_of(fresh);
+            let (slots, objs) = slot_map(n);
             let sum = measured(|| {
                 ids.iter()
                     .filter_map(|id| objs.get(*slots.get(id)? as usize)?.as_ref())
@@ -139,7 +128,7 @@ fn run_op(op: &str, n: u32) -> bool {
             black_box(sum);
         }
         "slot_map_remove" => {
-            let (mut slots, mut objs) = slot_map_of(fresh);
+            let (mut slots, mut objs) = slot_map(n);
             measured(|| {
                 for id in &ids {
                     let obj = slots

@@ -113,6 +113,16 @@ pub type Map = hashbrown::HashMap<RouteId, std::sync::Arc<Route>, foldhash::fast
 /// number found, then the object's handle read from a vector by it.
 pub type SlotMap = hashbrown::HashMap<RouteId, u32, foldhash::fast::FixedState>;
 
+/// Routes `0..n` as a [`SlotMap`] and the vector of their handles by slot, kept as the index
+/// keeps them (`None` for a slot whose object was taken).
+pub fn slot_map(n: u32) -> (SlotMap, Vec<Option<std::sync::Arc<Route>>>) {
+    let slots = (0..n).map(|i| (route(i).id(), i)).collect();
+    let objs = (0..n)
+        .map(|i| Some(std::sync::Arc::new(route(i))))
+        .collect();
+    (slots, objs)
+}
+
 /// The number of interfaces the routes spread over.
 pub const N_IFINDEX: u32 = 64;
 

@@ -124,10 +124,8 @@ impl Repeats {
         };
         self.seconds
             .iter()
-            .filter_map(|repeat| {
-                let (over, under) = (of(repeat, over)?, of(repeat, under)?);
-                (under > 0.0).then(|| over / under)
-            })
+            // Only positive figures are kept (`repeat_pairs`).
+            .filter_map(|repeat| Some(of(repeat, over)? / of(repeat, under)?))
             .collect()
     }
 }
@@ -466,7 +464,7 @@ mod tests {
             "{text}"
         );
         // Lookup: 3/1 and 4/2 over the map, 3/2 and 4/4 over the slot map, 2/1 and 4/2 for
-        // the indirection; the removes ran in no repeat.
+        // the indirection; no repeat ran the slot map's drain.
         assert!(
             text.contains("| lookup | 2.50 [2.00–3.00] | 1.25 [1.00–1.50] | 2.00 [2.00–2.00] |"),
             "{text}"
