@@ -48,6 +48,8 @@ pub(crate) struct Plan {
     pub(crate) filter_main_routes: usize,
     /// Routes added while the monitor runs (scenario 4).
     pub(crate) monitor_routes: usize,
+    /// Bursts of scenario 4, each in a namespace of its own (the CPU ratio is their median).
+    pub(crate) monitor_rounds: usize,
     /// Routes added and deleted by each batch (scenario 5).
     pub(crate) batch_routes: usize,
     /// D-Bus round trips per client (scenario 6).
@@ -66,6 +68,7 @@ impl Plan {
                 multipath_routes: 20_000,
                 filter_main_routes: 100_000,
                 monitor_routes: 20_000,
+                monitor_rounds: 1,
                 batch_routes: 20_000,
                 round_trips: 2_000,
                 busctl_runs: 30,
@@ -78,6 +81,7 @@ impl Plan {
                 multipath_routes: 100_000,
                 filter_main_routes: 600_000,
                 monitor_routes: 100_000,
+                monitor_rounds: 3,
                 batch_routes: 100_000,
                 round_trips: 20_000,
                 busctl_runs: 200,

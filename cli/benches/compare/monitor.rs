@@ -2,7 +2,8 @@
 //! `netmirror monitor route` (text, one line per event as `ip` prints them) and
 //! `ip monitor route` run on the same namespace: events seen against expected, the JSON
 //! monitor's set of routes against a fresh dump afterwards, and what each monitor process cost
-//! (CPU, peak RSS) to absorb the burst.
+//! (CPU, peak RSS) to absorb the burst. The burst is repeated in fresh namespaces
+//! (the plan's `monitor_rounds`); the CPU ratios are their median.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -205,18 +206,84 @@ pub(crate) fn run(ctx: &Ctx) -> Section {
     section
 }
 
+/// What one burst gave: each monitor's output read, and each process's figures.
+struct Round {
+    /// How long `ip -batch` took, in seconds.
+    took: f64,
+    /// The burst's routes in a fresh `ip -j route show` afterwards.
+    fresh: HashSet<String>,
+    seen: Seen,
+    /// Seconds from the batch's end to the JSON monitor showing the end marker, if it did.
+    ours_drain: Option<f64>,
+    ours: Ended,
+    text: Ended,
+    /// Burst routes the text monitor printed as added, and whether it showed the end marker.
+    text_seen: usize,
+    text_done: bool,
+    reference: Ended,
+    /// Burst routes `ip monitor route` printed, and whether it showed the end marker.
+    ip_seen: usize,
+    ip_done: bool,
+}
+
+/// A stopped monitor's figures line, CPU time (ms) and stderr ([`Monitor::stop`]).
+struct Ended {
+    figures: String,
+    cpu_ms: Option<f64>,
+    stderr: String,
+}
+
+impl Ended {
+    fn new((figures, cpu_ms, stderr): (String, Option<f64>, String)) -> Self {
+        Self {
+            figures,
+            cpu_ms,
+            stderr,
+        }
+    }
+}
+
 fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
-    let ns = routes::route_ns()?;
     let n = ctx.plan.monitor_routes;
+    let rounds = ctx.plan.monitor_rounds.max(1);
     section.setup(format!(
-        "One namespace; the three monitors start, a route {SENTINEL_START} shows they listen, then \
-         `ip -batch` adds {n} /24 routes from {MONITOR_BASE} `via 192.0.2.2`, then a route \
-         {SENTINEL_END} marks the end; each monitor gets up to {}s to show it.",
-        DRAIN_TIMEOUT.as_secs()
+        "Each burst ({rounds} in all) runs in a namespace of its own: the three monitors \
+         start, a route {SENTINEL_START} shows they listen, then `ip -batch` adds {n} /24 \
+         routes from {MONITOR_BASE} `via 192.0.2.2`, then a route {SENTINEL_END} marks the \
+         end; each monitor gets up to {}s to show it.{}",
+        DRAIN_TIMEOUT.as_secs(),
+        if rounds > 1 {
+            " The figures are given burst by burst (separated by `;`); the CPU ratios are \
+             their median [min–max]."
+        } else {
+            ""
+        }
     ));
     let file = ctx.scratch_file("monitor.batch");
     routes::write_v4_batch(&file, "add", MONITOR_BASE, 0..n, None)?;
+    let mut done = Vec::new();
+    for round in 1..=rounds {
+        progress(&format!("burst {round} of {rounds}"));
+        match one_round(ctx, n, &file)? {
+            Ok(result) => done.push(result),
+            Err(why) => {
+                section.fact("netmirror monitor", format!("not available: {why}"));
+                return Ok(());
+            }
+        }
+    }
+    report(section, n, &done);
+    Ok(())
+}
 
+/// One burst in a fresh namespace; `Ok(Err(why))` when netmirror's JSON monitor did not show
+/// the first route.
+fn one_round(
+    ctx: &Ctx,
+    n: usize,
+    batch: &Path,
+) -> anyhow::Result<std::result::Result<Round, String>> {
+    let ns = routes::route_ns()?;
     let ours_args = ["--netns", ns.name(), "--json", "monitor", "route"];
     let mut ours = Monitor::start(
         ctx,
@@ -251,33 +318,26 @@ fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
         let (_, _, stderr) = ours.stop();
         let _ = text.stop();
         let _ = reference.stop();
-        section.fact(
-            "netmirror monitor",
-            format!(
-                "not available: {}",
-                if stderr.trim().is_empty() {
-                    "printed nothing for the first route".to_owned()
-                } else {
-                    measure::last_lines(&stderr, 1)
-                }
-            ),
-        );
-        return Ok(());
+        return Ok(Err(if stderr.trim().is_empty() {
+            "printed nothing for the first route".to_owned()
+        } else {
+            measure::last_lines(&stderr, 1)
+        }));
     }
     progress(&format!("adding {n} routes during the monitors"));
-    let took = routes::ip_batch(&ns, &file)?;
+    let took = routes::ip_batch(&ns, batch)?;
     add_route(&ns, SENTINEL_END)?;
     let drain_started = Instant::now();
     let ours_done = ours.wait_for("203.0.113.0", DRAIN_TIMEOUT);
-    let ours_drain = drain_started.elapsed().as_secs_f64();
+    let ours_drain = ours_done.then(|| drain_started.elapsed().as_secs_f64());
     let text_done = text_ready && text.wait_for("203.0.113.0", DRAIN_TIMEOUT);
     let ip_done = ip_ready && reference.wait_for("203.0.113.0", Duration::from_secs(10));
     let ours_text = ours.output();
     let text_text = text.output();
     let ip_text = reference.output();
-    let (ours_figures, ours_cpu, ours_stderr) = ours.stop();
-    let (text_figures, text_cpu, text_stderr) = text.stop();
-    let (ip_figures, ip_cpu, ip_stderr) = reference.stop();
+    let ours = Ended::new(ours.stop());
+    let text = Ended::new(text.stop());
+    let reference = Ended::new(reference.stop());
 
     let fresh =
         routes::run_quiet(Command::new("ip").args(["-n", ns.name(), "-j", "route", "show"]))?;
@@ -296,8 +356,6 @@ fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
             fresh.len()
         );
     }
-
-    let seen = read_netmirror(&ours_text, n);
     let ip_seen = ip_text
         .lines()
         .filter(|line| {
@@ -306,60 +364,6 @@ fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
                 .is_some_and(|dst| in_burst(dst, n))
         })
         .count();
-    section.fact(
-        "`ip -batch` of the burst",
-        format!("{n} routes in {took:.2} s"),
-    );
-    section.headline(
-        "netmirror: route-added events for the burst (expected)",
-        format!("{} ({n})", seen.added),
-    );
-    section.headline(
-        "netmirror: overrun / resync lines, other events, unparsed lines",
-        format!(
-            "{} / {}, {}, {}",
-            seen.overruns, seen.resyncs, seen.other, seen.unparsed
-        ),
-    );
-    let missing = fresh.difference(&seen.set).count();
-    let extra = seen.set.difference(&fresh).count();
-    section.headline(
-        "netmirror: routes from its events vs a fresh `ip -j route show`",
-        if missing == 0 && extra == 0 {
-            format!("equal ({} routes)", fresh.len())
-        } else {
-            format!("differ: {missing} missing, {extra} extra")
-        },
-    );
-    section.fact(
-        "netmirror: end marker seen, after the batch ended",
-        if ours_done {
-            format!("yes, {ours_drain:.2} s")
-        } else {
-            "no (timed out)".to_owned()
-        },
-    );
-    section.fact("netmirror monitor process (--json)", ours_figures);
-    if !ours_stderr.trim().is_empty() {
-        section.fact(
-            "netmirror monitor stderr (last lines)",
-            measure::last_lines(&ours_stderr, 2),
-        );
-    }
-    section.headline(
-        "ip monitor route: burst routes printed (expected)",
-        format!(
-            "{ip_seen} ({n}){}",
-            if ip_done { "" } else { ", end marker not seen" }
-        ),
-    );
-    section.fact("ip monitor process", ip_figures);
-    if !ip_stderr.trim().is_empty() {
-        section.fact(
-            "ip monitor stderr (last lines)",
-            measure::last_lines(&ip_stderr, 2),
-        );
-    }
     // The text monitor's lines name the route after `dst `: `[ROUTE] added type unicast dst
     // 80.0.0.0/24 gateway ...`.
     let text_seen = text_text
@@ -368,33 +372,165 @@ fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
         .filter_map(|line| line.split(" dst ").nth(1)?.split_whitespace().next())
         .filter(|dst| in_burst(dst, n))
         .count();
+    Ok(Ok(Round {
+        took,
+        fresh,
+        seen: read_netmirror(&ours_text, n),
+        ours_drain,
+        ours,
+        text,
+        text_seen,
+        text_done,
+        reference,
+        ip_seen,
+        ip_done,
+    }))
+}
+
+/// The bursts' figures, burst by burst (joined with `; `), and the median CPU ratios.
+fn report(section: &mut Section, n: usize, rounds: &[Round]) {
+    let each = |f: &dyn Fn(&Round) -> String| rounds.iter().map(f).collect::<Vec<_>>().join("; ");
+    section.fact(
+        "`ip -batch` of the burst",
+        each(&|r| format!("{n} routes in {:.2} s", r.took)),
+    );
+    section.headline(
+        "netmirror: route-added events for the burst (expected)",
+        format!("{} ({n})", each(&|r| r.seen.added.to_string())),
+    );
+    section.headline(
+        "netmirror: overrun / resync lines, other events, unparsed lines",
+        each(&|r| {
+            let seen = &r.seen;
+            format!(
+                "{} / {}, {}, {}",
+                seen.overruns, seen.resyncs, seen.other, seen.unparsed
+            )
+        }),
+    );
+    section.headline(
+        "netmirror: routes from its events vs a fresh `ip -j route show`",
+        each(&|r| {
+            let missing = r.fresh.difference(&r.seen.set).count();
+            let extra = r.seen.set.difference(&r.fresh).count();
+            if missing == 0 && extra == 0 {
+                format!("equal ({} routes)", r.fresh.len())
+            } else {
+                format!("differ: {missing} missing, {extra} extra")
+            }
+        }),
+    );
+    section.fact(
+        "netmirror: end marker seen, after the batch ended",
+        each(&|r| match r.ours_drain {
+            Some(secs) => format!("yes, {secs:.2} s"),
+            None => "no (timed out)".to_owned(),
+        }),
+    );
+    section.fact(
+        "netmirror monitor process (--json)",
+        each(&|r| r.ours.figures.clone()),
+    );
+    stderr_fact(
+        section,
+        "netmirror monitor stderr (last lines)",
+        rounds,
+        |r| &r.ours,
+    );
+    section.headline(
+        "ip monitor route: burst routes printed (expected)",
+        each(&|r| {
+            format!(
+                "{} ({n}){}",
+                r.ip_seen,
+                if r.ip_done {
+                    ""
+                } else {
+                    ", end marker not seen"
+                }
+            )
+        }),
+    );
+    section.fact("ip monitor process", each(&|r| r.reference.figures.clone()));
+    stderr_fact(section, "ip monitor stderr (last lines)", rounds, |r| {
+        &r.reference
+    });
     section.headline(
         "netmirror monitor route (text): burst routes printed (expected)",
-        format!(
-            "{text_seen} ({n}){}",
-            if text_done {
-                ""
-            } else {
-                ", end marker not seen"
-            }
-        ),
+        each(&|r| {
+            format!(
+                "{} ({n}){}",
+                r.text_seen,
+                if r.text_done {
+                    ""
+                } else {
+                    ", end marker not seen"
+                }
+            )
+        }),
     );
-    section.fact("netmirror monitor process (text)", text_figures);
-    if !text_stderr.trim().is_empty() {
-        section.fact(
-            "netmirror monitor (text) stderr (last lines)",
-            measure::last_lines(&text_stderr, 2),
-        );
-    }
-    let ratio = |ours: Option<f64>| match (ours, ip_cpu) {
-        (Some(ours), Some(ip)) if ip > 0.0 => format!("{:.2}", ours / ip),
-        _ => "--".to_owned(),
+    section.fact(
+        "netmirror monitor process (text)",
+        each(&|r| r.text.figures.clone()),
+    );
+    stderr_fact(
+        section,
+        "netmirror monitor (text) stderr (last lines)",
+        rounds,
+        |r| &r.text,
+    );
+    let ratios = |ours: fn(&Round) -> &Ended| -> Vec<f64> {
+        rounds
+            .iter()
+            .filter_map(|r| match (ours(r).cpu_ms, r.reference.cpu_ms) {
+                (Some(ours), Some(ip)) if ip > 0.0 => Some(ours / ip),
+                _ => None,
+            })
+            .collect()
     };
+    let text = ratios(|r| &r.text);
+    let json = ratios(|r| &r.ours);
     section.headline(
         "CPU to absorb the burst, netmirror ÷ ip monitor route: text / --json (target ≤ 0.5, #19)",
-        format!("{} / {}", ratio(text_cpu), ratio(ours_cpu)),
+        format!("{} / {}", median_spread(&text), median_spread(&json)),
     );
-    Ok(())
+    if rounds.len() > 1 {
+        let list = |ratios: &[f64]| {
+            ratios
+                .iter()
+                .map(|r| format!("{r:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        section.fact(
+            "CPU ratios burst by burst: text; --json",
+            format!("{}; {}", list(&text), list(&json)),
+        );
+    }
+}
+
+/// The last lines of each round's stderr of one monitor, if any round printed some.
+fn stderr_fact(section: &mut Section, key: &str, rounds: &[Round], ended: fn(&Round) -> &Ended) {
+    let lines: Vec<String> = rounds
+        .iter()
+        .map(|r| ended(r).stderr.as_str())
+        .filter(|stderr| !stderr.trim().is_empty())
+        .map(|stderr| measure::last_lines(stderr, 2))
+        .collect();
+    if !lines.is_empty() {
+        section.fact(key, lines.join("; "));
+    }
+}
+
+/// The median of `ratios`, with their spread when there are several: `0.47`, `0.47
+/// [0.45–0.52]`, or `--` for none.
+fn median_spread(ratios: &[f64]) -> String {
+    let spread = measure::Spread::of(ratios.to_vec());
+    match ratios.len() {
+        0 => "--".to_owned(),
+        1 => format!("{:.2}", spread.median),
+        _ => spread.show(2),
+    }
 }
 
 fn add_route(ns: &NetNs, dst: &str) -> anyhow::Result<()> {
