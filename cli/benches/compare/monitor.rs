@@ -427,55 +427,35 @@ fn report(section: &mut Section, n: usize, rounds: &[Round]) {
             None => "no (timed out)".to_owned(),
         }),
     );
-    section.fact(
-        "netmirror monitor process (--json)",
-        each(&|r| r.ours.figures.clone()),
-    );
-    stderr_fact(
+    process_facts(
         section,
-        "netmirror monitor stderr (last lines)",
+        (
+            "netmirror monitor process (--json)",
+            "netmirror monitor stderr (last lines)",
+        ),
         rounds,
         |r| &r.ours,
     );
     section.headline(
         "ip monitor route: burst routes printed (expected)",
-        each(&|r| {
-            format!(
-                "{} ({n}){}",
-                r.ip_seen,
-                if r.ip_done {
-                    ""
-                } else {
-                    ", end marker not seen"
-                }
-            )
-        }),
+        each(&|r| printed(r.ip_seen, n, r.ip_done)),
     );
-    section.fact("ip monitor process", each(&|r| r.reference.figures.clone()));
-    stderr_fact(section, "ip monitor stderr (last lines)", rounds, |r| {
-        &r.reference
-    });
+    process_facts(
+        section,
+        ("ip monitor process", "ip monitor stderr (last lines)"),
+        rounds,
+        |r| &r.reference,
+    );
     section.headline(
         "netmirror monitor route (text): burst routes printed (expected)",
-        each(&|r| {
-            format!(
-                "{} ({n}){}",
-                r.text_seen,
-                if r.text_done {
-                    ""
-                } else {
-                    ", end marker not seen"
-                }
-            )
-        }),
+        each(&|r| printed(r.text_seen, n, r.text_done)),
     );
-    section.fact(
-        "netmirror monitor process (text)",
-        each(&|r| r.text.figures.clone()),
-    );
-    stderr_fact(
+    process_facts(
         section,
-        "netmirror monitor (text) stderr (last lines)",
+        (
+            "netmirror monitor process (text)",
+            "netmirror monitor (text) stderr (last lines)",
+        ),
         rounds,
         |r| &r.text,
     );
@@ -509,8 +489,22 @@ fn report(section: &mut Section, n: usize, rounds: &[Round]) {
     }
 }
 
-/// The last lines of each round's stderr of one monitor, if any round printed some.
-fn stderr_fact(section: &mut Section, key: &str, rounds: &[Round], ended: fn(&Round) -> &Ended) {
+/// `seen (n)`, and whether the end marker was missed: what a monitor printed of the burst.
+fn printed(seen: usize, n: usize, done: bool) -> String {
+    let missed = if done { "" } else { ", end marker not seen" };
+    format!("{seen} ({n}){missed}")
+}
+
+/// One monitor's process figures, burst by burst, under `keys.0`, and the last lines of each
+/// burst's stderr under `keys.1` if any burst printed some.
+fn process_facts(
+    section: &mut Section,
+    keys: (&str, &str),
+    rounds: &[Round],
+    ended: fn(&Round) -> &Ended,
+) {
+    let figures: Vec<&str> = rounds.iter().map(|r| ended(r).figures.as_str()).collect();
+    section.fact(keys.0, figures.join("; "));
     let lines: Vec<String> = rounds
         .iter()
         .map(|r| ended(r).stderr.as_str())
@@ -518,7 +512,7 @@ fn stderr_fact(section: &mut Section, key: &str, rounds: &[Round], ended: fn(&Ro
         .map(|stderr| measure::last_lines(stderr, 2))
         .collect();
     if !lines.is_empty() {
-        section.fact(key, lines.join("; "));
+        section.fact(keys.1, lines.join("; "));
     }
 }
 
