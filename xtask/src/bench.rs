@@ -688,13 +688,13 @@ fn markdown(w: &Written<'_>) -> String {
     ));
     out.push_str(
         "`--quick` runs smaller sizes (100k IPv4 routes, 20k IPv6, 20k multipath, one \
-         20k-route burst, 20k-route batches, 2k D-Bus calls) with 3 runs per command, and the criterion benches with \
-         `NETMIRROR_BENCH_QUICK=1` (smaller sizes, where a bench has them), 0.5 s warm-up, 1 s \
-         measurement and 10k bootstrap resamples; `--quick-criterion` keeps the full sizes and \
-         shortens only criterion (1 s warm-up, 2 s measurement). The full run uses \
-         100k/600k/1M IPv4, 100k IPv6 and 100k multipath routes, three 100k-route bursts, \
-         100k-route batches, 20k D-Bus calls, 5 runs per command, and criterion's defaults (3 s warm-up, 5 s measurement, \
-         100k resamples). ",
+         20k-route burst, 20k-route batches, 2k D-Bus calls) with 3 runs per command, and the \
+         criterion benches with `NETMIRROR_BENCH_QUICK=1` (smaller sizes, where a bench has \
+         them), 0.5 s warm-up, 1 s measurement and 10k bootstrap resamples; \
+         `--quick-criterion` keeps the full sizes and shortens only criterion (1 s warm-up, 2 s \
+         measurement). The full run uses 100k/600k/1M IPv4, 100k IPv6 and 100k multipath \
+         routes, three 100k-route bursts, 100k-route batches, 20k D-Bus calls, 5 runs per \
+         command, and criterion's defaults (3 s warm-up, 5 s measurement, 100k resamples). ",
     );
     out.push_str(TYPICAL_DURATIONS);
     out.push_str("\n\n");

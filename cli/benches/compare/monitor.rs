@@ -92,7 +92,7 @@ impl Monitor {
 
     /// Stops the monitor (SIGTERM to the runner's child) and returns the runner's figures
     /// line, its CPU time (ms) and the monitor's stderr.
-    fn stop(mut self) -> (String, Option<f64>, String) {
+    fn stop(mut self) -> Ended {
         let runner_pid = self.runner.id();
         let children =
             std::fs::read_to_string(format!("/proc/{runner_pid}/task/{runner_pid}/children"))
@@ -131,7 +131,11 @@ impl Monitor {
             Err(err) => (format!("no figures for `{}`: {err}", self.label), None),
         };
         let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
-        (figures, cpu_ms, stderr)
+        Ended {
+            figures,
+            cpu_ms,
+            stderr,
+        }
     }
 }
 
@@ -210,9 +214,11 @@ pub(crate) fn run(ctx: &Ctx) -> Section {
 struct Round {
     /// How long `ip -batch` took, in seconds.
     took: f64,
-    /// The burst's routes in a fresh `ip -j route show` afterwards.
-    fresh: HashSet<String>,
     seen: Seen,
+    /// Burst routes of a fresh `ip -j route show` afterwards that the JSON monitor's events
+    /// lack, and routes its events hold that the dump lacks.
+    missing: usize,
+    extra: usize,
     /// Seconds from the batch's end to the JSON monitor showing the end marker, if it did.
     ours_drain: Option<f64>,
     ours: Ended,
@@ -231,16 +237,6 @@ struct Ended {
     figures: String,
     cpu_ms: Option<f64>,
     stderr: String,
-}
-
-impl Ended {
-    fn new((figures, cpu_ms, stderr): (String, Option<f64>, String)) -> Self {
-        Self {
-            figures,
-            cpu_ms,
-            stderr,
-        }
-    }
 }
 
 fn burst(ctx: &Ctx, section: &mut Section) -> anyhow::Result<()> {
@@ -315,7 +311,7 @@ fn one_round(
     let text_ready = text.wait_for("198.51.100.0", READY_TIMEOUT);
     let ip_ready = reference.wait_for("198.51.100.0", READY_TIMEOUT);
     if !ours_ready {
-        let (_, _, stderr) = ours.stop();
+        let stderr = ours.stop().stderr;
         let _ = text.stop();
         let _ = reference.stop();
         return Ok(Err(if stderr.trim().is_empty() {
@@ -335,9 +331,9 @@ fn one_round(
     let ours_text = ours.output();
     let text_text = text.output();
     let ip_text = reference.output();
-    let ours = Ended::new(ours.stop());
-    let text = Ended::new(text.stop());
-    let reference = Ended::new(reference.stop());
+    let ours = ours.stop();
+    let text = text.stop();
+    let reference = reference.stop();
 
     let fresh =
         routes::run_quiet(Command::new("ip").args(["-n", ns.name(), "-j", "route", "show"]))?;
@@ -372,10 +368,12 @@ fn one_round(
         .filter_map(|line| line.split(" dst ").nth(1)?.split_whitespace().next())
         .filter(|dst| in_burst(dst, n))
         .count();
+    let seen = read_netmirror(&ours_text, n);
     Ok(Ok(Round {
         took,
-        fresh,
-        seen: read_netmirror(&ours_text, n),
+        missing: fresh.difference(&seen.set).count(),
+        extra: seen.set.difference(&fresh).count(),
+        seen,
         ours_drain,
         ours,
         text,
@@ -411,12 +409,11 @@ fn report(section: &mut Section, n: usize, rounds: &[Round]) {
     section.headline(
         "netmirror: routes from its events vs a fresh `ip -j route show`",
         each(&|r| {
-            let missing = r.fresh.difference(&r.seen.set).count();
-            let extra = r.seen.set.difference(&r.fresh).count();
-            if missing == 0 && extra == 0 {
-                format!("equal ({} routes)", r.fresh.len())
+            if r.missing == 0 && r.extra == 0 {
+                // The fresh dump holds every one of the `n` routes (`one_round`).
+                format!("equal ({n} routes)")
             } else {
-                format!("differ: {missing} missing, {extra} extra")
+                format!("differ: {} missing, {} extra", r.missing, r.extra)
             }
         }),
     );
